@@ -1,0 +1,42 @@
+# pathprof: thin wrapper over CMake + Ninja. `make` builds, `make test` installs what is missing
+# and runs every test under ASan+UBSan, `make demo` shows it working, `make bench` measures.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_GEN  := -G Ninja
+export CCACHE_DIR ?= $(CURDIR)/.cache/ccache
+
+.PHONY: all deps configure test test-release bench demo format clean
+
+all: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+$(ASAN_BUILD)/build.ninja: | deps
+	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DPATHPROF_SANITIZE=ON \
+	  -DPATHPROF_BUILD_BENCH=OFF
+
+# Tests run from the sanitizer build; the release build is made too because some tests compare
+# against it or need its tools (e.g. pathctl), and `make demo` uses it.
+test: deps $(ASAN_BUILD)/build.ninja
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) --timeout 600
+
+bench: all
+	scripts/run-benchmarks.sh $(BUILD)
+
+demo: all
+	scripts/demo.sh $(BUILD)
+
+format:
+	git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
