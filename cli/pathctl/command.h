@@ -1,0 +1,66 @@
+// pathctl subcommands. Each lives in its own cmd_<name>.cc and registers itself with
+// PATHCTL_COMMAND, so adding a subcommand touches no other file.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pathctl {
+
+// Exit codes that mean something to scripts.
+enum ExitCode {
+  kExitOk = 0,
+  kExitError = 1,    // the operation failed (message on stderr)
+  kExitUsage = 2,    // bad command line
+  kExitNoData = 3,   // ran, but found nothing to report
+};
+
+// Command-line arguments after the subcommand name: `--key value`, `--key=value`, boolean
+// `--flag`, positionals, and everything after `--` kept verbatim (a command to run).
+class Args {
+ public:
+  // `boolean_flags` lists the flags that take no value.
+  Args(std::vector<std::string> argv, std::vector<std::string> boolean_flags);
+
+  bool Has(const std::string& key) const;
+  std::string Get(const std::string& key, const std::string& fallback = "") const;
+  // Parses an integer/double flag; on a malformed value records an error and returns fallback.
+  long long GetInt(const std::string& key, long long fallback);
+  double GetDouble(const std::string& key, double fallback);
+  const std::vector<std::string>& positional() const { return positional_; }
+  const std::vector<std::string>& rest() const { return rest_; }  // after `--`
+  // Flags given but never asked for, and malformed values: reported as usage errors.
+  std::vector<std::string> Problems() const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  mutable std::map<std::string, bool> used_;
+  std::vector<std::string> positional_, rest_, errors_;
+};
+
+struct Command {
+  std::string name;
+  std::string summary;  // one line for `pathctl help`
+  std::string usage;    // full text for `pathctl help NAME`
+  std::vector<std::string> boolean_flags;
+  std::function<int(Args&)> run;
+};
+
+std::map<std::string, Command>& Registry();
+
+struct Registrar {
+  explicit Registrar(Command c) { Registry()[c.name] = std::move(c); }
+};
+
+#define PATHCTL_CONCAT2(a, b) a##b
+#define PATHCTL_CONCAT(a, b) PATHCTL_CONCAT2(a, b)
+#define PATHCTL_COMMAND(...) \
+  static ::pathctl::Registrar PATHCTL_CONCAT(pathctl_registrar_, __LINE__)(__VA_ARGS__)
+
+// Prints "pathctl NAME: message" to stderr for the usage problems and returns kExitUsage.
+int UsageError(const std::string& name, const std::vector<std::string>& problems);
+
+}  // namespace pathctl
