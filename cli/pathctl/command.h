@@ -13,9 +13,9 @@ namespace pathctl {
 // Exit codes that mean something to scripts.
 enum ExitCode {
   kExitOk = 0,
-  kExitError = 1,    // the operation failed (message on stderr)
-  kExitUsage = 2,    // bad command line
-  kExitNoData = 3,   // ran, but found nothing to report
+  kExitError = 1,   // the operation failed (message on stderr)
+  kExitUsage = 2,   // bad command line
+  kExitNoData = 3,  // ran, but found nothing to report
 };
 
 // Command-line arguments after the subcommand name: `--key value`, `--key=value`, boolean

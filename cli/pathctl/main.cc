@@ -93,7 +93,8 @@ namespace {
 
 void PrintHelp() {
   std::printf("pathctl: the pathprof command-line tool\n\nusage: pathctl COMMAND [OPTIONS]\n\n");
-  for (const auto& [name, c] : Registry()) std::printf("  %-10s %s\n", name.c_str(), c.summary.c_str());
+  for (const auto& [name, c] : Registry())
+    std::printf("  %-10s %s\n", name.c_str(), c.summary.c_str());
   std::printf("\npathctl help COMMAND shows a command's options.\n");
 }
 

@@ -133,7 +133,9 @@ Result<PbsWriter> PbsWriter::Create(const std::string& path) {
   return PbsWriter(f, path);
 }
 
-PbsWriter::PbsWriter(PbsWriter&& o) noexcept { *this = std::move(o); }
+PbsWriter::PbsWriter(PbsWriter&& o) noexcept {
+  *this = std::move(o);
+}
 PbsWriter& PbsWriter::operator=(PbsWriter&& o) noexcept {
   if (this != &o) {
     if (file_) std::fclose(file_);
@@ -227,7 +229,9 @@ Status PbsWriter::Close() {
 
 // ---------------------------------------------------------------- reader
 
-PbsReader::PbsReader(PbsReader&& o) noexcept { *this = std::move(o); }
+PbsReader::PbsReader(PbsReader&& o) noexcept {
+  *this = std::move(o);
+}
 PbsReader& PbsReader::operator=(PbsReader&& o) noexcept {
   if (this != &o) {
     if (file_) std::fclose(file_);
@@ -238,6 +242,7 @@ PbsReader& PbsReader::operator=(PbsReader&& o) noexcept {
     from_memory_ = o.from_memory_;
     name_ = std::move(o.name_);
     offset_ = o.offset_;
+    file_size_ = o.file_size_;
     records_ = o.records_;
     ended_ = o.ended_;
     payload_ = std::move(o.payload_);
@@ -281,10 +286,16 @@ Result<uint64_t> PbsReader::ReadVarint(const char* what) {
 Result<PbsReader> PbsReader::Open(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f)
-    return Error(ErrorCode::kNotFound, "cannot open pbs file " + path + ": " + std::strerror(errno));
+    return Error(ErrorCode::kNotFound,
+                 "cannot open pbs file " + path + ": " + std::strerror(errno));
   PbsReader r;
   r.file_ = f;
   r.name_ = path;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    long size = std::ftell(f);
+    r.file_size_ = size > 0 ? static_cast<uint64_t>(size) : 0;
+    std::rewind(f);
+  }
   uint8_t header[8];
   PATHPROF_RETURN_IF_ERROR(r.ReadExact(header, sizeof header, "the file header"));
   if (std::memcmp(header, kMagic, 4) != 0)
@@ -313,6 +324,11 @@ Result<PbsReader> PbsReader::FromBytes(std::vector<uint8_t> bytes, std::string n
   return r;
 }
 
+uint64_t PbsReader::RemainingBytes() const {
+  if (from_memory_) return memory_.size() - memory_pos_;
+  return file_size_ > offset_ ? file_size_ - offset_ : 0;
+}
+
 Result<bool> PbsReader::Next(PbsRecord* out) {
   if (ended_) return false;
   uint64_t record_offset = offset_;
@@ -320,6 +336,12 @@ Result<bool> PbsReader::Next(PbsRecord* out) {
   PATHPROF_RETURN_IF_ERROR(ReadExact(&type, 1, "a record type"));
   auto len = ReadVarint("a record length");
   if (!len.ok()) return len.status();
+  // Never allocate more than the input can still hold: a corrupt length must not cost gigabytes.
+  if (*len <= kMaxPayload && *len > RemainingBytes())
+    return Error(ErrorCode::kTruncated, "pbs file " + name_ + " ends inside the record at offset " +
+                                            std::to_string(record_offset) + " (it claims " +
+                                            std::to_string(*len) + " bytes, " +
+                                            std::to_string(RemainingBytes()) + " remain)");
   if (*len > kMaxPayload)
     return Error(ErrorCode::kCorrupt, "pbs file " + name_ + ": record at offset " +
                                           std::to_string(record_offset) + " claims " +
@@ -333,9 +355,9 @@ Result<bool> PbsReader::Next(PbsRecord* out) {
   PATHPROF_RETURN_IF_ERROR(ReadExact(c, 4, "a record checksum"));
   uint32_t stored = c[0] | (c[1] << 8) | (c[2] << 16) | (static_cast<uint32_t>(c[3]) << 24);
   if (stored != Crc(type, len_bytes, payload_.data(), payload_.size()))
-    return Error(ErrorCode::kCorrupt, "pbs file " + name_ + ": checksum mismatch in record at offset " +
-                                          std::to_string(record_offset) +
-                                          "; the file is damaged");
+    return Error(ErrorCode::kCorrupt, "pbs file " + name_ +
+                                          ": checksum mismatch in record at offset " +
+                                          std::to_string(record_offset) + "; the file is damaged");
   PayloadParser in(payload_, name_, payload_offset);
   switch (type) {
     case kTypeBatch: {
@@ -397,9 +419,12 @@ Result<PbsContents> ReadPbsFile(const std::string& path) {
     auto more = reader->Next(&rec);
     if (!more.ok()) return more.status();
     if (!*more) break;
-    if (auto* b = std::get_if<BranchBatch>(&rec)) c.batches.push_back(std::move(*b));
-    else if (auto* im = std::get_if<ImageRecord>(&rec)) c.images.push_back(std::move(*im));
-    else c.meta.push_back(std::move(std::get<MetaRecord>(rec)));
+    if (auto* b = std::get_if<BranchBatch>(&rec))
+      c.batches.push_back(std::move(*b));
+    else if (auto* im = std::get_if<ImageRecord>(&rec))
+      c.images.push_back(std::move(*im));
+    else
+      c.meta.push_back(std::move(std::get<MetaRecord>(rec)));
   }
   return c;
 }

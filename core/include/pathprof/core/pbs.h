@@ -92,6 +92,7 @@ class PbsReader {
   PbsReader() = default;
   Status ReadExact(void* dst, size_t n, const char* what);
   Result<uint64_t> ReadVarint(const char* what);
+  uint64_t RemainingBytes() const;
 
   std::FILE* file_ = nullptr;
   std::vector<uint8_t> memory_;
@@ -99,6 +100,7 @@ class PbsReader {
   bool from_memory_ = false;
   std::string name_;
   uint64_t offset_ = 0;
+  uint64_t file_size_ = 0;
   uint64_t records_ = 0;
   bool ended_ = false;
   std::vector<uint8_t> payload_;

@@ -48,7 +48,7 @@ Status Error(ErrorCode code, std::string message);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -71,8 +71,8 @@ class [[nodiscard]] Result {
 }  // namespace pathprof
 
 // Propagates a failed Status from an expression returning Status.
-#define PATHPROF_RETURN_IF_ERROR(expr)          \
-  do {                                          \
-    ::pathprof::Status _pp_status = (expr);     \
-    if (!_pp_status.ok()) return _pp_status;    \
+#define PATHPROF_RETURN_IF_ERROR(expr)       \
+  do {                                       \
+    ::pathprof::Status _pp_status = (expr);  \
+    if (!_pp_status.ok()) return _pp_status; \
   } while (0)
