@@ -1,0 +1,80 @@
+// The eBPF stack sampler: a perf_event program on every online CPU (cycles where a PMU exists,
+// cpu-clock otherwise) copies user and kernel stacks into a ring buffer; this class loads it,
+// keeps its in-kernel filters, and drains the ring buffer into a callback.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pathprof/core/status.h"
+
+namespace pathprof::collectors {
+
+struct RawStackSample {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t cpu = 0;
+  uint64_t time_ns = 0;  // CLOCK_MONOTONIC
+  uint64_t period = 0;
+  std::string comm;
+  std::vector<uint64_t> user;    // leaf first
+  std::vector<uint64_t> kernel;  // leaf first
+  int user_error = 0;            // errno from bpf_get_stack, 0 if the stack was read
+  int kernel_error = 0;
+};
+
+struct EbpfSamplerConfig {
+  int frequency_hz = 99;
+  std::vector<uint32_t> pids;  // empty: every process (unless cgroup_id is set)
+  uint64_t cgroup_id = 0;      // 0: any cgroup; else the cgroup v2 id (inode of its directory)
+  bool kernel_stacks = true;
+  bool prefer_cycles = true;  // use the hardware cycles event when the host has a PMU
+};
+
+struct EbpfSamplerStats {
+  uint64_t events = 0;               // times the program ran
+  uint64_t idle = 0;                 // ... on an idle CPU
+  uint64_t filtered = 0;             // ... on a task that is not a target
+  uint64_t ringbuf_full = 0;         // lost: the ring buffer was full
+  uint64_t user_stack_errors = 0;    // delivered without a user stack
+  uint64_t kernel_stack_errors = 0;  // delivered without a kernel stack
+  uint64_t submitted = 0;            // written into the ring buffer
+  uint64_t delivered = 0;            // handed to the callback
+  int cpus_attached = 0;
+  int cpus_skipped = 0;  // online but perf_event_open failed (reason in warnings)
+  std::string event;     // "cycles" or "cpu-clock"
+  std::vector<std::string> warnings;
+};
+
+class EbpfStackSampler {
+ public:
+  // Loads and attaches. Fails with kPermission / kUnavailable and a message naming the missing
+  // capability (CAP_BPF, CAP_PERFMON), BTF or kernel feature.
+  static Result<std::unique_ptr<EbpfStackSampler>> Start(const EbpfSamplerConfig& config);
+  ~EbpfStackSampler();
+  EbpfStackSampler(const EbpfStackSampler&) = delete;
+  EbpfStackSampler& operator=(const EbpfStackSampler&) = delete;
+
+  Status AddPid(uint32_t pid);
+  Status RemovePid(uint32_t pid);
+
+  using Sink = std::function<void(const RawStackSample&)>;
+  // Waits up to timeout_ms for samples and hands each to `sink`; returns how many.
+  Result<int> Poll(int timeout_ms, const Sink& sink);
+  // Drains what is already in the ring buffer without waiting.
+  Result<int> Drain(const Sink& sink);
+  // For callers that multiplex several sources on their own epoll loop.
+  int epoll_fd() const;
+
+  EbpfSamplerStats stats() const;
+
+ private:
+  struct Impl;
+  explicit EbpfStackSampler(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pathprof::collectors

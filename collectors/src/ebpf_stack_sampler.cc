@@ -1,0 +1,224 @@
+#include "pathprof/collectors/ebpf_stack_sampler.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "pathprof/collectors/online_cpus.h"
+#include "stack_sample.h"
+#include "stack_sampler.skel.h"
+
+namespace pathprof::collectors {
+
+struct EbpfStackSampler::Impl {
+  stack_sampler_bpf* skel = nullptr;
+  ring_buffer* ring = nullptr;
+  std::vector<bpf_link*> links;
+  std::vector<int> perf_fds;
+  const Sink* sink = nullptr;  // valid only during Poll/Drain
+  uint64_t delivered = 0;
+  int cpus_skipped = 0;
+  std::string event;
+  std::vector<std::string> warnings;
+
+  // libbpf's ring buffer callback: converts one record and hands it to the current sink.
+  static int OnSample(void* ctx, void* data, size_t size);
+
+  ~Impl() {
+    if (ring) ring_buffer__free(ring);
+    for (bpf_link* l : links) bpf_link__destroy(l);
+    for (int fd : perf_fds) close(fd);
+    if (skel) stack_sampler_bpf__destroy(skel);
+  }
+};
+
+namespace {
+
+int OpenPerfEvent(int cpu, int hz, bool cycles) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = cycles ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE;
+  attr.config = cycles ? static_cast<uint64_t>(PERF_COUNT_HW_CPU_CYCLES)
+                       : static_cast<uint64_t>(PERF_COUNT_SW_CPU_CLOCK);
+  attr.freq = 1;
+  attr.sample_freq = static_cast<uint64_t>(hz);
+  return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+Status LoadError(int err) {
+  std::string msg = "loading the eBPF stack sampler failed: " + std::string(std::strerror(err));
+  if (err == EPERM || err == EACCES)
+    return Error(ErrorCode::kPermission,
+                 msg +
+                     "; it needs root or CAP_BPF+CAP_PERFMON (run pathprofd as root, or grant "
+                     "those capabilities)");
+  return Error(ErrorCode::kUnavailable,
+               msg +
+                   "; the kernel needs BTF (/sys/kernel/btf/vmlinux) and BPF ring buffers "
+                   "(Linux 5.8 or newer)");
+}
+
+}  // namespace
+
+int EbpfStackSampler::Impl::OnSample(void* ctx, void* data, size_t size) {
+  auto* impl = static_cast<Impl*>(ctx);
+  if (size < sizeof(stack_sample) || !impl->sink) return 0;
+  const auto* s = static_cast<const stack_sample*>(data);
+  RawStackSample out;
+  out.pid = s->pid;
+  out.tid = s->tid;
+  out.cpu = s->cpu;
+  out.time_ns = s->time_ns;
+  out.period = s->period;
+  out.comm.assign(s->comm, strnlen(s->comm, sizeof(s->comm)));
+  auto frames = [](const __u64* ips, int bytes, std::vector<uint64_t>* v, int* err) {
+    if (bytes < 0) {
+      *err = -bytes;
+      return;
+    }
+    size_t n = std::min<size_t>(static_cast<size_t>(bytes) / 8, PATHPROF_MAX_FRAMES);
+    v->assign(ips, ips + n);
+  };
+  frames(s->user, s->user_bytes, &out.user, &out.user_error);
+  frames(s->kernel, s->kernel_bytes, &out.kernel, &out.kernel_error);
+  ++impl->delivered;
+  (*impl->sink)(out);
+  return 0;
+}
+
+EbpfStackSampler::EbpfStackSampler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EbpfStackSampler::~EbpfStackSampler() = default;
+
+Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamplerConfig& cfg) {
+  if (cfg.frequency_hz < 1 || cfg.frequency_hz > 100000)
+    return Error(ErrorCode::kInvalidArgument, "stack sampling frequency " +
+                                                  std::to_string(cfg.frequency_hz) +
+                                                  " Hz is out of range (1..100000)");
+  if (cfg.pids.size() > PATHPROF_MAX_TARGET_PIDS)
+    return Error(
+        ErrorCode::kInvalidArgument,
+        "at most " + std::to_string(PATHPROF_MAX_TARGET_PIDS) + " target pids per sampler");
+  auto cpus = OnlineCpus();
+  if (!cpus.ok()) return cpus.status();
+
+  auto impl = std::make_unique<Impl>();
+  impl->skel = stack_sampler_bpf__open();
+  if (!impl->skel) return LoadError(errno);
+  impl->skel->rodata->filter_by_pid = !cfg.pids.empty();
+  impl->skel->rodata->filter_cgroup_id = cfg.cgroup_id;
+  impl->skel->rodata->want_kernel_stacks = cfg.kernel_stacks;
+  if (int err = stack_sampler_bpf__load(impl->skel)) return LoadError(-err);
+
+  EbpfStackSampler sampler(std::move(impl));
+  for (uint32_t pid : cfg.pids) PATHPROF_RETURN_IF_ERROR(sampler.AddPid(pid));
+  Impl& m = *sampler.impl_;
+
+  bool cycles = cfg.prefer_cycles;
+  for (int cpu : *cpus) {
+    int fd = OpenPerfEvent(cpu, cfg.frequency_hz, cycles);
+    if (fd < 0 && cycles && (errno == ENOENT || errno == EOPNOTSUPP || errno == ENODEV)) {
+      cycles = false;  // no hardware PMU (a VM): cpu-clock works everywhere
+      fd = OpenPerfEvent(cpu, cfg.frequency_hz, false);
+    }
+    if (fd < 0) {
+      m.warnings.push_back("cpu " + std::to_string(cpu) +
+                           ": perf_event_open: " + std::strerror(errno));
+      ++m.cpus_skipped;
+      continue;
+    }
+    m.perf_fds.push_back(fd);
+    bpf_link* link = bpf_program__attach_perf_event(m.skel->progs.sample_stack, fd);
+    if (!link) {
+      m.warnings.push_back("cpu " + std::to_string(cpu) + ": attach: " + std::strerror(errno));
+      ++m.cpus_skipped;
+      continue;
+    }
+    m.links.push_back(link);
+  }
+  m.event = cycles ? "cycles" : "cpu-clock";
+  if (m.links.empty()) {
+    std::string why = m.warnings.empty() ? "no online CPU" : m.warnings.front();
+    return Error(ErrorCode::kUnavailable, "the stack sampler could not attach to any CPU (" + why +
+                                              "); check perf_event_paranoid and CAP_PERFMON");
+  }
+  m.ring = ring_buffer__new(bpf_map__fd(m.skel->maps.samples), Impl::OnSample, &m, nullptr);
+  if (!m.ring) return LoadError(errno);
+  return std::unique_ptr<EbpfStackSampler>(new EbpfStackSampler(std::move(sampler.impl_)));
+}
+
+Status EbpfStackSampler::AddPid(uint32_t pid) {
+  __u8 one = 1;
+  if (bpf_map__update_elem(impl_->skel->maps.target_pids, &pid, sizeof(pid), &one, sizeof(one),
+                           BPF_ANY) != 0)
+    return Error(ErrorCode::kResourceExhausted,
+                 "cannot add pid " + std::to_string(pid) +
+                     " to the sampler filter: " + std::strerror(errno));
+  return Status::Ok();
+}
+
+Status EbpfStackSampler::RemovePid(uint32_t pid) {
+  if (bpf_map__delete_elem(impl_->skel->maps.target_pids, &pid, sizeof(pid), 0) != 0 &&
+      errno != ENOENT)
+    return Error(ErrorCode::kInternal, "cannot remove pid " + std::to_string(pid) +
+                                           " from the sampler filter: " + std::strerror(errno));
+  return Status::Ok();
+}
+
+Result<int> EbpfStackSampler::Poll(int timeout_ms, const Sink& sink) {
+  impl_->sink = &sink;
+  int n = ring_buffer__poll(impl_->ring, timeout_ms);
+  impl_->sink = nullptr;
+  if (n < 0 && n != -EINTR)
+    return Error(ErrorCode::kIo,
+                 std::string("polling the stack ring buffer: ") + std::strerror(-n));
+  return n < 0 ? 0 : n;
+}
+
+Result<int> EbpfStackSampler::Drain(const Sink& sink) {
+  impl_->sink = &sink;
+  int n = ring_buffer__consume(impl_->ring);
+  impl_->sink = nullptr;
+  if (n < 0)
+    return Error(ErrorCode::kIo,
+                 std::string("draining the stack ring buffer: ") + std::strerror(-n));
+  return n;
+}
+
+int EbpfStackSampler::epoll_fd() const {
+  return ring_buffer__epoll_fd(impl_->ring);
+}
+
+EbpfSamplerStats EbpfStackSampler::stats() const {
+  EbpfSamplerStats st;
+  int ncpus = libbpf_num_possible_cpus();
+  std::vector<__u64> values(ncpus > 0 ? ncpus : 1);
+  auto sum = [&](__u32 key) -> uint64_t {
+    if (bpf_map__lookup_elem(impl_->skel->maps.counters, &key, sizeof(key), values.data(),
+                             values.size() * sizeof(__u64), 0) != 0)
+      return 0;
+    uint64_t total = 0;
+    for (__u64 v : values) total += v;
+    return total;
+  };
+  st.events = sum(PATHPROF_COUNTER_EVENTS);
+  st.idle = sum(PATHPROF_COUNTER_IDLE);
+  st.filtered = sum(PATHPROF_COUNTER_FILTERED);
+  st.ringbuf_full = sum(PATHPROF_COUNTER_RINGBUF_FULL);
+  st.user_stack_errors = sum(PATHPROF_COUNTER_USER_STACK_ERROR);
+  st.kernel_stack_errors = sum(PATHPROF_COUNTER_KERNEL_STACK_ERROR);
+  st.submitted = sum(PATHPROF_COUNTER_SUBMITTED);
+  st.delivered = impl_->delivered;
+  st.cpus_attached = static_cast<int>(impl_->links.size());
+  st.cpus_skipped = impl_->cpus_skipped;
+  st.event = impl_->event;
+  st.warnings = impl_->warnings;
+  return st;
+}
+
+}  // namespace pathprof::collectors
