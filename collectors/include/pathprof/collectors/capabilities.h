@@ -1,0 +1,36 @@
+// What this host can collect, and why not: probed by trying, not guessed from versions alone.
+#pragma once
+
+#include <string>
+
+namespace pathprof::collectors {
+
+struct SourceCapability {
+  bool available = false;
+  std::string detail;  // what was found, or why it is missing and what would fix it
+};
+
+enum class BranchSource { kNone, kPtraceBursts, kLbr, kIntelPt };
+const char* BranchSourceName(BranchSource source);
+// Parses "none", "ptrace", "lbr", "pt"; returns false for anything else.
+bool ParseBranchSource(const std::string& name, BranchSource* out);
+
+struct HostCapabilities {
+  std::string kernel_release;
+  int perf_event_paranoid = 2;
+  int yama_ptrace_scope = -1;  // -1: Yama not present
+  bool is_root = false;
+  bool cap_bpf = false, cap_perfmon = false, cap_sys_ptrace = false, cap_sys_admin = false;
+
+  SourceCapability ebpf;  // stack sampler: BTF, ring buffers, perf_event programs
+  SourceCapability lbr;   // perf_event_open with PERF_SAMPLE_BRANCH_STACK
+  SourceCapability intel_pt;
+  SourceCapability ptrace;  // software LBR (bursts) and the exact tracer
+
+  // PT > LBR > ptrace bursts, the best branch source that works here.
+  BranchSource BestBranchSource() const;
+};
+
+HostCapabilities ProbeHostCapabilities();
+
+}  // namespace pathprof::collectors
