@@ -177,6 +177,17 @@ TEST(BallLarusTest, SelfLoopAndSeveralReturns) {
   EXPECT_EQ(bl.Describe(*bl.PathFromNames("e r2")), "e r2");
 }
 
+TEST(BallLarusTest, SingleBlockFunctionHasOneEmptyPath) {
+  Cfg cfg;
+  ASSERT_TRUE(cfg.SetEntry(*cfg.AddNode("only")).ok());
+  Result<BallLarus> bl = BallLarus::Build(cfg);
+  ASSERT_TRUE(bl.ok()) << bl.status().ToString();
+  EXPECT_EQ(bl->num_paths(), 1u);
+  EXPECT_TRUE(bl->PathOf(0)->empty());
+  EXPECT_EQ(*bl->IdOf(DagPath{}), 0u);
+  EXPECT_EQ(bl->Describe(DagPath{}), "only");
+}
+
 TEST(BallLarusTest, ParallelCfgEdgesAreOneEdge) {
   Result<Cfg> cfg = Cfg::Parse("a b, a b, a c, b c", "a");
   ASSERT_TRUE(cfg.ok());
