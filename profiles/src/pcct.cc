@@ -32,8 +32,8 @@ Pcct::Pcct(uint32_t pid, PcctOptions options) : pid_(pid), options_(options) {
   options_.max_nodes = std::max<uint32_t>(options_.max_nodes, 4 * options_.max_walk + 2);
   options_.max_threads = std::max<uint32_t>(options_.max_threads, 1);
   nodes_.resize(2);
-  for (NodeRec& r : nodes_) r.live = true;
-  nodes_[kTruncatedRoot].truncated_tree = true;
+  for (NodeRec& r : nodes_) r.live = 1;
+  nodes_[kTruncatedRoot].truncated_tree = 1;
 }
 
 PcctNodeId Pcct::NewNode(PcctNodeId parent, const StackFrame& frame) {
@@ -50,7 +50,7 @@ PcctNodeId Pcct::NewNode(PcctNodeId parent, const StackFrame& frame) {
   const uint32_t stamp = n.stamp;
   n = NodeRec{};
   n.stamp = stamp;
-  n.live = true;
+  n.live = 1;
   n.frame = frame;
   n.parent = parent;
   n.depth = p.depth + 1;
@@ -58,7 +58,6 @@ PcctNodeId Pcct::NewNode(PcctNodeId parent, const StackFrame& frame) {
   n.next_sibling = p.first_child;
   if (p.first_child != kPcctNoNode) nodes_[p.first_child].prev_sibling = id;
   p.first_child = id;
-  ++p.children;
   child_of_.emplace(ChildKey{parent, frame.function, frame.call_site}, id);
   ++live_;
   ++stats_.nodes_created;
@@ -81,11 +80,10 @@ void Pcct::FreeNode(PcctNodeId id) {
     p.first_child = n.next_sibling;
   }
   if (n.next_sibling != kPcctNoNode) nodes_[n.next_sibling].prev_sibling = n.prev_sibling;
-  --p.children;
   child_of_.erase(ChildKey{n.parent, n.frame.function, n.frame.call_site});
   by_self_.Erase(id);
   by_edge_.Erase(id);
-  n.live = false;
+  n.live = 0;
   ++n.stamp;
   free_.push_back(id);
   --live_;
@@ -101,7 +99,7 @@ void Pcct::EvictForLocked(size_t needed) {
   while (freed < target) {
     leaves.clear();
     for (PcctNodeId id = 2; id < nodes_.size(); ++id) {
-      if (nodes_[id].live && nodes_[id].children == 0) leaves.push_back(id);
+      if (nodes_[id].live && nodes_[id].first_child == kPcctNoNode) leaves.push_back(id);
     }
     if (leaves.empty()) break;
     const size_t take = std::min(target - freed, leaves.size());
@@ -163,41 +161,39 @@ Status Pcct::Add(const StackSample& s) {
   if (live_ + std::min(n, walk) > options_.max_nodes) EvictForLocked(std::min(n, walk));
 
   ThreadState& ts = ThreadFor(s.tid);
-  std::vector<StackFrame>& f = scratch_frames_;
-  f.assign(s.frames.rbegin(), s.frames.rend());  // root-side first
+  // Frames are indexed root-side first below: position i is s.frames[n - 1 - i].
+  auto frame_at = [&](size_t i) -> const StackFrame& { return s.frames[n - 1 - i]; };
 
   // Old frames: the root-side common prefix with this thread's previous stack.
   size_t p = 0;
   if (!s.root_truncated && !ts.root_truncated) {
     const size_t m = std::min(n, ts.frames.size());
-    while (p < m && ts.frames[p] == f[p]) ++p;
+    while (p < m && ts.frames[p] == frame_at(p)) ++p;
   }
-  // Of those, the ones whose node is still in the tree (not evicted or purged since).
+  // Of those, the ones whose node is still in the tree (a freed slot bumps its stamp, so an
+  // evicted or purged node, even if reused since, no longer matches). Their totals are bumped on
+  // the way, the common case; a truncated sample undoes that below.
   size_t q = 0;
-  while (q < p && ts.nodes[q] != kPcctNoNode && nodes_[ts.nodes[q]].stamp == ts.stamps[q] &&
-         nodes_[ts.nodes[q]].live) {
+  while (q < p && ts.nodes[q] != kPcctNoNode && nodes_[ts.nodes[q]].stamp == ts.stamps[q]) {
+    nodes_[ts.nodes[q]].total += w;
     ++q;
   }
 
   const bool truncated = s.root_truncated || n - q > walk;
   size_t start;
   PcctNodeId parent;
-  std::vector<PcctNodeId>& ids = scratch_ids_;
-  ids.resize(n);
-  ts.stamps.resize(n);
+  ts.nodes.resize(n, kPcctNoNode);
+  ts.stamps.resize(n, 0);
   if (!truncated) {
     start = q;
     parent = q ? ts.nodes[q - 1] : kRoot;
     nodes_[kRoot].total += w;
-    for (size_t i = 0; i < q; ++i) {
-      ids[i] = ts.nodes[i];
-      nodes_[ids[i]].total += w;
-    }
   } else {
+    for (size_t i = 0; i < q; ++i) nodes_[ts.nodes[i]].total -= w;
     start = n > walk ? n - walk : 0;
     parent = kTruncatedRoot;
     nodes_[kTruncatedRoot].total += w;
-    for (size_t i = 0; i < start; ++i) ids[i] = kPcctNoNode;
+    for (size_t i = 0; i < start; ++i) ts.nodes[i] = kPcctNoNode;
     ++stats_.truncated_samples;
   }
   stats_.old_frames += std::min(p, start);
@@ -207,8 +203,8 @@ Status Pcct::Add(const StackSample& s) {
   // paper's "stops searching for edges once a new edge is created").
   bool created = false;
   for (size_t i = start; i < n; ++i) {
-    const PcctNodeId id =
-        created ? NewNode(parent, f[i]) : FindOrCreateChild(parent, f[i], &created);
+    const StackFrame& fr = frame_at(i);
+    const PcctNodeId id = created ? NewNode(parent, fr) : FindOrCreateChild(parent, fr, &created);
     NodeRec& nd = nodes_[id];
     nd.total += w;
     if (i >= p) {
@@ -218,18 +214,16 @@ Status Pcct::Add(const StackSample& s) {
     } else {
       ++stats_.old_frames;
     }
-    ids[i] = id;
+    ts.nodes[i] = id;
+    ts.stamps[i] = nd.stamp;
     parent = id;
   }
   NodeRec& leaf = nodes_[parent];
   leaf.self += w;
   by_self_.Set(parent, leaf.self);
 
-  for (size_t i = 0; i < n; ++i) {
-    ts.stamps[i] = ids[i] == kPcctNoNode ? 0 : nodes_[ids[i]].stamp;
-  }
-  ts.nodes.swap(ids);
-  ts.frames.swap(f);
+  ts.frames.resize(n);
+  for (size_t i = p; i < n; ++i) ts.frames[i] = frame_at(i);
   ts.root_truncated = s.root_truncated;
   ++stats_.samples;
   stats_.weight += w;
@@ -243,7 +237,7 @@ PcctNode Pcct::ViewLocked(PcctNodeId id) const {
   v.parent = r.parent;
   v.frame = r.frame;
   v.depth = r.depth;
-  v.under_truncated_root = r.truncated_tree;
+  v.under_truncated_root = r.truncated_tree != 0;
   v.self = r.self;
   v.total = r.total;
   v.edge = r.edge;
@@ -392,7 +386,6 @@ void Pcct::Purge() {
   for (PcctNodeId root : {kRoot, kTruncatedRoot}) {
     NodeRec& r = nodes_[root];
     r.first_child = kPcctNoNode;
-    r.children = 0;
     r.self = r.total = r.edge = 0;
   }
   child_of_.clear();
@@ -424,7 +417,7 @@ Status Pcct::Decay(uint64_t numerator, uint64_t denominator) {
             [this](PcctNodeId a, PcctNodeId b) { return nodes_[a].depth > nodes_[b].depth; });
   for (PcctNodeId id : order) {
     const NodeRec& n = nodes_[id];
-    if (n.children == 0 && n.total == 0 && n.edge == 0) {
+    if (n.first_child == kPcctNoNode && n.total == 0 && n.edge == 0) {
       FreeNode(id);
       ++stats_.nodes_pruned;
     }

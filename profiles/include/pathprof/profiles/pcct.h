@@ -143,21 +143,23 @@ class Pcct {
   void ForgetThread(uint32_t tid);
 
  private:
-  struct NodeRec {
+  // 64 bytes, one cache line: every sample touches one node per frame.
+  struct alignas(64) NodeRec {
     StackFrame frame;
     PcctNodeId parent = kPcctNoNode;
     PcctNodeId first_child = kPcctNoNode;
     PcctNodeId next_sibling = kPcctNoNode;
     PcctNodeId prev_sibling = kPcctNoNode;
-    uint32_t children = 0;
-    uint32_t depth = 0;
+    uint32_t depth : 30 = 0;
+    uint32_t live : 1 = 0;
+    uint32_t truncated_tree : 1 = 0;
     uint32_t stamp = 0;  // bumped when the slot is freed, so stale thread caches notice
-    bool live = false;
-    bool truncated_tree = false;
     uint64_t self = 0;
     uint64_t total = 0;
     uint64_t edge = 0;
   };
+  static_assert(sizeof(NodeRec) == 64);
+
   struct ChildKey {
     PcctNodeId parent;
     uint64_t function;
@@ -195,9 +197,6 @@ class Pcct {
   WeightIndex by_self_;
   WeightIndex by_edge_;
   PcctStats stats_;
-  // Scratch for Add, kept to avoid allocating per sample.
-  std::vector<StackFrame> scratch_frames_;
-  std::vector<PcctNodeId> scratch_ids_;
 };
 
 }  // namespace pathprof::profiles
