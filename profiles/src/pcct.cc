@@ -125,6 +125,8 @@ Pcct::ThreadState& Pcct::ThreadFor(uint32_t tid) {
   auto it = threads_.find(tid);
   if (it == threads_.end()) {
     if (threads_.size() >= options_.max_threads) {
+      // O(threads) scan, paid only when a new thread arrives at the cap; an LRU list would cost
+      // every sample instead.
       auto oldest = threads_.begin();
       for (auto t = threads_.begin(); t != threads_.end(); ++t) {
         if (t->second.last_use < oldest->second.last_use) oldest = t;
@@ -153,6 +155,10 @@ Status Pcct::Add(const StackSample& s) {
                      (s.frames.empty() ? " has no frames" : " has weight 0") +
                      ": the collector must send at least one frame and a positive weight");
   }
+  if (options_.purge_every_samples && samples_since_purge_ >= options_.purge_every_samples) {
+    PurgeLocked();
+  }
+  ++samples_since_purge_;
   const size_t n = s.frames.size();
   const uint64_t w = s.weight;
   const size_t walk = options_.max_walk;
@@ -374,6 +380,10 @@ void Pcct::RebuildIndexesLocked() {
 
 void Pcct::Purge() {
   std::lock_guard<std::mutex> lock(mu_);
+  PurgeLocked();
+}
+
+void Pcct::PurgeLocked() {
   free_.clear();
   for (PcctNodeId id = static_cast<PcctNodeId>(nodes_.size()); id-- > 2;) {
     NodeRec& n = nodes_[id];
@@ -392,6 +402,7 @@ void Pcct::Purge() {
   by_self_.Clear();
   by_edge_.Clear();
   live_ = 0;
+  samples_since_purge_ = 0;
   ++stats_.purges;
 }
 

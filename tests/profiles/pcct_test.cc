@@ -228,6 +228,19 @@ TEST(Pcct, PurgeClearsButKeepsThreadsOldFrames) {
   EXPECT_EQ(t.stats().purges, 1u);
 }
 
+TEST(Pcct, PurgesOnAnInterval) {
+  PcctOptions o;
+  o.purge_every_samples = 3;
+  Pcct t(42, o);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(t.Add(Sample({kM, kA_M})).ok());
+  ExpectNode(t, {kM, kA_M}, 3, 1, 3);
+  EXPECT_EQ(t.stats().purges, 0u);
+  ASSERT_TRUE(t.Add(Sample({kM, kA_M})).ok());  // the 4th sample starts a new interval
+  EXPECT_EQ(t.stats().purges, 1u);
+  ExpectNode(t, {kM, kA_M}, 1, 0, 1);
+  EXPECT_EQ(t.node_count(), 2u);
+}
+
 TEST(Pcct, DecayScalesAndPrunes) {
   Pcct t(42);
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(t.Add(Sample({kM, kA_M})).ok());

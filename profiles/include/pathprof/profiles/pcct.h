@@ -61,6 +61,9 @@ struct PcctOptions {
   uint32_t max_walk = 64;         // frames placed per sample (the paper's BUFSIZE, 16 there)
   uint32_t max_nodes = 1u << 20;  // memory bound; raised to at least 4 * max_walk + 2
   uint32_t max_threads = 65536;   // per-thread "previous stack" states kept
+  // Purge on an interval: every this many accepted samples the tree is cleared before the next
+  // one is added (the paper's periodic purge). 0 keeps the profile cumulative.
+  uint64_t purge_every_samples = 0;
 };
 
 struct PcctStats {
@@ -184,6 +187,7 @@ class Pcct {
   void EvictForLocked(size_t needed);
   ThreadState& ThreadFor(uint32_t tid);
   void RebuildIndexesLocked();
+  void PurgeLocked();
 
   const uint32_t pid_;
   PcctOptions options_;
@@ -194,6 +198,7 @@ class Pcct {
   std::unordered_map<ChildKey, PcctNodeId, ChildKeyHash> child_of_;
   std::unordered_map<uint32_t, ThreadState> threads_;
   uint64_t clock_ = 0;
+  uint64_t samples_since_purge_ = 0;
   WeightIndex by_self_;
   WeightIndex by_edge_;
   PcctStats stats_;
