@@ -64,8 +64,7 @@ TEST(OspEncodingTest, RotationsOfABCAShareOneCanonicalId) {
     EXPECT_EQ(EncodeSubpath(Rotate(abca, r), OspEncoding::kCanonicalRotation), key) << r;
   }
   // A permutation that is not a rotation is a different subpath.
-  EXPECT_NE(EncodeSubpath(std::vector<BlockId>{a, c, b, a}, OspEncoding::kCanonicalRotation),
-            key);
+  EXPECT_NE(EncodeSubpath(std::vector<BlockId>{a, c, b, a}, OspEncoding::kCanonicalRotation), key);
 }
 
 TEST(OspEncodingTest, CanonicalIdsCollideExactlyForRotationsExhaustively) {
