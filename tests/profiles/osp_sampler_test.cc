@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -146,6 +147,73 @@ TEST(OspSamplerTest, MemoryStaysWithinBoundAtEveryStep) {
   EXPECT_GT(s.memory_bytes, 0u);
   EXPECT_EQ(s.samples_started, s.samples_completed + sampler.in_flight());
   EXPECT_EQ(s.samples_completed, s.samples_kept + s.samples_thinned);
+}
+
+// End to end through the sampler while f rises mid-stream (starts drawn under an old f and
+// subpaths in flight are thinned on the way in): over R seeds the mean estimate of a hot
+// subpath must be within 4 standard errors (from the spread of the R estimates) of its exact
+// count.
+TEST(OspSamplerTest, EstimatesStayUnbiasedWhileFRisesDuringSampling) {
+  constexpr BlockId a = 0x100, b = 0x110, c = 0x120, d = 0x130;
+  std::mt19937_64 gen(5);
+  std::vector<BlockId> stream;
+  while (stream.size() < 20000) {
+    for (BlockId x : {a, b, c, d}) stream.push_back(x);
+    if (gen() % 10 < 3) stream.push_back(0x10000 + 16 * (gen() % 300));  // cold noise
+  }
+  auto exact = [&](const std::vector<BlockId>& key) {
+    uint64_t n = 0;
+    const size_t len = key.size();
+    for (size_t i = 0; i + len <= stream.size(); ++i) {
+      std::vector<BlockId> w(stream.begin() + static_cast<ptrdiff_t>(i),
+                             stream.begin() + static_cast<ptrdiff_t>(i + len));
+      n += EncodeSubpath(w, OspEncoding::kCanonicalRotation).blocks == key;
+    }
+    return static_cast<double>(n);
+  };
+  const std::vector<BlockId> ab = {a, b}, abcd = {a, b, c, d};
+  const double truth_ab = exact(ab), truth_abcd = exact(abcd);
+
+  constexpr int kRuns = 120;
+  std::vector<double> est_ab, est_abcd;
+  uint64_t resamples = 0, starts_thinned = 0;
+  for (int run = 0; run < kRuns; ++run) {
+    OspConfig cfg;
+    cfg.max_entries = 24;
+    cfg.expected_blocks = 0;
+    cfg.min_f = 2;
+    cfg.lengths = *OspLengthDistribution::Geometric(8);
+    cfg.seed = 300 + run;
+    auto r = MakeReservoir(cfg);
+    {
+      OspThreadSampler sampler(r.get(), 1);
+      for (size_t at = 0; at < stream.size(); at += 100) {
+        sampler.FeedBlocks(std::span<const BlockId>(stream).subspan(at, 100));
+      }
+    }
+    const OspStats st = r->stats();
+    resamples += st.resamples;
+    starts_thinned += st.starts_thinned;
+    double n_ab = 0, n_abcd = 0;
+    for (const OspSample& smp : r->Snapshot().samples) {
+      if (smp.blocks == ab) n_ab = static_cast<double>(smp.count);
+      if (smp.blocks == abcd) n_abcd = static_cast<double>(smp.count);
+    }
+    est_ab.push_back(n_ab * st.f / cfg.lengths.Probability(2));
+    est_abcd.push_back(n_abcd * st.f / cfg.lengths.Probability(4));
+  }
+  EXPECT_GT(resamples, uint64_t{kRuns} * 5);
+  EXPECT_GT(starts_thinned, 0u);
+  auto check = [&](const std::vector<double>& est, double truth, const char* what) {
+    double mean = 0, var = 0;
+    for (double e : est) mean += e / kRuns;
+    for (double e : est) var += (e - mean) * (e - mean) / (kRuns - 1);
+    const double se = std::sqrt(var / kRuns);
+    EXPECT_GT(se, 0) << what;
+    EXPECT_NEAR(mean, truth, 4 * se) << what << " truth " << truth;
+  };
+  check(est_ab, truth_ab, "[a b]");
+  check(est_abcd, truth_abcd, "[a b c d]");
 }
 
 TEST(OspSamplerTest, LengthDistributionDefaultsToPaperGeometric) {
