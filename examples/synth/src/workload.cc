@@ -18,7 +18,7 @@ WorkloadSpec Loops() {
   s.functions = 6;
   s.call_levels = 2;
   s.statements = 3;
-  s.diamonds = 1;
+  s.diamonds = 2;
   s.loop_prob = 0.5;
   s.max_loop_nesting = 3;
   s.mean_trip_count = 16;
@@ -33,7 +33,7 @@ WorkloadSpec Loops() {
 // switches, skewed but not extreme branch biases.
 WorkloadSpec Branchy() {
   WorkloadSpec s;
-  s.functions = 40;
+  s.functions = 24;
   s.call_levels = 3;
   s.statements = 4;
   s.diamonds = 3;
@@ -44,8 +44,10 @@ WorkloadSpec Branchy() {
   s.indirect_call_prob = 0.03;
   s.switch_prob = 0.08;
   s.main_dispatch = 12;
-  s.skew = 1.5;
-  s.correlation = 0.3;
+  // Most branches strongly biased, as measured in real programs; half of the diamonds follow
+  // the previous branch's outcome (correlated conditions such as repeated null checks).
+  s.skew = 3.0;
+  s.correlation = 0.5;
   s.zipf = 1.2;
   return s;
 }
@@ -95,7 +97,8 @@ WorkloadSpec Large() {
 
 constexpr std::array<Bundled, 4> kBundled = {{
     {"loops", "a few hot nested loops with rare branches: small path working set", Loops},
-    {"branchy", "interpreter-like: several diamonds per loop body, switches, skewed biases",
+    {"branchy",
+     "interpreter-like: several diamonds per loop body, switches, ~1000-1500 distinct paths",
      Branchy},
     {"calls", "call-heavy: deep call chains, indirect calls, bounded recursion", Calls},
     {"large", "gcc-like: 1200 functions, flat popularity, thousands of warm paths", Large},

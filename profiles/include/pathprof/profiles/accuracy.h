@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -48,6 +49,17 @@ std::unordered_map<Key, double> Aggregate(const WeightedProfile<Key>& p, double*
   return m;
 }
 
+// Order among equal weights: the key's own order when it has one, else its hash (still stable
+// from run to run, since std::hash of the same value is the same).
+template <typename Key>
+bool KeyLess(const Key& a, const Key& b) {
+  if constexpr (requires { a < b; }) {
+    return a < b;
+  } else {
+    return std::hash<Key>{}(a) < std::hash<Key>{}(b);
+  }
+}
+
 // Sums duplicate keys and sorts by weight, heaviest first; ties by key so output is stable.
 template <typename Key>
 WeightedProfile<Key> Ranked(const WeightedProfile<Key>& p) {
@@ -55,7 +67,7 @@ WeightedProfile<Key> Ranked(const WeightedProfile<Key>& p) {
   auto m = Aggregate(p, &total);
   WeightedProfile<Key> out(m.begin(), m.end());
   std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
-    return x.second != y.second ? x.second > y.second : x.first < y.first;
+    return x.second != y.second ? x.second > y.second : KeyLess(x.first, y.first);
   });
   return out;
 }
