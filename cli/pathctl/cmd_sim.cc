@@ -291,7 +291,7 @@ void PrintText(const SimResult& r) {
               r.paths_distinct, r.hpt_valid);
   std::printf("overlap with the exact profile: %.2f%% complete", r.overlap);
   if (r.dynamic_overlap) {
-    std::printf(", %.2f%% dynamic (%zu windows of %" PRIu64 " branches)", *r.dynamic_overlap,
+    std::printf(", %.2f%% dynamic (%zu window(s) of %" PRIu64 " branches)", *r.dynamic_overlap,
                 r.dynamic_windows, r.dynamic_window);
   }
   std::printf(", %.2f%% HPS (90%% members)\n", r.hps_overlap);
@@ -627,6 +627,9 @@ int RunSim(Args& args) {
     for (const auto& e : estimator->Estimates()) estimate.emplace_back(e.path, e.estimate);
   } else {
     estimate = HptWeights(*hpt);
+    // Bursts see one tick in sampling_period: scale counts back to whole-stream estimates.
+    if (bursty)
+      for (auto& [p, w] : estimate) w *= r.sampling_period;
     r.table = hpt->stats();
     r.dynamic_overlap =
         dynamic.windows() ? std::optional<double>(dynamic.AveragePercent()) : std::nullopt;
