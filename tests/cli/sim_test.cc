@@ -1,0 +1,234 @@
+// Runs `pathctl sim` as a user would and checks its JSON output.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "pathprof/synth/executor.h"
+
+namespace {
+
+struct CmdResult {
+  int rc = -1;
+  std::string out;
+};
+
+CmdResult Pathctl(const std::string& args) {
+  std::string cmd = std::string(PATHPROF_BIN_DIR) + "/pathctl " + args + " 2>&1";
+  CmdResult r;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+  int status = pclose(f);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A strict little JSON validator (RFC 8259 grammar), so the test needs no JSON library.
+class JsonCheck {
+ public:
+  explicit JsonCheck(const std::string& s) : s_(s) {}
+  bool Valid() {
+    Ws();
+    if (!Value()) return false;
+    Ws();
+    return i_ == s_.size();
+  }
+
+ private:
+  void Ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool Lit(const char* w) {
+    std::string t(w);
+    if (s_.compare(i_, t.size(), t) != 0) return false;
+    i_ += t.size();
+    return true;
+  }
+  bool String() {
+    if (s_[i_] != '"') return false;
+    for (++i_; i_ < s_.size(); ++i_) {
+      unsigned char c = s_[i_];
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (c < 0x20) return false;
+      if (c == '\\') {
+        ++i_;
+        if (i_ >= s_.size()) return false;
+        if (s_[i_] == 'u') {
+          for (int k = 0; k < 4; ++k)
+            if (++i_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[i_])))
+              return false;
+        } else if (std::string("\"\\/bfnrt").find(s_[i_]) == std::string::npos) {
+          return false;
+        }
+      }
+    }
+    return false;
+  }
+  bool Number() {
+    size_t start = i_;
+    if (s_[i_] == '-') ++i_;
+    if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_]))) return false;
+    if (s_[i_] == '0') {
+      ++i_;
+    } else {
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+    }
+    if (i_ < s_.size() && s_[i_] == '.') {
+      ++i_;
+      if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_]))) return false;
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_]))) return false;
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+    }
+    return i_ > start;
+  }
+  bool Value() {
+    if (i_ >= s_.size()) return false;
+    char c = s_[i_];
+    if (c == '{' || c == '[') {
+      char close = c == '{' ? '}' : ']';
+      ++i_;
+      Ws();
+      if (i_ < s_.size() && s_[i_] == close) {
+        ++i_;
+        return true;
+      }
+      for (;;) {
+        Ws();
+        if (c == '{') {
+          if (i_ >= s_.size() || !String()) return false;
+          Ws();
+          if (i_ >= s_.size() || s_[i_++] != ':') return false;
+          Ws();
+        }
+        if (!Value()) return false;
+        Ws();
+        if (i_ >= s_.size()) return false;
+        if (s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (s_[i_] == close) {
+          ++i_;
+          return true;
+        }
+        return false;
+      }
+    }
+    if (c == '"') return String();
+    if (c == 't') return Lit("true");
+    if (c == 'f') return Lit("false");
+    if (c == 'n') return Lit("null");
+    return Number();
+  }
+  const std::string& s_;
+  size_t i_ = 0;
+};
+
+// The number after "key": at its first occurrence; NaN when absent.
+double Field(const std::string& json, const std::string& key) {
+  auto p = json.find("\"" + key + "\":");
+  if (p == std::string::npos) return std::nan("");
+  return std::strtod(json.c_str() + p + key.size() + 3, nullptr);
+}
+
+size_t Count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(PathctlSim, JsonHasTheFieldsAndSaneValues) {
+  CmdResult r = Pathctl(
+      "sim --workload branchy --seed 1 --branches 300000 --dynamic-window 100000 "
+      "--top 5 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(JsonCheck(r.out).Valid()) << r.out;
+  EXPECT_EQ(Field(r.out, "branches"), 300000);
+  EXPECT_EQ(Field(r.out, "hpt_entries"), 512);
+  EXPECT_EQ(Field(r.out, "hpt_ways"), 4);
+  EXPECT_EQ(Field(r.out, "dynamic_windows"), 3);
+  double overlap = Field(r.out, "overlap_pct");
+  EXPECT_GE(overlap, 90.0);
+  EXPECT_LE(overlap, 100.0);
+  double dynamic = Field(r.out, "dynamic_overlap_pct");
+  EXPECT_GE(dynamic, 90.0);
+  EXPECT_LE(dynamic, 100.0);
+  EXPECT_GT(Field(r.out, "paths_distinct"), 100);
+  EXPECT_EQ(Count(r.out, "\"outcomes\":"), 5u);
+  EXPECT_EQ(Count(r.out, "\"start\":\"0x"), 5u);
+  // The hottest path was counted exactly: nothing can evict the heaviest entry under LFU.
+  EXPECT_EQ(Field(r.out, "relative_error"), 0.0);
+}
+
+TEST(PathctlSim, LargeWorkloadStressesTheTable) {
+  CmdResult small = Pathctl("sim --workload loops --branches 400000 --json --top 0");
+  CmdResult large = Pathctl("sim --workload large --branches 400000 --json --top 0");
+  ASSERT_EQ(small.rc, 0) << small.out;
+  ASSERT_EQ(large.rc, 0) << large.out;
+  EXPECT_GT(Field(large.out, "paths_distinct"), 5000);
+  EXPECT_LT(Field(small.out, "paths_distinct"), 512);
+  EXPECT_GE(Field(small.out, "overlap_pct"), 99.0);
+  EXPECT_LT(Field(large.out, "overlap_pct"), 90.0);
+  // A table bigger than the working set is exact.
+  EXPECT_DOUBLE_EQ(Field(small.out, "ideal_overlap_pct"), 100.0);
+}
+
+TEST(PathctlSim, PbsReplayMatchesTheLiveStream) {
+  std::string path = ::testing::TempDir() + "cli_sim_" + std::to_string(getpid()) + ".pbs";
+  auto spec = pathprof::synth::BundledWorkload("calls", 2);
+  ASSERT_TRUE(pathprof::synth::WriteSyntheticPbs(*spec, 200000, path, 50000).ok());
+  CmdResult live = Pathctl("sim --workload calls --seed 2 --branches 200000 --json --top 3");
+  CmdResult replay = Pathctl("sim --pbs " + path + " --json --top 3");
+  std::remove(path.c_str());
+  ASSERT_EQ(live.rc, 0) << live.out;
+  ASSERT_EQ(replay.rc, 0) << replay.out;
+  EXPECT_EQ(Field(replay.out, "branches"), 200000);
+  EXPECT_EQ(Field(live.out, "overlap_pct"), Field(replay.out, "overlap_pct"));
+  EXPECT_EQ(Field(live.out, "paths_distinct"), Field(replay.out, "paths_distinct"));
+  EXPECT_EQ(live.out.substr(live.out.find("\"top\"")),
+            replay.out.substr(replay.out.find("\"top\"")));
+}
+
+TEST(PathctlSim, SamplingModesAndSweepProduceValidJson) {
+  for (const char* args :
+       {"--sample-interval 200 --burst-length 50", "--window 32 --period 4",
+        "--paths extended:calls:1 --metric cycles", "--index start --replacement lru"}) {
+    CmdResult r = Pathctl(std::string("sim --workload branchy --branches 200000 --json ") + args);
+    ASSERT_EQ(r.rc, 0) << args << "\n" << r.out;
+    EXPECT_TRUE(JsonCheck(r.out).Valid()) << args << "\n" << r.out;
+    EXPECT_GT(Field(r.out, "overlap_pct"), 50.0) << args;
+  }
+  CmdResult sweep = Pathctl(
+      "sim --sweep --workload loops,calls --branches 100000 --sizes 128,512 "
+      "--ways 2,4 --json");
+  ASSERT_EQ(sweep.rc, 0) << sweep.out;
+  EXPECT_TRUE(JsonCheck(sweep.out).Valid()) << sweep.out;
+  EXPECT_EQ(Count(sweep.out, "\"hpt_entries\":"), 8u);
+}
+
+TEST(PathctlSim, BadArgumentsAreUsageErrors) {
+  for (const char* args :
+       {"--workload nope", "--hpt 500x3", "--hpt big", "--paths zigzag", "--metric heat",
+        "--frobnicate 1", "--window 8", "--pbs /nonexistent.pbs"}) {
+    CmdResult r = Pathctl(std::string("sim --branches 1000 ") + args);
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("pathctl sim:"), std::string::npos) << args;
+  }
+}
+
+}  // namespace
