@@ -1,0 +1,58 @@
+// pathctl caps: what this host can collect and why not. Probes locally (the daemon's
+// GetCapabilities answers the same question for a remote host).
+#include <cstdio>
+
+#include "pathctl/command.h"
+#include "pathctl/json_writer.h"
+#include "pathprof/collectors/capabilities.h"
+
+namespace pathctl {
+namespace {
+
+using pathprof::collectors::HostCapabilities;
+using pathprof::collectors::SourceCapability;
+
+int RunCaps(Args& args) {
+  bool json = args.Has("json");
+  if (auto p = args.Problems(); !p.empty()) return UsageError("caps", p);
+  HostCapabilities h = pathprof::collectors::ProbeHostCapabilities();
+  const std::pair<const char*, const SourceCapability*> sources[] = {
+      {"ebpf_stacks", &h.ebpf},
+      {"lbr", &h.lbr},
+      {"intel_pt", &h.intel_pt},
+      {"ptrace_bursts", &h.ptrace}};
+  const char* best = pathprof::collectors::BranchSourceName(h.BestBranchSource());
+  if (json) {
+    JsonWriter w;
+    w.BeginObject();
+    w.Key("kernel").String(h.kernel_release);
+    w.Key("perf_event_paranoid").Int(h.perf_event_paranoid);
+    w.Key("root").Bool(h.is_root);
+    for (const auto& [name, cap] : sources) {
+      w.Key(name).BeginObject();
+      w.Key("available").Bool(cap->available);
+      w.Key("detail").String(cap->detail);
+      w.EndObject();
+    }
+    w.Key("best_branch_source").String(best);
+    w.EndObject();
+    std::printf("%s\n", w.str().c_str());
+    return kExitOk;
+  }
+  std::printf("kernel %s, perf_event_paranoid=%d, %s\n\n", h.kernel_release.c_str(),
+              h.perf_event_paranoid, h.is_root ? "root" : "not root");
+  for (const auto& [name, cap] : sources)
+    std::printf("  %-14s %-4s %s\n", name, cap->available ? "yes" : "no", cap->detail.c_str());
+  std::printf("\nbranch source for --source auto: %s\n", best);
+  return kExitOk;
+}
+
+PATHCTL_COMMAND(Command{"caps",
+                        "what this host can collect (eBPF, LBR, Intel PT, ptrace) and why not",
+                        "usage: pathctl caps [--json]\n\n"
+                        "Probes each source by trying it and explains what is missing.",
+                        {"json"},
+                        RunCaps});
+
+}  // namespace
+}  // namespace pathctl
