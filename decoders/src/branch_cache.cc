@@ -96,4 +96,19 @@ uint32_t BranchCache::InstructionsTo(uint64_t start, uint64_t target) const {
   return 0;
 }
 
+uint32_t BranchCache::LinearInstructions(uint64_t start, uint64_t target) const {
+  std::span<const uint8_t> code = CodeAt(start);
+  if (code.empty() || target < start) return 0;
+  uint64_t off = 0;
+  uint32_t count = 0;
+  while (off < code.size() && off <= target - start) {
+    X86Instruction insn;
+    ++count;
+    if (start + off == target) break;
+    if (!DecodeX86Fast(code.data() + off, code.size() - off, start + off, &insn)) break;
+    off += insn.length;
+  }
+  return count;
+}
+
 }  // namespace pathprof::decoders

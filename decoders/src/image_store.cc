@@ -11,8 +11,15 @@
 namespace pathprof::decoders {
 namespace {
 
+// perf's build-id header feature stores ids in a zero-padded 20-byte field, so a 8-byte LLD id
+// reads back with 12 zero bytes appended. Compare and key ids without trailing zero bytes.
+std::string NormalizedBuildId(std::string id) {
+  while (id.size() >= 2 && id.ends_with("00")) id.resize(id.size() - 2);
+  return id;
+}
+
 std::string Identity(const std::string& file, const ElfImage& image) {
-  if (!image.build_id().empty()) return "b:" + image.build_id();
+  if (!image.build_id().empty()) return "b:" + NormalizedBuildId(image.build_id());
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) return "p:" + file;
   return "p:" + file + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
@@ -83,8 +90,9 @@ std::string ImageStore::Debuginfod(const std::string& build_id, bool debuginfo) 
 }
 
 Result<std::shared_ptr<const ElfImage>> ImageStore::Get(const std::string& path,
-                                                        const std::string& build_id) {
+                                                        const std::string& recorded_build_id) {
   ++stats_.lookups;
+  const std::string build_id = NormalizedBuildId(recorded_build_id);
   const std::string key = path + "\n" + build_id;
   auto it = by_request_.find(key);
   if (it != by_request_.end()) return it->second;
@@ -106,7 +114,8 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::Get(const std::string& path,
       if (!std::filesystem::is_regular_file(file, ec)) continue;
       auto image = ElfImage::Open(file);
       if (!image.ok()) continue;
-      if (!build_id.empty() && !(*image)->build_id().empty() && (*image)->build_id() != build_id) {
+      if (!build_id.empty() && !(*image)->build_id().empty() &&
+          NormalizedBuildId((*image)->build_id()) != build_id) {
         ++stats_.build_id_mismatches;
         continue;
       }
@@ -117,7 +126,7 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::Get(const std::string& path,
     }
     if (pass == 0) {
       candidates.clear();
-      std::string fetched = Debuginfod(build_id, /*debuginfo=*/false);
+      std::string fetched = Debuginfod(recorded_build_id, /*debuginfo=*/false);
       if (fetched.empty()) break;
       candidates.push_back(fetched);
     }
@@ -150,9 +159,10 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::GetVdso(int pid, uint64_t st
   }
   auto image = ElfImage::FromBytes(std::move(bytes), "[vdso]");
   if (!image.ok()) return image.status();
-  auto [pos, inserted] = by_identity_.emplace(
-      (*image)->build_id().empty() ? "vdso:" + std::to_string(pid) : "b:" + (*image)->build_id(),
-      *image);
+  auto [pos, inserted] = by_identity_.emplace((*image)->build_id().empty()
+                                                  ? "vdso:" + std::to_string(pid)
+                                                  : "b:" + NormalizedBuildId((*image)->build_id()),
+                                              *image);
   return pos->second;
 }
 

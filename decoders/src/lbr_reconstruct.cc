@@ -79,6 +79,7 @@ void LbrStats::Merge(const LbrStats& o) {
   events += o.events;
   instructions += o.instructions;
   perf_style_instructions += o.perf_style_instructions;
+  duplicate_ranges += o.duplicate_ranges;
 }
 
 namespace {
@@ -103,6 +104,7 @@ void ForEachField(const LbrStats& s, Fn fn) {
   fn("batches", s.batches);
   fn("events", s.events);
   fn("instructions", s.instructions);
+  fn("duplicate_ranges", s.duplicate_ranges);
   fn("perf_style_instructions", s.perf_style_instructions);
 }
 
@@ -134,6 +136,15 @@ LbrReconstructor::Classified LbrReconstructor::Classify(uint32_t pid, const LbrE
     return c;
   };
   if (e.from == 0 || e.to == 0) return drop(LbrEntryDrop::kZeroAddress);
+  if (IsKernelAddress(e.from) && !IsKernelAddress(e.to) && code_->Find(pid, e.to) != nullptr) {
+    // Return from the kernel (sysret/iret after a syscall, interrupt or fault). With user-only
+    // filtering the matching entry into the kernel is not recorded, and `to` is where user code
+    // resumes, so the range before it ends just before `to` (see WalkRange).
+    c.ok = true;
+    c.kernel_return = true;
+    c.kind = BranchKind::kFarTransfer;
+    return c;
+  }
   const CodeRegion* region = code_->Find(pid, e.from);
   if (region == nullptr) return drop(LbrEntryDrop::kNoCode);
   X86Instruction insn;
@@ -183,6 +194,83 @@ uint32_t LbrReconstructor::TailInstructions(uint32_t pid, uint64_t start, uint64
   return count;
 }
 
+LbrRangeBreak LbrReconstructor::WalkRange(uint32_t pid, uint64_t a, uint64_t b, bool async_end,
+                                          bool resume_end, std::vector<BranchEvent>* not_taken,
+                                          uint64_t* instructions, uint32_t* last_block) {
+  if (IsKernelAddress(a) != IsKernelAddress(b)) return LbrRangeBreak::kUserKernelCross;
+  const CodeRegion* region = code_->Find(pid, a);
+  if (region == nullptr) return LbrRangeBreak::kNoCode;
+  if (!region->Contains(b)) {
+    return b < a ? LbrRangeBreak::kBackwards : LbrRangeBreak::kLeavesImage;
+  }
+  if (b < a) return LbrRangeBreak::kBackwards;
+  if (b - a > BranchCache::kMaxScanBytes) return LbrRangeBreak::kTooLong;
+  BranchCache* cache = region->cache;
+  uint64_t va = a - region->bias;
+  const uint64_t vb = b - region->bias;
+  uint64_t total = 0;
+  while (true) {
+    const BranchSite& site = cache->NextBranch(va);
+    if (site.scan != BranchScan::kOk) {
+      return site.scan == BranchScan::kInvalidBytes ? LbrRangeBreak::kDecodeError
+             : site.scan == BranchScan::kTooLong    ? LbrRangeBreak::kTooLong
+                                                    : LbrRangeBreak::kLeavesImage;
+    }
+    if (resume_end) {
+      // `b` is where user code resumed after the kernel: the instruction there has not run.
+      if (site.address >= vb) {
+        const uint32_t through_b =
+            site.address == vb ? site.instructions : cache->InstructionsTo(va, vb);
+        if (through_b == 0) return LbrRangeBreak::kMisaligned;
+        *instructions = total + through_b - 1;
+        *last_block = through_b - 1;
+        return LbrRangeBreak::kCount;
+      }
+      if (site.next() == vb && site.kind == BranchKind::kFarTransfer) {  // the syscall itself
+        *instructions = total + site.instructions;
+        *last_block = site.instructions;
+        return LbrRangeBreak::kCount;
+      }
+    }
+    if (site.address == vb) {
+      *instructions = total + site.instructions;
+      *last_block = site.instructions;
+      return LbrRangeBreak::kCount;
+    }
+    if (site.address > vb) {
+      // Only an interrupt/fault may be recorded with a non-branch source.
+      const uint32_t to_b = async_end ? cache->InstructionsTo(va, vb) : 0;
+      if (to_b == 0) return LbrRangeBreak::kMisaligned;
+      *instructions = total + to_b;
+      *last_block = to_b;
+      return LbrRangeBreak::kCount;
+    }
+    if (site.kind != BranchKind::kConditional) return LbrRangeBreak::kUnconditionalInRange;
+    if (not_taken != nullptr) {
+      BranchEvent nt;
+      nt.from = site.address + region->bias;
+      nt.to = site.next() + region->bias;
+      nt.kind = BranchKind::kConditional;
+      nt.taken = false;
+      nt.instructions = static_cast<uint16_t>(std::min<uint32_t>(site.instructions, 0xffff));
+      not_taken->push_back(nt);
+    }
+    total += site.instructions;
+    va = site.next();
+  }
+}
+
+uint32_t LbrReconstructor::PerfLinearInstructions(uint32_t pid, uint64_t a, uint64_t b) {
+  // perf script decodes a broken range linearly (through jumps, calls, returns) when it is
+  // forward, short and readable; counted for comparison only.
+  if (IsKernelAddress(a) != IsKernelAddress(b) || b < a || b - a > BranchCache::kMaxScanBytes) {
+    return 0;
+  }
+  const CodeRegion* region = code_->Find(pid, a);
+  if (region == nullptr) return 0;
+  return region->cache->LinearInstructions(a - region->bias, b - region->bias);
+}
+
 void LbrReconstructor::Reconstruct(const LbrSample& sample, std::vector<BranchBatch>* out) {
   ++stats_.samples;
   const size_t n = sample.entries.size();
@@ -192,10 +280,21 @@ void LbrReconstructor::Reconstruct(const LbrSample& sample, std::vector<BranchBa
     return;
   }
   std::span<const LbrEntry> entries = sample.entries;
-  if (options_.drop_duplicate_newest && n >= 2 && entries[0].from == entries[1].from &&
-      entries[0].to == entries[1].to) {
-    ++stats_.entries_dropped[static_cast<size_t>(LbrEntryDrop::kDuplicateEntry)];
-    entries = entries.subspan(1);
+  // Some kernels/CPUs repeat the newest entry. A genuine one-block loop also records identical
+  // consecutive entries, but then the range between them walks; the quirk's range does not.
+  if (n >= 2 && entries[0].from == entries[1].from && entries[0].to == entries[1].to &&
+      entries[0].from != 0) {
+    uint64_t ignored = 0;
+    uint32_t ignored_block = 0;
+    if (WalkRange(sample.pid, entries[1].to, entries[0].from, false, false, nullptr, &ignored,
+                  &ignored_block) != LbrRangeBreak::kCount) {
+      ++stats_.entries_dropped[static_cast<size_t>(LbrEntryDrop::kDuplicateEntry)];
+      ++stats_.ranges;
+      ++stats_.duplicate_ranges;
+      stats_.perf_style_instructions +=
+          PerfLinearInstructions(sample.pid, entries[1].to, entries[0].from);
+      entries = entries.subspan(1);
+    }
   }
   const size_t count = entries.size();
   if (count == 0) return;
@@ -216,94 +315,42 @@ void LbrReconstructor::Reconstruct(const LbrSample& sample, std::vector<BranchBa
     batch.gap_before = true;
     batch.window = true;
   };
-  auto brk = [&](LbrRangeBreak why) {
-    ++stats_.ranges_broken[static_cast<size_t>(why)];
-    flush();
-  };
 
   const LbrEntry* prev = nullptr;
-  bool prev_ok = false;
   for (size_t k = 0; k < count; ++k) {
     const LbrEntry& e = entries[count - 1 - k];  // chronological
     const Classified c = Classify(sample.pid, e);
-    uint16_t block_instructions = 0;
+    uint32_t block = 0;
     if (k == 0) {
       if (e.from != 0 && code_->Find(sample.pid, e.from) != nullptr) {
         ++stats_.perf_style_instructions;  // perf prints the oldest source alone
       }
     } else {
       ++stats_.ranges;
-      const uint64_t a = prev->to, b = e.from;
-      size_t rollback = batch.events.size();
-      uint64_t block_not_taken = 0;
-      LbrRangeBreak why = LbrRangeBreak::kCount;
+      LbrRangeBreak why = LbrRangeBreak::kEndpointDropped;
       uint64_t total = 0;
-      const CodeRegion* region = nullptr;
-      if (!prev_ok || !c.ok) {
-        why = LbrRangeBreak::kEndpointDropped;
-      } else if (IsKernelAddress(a) != IsKernelAddress(b)) {
-        why = LbrRangeBreak::kUserKernelCross;
-      } else if ((region = code_->Find(sample.pid, a)) == nullptr) {
-        why = LbrRangeBreak::kNoCode;
-      } else if (!region->Contains(b)) {
-        why = b < a ? LbrRangeBreak::kBackwards : LbrRangeBreak::kLeavesImage;
-      } else if (b < a) {
-        why = LbrRangeBreak::kBackwards;
-      } else if (b - a > BranchCache::kMaxScanBytes) {
-        why = LbrRangeBreak::kTooLong;
-      } else {
-        BranchCache* cache = region->cache;
-        uint64_t va = a - region->bias;
-        const uint64_t vb = b - region->bias;
-        while (true) {
-          const BranchSite& site = cache->NextBranch(va);
-          if (site.scan != BranchScan::kOk) {
-            why = site.scan == BranchScan::kInvalidBytes ? LbrRangeBreak::kDecodeError
-                  : site.scan == BranchScan::kTooLong    ? LbrRangeBreak::kTooLong
-                                                         : LbrRangeBreak::kLeavesImage;
-            break;
-          }
-          if (site.address == vb) {
-            total += site.instructions;
-            block_instructions =
-                static_cast<uint16_t>(std::min<uint32_t>(site.instructions, 0xffff));
-            break;
-          }
-          if (site.address > vb) {
-            const uint32_t to_b = c.async ? cache->InstructionsTo(va, vb) : 0;
-            if (to_b == 0) {
-              why = LbrRangeBreak::kMisaligned;
-            } else {
-              total += to_b;
-              block_instructions = static_cast<uint16_t>(std::min<uint32_t>(to_b, 0xffff));
-            }
-            break;
-          }
-          if (site.kind != BranchKind::kConditional) {
-            why = LbrRangeBreak::kUnconditionalInRange;
-            break;
-          }
-          start_batch_if_empty();
-          BranchEvent nt;
-          nt.from = site.address + region->bias;
-          nt.to = site.next() + region->bias;
-          nt.kind = BranchKind::kConditional;
-          nt.taken = false;
-          nt.instructions = static_cast<uint16_t>(std::min<uint32_t>(site.instructions, 0xffff));
-          batch.events.push_back(nt);
-          ++block_not_taken;
-          total += site.instructions;
-          va = site.next();
-        }
+      const size_t rollback = batch.events.size();
+      // The range needs the previous target and this source; the previous source may be
+      // unknown (e.g. a return from a library without an image): its target is still exact.
+      if (prev->to != 0 && c.ok) {
+        start_batch_if_empty();
+        why = WalkRange(sample.pid, prev->to, c.kernel_return ? e.to : e.from, c.async,
+                        c.kernel_return, &batch.events, &total, &block);
       }
-      if (why != LbrRangeBreak::kCount) {
-        batch.events.resize(std::min(rollback, batch.events.size()));
-        brk(why);
-      } else {
+      if (why == LbrRangeBreak::kCount) {
         ++stats_.ranges_walked;
-        stats_.not_taken_emitted += block_not_taken;
+        stats_.not_taken_emitted += batch.events.size() - rollback;
         stats_.instructions += total;
-        stats_.perf_style_instructions += total;
+        // perf script skips a range that ends in the kernel when it is the newest one.
+        if (!(c.kernel_return && k + 1 == count)) stats_.perf_style_instructions += total;
+        if (range_observer_ && !c.kernel_return) range_observer_(sample.pid, prev->to, e.from);
+      } else {
+        batch.events.resize(rollback);
+        ++stats_.ranges_broken[static_cast<size_t>(why)];
+        if (why == LbrRangeBreak::kUnconditionalInRange || why == LbrRangeBreak::kMisaligned) {
+          stats_.perf_style_instructions += PerfLinearInstructions(sample.pid, prev->to, e.from);
+        }
+        flush();
       }
     }
     if (c.ok) {
@@ -315,13 +362,14 @@ void LbrReconstructor::Reconstruct(const LbrSample& sample, std::vector<BranchBa
       ev.mispredicted = e.mispredicted;
       ev.kind = c.kind;
       ev.taken = true;
-      ev.instructions = block_instructions;
+      ev.instructions = static_cast<uint16_t>(std::min<uint32_t>(block, 0xffff));
       batch.events.push_back(ev);
       ++stats_.entries_emitted;
-      if (c.async) ++stats_.async_transfers;
+      if (c.async || c.kernel_return) ++stats_.async_transfers;
+    } else {
+      flush();
     }
     prev = &e;
-    prev_ok = c.ok;
   }
   flush();
   if (entries[0].from != sample.ip) {

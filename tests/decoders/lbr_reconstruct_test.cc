@@ -138,10 +138,16 @@ TEST(LbrReconstruct, BadEntriesAreDroppedByReasonNeverGuessed) {
   EXPECT_EQ(st.entries_dropped[static_cast<size_t>(LbrEntryDrop::kNotABranch)], 1u);
   EXPECT_EQ(st.entries_dropped[static_cast<size_t>(LbrEntryDrop::kNoCode)], 1u);
   EXPECT_EQ(st.entries_emitted + st.entries_dropped_total(), st.entries);
-  EXPECT_EQ(st.ranges_broken[static_cast<size_t>(LbrRangeBreak::kEndpointDropped)], 5u);
+  // The mismatching call's recorded target has no code; the three ranges touching the empty
+  // slot and the nop are unknown; the range after the no-code source walks (its target is exact).
+  EXPECT_EQ(st.ranges_broken[static_cast<size_t>(LbrRangeBreak::kNoCode)], 1u);
+  EXPECT_EQ(st.ranges_broken[static_cast<size_t>(LbrRangeBreak::kEndpointDropped)], 3u);
+  EXPECT_EQ(st.ranges_walked, 1u);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].events.size(), 1u);
-  EXPECT_EQ(out[1].events.size(), 1u);
+  ASSERT_EQ(out[1].events.size(), 2u);  // not-taken je, then the jne
+  EXPECT_FALSE(out[1].events[0].taken);
+  EXPECT_TRUE(out[1].gap_before);
 }
 
 TEST(LbrReconstruct, MisalignedAndBackwardsRangesAreCounted) {
@@ -193,19 +199,29 @@ TEST(LbrReconstruct, CallStackModeIsRefused) {
   EXPECT_EQ(r.stats().entries_dropped[static_cast<size_t>(LbrEntryDrop::kCallStackMode)], 2u);
 }
 
-TEST(LbrReconstruct, DuplicateNewestEntryDroppedOnlyWhenAsked) {
+TEST(LbrReconstruct, RepeatedNewestEntryIsDroppedOnlyWhenItsRangeDoesNotWalk) {
   FakeCode code;
-  LbrReconstructor::Options opt;
-  opt.drop_duplicate_newest = true;
-  LbrReconstructor r(&code, opt);
-  auto entries =
-      Stack({{B + 0x1006, B + 0x1000}, {B + 0x1004, B + 0x1000}, {B + 0x1004, B + 0x1000}});
+  LbrReconstructor r(&code);
   LbrSample s;
-  s.entries = entries;
   std::vector<BranchBatch> out;
+  // A one-block loop: jne 0x1004 -> 0x1000 twice is genuine (0x1000..0x1004 walks).
+  auto loop = Stack({{B + 0x1006, B + 0x1000}, {B + 0x1004, B + 0x1000}, {B + 0x1004, B + 0x1000}});
+  s.entries = loop;
   r.Reconstruct(s, &out);
-  EXPECT_EQ(r.stats().entries_dropped[static_cast<size_t>(LbrEntryDrop::kDuplicateEntry)], 1u);
-  EXPECT_EQ(r.stats().entries_emitted, 2u);
+  EXPECT_EQ(r.stats().entries_dropped[static_cast<size_t>(LbrEntryDrop::kDuplicateEntry)], 0u);
+  EXPECT_EQ(r.stats().entries_emitted, 3u);
+  // The quirk: ret 0x100b -> 0x1012 repeated; 0x1012..0x100b cannot be a fall-through range.
+  auto quirk =
+      Stack({{B + 0x100b, B + 0x100b}, {B + 0x100b, B + 0x1012}, {B + 0x100b, B + 0x1012}});
+  s.entries = quirk;
+  r.Reconstruct(s, &out);
+  const auto& st = r.stats();
+  EXPECT_EQ(st.entries_dropped[static_cast<size_t>(LbrEntryDrop::kDuplicateEntry)], 1u);
+  EXPECT_EQ(st.duplicate_ranges, 1u);
+  EXPECT_EQ(st.entries_emitted, 5u);
+  EXPECT_EQ(st.ranges_broken_total(), 0u);
+  EXPECT_EQ(st.ranges, 4u);
+  EXPECT_EQ(st.ranges_walked + st.ranges_broken_total() + st.duplicate_ranges, st.ranges);
 }
 
 TEST(BranchCache, MemoizesOneScanPerStartAddress) {

@@ -60,6 +60,10 @@ class BranchCache {
   // instructions from `start` through `target` inclusive, or 0 when it does not.
   uint32_t InstructionsTo(uint64_t start, uint64_t target) const;
 
+  // perf script's view of a range: instructions decoded linearly from `start`, branches
+  // included, through `target` (or up to where the decode stops or steps over it).
+  uint32_t LinearInstructions(uint64_t start, uint64_t target) const;
+
   // Decodes the one instruction at `vaddr` (classification of LBR sources).
   bool DecodeAt(uint64_t vaddr, X86Instruction* out) const;
 

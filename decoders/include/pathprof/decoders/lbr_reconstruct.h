@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -93,7 +94,8 @@ struct LbrStats {
   uint64_t ranges_walked = 0;  // ranges reconstructed exactly
   std::array<uint64_t, static_cast<size_t>(LbrRangeBreak::kCount)> ranges_broken{};
   uint64_t not_taken_emitted = 0;
-  uint64_t async_transfers = 0;  // interrupts/faults recorded with a non-branch source
+  // Interrupts/faults recorded with a non-branch user source, and returns from the kernel.
+  uint64_t async_transfers = 0;
   uint64_t batches = 0;
   uint64_t events = 0;
   // Instructions in fully reconstructed blocks (sum of BranchEvent.instructions).
@@ -101,6 +103,9 @@ struct LbrStats {
   // What `perf script -F brstackinsn` prints, for comparison: the oldest source, every walked
   // range through its closing branch, and the tail from the newest target to the sample ip.
   uint64_t perf_style_instructions = 0;
+  // Ranges between a repeated newest entry and its twin that did not walk (the entry is
+  // counted in entries_dropped.duplicate_entry; the range in `ranges`, not in ranges_broken).
+  uint64_t duplicate_ranges = 0;
 
   uint64_t entries_dropped_total() const;
   uint64_t ranges_broken_total() const;
@@ -111,13 +116,7 @@ struct LbrStats {
 
 class LbrReconstructor {
  public:
-  struct Options {
-    // Drop the newest entry when it repeats the next one exactly. Off by default: a one-block
-    // loop records identical consecutive entries legitimately, and perf keeps them.
-    bool drop_duplicate_newest = false;
-  };
   explicit LbrReconstructor(CodeMap* code) : code_(code) {}
-  LbrReconstructor(CodeMap* code, Options options) : code_(code), options_(options) {}
 
   // Appends the batches of one sample to `out` (possibly none). Never fails: every loss is
   // counted in stats().
@@ -125,18 +124,31 @@ class LbrReconstructor {
 
   const LbrStats& stats() const { return stats_; }
 
+  // Called for every fall-through range walked exactly, [begin, end] in runtime addresses (end
+  // is the address of the taken branch closing it) — what AutoFDO-style range counts consume.
+  using RangeObserver = std::function<void(uint32_t pid, uint64_t begin, uint64_t end)>;
+  void set_range_observer(RangeObserver observer) { range_observer_ = std::move(observer); }
+
  private:
   struct Classified {
     bool ok = false;
     BranchKind kind = BranchKind::kUnknown;
     bool async = false;
+    bool kernel_return = false;  // kernel -> user: `to` resumes code interrupted or trapped
   };
   Classified Classify(uint32_t pid, const LbrEntry& e);
   uint32_t TailInstructions(uint32_t pid, uint64_t start, uint64_t ip);
+  // kCount when the range walks; appends its not-taken conditionals to *not_taken (if given),
+  // sets *instructions (whole range) and *last_block (since the last not-taken branch).
+  // With `resume_end`, `b` is a resume point after the kernel and is not itself executed.
+  LbrRangeBreak WalkRange(uint32_t pid, uint64_t a, uint64_t b, bool async_end, bool resume_end,
+                          std::vector<BranchEvent>* not_taken, uint64_t* instructions,
+                          uint32_t* last_block);
+  uint32_t PerfLinearInstructions(uint32_t pid, uint64_t a, uint64_t b);
 
   CodeMap* code_;
-  Options options_;
   LbrStats stats_;
+  RangeObserver range_observer_;
 };
 
 }  // namespace pathprof::decoders
