@@ -14,7 +14,6 @@ constexpr uint32_t kAttrSize = perf::kAttrSizeVer5;
 constexpr uint64_t kAttrEntrySize = kAttrSize + 16;  // attr + ids section
 constexpr uint64_t kSampleType = perf::kSampleIp | perf::kSampleTid | perf::kSampleTime |
                                  perf::kSamplePeriod | perf::kSampleBranchStack;
-constexpr uint64_t kSampleIdBytes = 16;  // sample_id_all trailer for TID | TIME
 
 class Bytes {
  public:
