@@ -29,6 +29,16 @@ bool BranchCache::DecodeAt(uint64_t vaddr, X86Instruction* out) const {
   return !code.empty() && DecodeX86Fast(code.data(), code.size(), vaddr, out);
 }
 
+const X86Instruction* BranchCache::DecodeCached(uint64_t vaddr) {
+  auto it = decoded_.find(vaddr);
+  if (it == decoded_.end()) {
+    X86Instruction insn;
+    if (!DecodeAt(vaddr, &insn)) insn = X86Instruction{};
+    it = decoded_.emplace(vaddr, insn).first;
+  }
+  return it->second.length == 0 ? nullptr : &it->second;
+}
+
 BranchSite BranchCache::Scan(uint64_t vaddr) {
   BranchSite site;
   site.address = vaddr;

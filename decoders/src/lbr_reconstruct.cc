@@ -147,10 +147,9 @@ LbrReconstructor::Classified LbrReconstructor::Classify(uint32_t pid, const LbrE
   }
   const CodeRegion* region = code_->Find(pid, e.from);
   if (region == nullptr) return drop(LbrEntryDrop::kNoCode);
-  X86Instruction insn;
-  if (!region->cache->DecodeAt(e.from - region->bias, &insn)) {
-    return drop(LbrEntryDrop::kNotABranch);
-  }
+  const X86Instruction* decoded = region->cache->DecodeCached(e.from - region->bias);
+  if (decoded == nullptr) return drop(LbrEntryDrop::kNotABranch);
+  const X86Instruction& insn = *decoded;
   if (!insn.is_branch) {
     // An interrupt or fault is recorded with the interrupted instruction as its source; it is
     // recognisable by entering the kernel from user space.
@@ -186,10 +185,10 @@ uint32_t LbrReconstructor::TailInstructions(uint32_t pid, uint64_t start, uint64
   const uint64_t vip = ip - region->bias;
   while (va <= vend) {
     ++count;
-    X86Instruction insn;
-    if (!region->cache->DecodeAt(va, &insn)) break;
-    if (insn.is_branch && va != vip) break;
-    va += insn.length;
+    const X86Instruction* insn = region->cache->DecodeCached(va);
+    if (insn == nullptr) break;
+    if (insn->is_branch && va != vip) break;
+    va += insn->length;
   }
   return count;
 }
@@ -300,12 +299,14 @@ void LbrReconstructor::Reconstruct(const LbrSample& sample, std::vector<BranchBa
   if (count == 0) return;
 
   BranchBatch batch;
+  batch.events.reserve(count * 2);
   auto flush = [&]() {
     if (batch.events.empty()) return;
     stats_.events += batch.events.size();
     ++stats_.batches;
     out->push_back(std::move(batch));
     batch = BranchBatch();
+    batch.events.reserve(count * 2);
   };
   auto start_batch_if_empty = [&]() {
     if (!batch.events.empty()) return;

@@ -90,9 +90,13 @@ const CodeRegion* ProcessCodeMap::FindIn(uint32_t pid, Process& p, uint64_t addr
 
 const CodeRegion* ProcessCodeMap::Find(uint32_t pid, uint64_t addr) {
   if (IsKernelAddress(addr)) pid = kKernelPid;
-  auto it = procs_.find(pid);
-  if (it == procs_.end()) return nullptr;
-  return FindIn(pid, it->second, addr);
+  if (last_proc_ == nullptr || last_pid_ != pid) {
+    auto it = procs_.find(pid);
+    if (it == procs_.end()) return nullptr;
+    last_pid_ = pid;
+    last_proc_ = &it->second;
+  }
+  return FindIn(pid, *last_proc_, addr);
 }
 
 }  // namespace pathprof::decoders

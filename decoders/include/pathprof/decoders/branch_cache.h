@@ -66,6 +66,8 @@ class BranchCache {
 
   // Decodes the one instruction at `vaddr` (classification of LBR sources).
   bool DecodeAt(uint64_t vaddr, X86Instruction* out) const;
+  // The same, memoized: LBR sources repeat, so each is decoded once. nullptr when invalid.
+  const X86Instruction* DecodeCached(uint64_t vaddr);
 
   const std::shared_ptr<const ElfImage>& image() const { return image_; }
   uint64_t decoded_instructions() const { return decoded_instructions_; }
@@ -79,6 +81,7 @@ class BranchCache {
   std::shared_ptr<const void> keepalive_;
   std::vector<CodeSegment> segments_;
   std::unordered_map<uint64_t, BranchSite> memo_;
+  std::unordered_map<uint64_t, X86Instruction> decoded_;  // length 0: does not decode
   uint64_t decoded_instructions_ = 0;
 };
 

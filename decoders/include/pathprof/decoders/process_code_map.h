@@ -51,6 +51,8 @@ class ProcessCodeMap : public CodeMap {
   ImageStore* store_;
   bool read_live_vdso_;
   std::unordered_map<uint32_t, Process> procs_;
+  uint32_t last_pid_ = 0;
+  Process* last_proc_ = nullptr;  // procs_ nodes are stable; reset when procs_ changes
   CodeMapStats stats_;
 };
 
