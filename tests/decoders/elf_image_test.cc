@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "pathprof/decoders/address_space.h"
@@ -130,6 +134,40 @@ TEST(ProcessCodeMap, MmapRecordOfThePieGivesTheRecordedLoadBias) {
   EXPECT_EQ(insn.kind, BranchKind::kDirectCall);
   EXPECT_EQ(insn.direct_target + r->bias, 0x5629ec7428d0u);
   EXPECT_EQ(code.Find(5596, 0x5629ec742100), nullptr);  // mapped, but not code
+}
+
+}  // namespace
+}  // namespace pathprof::decoders
+
+namespace pathprof::decoders {
+namespace {
+
+TEST(LiveProcess, OwnMapsResolveThisFunctionAndTheVdsoReadsFromMemory) {
+  auto space = ReadProcMaps(::getpid());
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  ImageStore store;
+  ProcessCodeMap code(&store, /*read_live_vdso=*/true);
+  code.SetAddressSpace(::getpid(), *space);
+  // This test's own code: the region's image must hold the bytes the CPU runs here.
+  const auto here = reinterpret_cast<uint64_t>(&ReadProcMaps);
+  const CodeRegion* r = code.Find(::getpid(), here);
+  ASSERT_NE(r, nullptr);
+  auto bytes = r->cache->image()->CodeAt(here - r->bias);
+  ASSERT_GE(bytes.size(), 8u);
+  EXPECT_EQ(std::memcmp(bytes.data(), reinterpret_cast<const void*>(here), 8), 0);
+  // The vdso has no file: it is read from /proc/self/mem.
+  for (const Mapping& m : space->mappings()) {
+    if (!m.IsVdso()) continue;
+    const CodeRegion* v = code.Find(::getpid(), m.start + 0x100);
+    if (v == nullptr) continue;  // the vdso's first page may be data only
+    EXPECT_EQ(v->cache->image()->path(), "[vdso]");
+  }
+  auto vdso_map = std::find_if(space->mappings().begin(), space->mappings().end(),
+                               [](const Mapping& m) { return m.IsVdso(); });
+  if (vdso_map == space->mappings().end()) GTEST_SKIP() << "no vdso in this process";
+  auto vdso = store.GetVdso(::getpid(), vdso_map->start, vdso_map->len);
+  ASSERT_TRUE(vdso.ok()) << vdso.status().ToString();
+  EXPECT_GT((*vdso)->code_end(), (*vdso)->code_begin());
 }
 
 }  // namespace
