@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string_view>
 #include <tuple>
@@ -27,6 +28,32 @@ using MappingKey = std::tuple<uint64_t, uint64_t, uint64_t, int64_t, int64_t>;
 using LineKey = std::vector<std::pair<uint64_t, int64_t>>;    // (function id, line) innermost first
 using LocationKey = std::tuple<uint64_t, uint64_t, LineKey>;  // mapping id, address, lines
 
+// Lets the string table be searched with a string_view, without building a std::string.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  // boost::hash_combine's mixing, widened to 64 bits.
+  return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 12) + (h >> 4));
+}
+
+struct FunctionKeyHash {
+  size_t operator()(const FunctionKey& k) const {
+    const auto& [a, b, c, d] = k;
+    return Mix(Mix(Mix(Mix(0, a), b), c), d);
+  }
+};
+
+struct LocationKeyHash {
+  size_t operator()(const LocationKey& k) const {
+    uint64_t h = Mix(Mix(0, std::get<0>(k)), std::get<1>(k));
+    for (const auto& [fn, line] : std::get<2>(k)) h = Mix(Mix(h, fn), line);
+    return h;
+  }
+};
+
 bool FrameIsEmpty(const Frame& f) {
   return f.function.empty() && f.system_name.empty() && f.file.empty();
 }
@@ -36,20 +63,32 @@ bool FrameIsEmpty(const Frame& f) {
 struct ProfileBuilder::Impl {
   ProfileOptions options;
   pb::Profile profile;
-  std::unordered_map<std::string, int64_t> strings;
-  std::map<FunctionKey, uint64_t> functions;
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
+  // Most locations of a profile share a few mappings; remembers the last one looked up.
+  Mapping last_mapping;
+  uint64_t last_mapping_id = 0;
+  std::unordered_map<FunctionKey, uint64_t, FunctionKeyHash> functions;
   std::map<MappingKey, uint64_t> mappings;
-  std::map<LocationKey, uint64_t> locations;
+  std::unordered_map<LocationKey, uint64_t, LocationKeyHash> locations;
   std::vector<pb::Label> common_labels;
   ExportStats stats;
 
   int64_t Intern(std::string_view s) {
+    if (IsClean(s, options.max_string_bytes)) {
+      if (auto it = strings.find(s); it != strings.end()) return it->second;
+      return strings.try_emplace(std::string(s), AppendString(s)).first->second;
+    }
     CleanedString clean = CleanString(s, options.max_string_bytes);
     if (clean.sanitized) ++stats.strings_sanitized;
     if (clean.truncated) ++stats.strings_truncated;
-    auto [it, inserted] = strings.try_emplace(std::move(clean.text), profile.string_table_size());
-    if (inserted) profile.add_string_table(it->first);
-    return it->second;
+    if (auto it = strings.find(clean.text); it != strings.end()) return it->second;
+    const int64_t index = AppendString(clean.text);
+    return strings.try_emplace(std::move(clean.text), index).first->second;
+  }
+
+  int64_t AppendString(std::string_view s) {
+    profile.add_string_table(std::string(s));
+    return profile.string_table_size() - 1;
   }
 
   uint64_t FunctionId(const Frame& f) {
@@ -72,6 +111,17 @@ struct ProfileBuilder::Impl {
   // 0 for an unknown mapping.
   uint64_t MappingId(const Mapping& m) {
     if (m.empty()) return 0;
+    if (last_mapping_id != 0 && m.start == last_mapping.start && m.limit == last_mapping.limit &&
+        m.offset == last_mapping.offset && m.file == last_mapping.file &&
+        m.build_id == last_mapping.build_id) {
+      return last_mapping_id;
+    }
+    last_mapping = m;
+    last_mapping_id = MappingIdUncached(m);
+    return last_mapping_id;
+  }
+
+  uint64_t MappingIdUncached(const Mapping& m) {
     const int64_t file = Intern(m.file);
     const int64_t build_id = Intern(m.build_id);
     auto [it, inserted] = mappings.try_emplace(

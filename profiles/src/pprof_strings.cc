@@ -35,6 +35,20 @@ size_t Utf8SequenceLength(std::string_view in, size_t i) {
 
 }  // namespace
 
+bool IsClean(std::string_view in, size_t max_bytes) {
+  if (in.size() > max_bytes) return false;
+  for (size_t i = 0; i < in.size();) {
+    if (static_cast<uint8_t>(in[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = Utf8SequenceLength(in, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
 CleanedString CleanString(std::string_view in, size_t max_bytes) {
   CleanedString out;
   out.text.reserve(in.size() < max_bytes ? in.size() : max_bytes);

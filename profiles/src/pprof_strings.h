@@ -19,4 +19,7 @@ struct CleanedString {
 // max_bytes at a character boundary.
 CleanedString CleanString(std::string_view in, size_t max_bytes);
 
+// True when CleanString would return `in` unchanged (the common case, checked without copying).
+bool IsClean(std::string_view in, size_t max_bytes);
+
 }  // namespace pathprof::profiles::pprof
