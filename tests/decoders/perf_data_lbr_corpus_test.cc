@@ -236,9 +236,10 @@ TEST(PerfDataLbrCorpus, Skylake414HeaderFeaturesMatchPerf) {
   EXPECT_EQ(info.nr_cpus_available, 4u);
   EXPECT_EQ(info.cpu_desc, "Intel(R) Core(TM) m7-6Y75 CPU @ 1.20GHz");
   EXPECT_EQ(info.cpuid, "GenuineIntel,6,78,3");
+  // One entry per argv string (perf's header printout joins them with spaces).
   EXPECT_EQ(info.cmdline, (std::vector<std::string>{"/usr/bin/perf", "record", "-b", "-o",
                                                     "/tmp/perf.data.branch-4.14", "--", "echo",
-                                                    "Hello,", "World!"}));
+                                                    "Hello, World!"}));
   ASSERT_EQ(info.attrs.size(), 1u);
   EXPECT_EQ(info.attrs[0].attr.size, 112u);
   EXPECT_EQ(info.attrs[0].attr.precise_ip(), 3u);
