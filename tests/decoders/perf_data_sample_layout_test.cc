@@ -273,5 +273,107 @@ TEST(PerfDataSampleLayout, UnknownSampleTypeBitsAreUnsupportedNotGuessed) {
   EXPECT_EQ(more.status().code(), ErrorCode::kUnsupported);
 }
 
+// The side-band records no corpus file holds, each with a trailer of TID | TIME only.
+TEST(PerfDataSampleLayout, SideBandRecordsDecodeTheirFields) {
+  Stream s;
+  s.U64(kMagicPerfile2).U64(kPipeHeaderSize);
+  std::vector<uint8_t> attr = Attr(0);
+  const uint64_t tid_time = kSampleTid | kSampleTime;
+  std::memcpy(attr.data() + 24, &tid_time, 8);
+  s.Begin(kRecordHeaderAttr).Raw(attr).U64(1).End();
+  auto trailer = [&](uint64_t time) { s.U32(1).U32(2).U64(time); };
+  s.Begin(kRecordFork).U32(5).U32(4).U32(6).U32(4).U64(1000);
+  trailer(1000);
+  s.End();
+  s.Begin(kRecordExit).U32(5).U32(4).U32(6).U32(4).U64(2000);
+  trailer(2000);
+  s.End();
+  s.Begin(kRecordSwitch, kMiscSwitchOut | kMiscSwitchOutPreempt);
+  trailer(3000);
+  s.End();
+  s.Begin(kRecordThrottle).U64(4000).U64(1).U64(9);
+  trailer(4000);
+  s.End();
+  s.Begin(kRecordItraceStart).U32(5).U32(6);
+  trailer(5000);
+  s.End();
+  s.Begin(kRecordLost).U64(1).U64(33);
+  trailer(6000);
+  s.End();
+  s.Begin(kRecordAux).U64(0x100).U64(0x80).U64(1);
+  trailer(7000);
+  s.End();
+  s.Begin(kRecordIdIndex).U64(2).U64(1).U64(0).U64(3).U64(6).U64(2).U64(0).U64(4).U64(7).End();
+  s.Begin(kRecordTimeConv).U64(10).U64(20).U64(30).U64(40).U64(0xffff).U8(1).U8(0);
+  s.Raw(std::vector<uint8_t>(6, 0)).End();
+  s.Begin(kRecordAuxtraceInfo).U32(1).U32(0).U64(6).U64(31).End();
+  s.Begin(kRecordAuxtrace).U64(5).U64(0).U64(0x77).U32(0).U32(6).U32(2).U32(0).End();
+  s.Raw({0x02, 0x82, 0x02, 0x82, 0x00});  // the AUX bytes after the AUXTRACE record
+  s.Begin(kRecordMmap2, kMiscUser | kMiscMmapBuildId).U32(5).U32(6).U64(0x1000).U64(0x2000);
+  s.U64(0x3000).U8(3).U8(0).U16(0).Raw({0xab, 0xcd, 0xef}).Raw(std::vector<uint8_t>(17, 0));
+  s.U32(5).U32(2).Raw({'/', 'l', 'i', 'b', 0, 0, 0, 0});
+  trailer(8000);
+  s.End();
+
+  auto reader = PerfDataReader::FromBytes(s.bytes(), "side-band");
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  std::vector<PerfRecord> recs;
+  PerfRecord rec;
+  while (true) {
+    Result<bool> more = reader->Next(&rec);
+    ASSERT_TRUE(more.ok()) << more.status().ToString();
+    if (!*more) break;
+    recs.push_back(rec);
+  }
+  ASSERT_EQ(recs.size(), 13u);
+  const auto& fork = std::get<PerfForkExit>(recs[1].body);
+  EXPECT_FALSE(fork.is_exit);
+  EXPECT_EQ(fork.pid, 5u);
+  EXPECT_EQ(fork.ppid, 4u);
+  EXPECT_EQ(fork.tid, 6u);
+  EXPECT_EQ(fork.time, 1000u);
+  EXPECT_EQ(fork.sample_id.tid, 2u);
+  EXPECT_TRUE(std::get<PerfForkExit>(recs[2].body).is_exit);
+  const auto& sw = std::get<PerfSwitch>(recs[3].body);
+  EXPECT_FALSE(sw.cpu_wide);
+  EXPECT_TRUE(sw.out);
+  EXPECT_TRUE(sw.preempt);
+  EXPECT_EQ(sw.sample_id.time, 3000u);
+  EXPECT_EQ(std::get<PerfThrottle>(recs[4].body).stream_id, 9u);
+  EXPECT_EQ(std::get<PerfItraceStart>(recs[5].body).tid, 6u);
+  EXPECT_EQ(std::get<PerfLost>(recs[6].body).lost, 33u);
+  EXPECT_EQ(std::get<PerfAux>(recs[7].body).aux_size, 0x80u);
+  EXPECT_EQ(std::get<PerfAux>(recs[7].body).sample_id.time, 7000u);
+  const auto& index = std::get<PerfIdIndex>(recs[8].body);
+  ASSERT_EQ(index.entries.size(), 2u);
+  EXPECT_EQ(index.entries[1].id, 2u);
+  EXPECT_EQ(index.entries[1].cpu, 4u);
+  EXPECT_EQ(index.entries[1].tid, 7u);
+  const auto& tc = std::get<PerfTimeConv>(recs[9].body);
+  EXPECT_TRUE(tc.has_cycles);
+  EXPECT_EQ(tc.time_cycles, 40u);
+  EXPECT_EQ(tc.time_mask, 0xffffu);
+  EXPECT_TRUE(tc.cap_user_time_zero);
+  EXPECT_FALSE(tc.cap_user_time_short);
+  EXPECT_EQ(std::get<PerfAuxtraceInfo>(recs[10].body).priv, (std::vector<uint64_t>{6, 31}));
+  const auto& aux = std::get<PerfAuxtrace>(recs[11].body);
+  EXPECT_EQ(aux.reference, 0x77u);
+  EXPECT_EQ(aux.tid, 6u);
+  EXPECT_EQ(aux.cpu, 2u);
+  ASSERT_EQ(aux.data.size(), 5u);
+  EXPECT_EQ(aux.data[1], 0x82);
+  const auto& mmap = std::get<PerfMmap>(recs[12].body);
+  EXPECT_TRUE(mmap.is_mmap2);
+  EXPECT_EQ(mmap.build_id, std::string("\xab\xcd\xef"));
+  EXPECT_EQ(mmap.pgoff, 0x3000u);
+  EXPECT_EQ(mmap.prot, 5u);
+  EXPECT_EQ(mmap.flags, 2u);
+  EXPECT_EQ(mmap.filename, "/lib");
+  EXPECT_EQ(mmap.sample_id.time, 8000u);
+  EXPECT_EQ(reader->stats().lost_events, 33u);
+  EXPECT_EQ(reader->stats().auxtrace_bytes, 5u);
+  EXPECT_EQ(reader->info().time_conv->time_mult, 20u);
+}
+
 }  // namespace
 }  // namespace pathprof::decoders
