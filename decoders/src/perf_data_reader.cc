@@ -52,9 +52,9 @@ struct PerfDataReader::Impl {
 
 namespace {
 
-Status ReadSection(Cursor& c, uint64_t* offset, uint64_t* size) {
-  if (!(c.U64(offset) && c.U64(size))) return Status(ErrorCode::kTruncated, "");
-  return Status::Ok();
+// perf_file_section: {u64 offset, u64 size}.
+bool ReadSection(Cursor& c, uint64_t* offset, uint64_t* size) {
+  return c.U64(offset) && c.U64(size);
 }
 
 std::string Hex(uint64_t v) {
@@ -72,9 +72,8 @@ Status PerfDataReader::Impl::Init() {
   if (magic == perf::kMagicPerfile2Swapped) {
     return Error(ErrorCode::kUnsupported,
                  "perf.data " + name +
-                     ": big-endian perf.data files are not supported; convert it on the "
-                     "recording host with `perf inject -i FILE -o OUT`, or record on a "
-                     "little-endian host");
+                     ": big-endian perf.data files (recorded on a big-endian host) are not "
+                     "supported; read it with `perf script` instead");
   }
   if (magic == perf::kMagicPerfile1) {
     return Error(
@@ -110,9 +109,8 @@ Status PerfDataReader::Impl::ReadFileHeader() {
         name, 8,
         "file header size " + std::to_string(header_size) + " (expected 104, or 16 for pipe mode)");
   }
-  if (!(h.U64(&attr_size) && ReadSection(h, &attrs_off, &attrs_size).ok() &&
-        ReadSection(h, &data_off, &data_size).ok() &&
-        ReadSection(h, &types_off, &types_size).ok())) {
+  if (!(h.U64(&attr_size) && ReadSection(h, &attrs_off, &attrs_size) &&
+        ReadSection(h, &data_off, &data_size) && ReadSection(h, &types_off, &types_size))) {
     return Truncated(name, h.offset(), "file header");
   }
   std::bitset<perf::kFeatureBits> bits;
@@ -166,7 +164,7 @@ Status PerfDataReader::Impl::ReadAttrs(uint64_t attr_size, uint64_t offset, uint
     std::span<const uint8_t> attr_bytes;
     uint64_t ids_off = 0, ids_size = 0;
     if (attr_len < perf::kAttrSizeVer0 || !c.Bytes(attr_len, &attr_bytes) ||
-        !ReadSection(c, &ids_off, &ids_size).ok()) {
+        !ReadSection(c, &ids_off, &ids_size)) {
       return Corrupt(
           name, at,
           "attr entry (attr size " + std::to_string(attr_len) + ") does not fit the attrs section");
@@ -192,7 +190,7 @@ Status PerfDataReader::Impl::ReadFeatures(const std::bitset<perf::kFeatureBits>&
     if (!bits.test(f)) continue;
     const uint64_t at = table.offset();
     uint64_t off = 0, size = 0;
-    if (!ReadSection(table, &off, &size).ok()) {
+    if (!ReadSection(table, &off, &size)) {
       return Truncated(name, at, "feature section table");
     }
     if (off > bytes.size() || size > bytes.size() - off) {
