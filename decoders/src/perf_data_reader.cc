@@ -154,6 +154,7 @@ Status PerfDataReader::Impl::ReadAttrs(uint64_t attr_size, uint64_t offset, uint
   }
   const uint64_t n = size / attr_size;
   Cursor c(bytes.subspan(offset, size), offset);
+  uint64_t total_ids = 0;
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t at = c.offset();
     // Like perf: each entry is the attr at its own stored size, then the ids section.
@@ -173,6 +174,12 @@ Status PerfDataReader::Impl::ReadAttrs(uint64_t attr_size, uint64_t offset, uint
     a.attr = perf_internal::ParseAttr(attr_bytes);
     if (ids_off > bytes.size() || ids_size > bytes.size() - ids_off) {
       return Truncated(name, at, "attr ids section lies beyond the end of the file");
+    }
+    // Each id section holds distinct bytes of the file; attrs that all point at one large
+    // section would otherwise multiply it (hostile input): bound the total by the file.
+    total_ids += ids_size / 8;
+    if (total_ids > bytes.size() / 8) {
+      return Corrupt(name, at, "attr id sections hold more ids than the file has room for");
     }
     Cursor ids(bytes.subspan(ids_off, ids_size), ids_off);
     ids.U64s(ids_size / 8, &a.ids);
