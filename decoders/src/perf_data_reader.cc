@@ -52,9 +52,9 @@ struct PerfDataReader::Impl {
 
 namespace {
 
-Status ReadSection(Cursor& c, uint64_t* offset, uint64_t* size) {
-  if (!(c.U64(offset) && c.U64(size))) return Status(ErrorCode::kTruncated, "");
-  return Status::Ok();
+// perf_file_section: {u64 offset, u64 size}.
+bool ReadSection(Cursor& c, uint64_t* offset, uint64_t* size) {
+  return c.U64(offset) && c.U64(size);
 }
 
 std::string Hex(uint64_t v) {
@@ -72,9 +72,8 @@ Status PerfDataReader::Impl::Init() {
   if (magic == perf::kMagicPerfile2Swapped) {
     return Error(ErrorCode::kUnsupported,
                  "perf.data " + name +
-                     ": big-endian perf.data files are not supported; convert it on the "
-                     "recording host with `perf inject -i FILE -o OUT`, or record on a "
-                     "little-endian host");
+                     ": big-endian perf.data files (recorded on a big-endian host) are not "
+                     "supported; read it with `perf script` instead");
   }
   if (magic == perf::kMagicPerfile1) {
     return Error(
@@ -110,9 +109,8 @@ Status PerfDataReader::Impl::ReadFileHeader() {
         name, 8,
         "file header size " + std::to_string(header_size) + " (expected 104, or 16 for pipe mode)");
   }
-  if (!(h.U64(&attr_size) && ReadSection(h, &attrs_off, &attrs_size).ok() &&
-        ReadSection(h, &data_off, &data_size).ok() &&
-        ReadSection(h, &types_off, &types_size).ok())) {
+  if (!(h.U64(&attr_size) && ReadSection(h, &attrs_off, &attrs_size) &&
+        ReadSection(h, &data_off, &data_size) && ReadSection(h, &types_off, &types_size))) {
     return Truncated(name, h.offset(), "file header");
   }
   std::bitset<perf::kFeatureBits> bits;
@@ -156,6 +154,7 @@ Status PerfDataReader::Impl::ReadAttrs(uint64_t attr_size, uint64_t offset, uint
   }
   const uint64_t n = size / attr_size;
   Cursor c(bytes.subspan(offset, size), offset);
+  uint64_t total_ids = 0;
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t at = c.offset();
     // Like perf: each entry is the attr at its own stored size, then the ids section.
@@ -166,7 +165,7 @@ Status PerfDataReader::Impl::ReadAttrs(uint64_t attr_size, uint64_t offset, uint
     std::span<const uint8_t> attr_bytes;
     uint64_t ids_off = 0, ids_size = 0;
     if (attr_len < perf::kAttrSizeVer0 || !c.Bytes(attr_len, &attr_bytes) ||
-        !ReadSection(c, &ids_off, &ids_size).ok()) {
+        !ReadSection(c, &ids_off, &ids_size)) {
       return Corrupt(
           name, at,
           "attr entry (attr size " + std::to_string(attr_len) + ") does not fit the attrs section");
@@ -175,6 +174,12 @@ Status PerfDataReader::Impl::ReadAttrs(uint64_t attr_size, uint64_t offset, uint
     a.attr = perf_internal::ParseAttr(attr_bytes);
     if (ids_off > bytes.size() || ids_size > bytes.size() - ids_off) {
       return Truncated(name, at, "attr ids section lies beyond the end of the file");
+    }
+    // Each id section holds distinct bytes of the file; attrs that all point at one large
+    // section would otherwise multiply it (hostile input): bound the total by the file.
+    total_ids += ids_size / 8;
+    if (total_ids > bytes.size() / 8) {
+      return Corrupt(name, at, "attr id sections hold more ids than the file has room for");
     }
     Cursor ids(bytes.subspan(ids_off, ids_size), ids_off);
     ids.U64s(ids_size / 8, &a.ids);
@@ -192,7 +197,7 @@ Status PerfDataReader::Impl::ReadFeatures(const std::bitset<perf::kFeatureBits>&
     if (!bits.test(f)) continue;
     const uint64_t at = table.offset();
     uint64_t off = 0, size = 0;
-    if (!ReadSection(table, &off, &size).ok()) {
+    if (!ReadSection(table, &off, &size)) {
       return Truncated(name, at, "feature section table");
     }
     if (off > bytes.size() || size > bytes.size() - off) {

@@ -222,6 +222,48 @@ TEST(PerfDataLbrCorpus, Skylake414MatchesQuipperDumpEntryByEntry) {
   EXPECT_EQ(s.branches, 13u * 32u);
 }
 
+// The header features, as `perf report --header-only` and `perf buildid-list` print them.
+TEST(PerfDataLbrCorpus, Skylake414HeaderFeaturesMatchPerf) {
+  auto reader = PerfDataReader::Open(kCorpus + "lbr/quipper/perf.data.branch-4.14");
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  const PerfDataInfo& info = reader->info();
+  EXPECT_EQ(info.data_offset, 232u);
+  EXPECT_EQ(info.data_size, 14352u);
+  EXPECT_EQ(info.hostname, "localhost");
+  EXPECT_EQ(info.os_release, "4.14.18");
+  EXPECT_EQ(info.arch, "x86_64");
+  EXPECT_EQ(info.nr_cpus_online, 4u);
+  EXPECT_EQ(info.nr_cpus_available, 4u);
+  EXPECT_EQ(info.cpu_desc, "Intel(R) Core(TM) m7-6Y75 CPU @ 1.20GHz");
+  EXPECT_EQ(info.cpuid, "GenuineIntel,6,78,3");
+  // One entry per argv string (perf's header printout joins them with spaces).
+  EXPECT_EQ(info.cmdline, (std::vector<std::string>{"/usr/bin/perf", "record", "-b", "-o",
+                                                    "/tmp/perf.data.branch-4.14", "--", "echo",
+                                                    "Hello, World!"}));
+  ASSERT_EQ(info.attrs.size(), 1u);
+  EXPECT_EQ(info.attrs[0].attr.size, 112u);
+  EXPECT_EQ(info.attrs[0].attr.precise_ip(), 3u);
+  EXPECT_EQ(info.attrs[0].attr.branch_sample_type, uint64_t{perf::kBranchAny});
+  ASSERT_EQ(info.build_ids.size(), 3u);
+  auto hex = [](const std::string& raw) {
+    std::string h;
+    char buf[3];
+    for (unsigned char c : raw) {
+      std::snprintf(buf, sizeof buf, "%02x", c);
+      h += buf;
+    }
+    return h;
+  };
+  EXPECT_EQ(hex(info.build_ids[1].build_id), "a3f83cd3799ef4149d3763cee54dd18b967b7ddb");
+  EXPECT_EQ(info.build_ids[1].filename, "/lib64/ld-2.23.so");
+  EXPECT_EQ(info.build_ids[2].filename, "[vdso]");
+  // TIME_CONV, the first record (quipper's dump).
+  ASSERT_TRUE(info.time_conv.has_value());
+  EXPECT_EQ(info.time_conv->time_shift, 31u);
+  EXPECT_EQ(info.time_conv->time_mult, 1789569706u);
+  EXPECT_EQ(info.time_conv->time_zero, 18446744040838051763u);
+}
+
 TEST(PerfDataLbrCorpus, AmdSpeculationFlagsMatchQuipperDump) {
   uint64_t n = 0;
   CompareWithPbText("lbr/quipper/perf.data.branch_stack_spec", &n);

@@ -20,6 +20,7 @@ struct PtTrace {
   PerfDataInfo info;
   PerfDataStats stats;
   uint64_t aux_records = 0;
+  std::vector<PerfSwitch> switches;
 };
 
 PtTrace Read(const std::string& file) {
@@ -38,6 +39,7 @@ PtTrace Read(const std::string& file) {
       t.aux_bytes.insert(t.aux_bytes.end(), a->data.begin(), a->data.end());
     }
     if (std::holds_alternative<PerfAux>(rec.body)) ++t.aux_records;
+    if (auto* sw = std::get_if<PerfSwitch>(&rec.body)) t.switches.push_back(*sw);
   }
   t.info = reader->info();
   t.stats = reader->stats();
@@ -114,6 +116,17 @@ TEST(PerfDataPtCorpus, PipeModeRecordingParsesToItsLastByte) {
   EXPECT_EQ(pipe.info.auxtrace_info->type, 1u);
   EXPECT_EQ(pipe.info.arch, "x86_64");
   EXPECT_FALSE(pipe.info.cmdline.empty());
+  // The first context switches, as `perf report -D` prints them:
+  //   SWITCH_CPU_WIDE OUT next pid/tid 8/8, IN prev 0/0, OUT next 0/0
+  ASSERT_GE(pipe.switches.size(), 3u);
+  EXPECT_TRUE(pipe.switches[0].cpu_wide);
+  EXPECT_TRUE(pipe.switches[0].out);
+  EXPECT_EQ(pipe.switches[0].next_prev_tid, 8u);
+  EXPECT_FALSE(pipe.switches[1].out);
+  EXPECT_EQ(pipe.switches[1].next_prev_pid, 0u);
+  EXPECT_TRUE(pipe.switches[2].out);
+  EXPECT_EQ(pipe.switches[0].sample_id.time, 3314114093584u);
+  EXPECT_EQ(pipe.switches[1].sample_id.time, 3314114095662u);
 }
 
 // The same trace in both forms: `perf inject -o -` rewrites the file-mode recording as a pipe.

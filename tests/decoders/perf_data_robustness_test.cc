@@ -2,6 +2,7 @@
 // Each must give records or a clear error naming the offset; ASan/UBSan watch for the rest.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -156,6 +157,37 @@ TEST(PerfDataRobustness, BigEndianAndForeignFilesAreRefusedClearly) {
 
   auto missing = PerfDataReader::Open("/nonexistent/perf.data");
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace pathprof::decoders
+
+namespace pathprof::decoders {
+namespace {
+
+// Many attrs all pointing at one big id section must not multiply it in memory.
+TEST(PerfDataRobustness, SharedIdSectionsAreBoundedByTheFileSize) {
+  const uint64_t kAttrs = 2000, kEntry = 64 + 16;
+  const uint64_t attrs_off = 104, ids_off = attrs_off + kAttrs * kEntry, ids_size = 64 * 1024;
+  std::vector<uint8_t> f(ids_off + ids_size, 0);
+  auto put = [&](size_t off, uint64_t v) { std::memcpy(f.data() + off, &v, 8); };
+  put(0, perf::kMagicPerfile2);
+  put(8, 104);
+  put(16, kEntry);
+  put(24, attrs_off);
+  put(32, kAttrs * kEntry);
+  put(40, f.size());  // data: empty, at the end
+  put(48, 0);
+  for (uint64_t i = 0; i < kAttrs; ++i) {
+    const size_t e = attrs_off + i * kEntry;
+    f[e + 4] = 64;  // attr.size
+    put(e + 64, ids_off);
+    put(e + 72, ids_size);
+  }
+  auto reader = PerfDataReader::FromBytes(f, "shared-ids");
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), ErrorCode::kCorrupt);
+  EXPECT_NE(reader.status().message().find("offset "), std::string::npos);
 }
 
 }  // namespace

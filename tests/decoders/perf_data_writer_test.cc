@@ -218,7 +218,11 @@ TEST(PerfDataWriter, PerfScriptReadsTheFileWithoutComplaint) {
       const size_t slash = entry.find('/');
       EXPECT_EQ(std::stoull(entry.substr(0, slash), nullptr, 16), e.from) << entry;
       EXPECT_EQ(std::stoull(entry.substr(slash + 1), nullptr, 16), e.to) << entry;
-      EXPECT_EQ(entry.find(e.mispredicted() ? "/M/" : "/P/") != std::string::npos, true) << entry;
+      EXPECT_NE(entry.find(e.mispredicted() ? "/M/" : "/P/"), std::string::npos) << entry;
+      // FROM/TO/M|P/in_tx/abort/cycles/
+      size_t cycles_at = slash;
+      for (int k = 0; k < 4; ++k) cycles_at = entry.find('/', cycles_at + 1);
+      EXPECT_EQ(std::stoul(entry.substr(cycles_at + 1)), e.cycles()) << entry;
       ++j;
     }
     EXPECT_EQ(j, want[i].branches.size());
