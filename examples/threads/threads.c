@@ -1,4 +1,4 @@
-/* Four threads, thread k (1..4) runs a counted loop of k*1000 iterations, so an exact trace
+/* Four threads, thread k (1..4) runs a counted loop of k*200 iterations, so an exact trace
  * must attribute to each thread's tid exactly one loop with that trip count. */
 #include <pthread.h>
 #include <stdint.h>
@@ -16,7 +16,7 @@ __attribute__((noinline)) unsigned spin(unsigned n) {
 
 static void* worker(void* arg) {
   unsigned k = (unsigned)(uintptr_t)arg;
-  spin(k * 1000u);
+  spin(k * 200u);
   return NULL;
 }
 
