@@ -16,12 +16,12 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "pathprof/decoders/pt_x86.h"
+#include "pathprof/decoders/x86_branch.h"
 
 namespace pathprof::collectors {
 namespace {
 
-using decoders::X86Insn;
+using X86Insn = decoders::X86Instruction;
 
 uint64_t NowNs() {
   timespec ts;
@@ -207,7 +207,7 @@ class Tracer {
     ssize_t n = process_vm_readv(child_, &local, 1, &remote, 1, 0);
     if (n <= 0) n = PreadMem(ip, buf, sizeof buf);
     X86Insn insn;
-    if (n <= 0 || !decoders::DecodeX86(buf, static_cast<size_t>(n), ip, &insn)) {
+    if (n <= 0 || !decoders::DecodeX86Fast(buf, static_cast<size_t>(n), ip, &insn)) {
       ++stats_.decode_failures;
       t.pending_valid = false;
       return;
@@ -291,7 +291,7 @@ class Tracer {
     } else if (t.pending_valid) {
       const X86Insn& in = t.pending;
       const uint64_t p = t.pending_ip;
-      if (rip == p && in.repeats) {
+      if (rip == p && !in.is_branch) {
         // Another iteration of a REP string instruction: it retires once, at the end.
       } else {
         ++t.insns;
