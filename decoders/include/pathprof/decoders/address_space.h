@@ -1,0 +1,55 @@
+// A process's memory map: which file (and where in it) backs each address range. Built from
+// /proc/PID/maps for live processes and from MMAP/MMAP2 records in perf.data replays.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pathprof/core/status.h"
+
+namespace pathprof::decoders {
+
+struct Mapping {
+  uint64_t start = 0;
+  uint64_t len = 0;
+  uint64_t pgoff = 0;  // file offset of `start`
+  bool executable = true;
+  std::string path;      // "[vdso]", "[kernel.kallsyms]...", "//anon" for non-file mappings
+  std::string build_id;  // lower-case hex when the record carried one, else empty
+
+  uint64_t end() const { return start + len; }
+  bool Contains(uint64_t addr) const { return addr >= start && addr - start < len; }
+  // Mappings that have no file to read code from.
+  bool IsSpecial() const { return path.empty() || path[0] == '[' || path.starts_with("//anon"); }
+  bool IsVdso() const { return path == "[vdso]"; }
+  bool IsKernel() const;
+};
+
+// Non-overlapping mappings sorted by start; a new mapping replaces whatever it overlaps, as
+// mmap(2) does.
+class AddressSpace {
+ public:
+  void Add(Mapping m);
+  const Mapping* Find(uint64_t addr) const;
+  const std::vector<Mapping>& mappings() const { return maps_; }
+  // Bumped on every Add so that users caching lookups can notice changes.
+  uint64_t generation() const { return generation_; }
+
+ private:
+  std::vector<Mapping> maps_;
+  uint64_t generation_ = 0;
+};
+
+// Parses the text of /proc/PID/maps; non-executable mappings are kept (flagged) so that offsets
+// of every file-backed range are known. Malformed lines are an error naming the line.
+Result<AddressSpace> ParseProcMaps(std::string_view text);
+Result<AddressSpace> ReadProcMaps(int pid);
+
+// x86-64 canonical kernel half.
+inline bool IsKernelAddress(uint64_t addr) {
+  return (addr >> 63) != 0;
+}
+
+}  // namespace pathprof::decoders

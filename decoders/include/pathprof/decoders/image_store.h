@@ -1,0 +1,64 @@
+// Finds and caches the ELF file behind a mapping: under a binary directory (like perf's --symfs:
+// the recorded path under DIR, then its basename), at the recorded path on this host, by build-id
+// under /usr/lib/debug/.build-id, and through debuginfod when DEBUGINFOD_URLS is set. A file whose
+// build-id differs from the recorded one is never used. Images and their branch caches are
+// cached per build-id (or path + mtime + size when there is none).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pathprof/core/status.h"
+#include "pathprof/decoders/branch_cache.h"
+#include "pathprof/decoders/elf_image.h"
+
+namespace pathprof::decoders {
+
+struct ImageStoreOptions {
+  std::string binary_dir;  // empty: none
+  bool use_host_paths = true;
+  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  bool use_debuginfod = true;  // only takes effect when DEBUGINFOD_URLS is set
+};
+
+struct ImageStoreStats {
+  uint64_t lookups = 0;
+  uint64_t found = 0;
+  uint64_t not_found = 0;
+  uint64_t build_id_mismatches = 0;  // candidates skipped because their build-id differed
+  uint64_t debuginfod_fetches = 0;
+};
+
+class ImageStore {
+ public:
+  explicit ImageStore(ImageStoreOptions options = {});
+  ~ImageStore();
+
+  // The image for a recorded path (and build-id if known). Negative answers are cached too.
+  Result<std::shared_ptr<const ElfImage>> Get(const std::string& path,
+                                              const std::string& build_id = "");
+  // The vdso of a live process, read from /proc/PID/mem at [start, start+len).
+  Result<std::shared_ptr<const ElfImage>> GetVdso(int pid, uint64_t start, uint64_t len);
+  // A separate debug-info file for `image` (by build-id), or empty.
+  std::string FindDebugFile(const ElfImage& image);
+
+  // One branch cache per distinct image, alive as long as the store.
+  BranchCache* CacheFor(const std::shared_ptr<const ElfImage>& image);
+
+  const ImageStoreStats& stats() const { return stats_; }
+
+ private:
+  std::vector<std::string> Candidates(const std::string& path) const;
+  std::string Debuginfod(const std::string& build_id, bool debuginfo);
+
+  ImageStoreOptions options_;
+  ImageStoreStats stats_;
+  std::map<std::string, Result<std::shared_ptr<const ElfImage>>> by_request_;
+  std::map<std::string, std::shared_ptr<const ElfImage>> by_identity_;
+  std::map<const ElfImage*, std::unique_ptr<BranchCache>> caches_;
+};
+
+}  // namespace pathprof::decoders

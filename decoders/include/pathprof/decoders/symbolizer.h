@@ -1,0 +1,59 @@
+// Symbolization of image virtual addresses with libdw (dwfl, offline reporting of the ELF at
+// bias 0, so callers pass vaddr = runtime - load bias): function + offset, inline frames and
+// file:line, C++ names demangled. Results are cached per (image, address); symbolization happens
+// when a result is reported, not per event.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pathprof/core/status.h"
+#include "pathprof/decoders/elf_image.h"
+
+namespace pathprof::decoders {
+
+struct SourceFrame {
+  std::string function;  // demangled; empty when unknown
+  std::string file;
+  int line = 0;
+};
+
+struct Symbolization {
+  std::string function;  // demangled ELF symbol containing the address, empty if none
+  uint64_t offset = 0;   // address - symbol start
+  std::string file;      // innermost source position
+  int line = 0;
+  // Innermost first: frames[0] is the code at the address (maybe inlined), the last is the
+  // out-of-line function. Has one entry when there is no inlining, none without debug info.
+  std::vector<SourceFrame> frames;
+
+  // "func+0x1a (file.c:12)" style, for reports.
+  std::string ToString() const;
+};
+
+// abi::__cxa_demangle, falling back to the input for non-C++ names.
+std::string Demangle(const std::string& name);
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // `debug_file` (optional) holds separate DWARF for `image` (e.g. from ImageStore::FindDebugFile).
+  Result<Symbolization> Symbolize(const std::shared_ptr<const ElfImage>& image, uint64_t vaddr,
+                                  const std::string& debug_file = "");
+
+ private:
+  struct Module;
+  Result<Module*> ModuleFor(const std::shared_ptr<const ElfImage>& image,
+                            const std::string& debug_file);
+
+  std::map<const ElfImage*, std::unique_ptr<Module>> modules_;
+};
+
+}  // namespace pathprof::decoders

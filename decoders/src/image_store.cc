@@ -1,0 +1,176 @@
+#include "pathprof/decoders/image_store.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace pathprof::decoders {
+namespace {
+
+std::string Identity(const std::string& file, const ElfImage& image) {
+  if (!image.build_id().empty()) return "b:" + image.build_id();
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return "p:" + file;
+  return "p:" + file + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_size);
+}
+
+// libdebuginfod is optional at run time: loaded with dlopen so that hosts without it still run.
+struct DebuginfodApi {
+  void* (*begin)() = nullptr;
+  int (*find_executable)(void*, const unsigned char*, int, char**) = nullptr;
+  int (*find_debuginfo)(void*, const unsigned char*, int, char**) = nullptr;
+  void (*end)(void*) = nullptr;
+  bool ok = false;
+};
+
+const DebuginfodApi& Debuginfod() {
+  static const DebuginfodApi api = [] {
+    DebuginfodApi a;
+    void* h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) return a;
+    a.begin = reinterpret_cast<void* (*)()>(dlsym(h, "debuginfod_begin"));
+    a.find_executable = reinterpret_cast<int (*)(void*, const unsigned char*, int, char**)>(
+        dlsym(h, "debuginfod_find_executable"));
+    a.find_debuginfo = reinterpret_cast<int (*)(void*, const unsigned char*, int, char**)>(
+        dlsym(h, "debuginfod_find_debuginfo"));
+    a.end = reinterpret_cast<void (*)(void*)>(dlsym(h, "debuginfod_end"));
+    a.ok = a.begin && a.find_executable && a.find_debuginfo && a.end;
+    return a;
+  }();
+  return api;
+}
+
+}  // namespace
+
+ImageStore::ImageStore(ImageStoreOptions options) : options_(std::move(options)) {}
+ImageStore::~ImageStore() = default;
+
+std::vector<std::string> ImageStore::Candidates(const std::string& path) const {
+  std::vector<std::string> out;
+  if (!options_.binary_dir.empty()) {
+    out.push_back(options_.binary_dir + "/" + path);
+    out.push_back(options_.binary_dir + "/" + std::filesystem::path(path).filename().string());
+  }
+  if (options_.use_host_paths) out.push_back(path);
+  return out;
+}
+
+std::string ImageStore::Debuginfod(const std::string& build_id, bool debuginfo) {
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
+  if (!options_.use_debuginfod || urls == nullptr || *urls == '\0' || build_id.empty()) return {};
+  const DebuginfodApi& api = pathprof::decoders::Debuginfod();
+  if (!api.ok) return {};
+  void* client = api.begin();
+  if (client == nullptr) return {};
+  char* found = nullptr;
+  const auto* id = reinterpret_cast<const unsigned char*>(build_id.c_str());
+  int fd = debuginfo ? api.find_debuginfo(client, id, 0, &found)
+                     : api.find_executable(client, id, 0, &found);
+  api.end(client);
+  std::string result;
+  if (fd >= 0) {
+    ::close(fd);
+    ++stats_.debuginfod_fetches;
+    if (found != nullptr) result = found;
+  }
+  std::free(found);
+  return result;
+}
+
+Result<std::shared_ptr<const ElfImage>> ImageStore::Get(const std::string& path,
+                                                        const std::string& build_id) {
+  ++stats_.lookups;
+  const std::string key = path + "\n" + build_id;
+  auto it = by_request_.find(key);
+  if (it != by_request_.end()) return it->second;
+  if (!build_id.empty()) {
+    auto id_it = by_identity_.find("b:" + build_id);
+    if (id_it != by_identity_.end()) {
+      by_request_.emplace(key, id_it->second);
+      ++stats_.found;
+      return id_it->second;
+    }
+  }
+  std::vector<std::string> candidates = Candidates(path);
+  std::string tried;
+  for (size_t pass = 0; pass < 2; ++pass) {
+    for (const std::string& file : candidates) {
+      if (!tried.empty()) tried += ", ";
+      tried += file;
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(file, ec)) continue;
+      auto image = ElfImage::Open(file);
+      if (!image.ok()) continue;
+      if (!build_id.empty() && !(*image)->build_id().empty() && (*image)->build_id() != build_id) {
+        ++stats_.build_id_mismatches;
+        continue;
+      }
+      auto [pos, inserted] = by_identity_.emplace(Identity(file, **image), *image);
+      by_request_.emplace(key, pos->second);
+      ++stats_.found;
+      return pos->second;
+    }
+    if (pass == 0) {
+      candidates.clear();
+      std::string fetched = Debuginfod(build_id, /*debuginfo=*/false);
+      if (fetched.empty()) break;
+      candidates.push_back(fetched);
+    }
+  }
+  ++stats_.not_found;
+  Status missing(ErrorCode::kNotFound,
+                 "no ELF file for mapping " + path +
+                     (build_id.empty() ? "" : " (build-id " + build_id + ")") + "; tried " + tried +
+                     "; pass --binary-dir DIR holding a copy of it");
+  by_request_.emplace(key, missing);
+  return missing;
+}
+
+Result<std::shared_ptr<const ElfImage>> ImageStore::GetVdso(int pid, uint64_t start, uint64_t len) {
+  const std::string mem = "/proc/" + std::to_string(pid) + "/mem";
+  if (len == 0 || len > (64u << 20)) {
+    return Error(ErrorCode::kInvalidArgument, "vdso of pid " + std::to_string(pid) +
+                                                  ": implausible length " + std::to_string(len));
+  }
+  int fd = ::open(mem.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Error(ErrorCode::kPermission,
+                 mem + ": cannot open; reading the vdso needs ptrace access to the process");
+  }
+  std::vector<uint8_t> bytes(len);
+  ssize_t got = ::pread(fd, bytes.data(), len, static_cast<off_t>(start));
+  ::close(fd);
+  if (got != static_cast<ssize_t>(len)) {
+    return Error(ErrorCode::kIo, mem + ": short read of the vdso at " + std::to_string(start));
+  }
+  auto image = ElfImage::FromBytes(std::move(bytes), "[vdso]");
+  if (!image.ok()) return image.status();
+  auto [pos, inserted] = by_identity_.emplace(
+      (*image)->build_id().empty() ? "vdso:" + std::to_string(pid) : "b:" + (*image)->build_id(),
+      *image);
+  return pos->second;
+}
+
+std::string ImageStore::FindDebugFile(const ElfImage& image) {
+  const std::string& id = image.build_id();
+  if (id.size() < 4) return {};
+  for (const std::string& dir : options_.debug_dirs) {
+    std::string candidate = dir + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+  }
+  return Debuginfod(id, /*debuginfo=*/true);
+}
+
+BranchCache* ImageStore::CacheFor(const std::shared_ptr<const ElfImage>& image) {
+  auto& slot = caches_[image.get()];
+  if (!slot) slot = std::make_unique<BranchCache>(image);
+  return slot.get();
+}
+
+}  // namespace pathprof::decoders

@@ -1,0 +1,156 @@
+#include "pathprof/decoders/symbolizer.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <unordered_map>
+
+namespace pathprof::decoders {
+
+std::string Demangle(const std::string& name) {
+  if (!name.starts_with("_Z")) return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) {
+    std::free(out);
+    return name;
+  }
+  std::string s(out);
+  std::free(out);
+  return s;
+}
+
+std::string Symbolization::ToString() const {
+  char off[32];
+  std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(offset));
+  std::string s = function.empty() ? std::string("??") : function + off;
+  if (!file.empty()) s += " (" + file + ":" + std::to_string(line) + ")";
+  return s;
+}
+
+struct Symbolizer::Module {
+  Dwfl* dwfl = nullptr;
+  Dwfl_Module* mod = nullptr;
+  std::shared_ptr<const ElfImage> image;  // keeps the path's identity alive
+  std::unordered_map<uint64_t, Symbolization> cache;
+  ~Module() {
+    if (dwfl != nullptr) dwfl_end(dwfl);
+  }
+};
+
+namespace {
+
+const Dwfl_Callbacks kOfflineCallbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = nullptr,
+};
+
+std::string DieName(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  const char* name = nullptr;
+  if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) != nullptr ||
+      dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr) != nullptr) {
+    name = dwarf_formstring(&attr);
+  }
+  if (name == nullptr) name = dwarf_diename(die);
+  if (name == nullptr && dwarf_attr_integrate(die, DW_AT_name, &attr) != nullptr) {
+    name = dwarf_formstring(&attr);
+  }
+  return name == nullptr ? std::string() : Demangle(name);
+}
+
+}  // namespace
+
+Symbolizer::Symbolizer() = default;
+Symbolizer::~Symbolizer() = default;
+
+Result<Symbolizer::Module*> Symbolizer::ModuleFor(const std::shared_ptr<const ElfImage>& image,
+                                                  const std::string& debug_file) {
+  auto it = modules_.find(image.get());
+  if (it != modules_.end()) return it->second.get();
+  auto m = std::make_unique<Module>();
+  m->image = image;
+  m->dwfl = dwfl_begin(&kOfflineCallbacks);
+  if (m->dwfl == nullptr) {
+    return Error(ErrorCode::kInternal, std::string("dwfl_begin: ") + dwfl_errmsg(-1));
+  }
+  const std::string& path = debug_file.empty() ? image->path() : debug_file;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Error(ErrorCode::kNotFound, "symbolizer: cannot open " + path);
+  }
+  // Reported at base 0: addresses are image virtual addresses for PIE and fixed images alike.
+  m->mod = dwfl_report_elf(m->dwfl, image->path().c_str(), path.c_str(), fd, 0, false);
+  if (m->mod == nullptr) {
+    ::close(fd);
+    return Error(ErrorCode::kCorrupt, "symbolizer: " + path + ": " + std::string(dwfl_errmsg(-1)));
+  }
+  dwfl_report_end(m->dwfl, nullptr, nullptr);
+  Module* raw = m.get();
+  modules_.emplace(image.get(), std::move(m));
+  return raw;
+}
+
+Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage>& image,
+                                            uint64_t vaddr, const std::string& debug_file) {
+  auto mod = ModuleFor(image, debug_file);
+  if (!mod.ok()) return mod.status();
+  Module* m = *mod;
+  auto hit = m->cache.find(vaddr);
+  if (hit != m->cache.end()) return hit->second;
+
+  Symbolization s;
+  GElf_Sym sym;
+  GElf_Off off = 0;
+  const char* name = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, nullptr, nullptr, nullptr);
+  if (name != nullptr) {
+    s.function = Demangle(name);
+    s.offset = off;
+  }
+  if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, vaddr)) {
+    int lineno = 0;
+    const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
+    if (file != nullptr) s.file = file;
+    s.line = lineno;
+  }
+  Dwarf_Addr bias = 0;
+  if (Dwarf_Die* cu = dwfl_module_addrdie(m->mod, vaddr, &bias)) {
+    Dwarf_Die* scopes = nullptr;
+    int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
+    std::string file = s.file;
+    int line = s.line;
+    Dwarf_Files* files = nullptr;
+    dwarf_getsrcfiles(cu, &files, nullptr);
+    for (int i = 0; i < n; ++i) {
+      Dwarf_Die* die = &scopes[i];
+      const int tag = dwarf_tag(die);
+      if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
+      s.frames.push_back({DieName(die), file, line});
+      if (tag == DW_TAG_subprogram) break;
+      // The caller's position is where this inline instance was called from.
+      Dwarf_Attribute attr;
+      Dwarf_Word call_file = 0, call_line = 0;
+      if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &call_file) == 0 &&
+          files != nullptr) {
+        const char* f = dwarf_filesrc(files, call_file, nullptr, nullptr);
+        file = f != nullptr ? f : "";
+      }
+      if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &call_line) == 0) {
+        line = static_cast<int>(call_line);
+      }
+    }
+    std::free(scopes);
+  }
+  m->cache.emplace(vaddr, s);
+  return s;
+}
+
+}  // namespace pathprof::decoders

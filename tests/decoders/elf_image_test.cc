@@ -1,0 +1,136 @@
+#include "pathprof/decoders/elf_image.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "pathprof/decoders/address_space.h"
+#include "pathprof/decoders/image_store.h"
+#include "pathprof/decoders/process_code_map.h"
+
+namespace pathprof::decoders {
+namespace {
+
+const std::string kCorpus = std::string(PATHPROF_SHARED_DIR) + "/corpus/lbr/autofdo/";
+const std::string kPropeller = kCorpus + "propeller_sample_1.bin";
+const std::string kGzip = kCorpus + "test.binary";
+
+std::string RunCommand(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST(ElfImage, LldCodeSegmentMapsFileOffset0x740ToVaddr0x1740) {
+  auto image = ElfImage::Open(kPropeller);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  const ElfImage& e = **image;
+  EXPECT_TRUE(e.relocatable());  // PIE
+  uint64_t v = 0, off = 0;
+  ASSERT_TRUE(e.FileOffsetToVaddr(0x740, &v));
+  EXPECT_EQ(v, 0x1740u);
+  ASSERT_TRUE(e.VaddrToFileOffset(0x18d0, &off));  // compute_flag
+  EXPECT_EQ(off, 0x8d0u);
+  EXPECT_EQ(e.code_begin(), 0x1740u);
+  EXPECT_EQ(e.code_end(), 0x1740u + 0x450u);
+  // compute_flag starts with "mov %edi,-0x8(%rsp)" = 89 7c 24 f8 (as perf script shows).
+  auto code = e.CodeAt(0x18d0);
+  ASSERT_GE(code.size(), 4u);
+  EXPECT_EQ(code[0], 0x89);
+  EXPECT_EQ(code[1], 0x7c);
+  EXPECT_EQ(code[2], 0x24);
+  EXPECT_EQ(code[3], 0xf8);
+  EXPECT_TRUE(e.CodeAt(0x8d0).empty());  // the file offset is not a code address
+}
+
+TEST(ElfImage, BuildIdMatchesReadelf) {
+  auto image = ElfImage::Open(kPropeller);
+  ASSERT_TRUE(image.ok());
+  EXPECT_EQ((*image)->build_id(), "572ac72487ae1966");
+  const std::string readelf = RunCommand("readelf -n " + kPropeller + " 2>/dev/null");
+  if (readelf.empty()) GTEST_SKIP() << "readelf (binutils) not installed";
+  EXPECT_NE(readelf.find("Build ID: " + (*image)->build_id()), std::string::npos) << readelf;
+}
+
+TEST(ElfImage, NonPieImageAndErrors) {
+  auto image = ElfImage::Open(kGzip);
+  ASSERT_TRUE(image.ok());
+  EXPECT_FALSE((*image)->relocatable());
+  EXPECT_EQ((*image)->build_id(), "");
+  uint64_t v = 0;
+  ASSERT_TRUE((*image)->FileOffsetToVaddr(0x4e80, &v));
+  EXPECT_EQ(v, 0x404e80u);
+  auto missing = ElfImage::Open("/nonexistent/x");
+  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  auto notelf = ElfImage::FromBytes({'h', 'i'}, "bytes");
+  EXPECT_EQ(notelf.status().code(), ErrorCode::kCorrupt);
+}
+
+TEST(AddressSpace, ProcMapsParseAndOverlapReplacement) {
+  auto space = ParseProcMaps(
+      "55d0c0a00000-55d0c0a02000 r--p 00000000 fd:01 1234 /usr/bin/cat\n"
+      "55d0c0a02000-55d0c0a07000 r-xp 00002000 fd:01 1234 /usr/bin/cat\n"
+      "7ffd1b5f0000-7ffd1b5f2000 r-xp 00000000 00:00 0                          [vdso]\n");
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  const Mapping* m = space->Find(0x55d0c0a03000);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->pgoff, 0x2000u);
+  EXPECT_TRUE(m->executable);
+  EXPECT_EQ(m->path, "/usr/bin/cat");
+  EXPECT_FALSE(space->Find(0x55d0c0a00000)->executable);
+  EXPECT_TRUE(space->Find(0x7ffd1b5f0010)->IsVdso());
+  EXPECT_EQ(space->Find(0x1000), nullptr);
+  // A new mapping in the middle splits the old one; the tail keeps its moved file offset.
+  space->Add({0x55d0c0a03000, 0x1000, 0, true, "/lib/x.so", ""});
+  EXPECT_EQ(space->Find(0x55d0c0a03800)->path, "/lib/x.so");
+  EXPECT_EQ(space->Find(0x55d0c0a04000)->pgoff, 0x4000u);
+  EXPECT_EQ(space->Find(0x55d0c0a02800)->pgoff, 0x2000u);
+  EXPECT_FALSE(ParseProcMaps("garbage\n").ok());
+}
+
+TEST(ImageStore, BinaryDirByRecordedPathThenBasenameAndBuildIdCheck) {
+  ImageStoreOptions opt;
+  opt.binary_dir = kCorpus;
+  opt.use_host_paths = false;
+  ImageStore store(opt);
+  auto by_base = store.Get("/some/where/propeller_sample_1.bin", "572ac72487ae1966");
+  ASSERT_TRUE(by_base.ok()) << by_base.status().ToString();
+  auto again = store.Get("/other/propeller_sample_1.bin", "572ac72487ae1966");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(by_base->get(), again->get());  // cached per build-id
+  auto wrong = store.Get("/x/propeller_sample_1.bin", "00112233");
+  EXPECT_FALSE(wrong.ok());
+  EXPECT_EQ(store.stats().build_id_mismatches, 1u);
+  EXPECT_NE(wrong.status().message().find("--binary-dir"), std::string::npos);
+}
+
+TEST(ProcessCodeMap, MmapRecordOfThePieGivesTheRecordedLoadBias) {
+  // The corpus's MMAP2 record: [0x5629ec742000(0x1000) @ 0] r-xp propeller_sample_1.bin.gen
+  ImageStoreOptions opt;
+  opt.binary_dir = kCorpus;
+  ImageStore store(opt);
+  ProcessCodeMap code(&store);
+  code.AddMapping(5595, {0x5629ec742000, 0x1000, 0, true, "/build/propeller_sample_1.bin.gen", ""});
+  // The recorded name (.gen) is not in the binary dir: no code, never a guess.
+  EXPECT_EQ(code.Find(5595, 0x5629ec742967), nullptr);
+  code.AddMapping(5596, {0x5629ec742000, 0x1000, 0, true, "propeller_sample_1.bin", ""});
+  const CodeRegion* r = code.Find(5596, 0x5629ec742967);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->bias, 0x5629ec741000u);
+  EXPECT_EQ(r->begin, 0x5629ec742740u);
+  EXPECT_EQ(r->end, 0x5629ec742b90u);
+  X86Instruction insn;
+  ASSERT_TRUE(r->cache->DecodeAt(0x5629ec742967 - r->bias, &insn));  // call compute_flag
+  EXPECT_EQ(insn.kind, BranchKind::kDirectCall);
+  EXPECT_EQ(insn.direct_target + r->bias, 0x5629ec7428d0u);
+  EXPECT_EQ(code.Find(5596, 0x5629ec742100), nullptr);  // mapped, but not code
+}
+
+}  // namespace
+}  // namespace pathprof::decoders
