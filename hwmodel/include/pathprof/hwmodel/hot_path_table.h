@@ -1,0 +1,103 @@
+// The Hot Path Table (thesis ch. 5.4, table 5.4): a set-associative table of path descriptors
+// with 32-bit saturating accumulators, LFU (or LRU, for comparison) replacement.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "pathprof/core/status.h"
+#include "pathprof/hwmodel/path_descriptor.h"
+
+namespace pathprof::hwmodel {
+
+enum class HptIndex : uint8_t {
+  kStart = 0,  // low bits of the start address
+  kXor,        // XOR of start-address bits, length and outcome bits (the thesis' best)
+};
+enum class HptReplacement : uint8_t {
+  kLfu = 0,  // victim: smallest accumulator (lowest way on ties); invalid ways first
+  kLru,      // victim: least recently hit or inserted
+};
+
+std::string_view HptIndexName(HptIndex i);
+std::string_view HptReplacementName(HptReplacement r);
+
+struct HotPathTableConfig {
+  uint32_t entries = 512;  // sets = entries / ways, a power of two
+  uint32_t ways = 4;
+  HptIndex index = HptIndex::kXor;
+  HptReplacement replacement = HptReplacement::kLfu;
+  Metric metric = Metric::kCount;
+
+  Status Validate() const;
+};
+
+struct HotPathTableStats {
+  uint64_t lookups = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;         // includes fills of invalid ways
+  uint64_t evictions = 0;      // misses that replaced a valid entry
+  uint64_t saturations = 0;    // accumulator updates clipped at 2^32-1
+  uint64_t evicted_value = 0;  // sum of the accumulators thrown away by evictions
+};
+
+class HotPathTable {
+ public:
+  static constexpr uint32_t kMaxValue = 0xFFFFFFFFu;
+
+  struct Entry {
+    PathDescriptor path;
+    uint32_t value = 0;
+    bool operator==(const Entry&) const = default;
+  };
+
+  static Result<HotPathTable> Create(const HotPathTableConfig& config);
+
+  const HotPathTableConfig& config() const { return config_; }
+  const HotPathTableStats& stats() const { return stats_; }
+  uint32_t sets() const { return sets_; }
+
+  // The set a descriptor maps to under the configured index function.
+  uint32_t SetIndex(const PathDescriptor& p) const {
+    uint64_t bits = p.start;
+    if (config_.index == HptIndex::kXor) {
+      // Fold the outcome word and the length into the address bits, so paths sharing a start
+      // spread over sets.
+      bits ^= p.outcomes ^ (p.outcomes >> set_bits_) ^ (uint64_t{p.length} << 1);
+    }
+    return static_cast<uint32_t>(bits) & (sets_ - 1);
+  }
+
+  // Adds `amount` to the path's accumulator, inserting it (and evicting) on a miss; a new entry
+  // starts at `amount`. Returns true on a hit.
+  bool Add(const PathDescriptor& p, uint64_t amount);
+  bool Record(const CompletedPath& c) { return Add(c.path, c.metrics.Get(config_.metric)); }
+
+  // Valid entries, largest accumulator first (ties: by start, length, outcomes).
+  std::vector<Entry> Sorted() const;
+  // The ways of one set, in way order; invalid ways have length 0 and value 0 and are skipped.
+  std::vector<Entry> SetContents(uint32_t set) const;
+  // Sum of the accumulators of valid entries.
+  uint64_t Total() const;
+  void Clear();
+
+ private:
+  explicit HotPathTable(const HotPathTableConfig& config);
+
+  struct Slot {
+    PathDescriptor path;
+    uint32_t value = 0;
+    uint32_t last_use = 0;  // LRU stamp
+    bool valid = false;
+  };
+
+  HotPathTableConfig config_;
+  uint32_t sets_ = 0;
+  uint32_t set_bits_ = 0;
+  uint32_t clock_ = 0;
+  std::vector<Slot> slots_;  // set-major: slots_[set * ways + way]
+  HotPathTableStats stats_;
+};
+
+}  // namespace pathprof::hwmodel

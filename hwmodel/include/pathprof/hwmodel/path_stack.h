@@ -1,0 +1,201 @@
+// The path detector (thesis ch. 5.2): a bounded stack of partially built paths, driven by the
+// operation table, fed retired branches, emitting completed paths to a sink.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "pathprof/core/branch.h"
+#include "pathprof/core/status.h"
+#include "pathprof/hwmodel/operation_table.h"
+#include "pathprof/hwmodel/path_descriptor.h"
+
+namespace pathprof::hwmodel {
+
+// Where nothing a caller might care about is silently lost: every path that is not emitted is
+// counted in one of these.
+struct PathStackStats {
+  uint64_t events = 0;
+  uint64_t gaps = 0;               // resets (gap_before batches and explicit Reset calls)
+  uint64_t paths = 0;              // completed paths handed to the sink
+  uint64_t splits = 0;             // of those, paths cut because they reached max_path_length
+  uint64_t unknown_start = 0;      // popped paths that began before the last gap (not emitted)
+  uint64_t truncated = 0;          // paths still open at a gap or Flush (not emitted)
+  uint64_t overflow_dropped = 0;   // bottom entries discarded by a push onto a full stack
+  uint64_t return_mismatches = 0;  // returns matching no call site on the stack (popped anyway)
+  uint64_t returns_past_base = 0;  // returns out of a frame entered before the last gap
+  uint64_t repairs = 0;            // returns that matched a deeper frame (longjmp, exceptions)
+  uint64_t repaired_frames = 0;    // frames skipped by those repairs (their paths not emitted)
+  uint64_t far_transfers = 0;
+
+  bool operator==(const PathStackStats&) const = default;
+};
+
+// Virtual sink, for callers off the hot path. Hot loops pass a lambda to Process instead.
+class PathSink {
+ public:
+  virtual ~PathSink() = default;
+  virtual void OnPath(const CompletedPath& path) = 0;
+};
+
+class PathStack {
+ public:
+  // Fails when the configuration does not validate.
+  static Result<PathStack> Create(const PathStackConfig& config);
+
+  const PathStackConfig& config() const { return config_; }
+  const PathStackStats& stats() const { return stats_; }
+  int depth() const { return static_cast<int>(depth_); }
+
+  // Drops every open path (counted as truncated / unknown_start) and restarts with one entry
+  // whose start is unknown. Called for every batch with gap_before.
+  void Reset();
+  // End of stream: same as Reset. Open paths are not emitted: their end is unknown.
+  void Flush() { Reset(); }
+
+  // Processes one retired branch; `sink(const CompletedPath&)` receives each completed path.
+  // Returns the operations performed (Op bits; a length split adds pop and push), for the
+  // branch-queue cost model.
+  template <typename Sink>
+  uint8_t Process(const BranchEvent& e, Sink&& sink);
+
+  // Resets at gap_before, then processes every event.
+  template <typename Sink>
+  void ProcessBatch(const BranchBatch& batch, Sink&& sink) {
+    if (batch.gap_before) Reset();
+    for (const BranchEvent& e : batch.events) Process(e, sink);
+  }
+  void ProcessBatch(const BranchBatch& batch, PathSink& sink) {
+    ProcessBatch(batch, [&sink](const CompletedPath& p) { sink.OnPath(p); });
+  }
+  void ProcessEvents(std::span<const BranchEvent> events, PathSink& sink) {
+    for (const BranchEvent& e : events)
+      Process(e, [&sink](const CompletedPath& p) { sink.OnPath(p); });
+  }
+
+ private:
+  struct Entry {
+    PathDescriptor desc;
+    uint64_t call_site = 0;    // `from` of the call that opened this frame; 0 = unknown
+    uint64_t first_taken = 0;  // see CompletedPath::first_taken
+    uint64_t instructions = 0;
+    uint64_t cycles = 0;
+    uint32_t mispredictions = 0;
+    uint8_t extension = 0;  // the thesis' path extension counter
+    bool unknown_start = false;
+  };
+
+  explicit PathStack(const PathStackConfig& config);
+
+  void StartEntry(Entry* entry, uint64_t start, uint64_t call_site, bool unknown_start) {
+    *entry = Entry{};
+    entry->desc.start = start;
+    entry->call_site = call_site;
+    entry->first_taken = taken_;
+    entry->unknown_start = unknown_start;
+  }
+  bool ReturnMatches(const Entry& entry, uint64_t to) const {
+    return entry.call_site != 0 && to > entry.call_site &&
+           to - entry.call_site <= config_.return_match_bytes;
+  }
+  // Rare paths, out of line: a return not matching the top frame, a push onto a full stack.
+  Entry* RepairForReturn(const BranchEvent& e);
+  void DropOldest();
+
+  template <typename Sink>
+  void Emit(const Entry& entry, const BranchEvent& e, Sink& sink) {
+    if (entry.unknown_start) {
+      stats_.unknown_start += 1;
+      return;
+    }
+    CompletedPath done;
+    done.path = entry.desc;
+    done.metrics.count = 1;
+    done.metrics.instructions = entry.instructions;
+    done.metrics.cycles = entry.cycles;
+    done.metrics.mispredictions = entry.mispredictions;
+    done.first_taken = entry.first_taken;
+    done.last_taken = e.taken ? taken_ : taken_ + 1;
+    stats_.paths += 1;
+    sink(static_cast<const CompletedPath&>(done));
+  }
+
+  PathStackConfig config_;
+  OperationTable table_;
+  bool frame_returns_ = false;  // return repair applies (calls push, returns pop)
+  uint32_t depth_ = 0;
+  uint64_t taken_ = 0;  // taken branches since the last reset
+  std::vector<Entry> stack_;
+  PathStackStats stats_;
+};
+
+template <typename Sink>
+inline uint8_t PathStack::Process(const BranchEvent& e, Sink&& sink) {
+  stats_.events += 1;
+  taken_ += e.taken ? 1 : 0;
+  const BranchClass cls = ClassifyBranch(e);
+  uint8_t ops = table_.Get(cls);
+  Entry* top = &stack_[depth_ - 1];
+
+  if (config_.extension != ExtensionMode::kNone) [[unlikely]] {
+    if (config_.extension == ExtensionMode::kLoops) {
+      if (cls == BranchClass::kBackward && top->extension < config_.max_extension) {
+        ops = kOpUpdate;
+        top->extension += 1;
+      }
+    } else if (cls == BranchClass::kCall) {
+      if (top->extension < config_.max_extension) {
+        ops = kOpUpdate;
+        top->extension += 1;
+      }
+    } else if (cls == BranchClass::kReturn && top->extension > 0) {
+      ops = kOpUpdate;
+      top->extension -= 1;
+    }
+  }
+  if (cls == BranchClass::kReturn && (ops & kOpPop) && frame_returns_ && !ReturnMatches(*top, e.to))
+      [[unlikely]] {
+    top = RepairForReturn(e);
+  }
+  if (cls == BranchClass::kFar) [[unlikely]]
+    stats_.far_transfers += 1;
+
+  top->instructions += e.instructions;
+  top->cycles += e.cycles;
+  top->mispredictions += e.mispredicted ? 1 : 0;
+
+  uint8_t performed = ops;
+  if (ops & kOpUpdate) {
+    top->desc.outcomes |= OutcomeBit(e) << top->desc.length;
+    top->desc.length += 1;
+    if (top->desc.length >= config_.max_path_length && !(ops & kOpPop)) [[unlikely]] {
+      // Split: the full path ends with this branch; a new one starts at its target.
+      Emit(*top, e, sink);
+      stats_.splits += 1;
+      StartEntry(top, e.to, top->call_site, false);
+      performed |= kOpPop | kOpPush;
+    }
+  }
+  uint64_t inherited_call_site = 0;
+  if (ops & kOpPop) {
+    Emit(*top, e, sink);
+    inherited_call_site = top->call_site;
+    depth_ -= 1;
+  }
+  if (ops & kOpPush) {
+    if (depth_ == config_.max_depth) [[unlikely]]
+      DropOldest();
+    const uint64_t call_site = cls == BranchClass::kCall ? e.from : inherited_call_site;
+    StartEntry(&stack_[depth_], e.to, call_site, false);
+    depth_ += 1;
+  } else if (depth_ == 0) {
+    // Returned out of the bottom frame: the caller's path began before what we saw.
+    stats_.returns_past_base += 1;
+    StartEntry(&stack_[0], 0, 0, true);
+    depth_ = 1;
+  }
+  return performed;
+}
+
+}  // namespace pathprof::hwmodel

@@ -1,0 +1,105 @@
+// Unbiased path counts from bounded windows of a branch stream (DESIGN.md section 5).
+//
+// A window holds W consecutive taken branches (plus the not-taken branches between them). A path
+// traversal spanning k taken branches (CompletedPath::TakenSpan) lies whole in W - k + 1 of the
+// possible window positions, so counting whole paths favours short ones. Each whole path seen
+// in a window is weighted sampling_period * W / (W - k + 1) (0 when k > W): a Horvitz-Thompson
+// estimator, unbiased when window positions are uniform with mean spacing sampling_period * W
+// taken branches. Partial paths (the first and last of each window) are dropped and counted.
+//
+// Confidence interval: window positions are treated as a Poisson sample (each position a window
+// start independently, with probability pi = 1 / (sampling_period * W)). A path's estimate is the
+// Horvitz-Thompson total X = sum_w c_w of its per-window contributions c_w, whose variance is
+// estimated by sum_w (1 - pi) c_w^2; we drop (1 - pi) (pi <= 1/W), which errs on the wide side.
+// The interval is X +- z * sqrt(Var) (normal approximation), clipped at 0. Periodic windows
+// (SliceTakenWindows) can alias with periodic code; random ones (SliceRandomTakenWindows) match
+// the assumption.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "pathprof/core/branch.h"
+#include "pathprof/core/status.h"
+#include "pathprof/hwmodel/operation_table.h"
+#include "pathprof/hwmodel/path_descriptor.h"
+#include "pathprof/hwmodel/path_stack.h"
+
+namespace pathprof::hwmodel {
+
+struct WindowEstimatorConfig {
+  PathStackConfig stack = BallLarusPreset();
+  // Stream taken branches per sampled taken branch (1 when windows tile the whole stream).
+  double sampling_period = 1.0;
+  double z = 1.96;  // confidence interval half-width in standard errors (1.96: 95%)
+
+  Status Validate() const;
+};
+
+struct PathEstimate {
+  PathDescriptor path;
+  double estimate = 0;
+  double std_error = 0;
+  double ci_low = 0;
+  double ci_high = 0;
+  uint64_t observations = 0;  // whole traversals seen
+};
+
+struct WindowEstimatorStats {
+  uint64_t windows = 0;
+  uint64_t empty_windows = 0;   // no taken branch
+  uint64_t whole_paths = 0;     // observations used
+  uint64_t outside_window = 0;  // started before the first or ended after the last taken branch
+  PathStackStats stack;         // summed over windows (unknown_start and truncated: partial)
+};
+
+class WindowEstimator {
+ public:
+  static Result<WindowEstimator> Create(const WindowEstimatorConfig& config);
+
+  // One window; W is the number of taken branches in it. The path stack starts empty.
+  void AddWindow(std::span<const BranchEvent> events);
+  // A batch is one window (whatever its gap_before / window flags say).
+  void AddWindow(const BranchBatch& batch) { AddWindow(batch.events); }
+
+  const WindowEstimatorStats& stats() const;
+  // Estimates of every path seen, largest first.
+  std::vector<PathEstimate> Estimates() const;
+  // Estimate of one path (zero, with observations 0, when never seen).
+  PathEstimate Estimate(const PathDescriptor& p) const;
+
+ private:
+  explicit WindowEstimator(const WindowEstimatorConfig& config, PathStack stack);
+
+  struct Accumulator {
+    double sum = 0;
+    double sum_sq = 0;
+    uint64_t observations = 0;
+  };
+  PathEstimate Finish(const PathDescriptor& p, const Accumulator& a) const;
+
+  WindowEstimatorConfig config_;
+  PathStack stack_;
+  mutable WindowEstimatorStats stats_;
+  std::unordered_map<PathDescriptor, Accumulator, PathDescriptorHash> totals_;
+  std::unordered_map<PathDescriptor, double, PathDescriptorHash> window_;  // scratch per window
+};
+
+// Cuts LBR-like windows out of a continuous stream: window j holds taken branches
+// [phase + j*spacing + 1, phase + j*spacing + W] (1-based ordinals) and the not-taken branches
+// strictly between its first and last taken branch, as LBR reconstruction yields them.
+// Returns event index ranges. Requires W >= 1 and spacing >= 1.
+std::vector<std::pair<size_t, size_t>> SliceTakenWindows(std::span<const BranchEvent> events,
+                                                         uint64_t window_taken, uint64_t spacing,
+                                                         uint64_t phase);
+
+// The same with window starts drawn independently: each taken branch starts a window with
+// probability 1 / mean_spacing (seeded, reproducible). Windows may overlap. Matches the
+// independence the confidence interval assumes; periodic windows can alias with periodic code.
+std::vector<std::pair<size_t, size_t>> SliceRandomTakenWindows(std::span<const BranchEvent> events,
+                                                               uint64_t window_taken,
+                                                               double mean_spacing, uint64_t seed);
+
+}  // namespace pathprof::hwmodel

@@ -1,0 +1,62 @@
+#include "pathprof/hwmodel/path_stack.h"
+
+#include <algorithm>
+
+namespace pathprof::hwmodel {
+
+Result<PathStack> PathStack::Create(const PathStackConfig& config) {
+  PATHPROF_RETURN_IF_ERROR(config.Validate());
+  return PathStack(config);
+}
+
+PathStack::PathStack(const PathStackConfig& config)
+    : config_(config), table_(config.table), stack_(config.max_depth) {
+  const uint8_t call = table_.Get(BranchClass::kCall);
+  const uint8_t ret = table_.Get(BranchClass::kReturn);
+  // Call sites name frames only when the stack mirrors the program's frames.
+  frame_returns_ = config.repair_returns && (call & kOpPush) && !(call & kOpPop) &&
+                   (ret & kOpPop) && !(ret & kOpPush);
+  StartEntry(&stack_[0], 0, 0, true);
+  depth_ = 1;
+}
+
+void PathStack::Reset() {
+  stats_.gaps += 1;
+  for (uint32_t i = 0; i < depth_; ++i) {
+    const Entry& e = stack_[i];
+    if (e.unknown_start) {
+      // A frame entered before the gap that saw events: its path is partial at both ends.
+      if (e.desc.length > 0 || e.instructions > 0) stats_.unknown_start += 1;
+    } else {
+      stats_.truncated += 1;
+    }
+  }
+  taken_ = 0;
+  StartEntry(&stack_[0], 0, 0, true);
+  depth_ = 1;
+}
+
+PathStack::Entry* PathStack::RepairForReturn(const BranchEvent& e) {
+  // Search below the top for the frame this return goes back to (longjmp, exception unwind).
+  for (uint32_t i = depth_ - 1; i-- > 0;) {
+    if (ReturnMatches(stack_[i], e.to)) {
+      const uint32_t skipped = depth_ - 1 - i;
+      stats_.repairs += 1;
+      stats_.repaired_frames += skipped;
+      depth_ = i + 1;
+      return &stack_[i];
+    }
+  }
+  // No frame matches. A base frame (call site unknown) returning is expected after a gap and is
+  // counted when the stack empties; anything else is a mismatch, and the top frame is popped.
+  if (stack_[depth_ - 1].call_site != 0) stats_.return_mismatches += 1;
+  return &stack_[depth_ - 1];
+}
+
+void PathStack::DropOldest() {
+  stats_.overflow_dropped += 1;
+  std::move(stack_.begin() + 1, stack_.begin() + depth_, stack_.begin());
+  depth_ -= 1;
+}
+
+}  // namespace pathprof::hwmodel
