@@ -74,16 +74,18 @@ TEST(EbpfStackSampler, HottestLeafOfASpinningChildIsItsSpinFunction) {
     if (s.pid != static_cast<uint32_t>(child)) ++wrong_pid;
     if (!s.user.empty() && s.user[0] >= lo && s.user[0] < hi) ++in_spin;
   };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
-  while (std::chrono::steady_clock::now() < deadline) ASSERT_TRUE((*sampler)->Poll(100, sink).ok());
+  // Samples follow the child's CPU time, which a loaded machine rations: sample until there are
+  // enough for the 80% figure to mean something, or give up after 20 s.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (total < 300 && std::chrono::steady_clock::now() < deadline)
+    ASSERT_TRUE((*sampler)->Poll(100, sink).ok());
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   ASSERT_TRUE((*sampler)->Drain(sink).ok());
 
   EbpfSamplerStats st = (*sampler)->stats();
   EXPECT_EQ(wrong_pid, 0) << "the in-kernel pid filter let other processes through";
-  // 499 Hz for 1.5 s of a CPU-bound child: ~750 samples; allow for a loaded 2-core CI machine.
-  EXPECT_GT(total, 150);
+  EXPECT_GE(total, 300) << "499 Hz on a CPU-bound child should reach 300 samples well within 20 s";
   EXPECT_GE(in_spin, total * 8 / 10) << in_spin << " of " << total << " in the spin function";
   EXPECT_EQ(st.delivered, static_cast<uint64_t>(total));
   EXPECT_EQ(st.submitted, st.delivered) << "every submitted sample must reach user space";
