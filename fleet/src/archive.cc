@@ -21,7 +21,8 @@ constexpr const char* kTempSuffix = ".tmp";
 constexpr size_t kMaxNameLabelBytes = 120;  // keeps names well under NAME_MAX (255)
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 int HexValue(char c) {
@@ -106,7 +107,8 @@ Result<ParsedMetadata> ParseMetadata(const std::string& path, const std::string&
       }
     } catch (const std::exception&) {
       return Error(ErrorCode::kCorrupt, "archive metadata " + path + " line " +
-                                            std::to_string(line_no) + ": bad number '" + value + "'");
+                                            std::to_string(line_no) + ": bad number '" + value +
+                                            "'");
     }
   }
   return parsed;
@@ -245,8 +247,8 @@ Status ProfileArchive::Scan() {
     windows_.push_back(std::move(window));
   }
   if (ec) {
-    return Error(ErrorCode::kIo, "cannot list archive folder " + options_.directory + ": " +
-                                     ec.message());
+    return Error(ErrorCode::kIo,
+                 "cannot list archive folder " + options_.directory + ": " + ec.message());
   }
   // The profile is renamed into place last, so metadata without a profile is an unfinished Add.
   for (const std::string& path : stray_labels) {

@@ -121,6 +121,8 @@ SendOutcome ParcaSink::Send(const ProfileWindow& window) {
                     status.error_message()};
 }
 
-std::string ParcaSink::Describe() const { return "parca " + impl_->options.target; }
+std::string ParcaSink::Describe() const {
+  return "parca " + impl_->options.target;
+}
 
 }  // namespace pathprof::fleet

@@ -18,7 +18,9 @@ Result<std::unique_ptr<Pusher>> Pusher::Start(std::unique_ptr<Sink> sink, PushOp
 Pusher::Pusher(std::unique_ptr<Sink> sink, PushOptions options)
     : sink_(std::move(sink)), options_(options) {}
 
-Pusher::~Pusher() { Stop(std::chrono::milliseconds(0)); }
+Pusher::~Pusher() {
+  Stop(std::chrono::milliseconds(0));
+}
 
 Status Pusher::Enqueue(ProfileWindow window) {
   Status valid = ValidateWindow(window);
@@ -45,10 +47,10 @@ Status Pusher::Enqueue(ProfileWindow window) {
 }
 
 void Pusher::Run() {
-  std::mt19937_64 rng(options_.jitter_seed != 0
-                          ? options_.jitter_seed
-                          : static_cast<uint64_t>(
-                                std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::mt19937_64 rng(
+      options_.jitter_seed != 0
+          ? options_.jitter_seed
+          : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {

@@ -52,8 +52,7 @@ bool SplitUrl(const std::string& url, std::string* origin, std::string* prefix) 
 
 }  // namespace
 
-std::string PyroscopeAppName(const std::string& app, const LabelSet& labels,
-                             uint64_t* sanitized) {
+std::string PyroscopeAppName(const std::string& app, const LabelSet& labels, uint64_t* sanitized) {
   std::string name = app + "{";
   for (size_t i = 0; i < labels.size(); ++i) {
     if (i > 0) name += ',';
@@ -74,8 +73,8 @@ Result<HttpRequest> BuildPyroscopeRequest(const PyroscopeOptions& options,
   if (boundary.empty() || boundary.size() > 70 ||
       window.pprof.find(boundary) != std::string::npos ||
       options.sample_type_config.find(boundary) != std::string::npos) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "multipart boundary '" + boundary + "' is empty, too long or occurs in the payload");
+    return Error(ErrorCode::kInvalidArgument, "multipart boundary '" + boundary +
+                                                  "' is empty, too long or occurs in the payload");
   }
   std::string origin, prefix;
   if (!SplitUrl(options.url, &origin, &prefix)) {
@@ -168,8 +167,8 @@ SendOutcome PyroscopeSink::Send(const ProfileWindow& window) {
   if (!result) {
     const httplib::Error error = result.error();
     // A certificate the server or we cannot accept will not fix itself by retrying.
-    const bool permanent = error == httplib::Error::SSLLoadingCerts ||
-                           error == httplib::Error::SSLServerVerification;
+    const bool permanent =
+        error == httplib::Error::SSLLoadingCerts || error == httplib::Error::SSLServerVerification;
     return {permanent ? SendOutcome::Kind::kPermanent : SendOutcome::Kind::kRetryable,
             "POST /ingest failed: " + httplib::to_string(error)};
   }
@@ -181,6 +180,8 @@ SendOutcome PyroscopeSink::Send(const ProfileWindow& window) {
   return {retryable ? SendOutcome::Kind::kRetryable : SendOutcome::Kind::kPermanent, message};
 }
 
-std::string PyroscopeSink::Describe() const { return "pyroscope " + impl_->options.url; }
+std::string PyroscopeSink::Describe() const {
+  return "pyroscope " + impl_->options.url;
+}
 
 }  // namespace pathprof::fleet

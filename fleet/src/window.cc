@@ -54,8 +54,8 @@ Status ValidateWindow(const ProfileWindow& window) {
   }
   if (window.end_unix_nanos < window.start_unix_nanos) {
     return Error(ErrorCode::kInvalidArgument,
-                 "window ends (" + std::to_string(window.end_unix_nanos) + " ns) before it starts (" +
-                     std::to_string(window.start_unix_nanos) + " ns)");
+                 "window ends (" + std::to_string(window.end_unix_nanos) +
+                     " ns) before it starts (" + std::to_string(window.start_unix_nanos) + " ns)");
   }
   if (window.start_unix_nanos < 0 || window.sample_rate_hz < 0) {
     return Error(ErrorCode::kInvalidArgument, "window has a negative start time or sample rate");

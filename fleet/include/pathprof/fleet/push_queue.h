@@ -52,11 +52,11 @@ struct PushStats {
   uint64_t attempts = 0;
   uint64_t retries = 0;
   // Dropped windows, one reason each; enqueued == sent + sum(dropped_*) + queued + in flight.
-  uint64_t dropped_invalid = 0;             // failed ValidateWindow at Enqueue
-  uint64_t dropped_queue_full = 0;          // the oldest queued window, pushed out by a new one
-  uint64_t dropped_retries_exhausted = 0;   // max_attempts transient failures
-  uint64_t dropped_rejected = 0;            // the backend said no for good
-  uint64_t dropped_shutdown = 0;            // still queued (or retrying) when Stop's drain ended
+  uint64_t dropped_invalid = 0;            // failed ValidateWindow at Enqueue
+  uint64_t dropped_queue_full = 0;         // the oldest queued window, pushed out by a new one
+  uint64_t dropped_retries_exhausted = 0;  // max_attempts transient failures
+  uint64_t dropped_rejected = 0;           // the backend said no for good
+  uint64_t dropped_shutdown = 0;           // still queued (or retrying) when Stop's drain ended
   std::string last_error;
 };
 
@@ -95,8 +95,8 @@ class Pusher {
   std::condition_variable idle_;  // WaitIdle
   std::deque<ProfileWindow> queue_;
   bool in_flight_ = false;
-  bool stopping_ = false;   // no more sleeping between retries; drain deadline set
-  bool abandon_ = false;    // drain deadline passed: drop everything
+  bool stopping_ = false;  // no more sleeping between retries; drain deadline set
+  bool abandon_ = false;   // drain deadline passed: drop everything
   std::chrono::steady_clock::time_point drain_deadline_{};
   PushStats stats_;
   std::thread worker_;

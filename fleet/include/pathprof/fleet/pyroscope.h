@@ -66,8 +66,7 @@ std::string PyroscopeAppName(const std::string& app, const LabelSet& labels,
 // Builds the ingest request for `window` with the given multipart boundary (which must not
 // occur in the payload; kInvalidArgument otherwise).
 Result<HttpRequest> BuildPyroscopeRequest(const PyroscopeOptions& options,
-                                          const ProfileWindow& window,
-                                          const std::string& boundary);
+                                          const ProfileWindow& window, const std::string& boundary);
 
 class PyroscopeSink : public Sink {
  public:
