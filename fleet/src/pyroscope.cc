@@ -129,6 +129,11 @@ Result<std::unique_ptr<PyroscopeSink>> PyroscopeSink::Create(PyroscopeOptions op
     return Error(ErrorCode::kInvalidArgument,
                  "pyroscope mutual TLS needs both client_cert and client_key");
   }
+  if (!options.auth.bearer_token.empty() && !options.auth.basic_user.empty()) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "pyroscope auth: give a bearer token or basic auth, not both (each is an "
+                 "Authorization header)");
+  }
   impl->client = options.tls.client_cert.empty()
                      ? std::make_unique<httplib::Client>(impl->origin)
                      : std::make_unique<httplib::Client>(impl->origin, options.tls.client_cert,
