@@ -57,7 +57,7 @@ class ProfileArchive {
   // never the one evicted. Written via a temporary name + rename, so a crash leaves no half file.
   Status Add(const ProfileWindow& window);
 
-  // Oldest first.
+  // Oldest first: in the order added; after Open, by (start time, sequence).
   const std::vector<ArchivedWindow>& windows() const { return windows_; }
   uint64_t total_bytes() const { return total_bytes_; }
   const ArchiveStats& stats() const { return stats_; }

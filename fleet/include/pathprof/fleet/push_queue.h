@@ -68,7 +68,7 @@ class Pusher {
   Pusher(const Pusher&) = delete;
   Pusher& operator=(const Pusher&) = delete;
 
-  // Queues a copy-free handoff of the window. When the queue is full the OLDEST queued window is
+  // Queues the window (moved, not copied). When the queue is full the OLDEST queued window is
   // dropped (counted in dropped_queue_full): in continuous mode the newest data is worth most.
   // Returns kInvalidArgument (and counts dropped_invalid) for an unusable window.
   Status Enqueue(ProfileWindow window);
@@ -76,8 +76,9 @@ class Pusher {
   // Blocks until the queue is empty and nothing is in flight (or `timeout` passes); true if idle.
   bool WaitIdle(std::chrono::milliseconds timeout);
 
-  // Lets the worker finish what is queued for up to `drain`, then stops it; what is left is
-  // counted in dropped_shutdown. Retry sleeps are cut short. Idempotent.
+  // Lets the worker finish what is queued for up to `drain`, then stops it; what is left (queued,
+  // or waiting out a retry backoff, which is cut short) is counted in dropped_shutdown. A Send
+  // already on the wire is not interrupted: it ends within the sink's own timeout. Idempotent.
   void Stop(std::chrono::milliseconds drain);
 
   PushStats stats() const;
