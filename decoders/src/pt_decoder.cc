@@ -292,8 +292,12 @@ PtPacketStats CountPtPackets(std::span<const uint8_t> trace, const PtDecoderConf
       pt_packet packet;
       status = pt_pkt_next(dec, &packet, sizeof packet);
       if (status < 0) break;
-      ++stats.packets;
       ++stats.packets_by_type[packet.type];
+      if (packet.type == ppt_pad) {
+        ++stats.pads;
+      } else {
+        ++stats.packets;
+      }
     }
     if (status == -pte_eos) break;
     uint64_t off = 0;

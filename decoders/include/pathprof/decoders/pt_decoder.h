@@ -122,7 +122,8 @@ class PtBranchDecoder {
 };
 
 struct PtPacketStats {
-  uint64_t packets = 0;
+  uint64_t packets = 0;  // PAD excluded (as ptdump-based counts are usually quoted)
+  uint64_t pads = 0;
   uint64_t syncs = 0;
   uint64_t errors = 0;
   std::map<int, uint64_t> packets_by_type;  // libipt's pt_packet_type
