@@ -37,6 +37,7 @@ Result<std::unique_ptr<PtBranchDecoder>> PtBranchDecoder::Create(std::span<const
   if (err < 0)
     return Error(ErrorCode::kInternal,
                  std::string("libipt: cannot set the image: ") + pt_errstr(pt_errcode(err)));
+  d->fast_ = &image->block_slots();
   d->image_ = std::move(image);
   d->options_ = options;
   d->batch_.pid = pid;
@@ -72,7 +73,7 @@ Status PtBranchDecoder::Decode(const std::function<Status(BranchBatch&&)>& on_ba
       continue;
     }
     ++stats_.syncs;
-    PATHPROF_RETURN_IF_ERROR(MarkGap());
+    MarkGap();
     status = DecodeFromSync(status);
     if (!sink_status_.ok()) return sink_status_;
     if (status == -pte_eos) break;
@@ -85,12 +86,12 @@ Status PtBranchDecoder::Decode(const std::function<Status(BranchBatch&&)>& on_ba
                ": the trace runs code that is not in the image (add the process's mappings, "
                "e.g. from its .pbs ImageRecords or perf MMAP2 records)";
     RecordError(code, off, std::move(reason));
-    PATHPROF_RETURN_IF_ERROR(MarkGap());
+    MarkGap();
   }
   // Whatever is still pending has no known outcome: count it rather than guess.
-  PATHPROF_RETURN_IF_ERROR(MarkGap());
+  MarkGap();
   on_batch_ = nullptr;
-  return Status::Ok();
+  return sink_status_;
 }
 
 int PtBranchDecoder::DecodeFromSync(int status) {
@@ -99,24 +100,41 @@ int PtBranchDecoder::DecodeFromSync(int status) {
       pt_event ev;
       status = pt_blk_event(decoder_, &ev, sizeof ev);
       if (status < 0) return status;
-      sink_status_ = HandleEvent(ev);
-      if (!sink_status_.ok()) return -pte_internal;
+      HandleEvent(ev);
     }
     pt_block block;
     status = pt_blk_next(decoder_, &block, sizeof block);
-    if (block.ninsn > 0) {
-      sink_status_ = HandleBlock(block);
-      if (!sink_status_.ok()) return -pte_internal;
-    }
+    if (block.ninsn > 0) HandleBlock(block);
+    if (!sink_status_.ok()) [[unlikely]]
+      return -pte_internal;
     if (status < 0) return status;
   }
 }
 
-const PtBranchDecoder::BlockSummary& PtBranchDecoder::Summarize(const pt_block& block) {
+[[gnu::always_inline]] inline const PtBlockSlot& PtBranchDecoder::Summarize(const pt_block& block) {
   const uint64_t key = block.ip ^ (static_cast<uint64_t>(block.ninsn) << 48);
-  auto [it, inserted] = summaries_.try_emplace(key);
-  BlockSummary& s = it->second;
-  if (!inserted) return s;
+  PtBlockSlot& slot = (*fast_)[(key * 0x9E3779B97F4A7C15ull) >> (64 - kPtBlockSlotsLog2)];
+  if (slot.key == key) [[likely]]
+    return slot;
+  auto [it, inserted] = image_->block_summaries().try_emplace(key);
+  if (inserted) Walk(block, it->second);
+  const PtBlockSummary& s = it->second;
+  slot.key = key;
+  slot.ok = s.ok;
+  slot.inner = s.inner.data();  // the map's nodes (and their vectors) never move
+  slot.inner_count = static_cast<uint32_t>(s.inner.size());
+  slot.tail_insns = s.tail_insns;
+  slot.last_is_branch = s.last_is_branch;
+  slot.last_direct = s.last_direct;
+  slot.last_kind = s.last_kind;
+  slot.last_ip = s.last_ip;
+  slot.last_next = s.last_next;
+  slot.last_target = s.last_target;
+  return slot;
+}
+
+[[gnu::noinline]] const PtBlockSummary& PtBranchDecoder::Walk(const pt_block& block,
+                                                              PtBlockSummary& s) {
   uint64_t ip = block.ip;
   uint32_t count = 0;
   for (uint32_t i = 0; i < block.ninsn; ++i) {
@@ -147,7 +165,7 @@ const PtBranchDecoder::BlockSummary& PtBranchDecoder::Summarize(const pt_block& 
     if (insn.is_branch) {
       // libipt follows only direct jumps and calls inside a block.
       if (!IsDirect(insn.kind) || !insn.has_direct_target) return s;
-      s.inner.push_back(InnerBranch{ip, insn.direct_target, insn.kind, count});
+      s.inner.push_back(PtBlockSummary::Inner{ip, insn.direct_target, insn.kind, count});
       count = 0;
       ip = insn.direct_target;
     } else {
@@ -157,59 +175,77 @@ const PtBranchDecoder::BlockSummary& PtBranchDecoder::Summarize(const pt_block& 
   return s;
 }
 
-Status PtBranchDecoder::HandleBlock(const pt_block& block) {
+[[gnu::always_inline]] inline void PtBranchDecoder::Emit(uint64_t from, uint64_t to,
+                                                         BranchKind kind, bool taken) {
+  BranchEvent& e = batch_.events.emplace_back();
+  e.from = from;
+  e.to = to;
+  e.kind = kind;
+  e.taken = taken;
+  e.instructions = static_cast<uint16_t>(insns_ > 0xffff ? 0xffff : insns_);
+  insns_ = 0;
+  ++stats_.branches;
+  if (batch_.events.size() >= options_.batch_events) [[unlikely]]
+    FlushFull();
+}
+
+[[gnu::always_inline]] inline void PtBranchDecoder::Resolve(uint64_t next_ip) {
+  last_ip_ = next_ip;
+  if (!pending_.valid) return;
+  pending_.valid = false;
+  const bool taken = pending_.kind == BranchKind::kConditional ? next_ip != pending_.next : true;
+  Emit(pending_.from, next_ip, pending_.kind, taken);
+}
+
+void PtBranchDecoder::HandleBlock(const pt_block& block) {
   ++stats_.blocks;
   stats_.instructions += block.ninsn;
-  PATHPROF_RETURN_IF_ERROR(Resolve(block.ip));
-  const BlockSummary& s = Summarize(block);
-  if (!s.ok) {
+  Resolve(block.ip);
+  const PtBlockSlot& s = Summarize(block);
+  if (!s.ok) [[unlikely]] {
     ++stats_.walk_mismatches;
     last_ip_ = block.end_ip;
-    return MarkGap();
+    MarkGap();
+    return;
   }
-  for (const auto& b : s.inner) {
+  for (uint32_t i = 0; i < s.inner_count; ++i) {
+    const PtBlockSummary::Inner& b = s.inner[i];
     insns_ += b.insns;
-    PATHPROF_RETURN_IF_ERROR(Emit(b.from, b.to, b.kind, true));
+    Emit(b.from, b.to, b.kind, true);
   }
   insns_ += s.tail_insns;
   last_ip_ = s.last_next;
-  if (!s.last_is_branch) return Status::Ok();
+  if (!s.last_is_branch) return;
   if (s.last_direct) {
     last_ip_ = s.last_target;
-    return Emit(s.last_ip, s.last_target, s.last_kind, true);
+    Emit(s.last_ip, s.last_target, s.last_kind, true);
+    return;
   }
   pending_ = Pending{true, s.last_ip, s.last_next, s.last_kind};
-  return Status::Ok();
 }
 
-Status PtBranchDecoder::Resolve(uint64_t next_ip) {
-  last_ip_ = next_ip;
-  if (!pending_.valid) return Status::Ok();
-  pending_.valid = false;
-  const bool taken = pending_.kind == BranchKind::kConditional ? next_ip != pending_.next : true;
-  return Emit(pending_.from, next_ip, pending_.kind, taken);
-}
-
-Status PtBranchDecoder::HandleEvent(const pt_event& ev) {
-  if (ev.status_update) return Status::Ok();  // PSB+ restating what we already know
+void PtBranchDecoder::HandleEvent(const pt_event& ev) {
+  if (ev.status_update) return;  // PSB+ restating what we already know
   switch (ev.type) {
     case ptev_enabled: {
       const uint64_t ip = ev.variant.enabled.ip;
       const bool was_disabled = disabled_;
       disabled_ = false;
       if (pending_.valid && pending_.kind == BranchKind::kFarTransfer && was_disabled) {
-        return Resolve(ip);  // back from a syscall
+        Resolve(ip);  // back from a syscall
+        return;
       }
       if (async_from_valid_) {
         async_from_valid_ = false;
         last_ip_ = ip;
-        if (ip == async_from_) return Status::Ok();  // interrupted and resumed in place
+        if (ip == async_from_) return;  // interrupted and resumed in place
         ++stats_.async_transfers;
-        return Emit(async_from_, ip, BranchKind::kFarTransfer, true);
+        Emit(async_from_, ip, BranchKind::kFarTransfer, true);
+        return;
       }
-      PATHPROF_RETURN_IF_ERROR(MarkGap());
+      MarkGap();
       last_ip_ = ip;
-      return Status::Ok();
+      return;
     }
     case ptev_disabled:
       disabled_ = true;
@@ -217,47 +253,43 @@ Status PtBranchDecoder::HandleEvent(const pt_event& ev) {
         ++stats_.unresolved;
         pending_.valid = false;
       }
-      return Status::Ok();
+      return;
     case ptev_async_disabled:
       disabled_ = true;
-      PATHPROF_RETURN_IF_ERROR(Resolve(ev.variant.async_disabled.at));
+      Resolve(ev.variant.async_disabled.at);
       async_from_valid_ = true;
       async_from_ = ev.variant.async_disabled.at;
-      return Status::Ok();
+      return;
     case ptev_async_branch:
-      PATHPROF_RETURN_IF_ERROR(Resolve(ev.variant.async_branch.from));
+      Resolve(ev.variant.async_branch.from);
       ++stats_.async_transfers;
       last_ip_ = ev.variant.async_branch.to;
-      return Emit(ev.variant.async_branch.from, ev.variant.async_branch.to,
-                  BranchKind::kFarTransfer, true);
+      Emit(ev.variant.async_branch.from, ev.variant.async_branch.to, BranchKind::kFarTransfer,
+           true);
+      return;
     case ptev_overflow:
       ++stats_.overflows;
-      return MarkGap();
+      MarkGap();
+      return;
     default:
-      return Status::Ok();  // timing, paging, mode, power events carry no branch
+      return;  // timing, paging, mode, power events carry no branch
   }
 }
 
-Status PtBranchDecoder::Emit(uint64_t from, uint64_t to, BranchKind kind, bool taken) {
-  BranchEvent e;
-  e.from = from;
-  e.to = to;
-  e.kind = kind;
-  e.taken = taken;
-  e.instructions = static_cast<uint16_t>(insns_ > 0xffff ? 0xffff : insns_);
-  insns_ = 0;
-  batch_.events.push_back(e);
-  ++stats_.branches;
-  if (batch_.events.size() >= options_.batch_events) {
-    BranchBatch out = batch_;
-    batch_.events.clear();
+[[gnu::noinline]] void PtBranchDecoder::FlushFull() {
+  {
+    BranchBatch out;
+    out.pid = batch_.pid;
+    out.tid = batch_.tid;
+    out.gap_before = batch_.gap_before;
+    out.events.swap(batch_.events);
+    batch_.events.reserve(options_.batch_events);
     batch_.gap_before = false;
-    return (*on_batch_)(std::move(out));
+    if (sink_status_.ok()) sink_status_ = (*on_batch_)(std::move(out));
   }
-  return Status::Ok();
 }
 
-Status PtBranchDecoder::MarkGap() {
+void PtBranchDecoder::MarkGap() {
   if (pending_.valid) ++stats_.unresolved;
   pending_.valid = false;
   async_from_valid_ = false;
@@ -268,11 +300,10 @@ Status PtBranchDecoder::MarkGap() {
     batch_ = BranchBatch{};
     batch_.pid = out.pid;
     batch_.tid = out.tid;
-    PATHPROF_RETURN_IF_ERROR((*on_batch_)(std::move(out)));
+    if (sink_status_.ok()) sink_status_ = (*on_batch_)(std::move(out));
     ++stats_.gaps;
   }
   batch_.gap_before = true;
-  return Status::Ok();
 }
 
 PtPacketStats CountPtPackets(std::span<const uint8_t> trace, const PtDecoderConfig& config) {

@@ -39,6 +39,8 @@ Status PtImage::AddFile(const std::string& path, uint64_t file_offset, uint64_t 
     return Error(ErrorCode::kInternal,
                  "libipt cannot add " + path + " to the image: " + pt_errstr(pt_errcode(err)));
   ++stats_.sections;
+  summaries_.clear();
+  slots_.clear();
   return Status::Ok();
 }
 
