@@ -81,7 +81,7 @@ void BM_PtWrapperDecode(benchmark::State& state) {
     state.SkipWithError(in.error.c_str());
     return;
   }
-  uint64_t events = 0;
+  uint64_t events = 0, slot_misses = 0;
   for (auto _ : state) {
     auto dec = PtBranchDecoder::Create(in.trace, PtDecoderConfig{}, in.image, in.pid, in.tid);
     events = 0;
@@ -91,11 +91,13 @@ void BM_PtWrapperDecode(benchmark::State& state) {
       return Status::Ok();
     });
     if (!s.ok() || (*dec)->stats().errors) state.SkipWithError("decode failed");
+    slot_misses = (*dec)->stats().block_slot_misses;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * in.trace.size()));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events));
   state.counters["events"] = static_cast<double>(events);
   state.counters["exact_events"] = static_cast<double>(in.exact_events);
+  state.counters["slot_misses"] = static_cast<double>(slot_misses);
 }
 BENCHMARK(BM_PtWrapperDecode)->Unit(benchmark::kMillisecond);
 

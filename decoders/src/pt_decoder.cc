@@ -116,6 +116,7 @@ int PtBranchDecoder::DecodeFromSync(int status) {
   PtBlockSlot& slot = (*fast_)[(key * 0x9E3779B97F4A7C15ull) >> (64 - kPtBlockSlotsLog2)];
   if (slot.key == key) [[likely]]
     return slot;
+  ++stats_.block_slot_misses;
   auto [it, inserted] = image_->block_summaries().try_emplace(key);
   if (inserted) Walk(block, it->second);
   const PtBlockSummary& s = it->second;

@@ -41,6 +41,7 @@ struct PtDecodeError {
 struct PtDecodeStats {
   uint64_t syncs = 0;
   uint64_t blocks = 0;
+  uint64_t block_slot_misses = 0;  // blocks not found in the image's one-line slot cache
   uint64_t instructions = 0;
   uint64_t branches = 0;  // events emitted
   uint64_t overflows = 0;
