@@ -204,6 +204,25 @@ TEST(ExactTracer, DynamicProgramMapsLoaderAndLibc) {
   EXPECT_TRUE(t.contents.batches.front().gap_before);
 }
 
+TEST(ExactTracer, SignalsAreReinjectedAndTheirHandlerEntriesRecorded) {
+  const std::string exe = Bin("example_signals_static");
+  Traced t = Trace({exe});
+  EXPECT_EQ(t.stats.exit_code, 0) << "the handler ran three times";
+  EXPECT_EQ(t.stats.signals_forwarded, 3u);
+  EXPECT_EQ(t.stats.async_transfers, 3u);
+  auto [lo, hi] = RuntimeRange(t, exe, "on_usr1");
+  int entries = 0, back_edges = 0;
+  for (const auto& b : t.contents.batches)
+    for (const auto& e : b.events) {
+      if (e.kind == BranchKind::kFarTransfer && e.to == lo) ++entries;
+      if (e.from >= lo && e.from < hi && e.kind == BranchKind::kConditional && e.taken &&
+          e.to < e.from)
+        ++back_edges;
+    }
+  EXPECT_EQ(entries, 3);
+  EXPECT_EQ(back_edges, 3 * 49);
+}
+
 TEST(ExactTracer, MissingProgramIsAClearError) {
   ExactTraceOptions options;
   options.argv = {"/nonexistent/program"};

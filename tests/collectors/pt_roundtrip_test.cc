@@ -50,11 +50,11 @@ bool IsFarBranchAt(const std::vector<ImageRecord>& images, uint64_t ip) {
   return false;
 }
 
-const Fixture& Get() {
-  static Fixture* f = [] {
+Fixture* Make(std::vector<std::string> argv) {
+  {
     auto* f = new Fixture;
     collectors::ExactTraceOptions options;
-    options.argv = {Bin("example_loop"), "100"};
+    options.argv = std::move(argv);
     collectors::ExactTraceSink sink;
     sink.on_batch = [&](const BranchBatch& b) {
       f->exact.batches.push_back(b);
@@ -90,7 +90,11 @@ const Fixture& Get() {
     f->image = std::make_shared<PtImage>(*cache);
     f->image->AddImages(images);
     return f;
-  }();
+  }
+}
+
+const Fixture& Get() {
+  static Fixture* f = Make({Bin("example_loop"), "100"});
   return *f;
 }
 
@@ -99,9 +103,11 @@ struct Decoded {
   decoders::PtDecodeStats stats;
 };
 
-Decoded Decode(const PtSynthTrace& t, std::span<const uint8_t> bytes) {
+Decoded Decode(const PtSynthTrace& t, std::span<const uint8_t> bytes,
+               std::shared_ptr<PtImage> image = nullptr) {
   Decoded d;
-  auto dec = PtBranchDecoder::Create(bytes, decoders::PtDecoderConfig{}, Get().image, t.pid, t.tid);
+  auto dec = PtBranchDecoder::Create(bytes, decoders::PtDecoderConfig{},
+                                     image ? image : Get().image, t.pid, t.tid);
   EXPECT_TRUE(dec.ok()) << dec.status().ToString();
   if (!dec.ok()) return d;
   Status s = (*dec)->Decode([&](BranchBatch&& b) {
@@ -196,6 +202,30 @@ TEST(PtRoundTrip, CorruptByteIsCountedThenDecodingResumesAtTheNextPsb) {
   EXPECT_TRUE(std::equal(second.rbegin(), second.rend(), expected.rbegin()));
   // Only what lies between the damage and the next PSB (4 KiB apart) is lost.
   EXPECT_GT(first.size() + second.size(), expected.size() - 3000);
+}
+
+// Every thread's trace decodes to that thread's exact stream; signal handler entries survive.
+void ExpectRoundTrip(const Fixture& f, size_t threads) {
+  ASSERT_EQ(f.traces.size(), threads);
+  for (const auto& t : f.traces) {
+    Decoded d = Decode(t, t.bytes, f.image);
+    EXPECT_EQ(d.stats.errors, 0u);
+    EXPECT_EQ(d.stats.walk_mismatches, 0u);
+    for (const auto& b : d.batches) EXPECT_EQ(b.tid, t.tid);
+    EXPECT_EQ(Flatten(d.batches), f.expected.at(t.tid)) << "thread " << t.tid;
+  }
+}
+
+TEST(PtRoundTrip, EachThreadDecodesToItsOwnExactStream) {
+  std::unique_ptr<Fixture> f(Make({Bin("example_threads_static")}));
+  ExpectRoundTrip(*f, 5);
+}
+
+TEST(PtRoundTrip, SignalHandlerEntriesSurviveAsAsyncTransfers) {
+  std::unique_ptr<Fixture> f(Make({Bin("example_signals_static")}));
+  ExpectRoundTrip(*f, 1);
+  Decoded d = Decode(f->traces[0], f->traces[0].bytes, f->image);
+  EXPECT_EQ(d.stats.async_transfers, 3u);
 }
 
 }  // namespace
