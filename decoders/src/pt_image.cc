@@ -1,6 +1,7 @@
 #include "pathprof/decoders/pt_image.h"
 
 #include <intel-pt.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace pathprof::decoders {
@@ -50,6 +51,17 @@ void PtImage::AddImages(const std::vector<ImageRecord>& images) {
         !AddFile(img.path, img.file_offset, img.start, img.end).ok())
       ++stats_.skipped_no_file;
   }
+}
+
+bool PtImage::AddPerfMmap(const PerfMmap& m) {
+  if (m.is_mmap2 && !(m.prot & PROT_EXEC)) return false;
+  const std::string& path = m.filename;
+  if (path.empty() || path[0] != '/' || access(path.c_str(), R_OK) != 0 ||
+      !AddFile(path, m.pgoff, m.start, m.start + m.len).ok()) {
+    ++stats_.skipped_no_file;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace pathprof::decoders

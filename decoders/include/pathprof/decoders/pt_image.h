@@ -12,6 +12,7 @@
 #include "pathprof/core/branch.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/core/status.h"
+#include "pathprof/decoders/perf_data_records.h"
 
 struct pt_image;
 struct pt_image_section_cache;
@@ -84,6 +85,9 @@ class PtImage {
   Status AddFile(const std::string& path, uint64_t file_offset, uint64_t start, uint64_t end);
   // Adds every record that names a file; the rest (vdso, anonymous code) is counted.
   void AddImages(const std::vector<ImageRecord>& images);
+  // Adds a perf MMAP/MMAP2 record's file when it is executable (MMAP records are; MMAP2 says so
+  // in prot). Returns whether it was added; data mappings and file-less ones are not.
+  bool AddPerfMmap(const PerfMmap& mmap);
 
   pt_image* raw() const { return image_; }
   PtSectionCache& cache() const { return *cache_; }
