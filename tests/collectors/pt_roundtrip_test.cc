@@ -28,6 +28,20 @@ std::string Bin(const std::string& name) {
   return realpath(p.c_str(), buf) ? std::string(buf) : p;
 }
 
+// Hosts that forbid ptrace (yama scope 3, seccomp) cannot run these tests: skip, saying why.
+bool PtraceWorks() {
+  static const bool works = [] {
+    collectors::ExactTraceOptions o;
+    o.argv = {Bin("example_loop_static")};
+    o.max_steps = 1;
+    auto r = collectors::TraceExact(o, collectors::ExactTraceSink{});
+    return r.ok() || r.status().code() != ErrorCode::kPermission;
+  }();
+  return works;
+}
+#define SKIP_WITHOUT_PTRACE() \
+  if (!PtraceWorks()) GTEST_SKIP() << "ptrace is not allowed on this host"
+
 struct Fixture {
   PbsContents exact;
   std::map<uint32_t, std::vector<BranchEvent>> expected;  // per tid, first-of-segment normalized
@@ -126,6 +140,7 @@ std::vector<BranchEvent> Flatten(const std::vector<BranchBatch>& batches) {
 }
 
 TEST(PtRoundTrip, DecodedStreamEqualsTheExactStream) {
+  SKIP_WITHOUT_PTRACE();
   const Fixture& f = Get();
   ASSERT_EQ(f.traces.size(), 1u);
   EXPECT_EQ(f.image->stats().skipped_no_file, 2u);  // [vdso] and [vsyscall]: no file
@@ -175,6 +190,7 @@ uint64_t PacketBoundaryAfter(std::span<const uint8_t> bytes, uint64_t from) {
 }
 
 TEST(PtRoundTrip, CorruptByteIsCountedThenDecodingResumesAtTheNextPsb) {
+  SKIP_WITHOUT_PTRACE();
   const Fixture& f = Get();
   ASSERT_EQ(f.traces.size(), 1u);
   const PtSynthTrace& t = f.traces[0];
@@ -217,11 +233,13 @@ void ExpectRoundTrip(const Fixture& f, size_t threads) {
 }
 
 TEST(PtRoundTrip, EachThreadDecodesToItsOwnExactStream) {
+  SKIP_WITHOUT_PTRACE();
   std::unique_ptr<Fixture> f(Make({Bin("example_threads_static")}));
   ExpectRoundTrip(*f, 5);
 }
 
 TEST(PtRoundTrip, SignalHandlerEntriesSurviveAsAsyncTransfers) {
+  SKIP_WITHOUT_PTRACE();
   std::unique_ptr<Fixture> f(Make({Bin("example_signals_static")}));
   ExpectRoundTrip(*f, 1);
   Decoded d = Decode(f->traces[0], f->traces[0].bytes, f->image);
