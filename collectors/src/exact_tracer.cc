@@ -23,6 +23,9 @@ namespace {
 
 using X86Insn = decoders::X86Instruction;
 
+// The forked child's exit status when it could not ask to be traced.
+constexpr int kExitNoPtrace = 126;
+
 uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -105,13 +108,21 @@ class Tracer {
     if (child_ < 0)
       return Error(ErrorCode::kResourceExhausted, "exact trace: fork failed: " + ErrnoText());
     if (child_ == 0) {
-      ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+      if (ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0) _exit(kExitNoPtrace);
       raise(SIGSTOP);
       execvp(argv[0], argv.data());
       _exit(127);
     }
     int st = 0;
-    if (waitpid(child_, &st, 0) != child_ || !WIFSTOPPED(st))
+    if (waitpid(child_, &st, 0) != child_)
+      return Error(ErrorCode::kInternal, "exact trace: waitpid failed: " + ErrnoText());
+    if (WIFEXITED(st) && WEXITSTATUS(st) == kExitNoPtrace) {
+      child_reaped_ = true;
+      return Error(ErrorCode::kPermission,
+                   "exact trace: the kernel refused PTRACE_TRACEME (check "
+                   "kernel.yama.ptrace_scope, seccomp, or run with CAP_SYS_PTRACE)");
+    }
+    if (!WIFSTOPPED(st))
       return Error(ErrorCode::kInternal, "exact trace: child did not stop before exec");
     long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
     if (ptrace(PTRACE_SETOPTIONS, child_, nullptr, reinterpret_cast<void*>(opts)) != 0)

@@ -23,6 +23,20 @@ std::string Bin(const std::string& name) {
   return realpath(p.c_str(), buf) ? std::string(buf) : p;
 }
 
+// Hosts that forbid ptrace (yama scope 3, seccomp) cannot run these tests: skip, saying why.
+bool PtraceWorks() {
+  static const bool works = [] {
+    ExactTraceOptions o;
+    o.argv = {Bin("example_loop_static")};
+    o.max_steps = 1;
+    auto r = TraceExact(o, ExactTraceSink{});
+    return r.ok() || r.status().code() != ErrorCode::kPermission;
+  }();
+  return works;
+}
+#define SKIP_WITHOUT_PTRACE() \
+  if (!PtraceWorks()) GTEST_SKIP() << "ptrace is not allowed on this host"
+
 // A function's [start, end) as a link-time address, and the executable segment that holds it.
 struct ElfFunction {
   uint64_t value = 0, size = 0;
@@ -108,6 +122,7 @@ std::pair<uint64_t, uint64_t> RuntimeRange(const Traced& t, const std::string& e
 }
 
 TEST(ExactTracer, CountedLoopGivesExactBackEdgeCountsAndBalancedCall) {
+  SKIP_WITHOUT_PTRACE();
   const std::string exe = Bin("example_loop_static");
   Traced t = Trace({exe, "1000"});
   EXPECT_EQ(t.stats.exit_code, 0);
@@ -165,6 +180,7 @@ TEST(ExactTracer, CountedLoopGivesExactBackEdgeCountsAndBalancedCall) {
 }
 
 TEST(ExactTracer, EachThreadsBranchesCarryItsTid) {
+  SKIP_WITHOUT_PTRACE();
   const std::string exe = Bin("example_threads_static");
   Traced t = Trace({exe});
   EXPECT_EQ(t.stats.exit_code, 0);
@@ -189,6 +205,7 @@ TEST(ExactTracer, EachThreadsBranchesCarryItsTid) {
 }
 
 TEST(ExactTracer, DynamicProgramMapsLoaderAndLibc) {
+  SKIP_WITHOUT_PTRACE();
   const std::string exe = Bin("example_loop");
   Traced t = Trace({exe, "10"});
   EXPECT_EQ(t.stats.exit_code, 0);
@@ -202,6 +219,26 @@ TEST(ExactTracer, DynamicProgramMapsLoaderAndLibc) {
   // The first branch of the program is in the dynamic loader, whose image is known by then.
   ASSERT_FALSE(t.contents.batches.empty());
   EXPECT_TRUE(t.contents.batches.front().gap_before);
+}
+
+TEST(ExactTracer, SignalsAreReinjectedAndTheirHandlerEntriesRecorded) {
+  SKIP_WITHOUT_PTRACE();
+  const std::string exe = Bin("example_signals_static");
+  Traced t = Trace({exe});
+  EXPECT_EQ(t.stats.exit_code, 0) << "the handler ran three times";
+  EXPECT_EQ(t.stats.signals_forwarded, 3u);
+  EXPECT_EQ(t.stats.async_transfers, 3u);
+  auto [lo, hi] = RuntimeRange(t, exe, "on_usr1");
+  int entries = 0, back_edges = 0;
+  for (const auto& b : t.contents.batches)
+    for (const auto& e : b.events) {
+      if (e.kind == BranchKind::kFarTransfer && e.to == lo) ++entries;
+      if (e.from >= lo && e.from < hi && e.kind == BranchKind::kConditional && e.taken &&
+          e.to < e.from)
+        ++back_edges;
+    }
+  EXPECT_EQ(entries, 3);
+  EXPECT_EQ(back_edges, 3 * 49);
 }
 
 TEST(ExactTracer, MissingProgramIsAClearError) {
