@@ -15,8 +15,11 @@
 namespace pathprof::hwmodel {
 namespace {
 
+constexpr int kFunctions = 64;
+
 const std::vector<BranchEvent>& Stream() {
-  static const std::vector<BranchEvent> stream = testing::SyntheticStream(1).Generate(4'000'000);
+  static const std::vector<BranchEvent> stream =
+      testing::SyntheticProgram(1, kFunctions).Generate(4'000'000);
   return stream;
 }
 
@@ -37,7 +40,7 @@ void BM_PathStackOnly(benchmark::State& state) {
   uint64_t paths = 0;
   for (auto _ : state) {
     stack.Reset();
-    for (const BranchEvent& e : s) stack.Process(e, [&paths](const CompletedPath&) { ++paths; });
+    stack.ProcessEvents(s, [&paths](const CompletedPath&) { ++paths; });
   }
   benchmark::DoNotOptimize(paths);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s.size()));
@@ -51,8 +54,7 @@ void BM_PathStackHpt(benchmark::State& state) {
   auto hpt = HotPathTable::Create(config).value();
   for (auto _ : state) {
     stack.Reset();
-    for (const BranchEvent& e : s)
-      stack.Process(e, [&hpt](const CompletedPath& c) { hpt.Record(c); });
+    stack.ProcessEvents(s, [&hpt](const CompletedPath& c) { hpt.Record(c); });
   }
   benchmark::DoNotOptimize(hpt.Total());
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s.size()));
@@ -84,17 +86,50 @@ void BM_PathStackUnorderedMap(benchmark::State& state) {
   std::unordered_map<MapKey, uint64_t, MapKeyHash> counts;
   for (auto _ : state) {
     stack.Reset();
-    for (const BranchEvent& e : s) {
-      stack.Process(e, [&counts](const CompletedPath& c) {
-        counts[MapKey{c.path.start, c.path.outcomes, c.path.length}] += 1;
-      });
-    }
+    stack.ProcessEvents(s, [&counts](const CompletedPath& c) {
+      counts[MapKey{c.path.start, c.path.outcomes, c.path.length}] += 1;
+    });
   }
   benchmark::DoNotOptimize(counts.size());
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s.size()));
   state.counters["distinct_paths"] = static_cast<double>(counts.size());
 }
 BENCHMARK(BM_PathStackUnorderedMap)->Unit(benchmark::kMillisecond);
+
+// The tables alone, on the completed paths of the same stream (items = paths).
+const std::vector<PathDescriptor>& Paths() {
+  static const std::vector<PathDescriptor> paths = [] {
+    std::vector<PathDescriptor> out;
+    auto stack = PathStack::Create(BallLarusPreset()).value();
+    stack.ProcessEvents(Stream(), [&out](const CompletedPath& c) { out.push_back(c.path); });
+    return out;
+  }();
+  return paths;
+}
+
+void BM_HptOnly(benchmark::State& state) {
+  const auto& paths = Paths();
+  auto hpt = HotPathTable::Create(HotPathTableConfig{}).value();
+  for (auto _ : state) {
+    for (const PathDescriptor& p : paths) hpt.Add(p, 1);
+  }
+  benchmark::DoNotOptimize(hpt.Total());
+  state.counters["hit_rate"] =
+      static_cast<double>(hpt.stats().hits) / static_cast<double>(hpt.stats().lookups);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * paths.size()));
+}
+BENCHMARK(BM_HptOnly)->Unit(benchmark::kMillisecond);
+
+void BM_UnorderedMapOnly(benchmark::State& state) {
+  const auto& paths = Paths();
+  std::unordered_map<MapKey, uint64_t, MapKeyHash> counts;
+  for (auto _ : state) {
+    for (const PathDescriptor& p : paths) counts[MapKey{p.start, p.outcomes, p.length}] += 1;
+  }
+  benchmark::DoNotOptimize(counts.size());
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * paths.size()));
+}
+BENCHMARK(BM_UnorderedMapOnly)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace pathprof::hwmodel
