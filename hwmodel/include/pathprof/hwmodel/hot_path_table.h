@@ -74,27 +74,20 @@ class HotPathTable {
   bool Add(const PathDescriptor& p, uint64_t amount) {
     stats_.lookups += 1;
     Slot* set = &slots_[static_cast<size_t>(SetIndex(p)) * config_.ways];
-    // Scan every way without an early exit: which way hits is data-dependent, so a branch on
-    // it would mispredict; the select compiles to a conditional move.
-    uint32_t hit = config_.ways;
     for (uint32_t w = 0; w < config_.ways; ++w) {
-      const Slot& s = set[w];
-      const bool match =
-          (s.start == p.start) & (s.outcomes == p.outcomes) & (s.length == p.length) & s.valid;
-      hit = match ? w : hit;
-    }
-    if (hit != config_.ways) [[likely]] {
-      Slot& s = set[hit];
-      stats_.hits += 1;
-      const uint64_t sum = uint64_t{s.value} + amount;
-      if (sum > kMaxValue) [[unlikely]] {
-        stats_.saturations += 1;
-        s.value = kMaxValue;
-      } else {
-        s.value = static_cast<uint32_t>(sum);
+      Slot& s = set[w];
+      if (s.start == p.start && s.outcomes == p.outcomes && s.length == p.length && s.valid) {
+        stats_.hits += 1;
+        const uint64_t sum = uint64_t{s.value} + amount;
+        if (sum > kMaxValue) [[unlikely]] {
+          stats_.saturations += 1;
+          s.value = kMaxValue;
+        } else {
+          s.value = static_cast<uint32_t>(sum);
+        }
+        s.last_use = ++clock_;
+        return true;
       }
-      s.last_use = ++clock_;
-      return true;
     }
     Miss(set, p, amount);
     return false;

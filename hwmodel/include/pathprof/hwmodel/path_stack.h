@@ -97,22 +97,31 @@ class PathStack {
     PathDescriptor desc;
     uint64_t call_site = 0;    // `from` of the call that opened this frame; 0 = unknown
     uint64_t first_taken = 0;  // see CompletedPath::first_taken
+    // instructions and cycles are not adjacent on purpose: adjacent, the compiler adds them
+    // with one 16-byte load, which cannot be store-forwarded from StartEntry's 8-byte stores
+    // and stalls the first event of every path.
     uint64_t instructions = 0;
-    uint64_t cycles = 0;
     uint32_t mispredictions = 0;
     uint8_t extension = 0;  // the thesis' path extension counter
     bool unknown_start = false;
+    uint64_t cycles = 0;
   };
 
   explicit PathStack(const PathStackConfig& config);
 
   void StartEntry(Entry* entry, uint64_t start, uint64_t call_site, bool unknown_start,
                   uint64_t taken) {
-    *entry = Entry{};
+    // Field by field, each store the size of the later loads (see Entry).
     entry->desc.start = start;
+    entry->desc.length = 0;
+    entry->desc.outcomes = 0;
     entry->call_site = call_site;
     entry->first_taken = taken;
+    entry->instructions = 0;
+    entry->mispredictions = 0;
+    entry->extension = 0;
     entry->unknown_start = unknown_start;
+    entry->cycles = 0;
   }
   bool ReturnMatches(const Entry& entry, uint64_t to) const {
     return entry.call_site != 0 && to > entry.call_site &&
