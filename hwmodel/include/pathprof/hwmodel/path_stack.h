@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "pathprof/core/branch.h"
@@ -55,7 +56,8 @@ class PathStack {
   // End of stream: same as Reset. Open paths are not emitted: their end is unknown.
   void Flush() { Reset(); }
 
-  // Processes one retired branch; `sink(const CompletedPath&)` receives each completed path.
+  // Processes one retired branch; each completed path goes to `sink`: a callable taking
+  // `const CompletedPath&` (inlined: the fast way) or a PathSink (one virtual call per path).
   // Returns the operations performed (Op bits; a length split adds pop and push), for the
   // branch-queue cost model.
   template <typename Sink>
@@ -84,12 +86,6 @@ class PathStack {
   void ProcessBatch(const BranchBatch& batch, Sink&& sink) {
     if (batch.gap_before) Reset();
     ProcessEvents(batch.events, sink);
-  }
-  void ProcessBatch(const BranchBatch& batch, PathSink& sink) {
-    ProcessBatch(batch, [&sink](const CompletedPath& p) { sink.OnPath(p); });
-  }
-  void ProcessEvents(std::span<const BranchEvent> events, PathSink& sink) {
-    ProcessEvents(events, [&sink](const CompletedPath& p) { sink.OnPath(p); });
   }
 
  private:
@@ -150,7 +146,11 @@ class PathStack {
     done.first_taken = entry.first_taken;
     done.last_taken = e.taken ? taken : taken + 1;
     stats_.paths += 1;
-    sink(static_cast<const CompletedPath&>(done));
+    if constexpr (std::is_base_of_v<PathSink, std::remove_cvref_t<Sink>>) {
+      sink.OnPath(done);
+    } else {
+      sink(static_cast<const CompletedPath&>(done));
+    }
   }
 
   static constexpr uintptr_t kPrefetchBytes = 16 * sizeof(BranchEvent);
