@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../tests/hwmodel/synthetic_stream.h"
+#include "pathprof/hwmodel/branch_queue.h"
 #include "pathprof/hwmodel/hot_path_table.h"
 #include "pathprof/hwmodel/path_stack.h"
 
@@ -130,6 +131,27 @@ void BM_UnorderedMapOnly(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * paths.size()));
 }
 BENCHMARK(BM_UnorderedMapOnly)->Unit(benchmark::kMillisecond);
+
+// Thesis fig. 5.12 on this stream: commit stalls caused by the profiler for a branch queue of
+// Q entries (first argument), one branch retiring every G cycles (second argument). Reported as
+// counters; the time is the model's own speed.
+void BM_BranchQueueOverhead(benchmark::State& state) {
+  const auto& s = Stream();
+  BranchQueueSimConfig sim;
+  sim.queue_size = static_cast<uint32_t>(state.range(0));
+  sim.cycles_per_branch = static_cast<uint32_t>(state.range(1));
+  BranchQueueReport report;
+  for (auto _ : state) {
+    report = SimulateBranchQueue(s, BallLarusPreset(), HotPathTableConfig{}, sim).value();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s.size()));
+  state.counters["overhead_pct"] = report.overhead_percent;
+  state.counters["busy_per_branch"] =
+      static_cast<double>(report.busy_cycles) / static_cast<double>(report.branches);
+}
+BENCHMARK(BM_BranchQueueOverhead)
+    ->ArgsProduct({{1, 2, 4, 8}, {1, 2}})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace pathprof::hwmodel
