@@ -66,20 +66,7 @@ class PathStack {
   // Processes events in order, as Process does for each; faster in bulk (the stream counters
   // stay in registers).
   template <typename Sink>
-  void ProcessEvents(std::span<const BranchEvent> events, Sink&& sink) {
-    uint64_t taken = taken_;
-    const BranchEvent* p = events.data();
-    const BranchEvent* const end = p + events.size();
-    for (; p != end; ++p) {
-      // The loop is too slow for the hardware prefetcher to run far enough ahead on its own.
-      __builtin_prefetch(
-          reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + kPrefetchBytes));
-      taken += p->taken ? 1 : 0;
-      Step(*p, taken, sink);
-    }
-    taken_ = taken;
-    stats_.events += events.size();
-  }
+  void ProcessEvents(std::span<const BranchEvent> events, Sink&& sink);
 
   // Resets at gap_before, then processes every event.
   template <typename Sink>
@@ -153,7 +140,7 @@ class PathStack {
     }
   }
 
-  static constexpr uintptr_t kPrefetchBytes = 16 * sizeof(BranchEvent);
+  static constexpr uintptr_t kPrefetchBytes = 64 * sizeof(BranchEvent);
   // Bits of decoded_ above the four Op bits.
   static constexpr uint8_t kOpMask = 0x0F;
   static constexpr uint8_t kCheckReturn = 0x10;    // a return that pops a frame: match it
@@ -189,6 +176,69 @@ class PathStack {
   std::vector<Entry> stack_;
   PathStackStats stats_;
 };
+
+template <typename Sink>
+inline void PathStack::ProcessEvents(std::span<const BranchEvent> events, Sink&& sink) {
+  // Plain updates (forward branches: most events) touch only the top entry's path and metrics.
+  // Those live in registers here and go back to the entry before any other operation, so the
+  // common case carries no dependency through memory from one event to the next.
+  uint64_t taken = taken_;
+  const uint32_t max_length = config_.max_path_length;
+  Entry* top = &stack_[depth_ - 1];
+  uint64_t outcomes = top->desc.outcomes;
+  uint32_t length = top->desc.length;
+  uint64_t instructions = top->instructions;
+  uint64_t cycles = top->cycles;
+  uint32_t mispredictions = top->mispredictions;
+  const BranchEvent* p = events.data();
+  const BranchEvent* const end = p + events.size();
+  for (; p != end; ++p) {
+    // The loop is too slow for the hardware prefetcher to run far enough ahead on its own.
+    __builtin_prefetch(
+        reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + kPrefetchBytes));
+    const uint32_t taken_bit = p->taken ? 1 : 0;
+    taken += taken_bit;
+    const uint32_t slot = (static_cast<uint32_t>(p->kind) & (kBranchKindCount - 1)) * 2 +
+                          (taken_bit & static_cast<uint32_t>(p->to <= p->from));
+    const uint8_t ops = decoded_[slot];
+    const bool plain_update = (ops & ~kUnconditional) == kOpUpdate;
+    if (plain_update) {
+      instructions += p->instructions;
+      cycles += p->cycles;
+      mispredictions += p->mispredicted ? 1 : 0;
+      outcomes |= uint64_t{taken_bit | (ops >> 7)} << length;
+      length += 1;
+      if (length < max_length) [[likely]]
+        continue;
+    }
+    top->desc.outcomes = outcomes;
+    top->desc.length = static_cast<uint8_t>(length);
+    top->instructions = instructions;
+    top->cycles = cycles;
+    top->mispredictions = mispredictions;
+    if (plain_update) {
+      // The path is full: split, as Step does.
+      Emit(*top, *p, taken, sink);
+      stats_.splits += 1;
+      StartEntry(top, p->to, top->call_site, false, taken);
+    } else {
+      Step(*p, taken, sink);
+      top = &stack_[depth_ - 1];
+    }
+    outcomes = top->desc.outcomes;
+    length = top->desc.length;
+    instructions = top->instructions;
+    cycles = top->cycles;
+    mispredictions = top->mispredictions;
+  }
+  top->desc.outcomes = outcomes;
+  top->desc.length = static_cast<uint8_t>(length);
+  top->instructions = instructions;
+  top->cycles = cycles;
+  top->mispredictions = mispredictions;
+  taken_ = taken;
+  stats_.events += events.size();
+}
 
 template <typename Sink>
 inline uint8_t PathStack::Process(const BranchEvent& e, Sink&& sink) {
