@@ -41,6 +41,18 @@ class PathSink {
   virtual void OnPath(const CompletedPath& path) = 0;
 };
 
+// Semantics beyond the thesis' text:
+//  - Start: after construction and every Reset the stack holds one entry whose start is unknown
+//    (the frame the stream begins in). Paths that began before the gap are never emitted.
+//  - Overflow (push onto max_depth entries): the bottom entry is discarded (overflow_dropped);
+//    the returns that would have reached it find the stack empty (returns_past_base).
+//  - Returns (when calls push and returns pop): each entry pushed by a call records the call's
+//    `from`; a new path in the same frame (pop+push) inherits it. A return matches an entry when
+//    from < to <= from + return_match_bytes. No match on top but a deeper match (longjmp,
+//    exception unwinding): the entries above it are discarded (repairs, repaired_frames) and
+//    the return pops the matching frame's path, as recorded up to its call. No match anywhere:
+//    counted (return_mismatches) and the top is popped as usual.
+//  - Far transfers use the table's kFar row (update-count by default).
 class PathStack {
  public:
   // Fails when the configuration does not validate.
