@@ -30,6 +30,11 @@ PathStack::PathStack(const PathStackConfig& config) : config_(config), stack_(co
       if (cls == BranchClass::kCall) bits |= kOpensFrame;
       if (probe.kind != BranchKind::kConditional) bits |= kUnconditional;
       decoded_[kind * 2 + backward] = bits;
+      // The extension counter may change what calls, returns and back-edges do.
+      const bool extendable = config.extension != ExtensionMode::kNone &&
+                              (cls == BranchClass::kCall || cls == BranchClass::kReturn ||
+                               cls == BranchClass::kBackward);
+      plain_update_[kind * 2 + backward] = (bits & ~kUnconditional) == kOpUpdate && !extendable;
       slot_class_[kind * 2 + backward] = cls;
     }
   }

@@ -362,6 +362,24 @@ TEST(PathStackTest, BulkAndPerEventProcessingAgree) {
   }
 }
 
+TEST(PathStackTest, BulkLoopHonoursTheExtensionCounterOnACustomTable) {
+  // Calls extended across one call, and a custom table where returns only update: the
+  // extension counter alone decides, in both loops. call(1) ret(1) call(1) ret(1) back(1):
+  // each return brings the counter back to 0, so the second call is absorbed too.
+  PathStackConfig c = ExtendedCallsPreset(1);
+  c.table.Set(BranchClass::kReturn, kOpUpdate);
+  const std::vector<BranchEvent> events = {Cond(0x2030, 0x2000, true), Call(0x2004, 0x3000),
+                                           Ret(0x3010, 0x2009),        Call(0x2010, 0x3000),
+                                           Ret(0x3010, 0x2015),        Cond(0x2030, 0x2000, true)};
+  const std::vector<PathDescriptor> want = {P(0x2000, 5, 0b11111)};
+  PathStack one = Make(c);
+  EXPECT_EQ(Descriptors(RunStack(one, events)), want);
+  PathStack bulk = Make(c);
+  std::vector<CompletedPath> got;
+  bulk.ProcessEvents(events, [&got](const CompletedPath& p) { got.push_back(p); });
+  EXPECT_EQ(Descriptors(got), want);
+}
+
 TEST(PathStackTest, AccumulatesCyclesAndMispredictionsAndFeedsAVirtualSink) {
   struct Collect : PathSink {
     std::vector<CompletedPath> paths;

@@ -183,6 +183,8 @@ class PathStack {
   // Per (BranchKind, backward) slot: the PPCR operations plus the flags above, and the class.
   std::array<uint8_t, kBranchKindCount * 2> decoded_{};
   std::array<BranchClass, kBranchKindCount * 2> slot_class_{};
+  // Slots whose only effect is path_stack_update of the top entry (the bulk loop's fast path).
+  std::array<bool, kBranchKindCount * 2> plain_update_{};
   uint32_t depth_ = 0;
   uint64_t taken_ = 0;  // taken branches since the last reset
   std::vector<Entry> stack_;
@@ -213,7 +215,7 @@ inline void PathStack::ProcessEvents(std::span<const BranchEvent> events, Sink&&
     const uint32_t slot = (static_cast<uint32_t>(p->kind) & (kBranchKindCount - 1)) * 2 +
                           (taken_bit & static_cast<uint32_t>(p->to <= p->from));
     const uint8_t ops = decoded_[slot];
-    const bool plain_update = (ops & ~kUnconditional) == kOpUpdate;
+    const bool plain_update = plain_update_[slot];
     if (plain_update) {
       instructions += p->instructions;
       cycles += p->cycles;
