@@ -9,14 +9,18 @@
 #include <vector>
 
 #include "../tests/hwmodel/synthetic_stream.h"
+#include "pathprof/hwmodel/branch_queue.h"
 #include "pathprof/hwmodel/hot_path_table.h"
 #include "pathprof/hwmodel/path_stack.h"
 
 namespace pathprof::hwmodel {
 namespace {
 
+constexpr int kFunctions = 64;
+
 const std::vector<BranchEvent>& Stream() {
-  static const std::vector<BranchEvent> stream = testing::SyntheticStream(1).Generate(4'000'000);
+  static const std::vector<BranchEvent> stream =
+      testing::SyntheticProgram(1, kFunctions).Generate(4'000'000);
   return stream;
 }
 
@@ -37,7 +41,7 @@ void BM_PathStackOnly(benchmark::State& state) {
   uint64_t paths = 0;
   for (auto _ : state) {
     stack.Reset();
-    for (const BranchEvent& e : s) stack.Process(e, [&paths](const CompletedPath&) { ++paths; });
+    stack.ProcessEvents(s, [&paths](const CompletedPath&) { ++paths; });
   }
   benchmark::DoNotOptimize(paths);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s.size()));
@@ -51,8 +55,7 @@ void BM_PathStackHpt(benchmark::State& state) {
   auto hpt = HotPathTable::Create(config).value();
   for (auto _ : state) {
     stack.Reset();
-    for (const BranchEvent& e : s)
-      stack.Process(e, [&hpt](const CompletedPath& c) { hpt.Record(c); });
+    stack.ProcessEvents(s, [&hpt](const CompletedPath& c) { hpt.Record(c); });
   }
   benchmark::DoNotOptimize(hpt.Total());
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s.size()));
@@ -84,17 +87,71 @@ void BM_PathStackUnorderedMap(benchmark::State& state) {
   std::unordered_map<MapKey, uint64_t, MapKeyHash> counts;
   for (auto _ : state) {
     stack.Reset();
-    for (const BranchEvent& e : s) {
-      stack.Process(e, [&counts](const CompletedPath& c) {
-        counts[MapKey{c.path.start, c.path.outcomes, c.path.length}] += 1;
-      });
-    }
+    stack.ProcessEvents(s, [&counts](const CompletedPath& c) {
+      counts[MapKey{c.path.start, c.path.outcomes, c.path.length}] += 1;
+    });
   }
   benchmark::DoNotOptimize(counts.size());
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s.size()));
   state.counters["distinct_paths"] = static_cast<double>(counts.size());
 }
 BENCHMARK(BM_PathStackUnorderedMap)->Unit(benchmark::kMillisecond);
+
+// The tables alone, on the completed paths of the same stream (items = paths).
+const std::vector<PathDescriptor>& Paths() {
+  static const std::vector<PathDescriptor> paths = [] {
+    std::vector<PathDescriptor> out;
+    auto stack = PathStack::Create(BallLarusPreset()).value();
+    stack.ProcessEvents(Stream(), [&out](const CompletedPath& c) { out.push_back(c.path); });
+    return out;
+  }();
+  return paths;
+}
+
+void BM_HptOnly(benchmark::State& state) {
+  const auto& paths = Paths();
+  auto hpt = HotPathTable::Create(HotPathTableConfig{}).value();
+  for (auto _ : state) {
+    for (const PathDescriptor& p : paths) hpt.Add(p, 1);
+  }
+  benchmark::DoNotOptimize(hpt.Total());
+  state.counters["hit_rate"] =
+      static_cast<double>(hpt.stats().hits) / static_cast<double>(hpt.stats().lookups);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * paths.size()));
+}
+BENCHMARK(BM_HptOnly)->Unit(benchmark::kMillisecond);
+
+void BM_UnorderedMapOnly(benchmark::State& state) {
+  const auto& paths = Paths();
+  std::unordered_map<MapKey, uint64_t, MapKeyHash> counts;
+  for (auto _ : state) {
+    for (const PathDescriptor& p : paths) counts[MapKey{p.start, p.outcomes, p.length}] += 1;
+  }
+  benchmark::DoNotOptimize(counts.size());
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * paths.size()));
+}
+BENCHMARK(BM_UnorderedMapOnly)->Unit(benchmark::kMillisecond);
+
+// Thesis fig. 5.12 on this stream: commit stalls caused by the profiler for a branch queue of
+// Q entries (first argument), one branch retiring every G cycles (second argument). Reported as
+// counters; the time is the model's own speed.
+void BM_BranchQueueOverhead(benchmark::State& state) {
+  const auto& s = Stream();
+  BranchQueueSimConfig sim;
+  sim.queue_size = static_cast<uint32_t>(state.range(0));
+  sim.cycles_per_branch = static_cast<uint32_t>(state.range(1));
+  BranchQueueReport report;
+  for (auto _ : state) {
+    report = SimulateBranchQueue(s, BallLarusPreset(), HotPathTableConfig{}, sim).value();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s.size()));
+  state.counters["overhead_pct"] = report.overhead_percent;
+  state.counters["busy_per_branch"] =
+      static_cast<double>(report.busy_cycles) / static_cast<double>(report.branches);
+}
+BENCHMARK(BM_BranchQueueOverhead)
+    ->ArgsProduct({{1, 2, 4, 8}, {1, 2}})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace pathprof::hwmodel

@@ -36,27 +36,9 @@ HotPathTable::HotPathTable(const HotPathTableConfig& config)
       set_bits_(static_cast<uint32_t>(std::countr_zero(config.entries / config.ways))),
       slots_(config.entries) {}
 
-bool HotPathTable::Add(const PathDescriptor& p, uint64_t amount) {
-  stats_.lookups += 1;
-  clock_ += 1;
-  const uint32_t ways = config_.ways;
-  Slot* set = &slots_[static_cast<size_t>(SetIndex(p)) * ways];
-  for (uint32_t w = 0; w < ways; ++w) {
-    Slot& s = set[w];
-    if (s.valid && s.path == p) {
-      stats_.hits += 1;
-      const uint64_t sum = uint64_t{s.value} + amount;
-      if (sum > kMaxValue) {
-        stats_.saturations += 1;
-        s.value = kMaxValue;
-      } else {
-        s.value = static_cast<uint32_t>(sum);
-      }
-      s.last_use = clock_;
-      return true;
-    }
-  }
+void HotPathTable::Miss(Slot* set, const PathDescriptor& p, uint64_t amount) {
   stats_.misses += 1;
+  const uint32_t ways = config_.ways;
   Slot* victim = nullptr;
   for (uint32_t w = 0; w < ways && victim == nullptr; ++w) {
     if (!set[w].valid) victim = &set[w];
@@ -74,20 +56,21 @@ bool HotPathTable::Add(const PathDescriptor& p, uint64_t amount) {
     stats_.evicted_value += victim->value;
   }
   victim->valid = true;
-  victim->path = p;
+  victim->start = p.start;
+  victim->outcomes = p.outcomes;
+  victim->length = p.length;
   if (amount > kMaxValue) {
     stats_.saturations += 1;
     amount = kMaxValue;
   }
   victim->value = static_cast<uint32_t>(amount);
-  victim->last_use = clock_;
-  return false;
+  victim->last_use = ++clock_;
 }
 
 std::vector<HotPathTable::Entry> HotPathTable::Sorted() const {
   std::vector<Entry> out;
   for (const Slot& s : slots_) {
-    if (s.valid) out.push_back(Entry{s.path, s.value});
+    if (s.valid) out.push_back(Entry{s.path(), s.value});
   }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
     if (a.value != b.value) return a.value > b.value;
@@ -102,7 +85,7 @@ std::vector<HotPathTable::Entry> HotPathTable::SetContents(uint32_t set) const {
   if (set >= sets_) return out;
   for (uint32_t w = 0; w < config_.ways; ++w) {
     const Slot& s = slots_[static_cast<size_t>(set) * config_.ways + w];
-    if (s.valid) out.push_back(Entry{s.path, s.value});
+    if (s.valid) out.push_back(Entry{s.path(), s.value});
   }
   return out;
 }

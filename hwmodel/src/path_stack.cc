@@ -9,14 +9,36 @@ Result<PathStack> PathStack::Create(const PathStackConfig& config) {
   return PathStack(config);
 }
 
-PathStack::PathStack(const PathStackConfig& config)
-    : config_(config), table_(config.table), stack_(config.max_depth) {
-  const uint8_t call = table_.Get(BranchClass::kCall);
-  const uint8_t ret = table_.Get(BranchClass::kReturn);
+PathStack::PathStack(const PathStackConfig& config) : config_(config), stack_(config.max_depth) {
+  const OperationTable& table = config.table;
+  const uint8_t call = table.Get(BranchClass::kCall);
+  const uint8_t ret = table.Get(BranchClass::kReturn);
   // Call sites name frames only when the stack mirrors the program's frames.
-  frame_returns_ = config.repair_returns && (call & kOpPush) && !(call & kOpPop) &&
-                   (ret & kOpPop) && !(ret & kOpPush);
-  StartEntry(&stack_[0], 0, 0, true);
+  const bool frame_returns = config.repair_returns && (call & kOpPush) && !(call & kOpPop) &&
+                             (ret & kOpPop) && !(ret & kOpPush);
+  for (int kind = 0; kind < kBranchKindCount; ++kind) {
+    for (int backward = 0; backward < 2; ++backward) {
+      BranchEvent probe;
+      probe.kind = static_cast<BranchKind>(kind);
+      probe.taken = true;
+      probe.from = backward ? 2 : 1;
+      probe.to = backward ? 1 : 2;
+      const BranchClass cls = ClassifyBranch(probe);
+      uint8_t bits = table.Get(cls);
+      if (cls == BranchClass::kReturn && frame_returns) bits |= kCheckReturn;
+      if (cls == BranchClass::kFar) bits |= kFar;
+      if (cls == BranchClass::kCall) bits |= kOpensFrame;
+      if (probe.kind != BranchKind::kConditional) bits |= kUnconditional;
+      decoded_[kind * 2 + backward] = bits;
+      // The extension counter may change what calls, returns and back-edges do.
+      const bool extendable = config.extension != ExtensionMode::kNone &&
+                              (cls == BranchClass::kCall || cls == BranchClass::kReturn ||
+                               cls == BranchClass::kBackward);
+      plain_update_[kind * 2 + backward] = (bits & ~kUnconditional) == kOpUpdate && !extendable;
+      slot_class_[kind * 2 + backward] = cls;
+    }
+  }
+  StartEntry(&stack_[0], 0, 0, true, 0);
   depth_ = 1;
 }
 
@@ -32,7 +54,7 @@ void PathStack::Reset() {
     }
   }
   taken_ = 0;
-  StartEntry(&stack_[0], 0, 0, true);
+  StartEntry(&stack_[0], 0, 0, true, 0);
   depth_ = 1;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "synthetic_stream.h"
 #include "test_streams.h"
 
 namespace pathprof::hwmodel {
@@ -334,6 +335,71 @@ TEST(PathStackTest, ParsesSpecs) {
   PathStackConfig bad = BallLarusPreset();
   bad.table.Set(BranchClass::kForward, kOpUpdate | kOpUpdateCount);
   EXPECT_FALSE(PathStack::Create(bad).ok());
+}
+
+// The bulk loop and the per-event call must agree exactly, for every preset.
+TEST(PathStackTest, BulkAndPerEventProcessingAgree) {
+  const auto stream = testing::SyntheticProgram(3, 24).Generate(60000);
+  for (const char* spec :
+       {"bl", "wpp", "extended:loops:2", "extended:calls:1", "bl,maxlen=5,depth=4"}) {
+    auto config = ParsePathStackConfig(spec);
+    ASSERT_TRUE(config.ok()) << spec;
+    PathStack one = Make(*config);
+    PathStack bulk = Make(*config);
+    std::vector<CompletedPath> a, b;
+    for (const BranchEvent& e : stream)
+      one.Process(e, [&a](const CompletedPath& c) { a.push_back(c); });
+    bulk.ProcessEvents(stream, [&b](const CompletedPath& c) { b.push_back(c); });
+    ASSERT_EQ(a.size(), b.size()) << spec;
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].path, b[i].path) << spec << " path " << i;
+      ASSERT_EQ(a[i].metrics, b[i].metrics) << spec << " path " << i;
+      ASSERT_EQ(a[i].first_taken, b[i].first_taken) << spec << " path " << i;
+      ASSERT_EQ(a[i].last_taken, b[i].last_taken) << spec << " path " << i;
+    }
+    EXPECT_EQ(one.stats(), bulk.stats()) << spec;
+    EXPECT_GT(one.stats().paths, 1000u) << spec;
+  }
+}
+
+TEST(PathStackTest, BulkLoopHonoursTheExtensionCounterOnACustomTable) {
+  // Calls extended across one call, and a custom table where returns only update: the
+  // extension counter alone decides, in both loops. call(1) ret(1) call(1) ret(1) back(1):
+  // each return brings the counter back to 0, so the second call is absorbed too.
+  PathStackConfig c = ExtendedCallsPreset(1);
+  c.table.Set(BranchClass::kReturn, kOpUpdate);
+  const std::vector<BranchEvent> events = {Cond(0x2030, 0x2000, true), Call(0x2004, 0x3000),
+                                           Ret(0x3010, 0x2009),        Call(0x2010, 0x3000),
+                                           Ret(0x3010, 0x2015),        Cond(0x2030, 0x2000, true)};
+  const std::vector<PathDescriptor> want = {P(0x2000, 5, 0b11111)};
+  PathStack one = Make(c);
+  EXPECT_EQ(Descriptors(RunStack(one, events)), want);
+  PathStack bulk = Make(c);
+  std::vector<CompletedPath> got;
+  bulk.ProcessEvents(events, [&got](const CompletedPath& p) { got.push_back(p); });
+  EXPECT_EQ(Descriptors(got), want);
+}
+
+TEST(PathStackTest, AccumulatesCyclesAndMispredictionsAndFeedsAVirtualSink) {
+  struct Collect : PathSink {
+    std::vector<CompletedPath> paths;
+    void OnPath(const CompletedPath& p) override { paths.push_back(p); }
+  } sink;
+  auto at = [](BranchEvent e, uint32_t cycles, bool mispredicted) {
+    e.cycles = cycles;
+    e.mispredicted = mispredicted;
+    return e;
+  };
+  BranchBatch batch;
+  batch.events = {Cond(0x2030, 0x2000, true), at(Cond(0x2004, 0x2010, true, 3), 7, true),
+                  at(Cond(0x2014, 0x2016, false, 2), 5, false),
+                  at(Cond(0x2030, 0x2000, true, 4), 11, true)};
+  PathStack stack = Make(BallLarusPreset());
+  stack.ProcessBatch(batch, sink);
+  ASSERT_EQ(sink.paths.size(), 1u);
+  EXPECT_EQ(sink.paths[0].path, P(0x2000, 3, 0b101));
+  EXPECT_EQ(sink.paths[0].metrics, (PathMetrics{1, 9, 23, 2}));
+  EXPECT_EQ(sink.paths[0].metrics.Get(Metric::kCycles), 23u);
 }
 
 }  // namespace

@@ -71,7 +71,27 @@ class HotPathTable {
 
   // Adds `amount` to the path's accumulator, inserting it (and evicting) on a miss; a new entry
   // starts at `amount`. Returns true on a hit.
-  bool Add(const PathDescriptor& p, uint64_t amount);
+  bool Add(const PathDescriptor& p, uint64_t amount) {
+    stats_.lookups += 1;
+    Slot* set = &slots_[static_cast<size_t>(SetIndex(p)) * config_.ways];
+    for (uint32_t w = 0; w < config_.ways; ++w) {
+      Slot& s = set[w];
+      if (s.start == p.start && s.outcomes == p.outcomes && s.length == p.length && s.valid) {
+        stats_.hits += 1;
+        const uint64_t sum = uint64_t{s.value} + amount;
+        if (sum > kMaxValue) [[unlikely]] {
+          stats_.saturations += 1;
+          s.value = kMaxValue;
+        } else {
+          s.value = static_cast<uint32_t>(sum);
+        }
+        s.last_use = ++clock_;
+        return true;
+      }
+    }
+    Miss(set, p, amount);
+    return false;
+  }
   bool Record(const CompletedPath& c) { return Add(c.path, c.metrics.Get(config_.metric)); }
 
   // Valid entries, largest accumulator first (ties: by start, length, outcomes).
@@ -85,12 +105,19 @@ class HotPathTable {
  private:
   explicit HotPathTable(const HotPathTableConfig& config);
 
-  struct Slot {
-    PathDescriptor path;
+  // 32 bytes, so a 4-way set is two cache lines.
+  struct alignas(32) Slot {
+    uint64_t start = 0;
+    uint64_t outcomes = 0;
     uint32_t value = 0;
     uint32_t last_use = 0;  // LRU stamp
+    uint8_t length = 0;
     bool valid = false;
+
+    PathDescriptor path() const { return PathDescriptor{start, length, outcomes}; }
   };
+
+  void Miss(Slot* set, const PathDescriptor& p, uint64_t amount);
 
   HotPathTableConfig config_;
   uint32_t sets_ = 0;
