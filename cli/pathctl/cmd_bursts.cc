@@ -78,8 +78,12 @@ int RunBursts(Args& args) {
     }
     writer.emplace(std::move(*w));
   }
-  auto estimator =
-      pathprof::hwmodel::WindowEstimator::Create(pathprof::hwmodel::WindowEstimatorConfig{});
+  auto estimator = pathprof::hwmodel::WindowEstimator::Create([] {
+    // Bursts start where a timer interrupt lands: weight windows by branch density.
+    pathprof::hwmodel::WindowEstimatorConfig c;
+    c.starts = pathprof::hwmodel::WindowStarts::kInstructions;
+    return c;
+  }());
   if (!estimator.ok()) return kExitError;
   std::mutex mu;
   pathprof::Status write_status;

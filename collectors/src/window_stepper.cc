@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <ctime>
 
 namespace pathprof::collectors {
 namespace {
@@ -207,7 +208,24 @@ bool DisarmDebugRegisters(pid_t tid, DebugRegisterCache* dr) {
 
 namespace {
 
-bool Arm(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegisterCache* dr) {
+bool ArmRegisters(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegisterCache* dr);
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool Arm(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegisterCache* dr,
+         uint64_t* setup_ns) {
+  const bool first_use = !dr->valid && !dr->armed;
+  const uint64_t t0 = first_use ? MonotonicNs() : 0;
+  const bool ok = ArmRegisters(tid, addresses, dr);
+  if (first_use) *setup_ns += MonotonicNs() - t0;
+  return ok;
+}
+
+bool ArmRegisters(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegisterCache* dr) {
   for (int i = 0; i < 4; ++i) {
     if (dr->valid && dr->address[static_cast<size_t>(i)] == addresses[static_cast<size_t>(i)])
       continue;
@@ -294,7 +312,8 @@ bool RunLeg(pid_t tid, uint64_t* rip, const Plan& plan, SteppedWindow* out, Wind
   std::array<uint64_t, 4> a;
   a.fill(plan.terminal);
   for (size_t i = 0; i < plan.targets.size(); ++i) a[i] = plan.targets[i].address;
-  if (!Arm(tid, a, dr) || !SetResumeFlag(tid) || ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) {
+  if (!Arm(tid, a, dr, &out->setup_ns) || !SetResumeFlag(tid) ||
+      ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) {
     out->end = WindowEnd::kPtraceError;
     return false;
   }

@@ -56,6 +56,10 @@ struct SteppedWindow {
   uint64_t single_steps = 0;     // PTRACE_SINGLESTEP stops
   uint64_t breakpoint_legs = 0;  // PTRACE_CONT runs that ended at a planted breakpoint
   uint64_t instructions = 0;     // instructions retired in the window (REP iterations once)
+  // Time spent creating the thread's breakpoints (first use only: ~37 ms on a VM, the kernel
+  // registers one perf event per register). The burst pacing leaves it out: it is not a cost
+  // that repeats with the rate.
+  uint64_t setup_ns = 0;
 };
 
 // Per-thread debug-register state kept between windows, so that a burst rewrites only the
