@@ -1,7 +1,8 @@
 // ptrace bursts: a software LBR for hosts without a PMU (most VMs). The collector seizes every
-// thread of a running process; for each burst it interrupts one thread, single-steps it until it
-// has retired W taken branches (the LBR depth, 32 by default), hands the exact window on as a
-// BranchBatch (window = true, gap_before = true) and lets the thread run on.
+// thread of a running process; for each burst it interrupts one thread, steps it (debug-register
+// breakpoints by default, or single steps; window_stepper.h) until it has retired W taken branches
+// (the LBR depth, 32 by default), hands the exact window on as a BranchBatch (window = true,
+// gap_before = true) and lets the thread run on.
 //
 // Rate. The BurstyController (paper 001) counts calls and back-edges, but those are invisible
 // between bursts, when the program runs freely. So its burst_length maps to W (counted in taken
