@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -66,6 +67,7 @@ char ThreadState(pid_t pid, pid_t tid) {
 
 struct Thread {
   bool group_stopped = false;
+  DebugRegisterCache debug_registers;
 };
 
 class BurstTracer {
@@ -189,6 +191,9 @@ class BurstTracer {
       if (NowNs() >= next_burst) {
         uint64_t stopped = Burst();
         SendStats();
+        // One-off breakpoint set-up is not a per-burst cost: it does not stretch the gap.
+        stopped -= std::min(stopped, last_setup_ns_);
+        last_setup_ns_ = 0;
         next_burst = NowNs() + NextGap(stopped);
       }
     }
@@ -260,6 +265,8 @@ class BurstTracer {
       case PTRACE_EVENT_EXEC: {
         ++stats_.execs;
         reader_.Reset();  // new images: cached instructions are stale
+        for (auto& [id, th] : threads_)
+          th.debug_registers = DebugRegisterCache{};  // exec clears them
         // exec leaves one thread, with the process id; the others are gone.
         for (auto it = threads_.begin(); it != threads_.end();) {
           if (it->first != options_.pid) {
@@ -387,73 +394,58 @@ class BurstTracer {
     batch.time_ns = t0;
     batch.gap_before = true;
     batch.window = true;
-    uint64_t rip = state.rip;
-    const decoders::X86Instruction* pending = reader_.At(rip);
-    uint32_t insns = 0, taken = 0;
-    uint64_t steps = 0;
-    bool ok = true;
-    while (ok) {
-      if (!pending) {
-        ++stats_.aborted_decode;
-        ok = false;
-        break;
-      }
-      // A system call may block for any time with the thread single-stepping and us waiting:
-      // end the window before it.
-      if (pending->is_branch && pending->kind == BranchKind::kFarTransfer) break;
-      if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) {
-        ok = false;
-        ++stats_.aborted_exit;
-        break;
-      }
-      int st = 0;
-      if (!WaitThread(tid, &st) || WIFEXITED(st) || WIFSIGNALED(st)) {
-        OnExit(tid, st);
-        ++stats_.aborted_exit;
-        stats_.steps += steps;
-        return NowNs() - t0;  // gone: nothing to resume
-      }
-      if (!(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0)) {
-        // A signal (or an event) instead of the step's trap: let the program have it.
-        ++stats_.aborted_signal;
-        stats_.steps += steps;
-        HandleEvent(tid, st);
-        return NowNs() - t0;
-      }
-      ++steps;
-      errno = 0;
-      long v = ptrace(PTRACE_PEEKUSER, tid,
-                      reinterpret_cast<void*>(offsetof(user_regs_struct, rip)), nullptr);
-      if (errno != 0) {
-        ++stats_.aborted_exit;
-        ok = false;
-        break;
-      }
-      rip = static_cast<uint64_t>(v);
-      ClassifiedStep c = ClassifyStep(*pending, rip);
-      if (c.result != StepResult::kRepeat) ++insns;
-      if (c.result == StepResult::kBranch || c.result == StepResult::kUnexpected) {
-        c.event.instructions = static_cast<uint16_t>(insns > 0xffff ? 0xffff : insns);
-        insns = 0;
-        batch.events.push_back(c.event);
-        if (c.event.taken) ++taken;
-        if (taken >= options_.window_taken) break;
-      }
-      if (steps >= options_.max_steps_per_burst) {
-        ++stats_.aborted_steps;
-        ok = false;
-        break;
-      }
-      pending = reader_.At(rip);
+    WindowStepOptions wo;
+    wo.mode = mode_;
+    wo.window_taken = options_.window_taken;
+    wo.max_stops = options_.max_steps_per_burst;
+    DebugRegisterCache& dr = threads_[tid].debug_registers;
+    SteppedWindow w = StepThreadWindow(tid, state.rip, reader_, wo, &dr);
+    if (mode_ == StepMode::kBreakpoints && w.end == WindowEnd::kPtraceError &&
+        w.breakpoint_legs == 0 && w.single_steps == 0) {
+      // The kernel refused the debug registers (no CONFIG_HAVE_HW_BREAKPOINT, all slots taken
+      // by a debugger's watchpoints): single-step from now on.
+      ++stats_.step_mode_fallbacks;
+      mode_ = StepMode::kSingleStep;
+      Note("ptrace bursts: debug registers refused; falling back to single steps");
+      wo.mode = mode_;
+      w = StepThreadWindow(tid, state.rip, reader_, wo, &dr);
     }
-    stats_.steps += steps;
+    last_setup_ns_ = w.setup_ns;
+    stats_.steps += w.single_steps;
+    stats_.breakpoint_legs += w.breakpoint_legs;
+    switch (w.end) {
+      case WindowEnd::kComplete:
+      case WindowEnd::kSyscall:
+        break;
+      case WindowEnd::kExited:
+        OnExit(tid, w.wait_status);
+        ++stats_.aborted_exit;
+        return NowNs() - t0;  // gone: nothing to resume
+      case WindowEnd::kSignal:
+        // A signal (or an event) instead of our trap: let the program have it.
+        ++stats_.aborted_signal;
+        HandleEvent(tid, w.wait_status);
+        return NowNs() - t0;
+      case WindowEnd::kStopLimit:
+        ++stats_.aborted_steps;
+        break;
+      case WindowEnd::kDecode:
+        ++stats_.aborted_decode;
+        break;
+      case WindowEnd::kPtraceError:
+        ++stats_.aborted_exit;
+        break;
+    }
     Resume(tid, 0);
     const uint64_t stopped = NowNs() - t0;
-    if (ok && !batch.events.empty()) {
+    const bool ok = w.end == WindowEnd::kComplete || w.end == WindowEnd::kSyscall;
+    if (ok && !w.events.empty()) {
+      batch.events = std::move(w.events);
       ++stats_.windows;
-      if (taken < options_.window_taken) ++stats_.windows_short;
+      if (w.taken < options_.window_taken) ++stats_.windows_short;
       stats_.events += batch.events.size();
-      stats_.taken += taken;
+      stats_.taken += w.taken;
+      stats_.instructions += w.instructions;
       if (!wire::SendWindow(data_fd_, batch)) quit_ = true;  // the collector is gone
     }
     return stopped;
@@ -509,6 +501,8 @@ class BurstTracer {
   bool quit_ = false;
   uint64_t start_ns_ = 0;
   size_t rr_ = 0;
+  uint64_t last_setup_ns_ = 0;
+  StepMode mode_ = options_.step_mode;
   InstructionReader reader_;
   std::mt19937_64 rng_;
   std::unordered_map<pid_t, Thread> threads_;

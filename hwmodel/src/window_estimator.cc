@@ -43,6 +43,21 @@ void WindowEstimator::AddWindow(std::span<const BranchEvent> events) {
   }
   window_.clear();
   const double width = static_cast<double>(w);
+  double period = config_.sampling_period;
+  if (config_.starts == WindowStarts::kInstructions) {
+    // Mean gap over the W - 1 whole gaps: events after the first taken branch through the last.
+    uint64_t seen = 0, gap_instructions = 0;
+    for (const BranchEvent& e : events) {
+      if (seen >= 1 && seen < w) gap_instructions += e.instructions;
+      seen += e.taken ? 1 : 0;
+    }
+    if (w < 2 || gap_instructions == 0) {
+      stats_.windows_without_density += 1;
+      return;
+    }
+    const double mean_gap = static_cast<double>(gap_instructions) / (width - 1);
+    period = config_.sampling_period / (width * mean_gap);
+  }
   for (const BranchEvent& e : events) {
     stack_.Process(e, [&](const CompletedPath& c) {
       if (c.first_taken == 0 || c.last_taken > w) {
@@ -52,7 +67,7 @@ void WindowEstimator::AddWindow(std::span<const BranchEvent> events) {
         return;
       }
       const double k = static_cast<double>(c.TakenSpan());
-      window_[c.path] += config_.sampling_period * width / (width - k + 1);
+      window_[c.path] += period * width / (width - k + 1);
       totals_[c.path].observations += 1;
       stats_.whole_paths += 1;
     });

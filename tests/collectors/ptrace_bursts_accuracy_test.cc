@@ -118,7 +118,9 @@ BurstRun BurstShares(const std::string& exe, int seconds) {
   BurstRun run;
   pid_t target = testing::Spawn({exe, "0"});
   EXPECT_GT(target, 0);
-  auto est = hwmodel::WindowEstimator::Create(hwmodel::WindowEstimatorConfig{});
+  hwmodel::WindowEstimatorConfig config;
+  config.starts = hwmodel::WindowStarts::kInstructions;  // interrupts land uniformly in time
+  auto est = hwmodel::WindowEstimator::Create(config);
   EXPECT_TRUE(est.ok());
   std::mutex mu;
   PtraceBurstSink sink;

@@ -60,7 +60,7 @@ TEST(PtraceBurstsTest, WindowsAreExactAndStopDetachesCleanly) {
   EXPECT_EQ(s.threads_attached, 1u);
   EXPECT_EQ(s.windows, got.size());
   EXPECT_GE(s.bursts, s.windows);
-  uint64_t taken = 0, events = 0;
+  uint64_t taken = 0, events = 0, instructions = 0;
   for (const BranchBatch& b : got.windows) {
     EXPECT_TRUE(b.window);
     EXPECT_TRUE(b.gap_before);
@@ -70,6 +70,7 @@ TEST(PtraceBurstsTest, WindowsAreExactAndStopDetachesCleanly) {
     for (size_t i = 0; i < b.events.size(); ++i) {
       const BranchEvent& e = b.events[i];
       t += e.taken;
+      instructions += e.instructions;
       EXPECT_GE(e.instructions, 1) << "every event ends a block of at least itself";
       // Exact stream: each event starts where the previous one left off or later, in order.
       if (i > 0) {
@@ -87,7 +88,12 @@ TEST(PtraceBurstsTest, WindowsAreExactAndStopDetachesCleanly) {
   }
   EXPECT_EQ(s.taken, taken);
   EXPECT_EQ(s.events, events);
-  EXPECT_GE(s.steps, events);
+  EXPECT_EQ(s.instructions, instructions);
+  // Default mode: breakpoint legs, fewer stops than branches (a hot() iteration has two
+  // branches and needs one or two stops; only rets and indirect branches are single-stepped).
+  EXPECT_GT(s.breakpoint_legs, 0u);
+  EXPECT_LT(s.steps + s.breakpoint_legs, events);
+  EXPECT_EQ(s.step_mode_fallbacks, 0u);
   EXPECT_GT(s.stopped_ns, 0u);
   EXPECT_TRUE(RunsFreely(target));
   KillAndReap(target);

@@ -36,6 +36,47 @@ TEST(WindowEstimatorTest, WeightsOneWholePathByWindowPositions) {
   EXPECT_EQ(est->stats().empty_windows, 1u);
 }
 
+// Time-uniform window starts (ptrace bursts): a fast loop A (2 instructions per iteration, one
+// taken back-edge) and a slow loop B (8 per iteration) each run 1000 iterations, so B retires
+// 8000 instructions to A's 2000 and, with a start every S = 1000 instructions, receives 8 windows
+// to A's 2. Each W = 4 window holds 3 whole one-iteration paths (taken span 2, seen whole by
+// 3 of 4 positions). Per-branch weighting believes B ran 4x as often; density weighting gives
+// both their true 1000: A: 2 windows * 3 paths * (1000 / (4 * 2)) * 4 / 3 = 1000,
+// B: 8 * 3 * (1000 / (4 * 8)) * 4 / 3 = 1000.
+TEST(WindowEstimatorTest, InstructionUniformStartsAreWeightedByBranchDensity) {
+  std::vector<BranchEvent> a(4, Cond(0x1010, 0x1000, true, 2));
+  std::vector<BranchEvent> b(4, Cond(0x2010, 0x2000, true, 8));
+  a[0].instructions = 1;  // the partial gap before the first taken branch does not count
+  b[0].instructions = 5;
+  WindowEstimatorConfig c;
+  c.starts = WindowStarts::kInstructions;
+  c.sampling_period = 1000;
+  auto est = WindowEstimator::Create(c);
+  ASSERT_TRUE(est.ok());
+  WindowEstimatorConfig plain;
+  plain.sampling_period = 1000.0 / 4;
+  auto naive = WindowEstimator::Create(plain);
+  ASSERT_TRUE(naive.ok());
+  for (int i = 0; i < 2; ++i) {
+    est->AddWindow(a);
+    naive->AddWindow(a);
+  }
+  for (int i = 0; i < 8; ++i) {
+    est->AddWindow(b);
+    naive->AddWindow(b);
+  }
+  EXPECT_DOUBLE_EQ(est->Estimate(P(0x1000, 1, 0b1)).estimate, 1000.0);
+  EXPECT_DOUBLE_EQ(est->Estimate(P(0x2000, 1, 0b1)).estimate, 1000.0);
+  EXPECT_EQ(est->Estimate(P(0x1000, 1, 0b1)).observations, 6u);
+  EXPECT_DOUBLE_EQ(naive->Estimate(P(0x2000, 1, 0b1)).estimate,
+                   4 * naive->Estimate(P(0x1000, 1, 0b1)).estimate);
+  // A window without instruction counts (or one taken branch) has no density: counted, unused.
+  est->AddWindow(std::vector<BranchEvent>(4, Cond(0x3010, 0x3000, true)));
+  est->AddWindow(std::vector<BranchEvent>{Cond(0x3010, 0x3000, true, 4)});
+  EXPECT_EQ(est->stats().windows_without_density, 2u);
+  EXPECT_EQ(est->Estimate(P(0x3000, 1, 0b1)).observations, 0u);
+}
+
 TEST(WindowEstimatorTest, SlicesLbrLikeWindows) {
   // Taken at indices 0, 2, 3, 5, 6. W = 2, spacing 3: ordinals 1-2 and 4-5; the not-taken
   // branch between ordinals 1 and 2 belongs to the first, the one at 4 lies between windows.

@@ -1,7 +1,8 @@
 // ptrace bursts: a software LBR for hosts without a PMU (most VMs). The collector seizes every
-// thread of a running process; for each burst it interrupts one thread, single-steps it until it
-// has retired W taken branches (the LBR depth, 32 by default), hands the exact window on as a
-// BranchBatch (window = true, gap_before = true) and lets the thread run on.
+// thread of a running process; for each burst it interrupts one thread, steps it (debug-register
+// breakpoints by default, or single steps; window_stepper.h) until it has retired W taken branches
+// (the LBR depth, 32 by default), hands the exact window on as a BranchBatch (window = true,
+// gap_before = true) and lets the thread run on.
 //
 // Rate. The BurstyController (paper 001) counts calls and back-edges, but those are invisible
 // between bursts, when the program runs freely. So its burst_length maps to W (counted in taken
@@ -30,6 +31,7 @@
 #include <string>
 #include <thread>
 
+#include "pathprof/collectors/window_stepper.h"
 #include "pathprof/core/branch.h"
 #include "pathprof/core/status.h"
 
@@ -40,27 +42,33 @@ struct PtraceBurstOptions {
   uint32_t window_taken = 32;            // W: taken branches per window (LBR depth)
   double bursts_per_second = 20;         // mean burst rate (see docs/performance.md for the cost)
   double max_stopped_fraction = 0.04;    // cap on the share of wall time threads spend stopped
-  uint64_t max_steps_per_burst = 20000;  // a burst that needs more steps is aborted
-  uint64_t seed = 0;                     // jitter and thread choice; 0: from the clock
+  uint64_t max_steps_per_burst = 20000;  // a burst that needs more stops is aborted
+  // How a window is stepped (window_stepper.h): debug-register breakpoints, ~8x fewer stops
+  // than single steps on a tight loop; kSingleStep where debug registers are refused.
+  StepMode step_mode = StepMode::kBreakpoints;
+  uint64_t seed = 0;  // jitter and thread choice; 0: from the clock
 
   Status Validate() const;
 };
 
 // Counters of one session; nothing is dropped without being counted here.
 struct PtraceBurstStats {
-  uint64_t bursts = 0;             // bursts started (a thread was interrupted)
-  uint64_t windows = 0;            // windows emitted
-  uint64_t windows_short = 0;      // of those, ended before W taken branches (syscall ahead)
-  uint64_t steps = 0;              // single steps
-  uint64_t events = 0;             // branch events emitted (taken and not taken)
-  uint64_t taken = 0;              // taken branches emitted
-  uint64_t aborted_syscall = 0;    // thread was blocked in a system call: nothing to step
-  uint64_t aborted_signal = 0;     // a signal arrived mid-burst (forwarded; window dropped)
-  uint64_t aborted_exit = 0;       // the thread exited mid-burst
-  uint64_t aborted_steps = 0;      // max_steps_per_burst reached
-  uint64_t aborted_decode = 0;     // an instruction could not be read or decoded
-  uint64_t skipped_no_thread = 0;  // burst time came but no thread was runnable
-  uint64_t threads_attached = 0;   // at start and by clone
+  uint64_t bursts = 0;               // bursts started (a thread was interrupted)
+  uint64_t windows = 0;              // windows emitted
+  uint64_t windows_short = 0;        // of those, ended before W taken branches (syscall ahead)
+  uint64_t steps = 0;                // single steps (all stops in kSingleStep mode)
+  uint64_t breakpoint_legs = 0;      // free runs ended at a planted breakpoint (kBreakpoints)
+  uint64_t instructions = 0;         // instructions retired inside emitted windows
+  uint64_t step_mode_fallbacks = 0;  // debug registers refused: switched to single steps
+  uint64_t events = 0;               // branch events emitted (taken and not taken)
+  uint64_t taken = 0;                // taken branches emitted
+  uint64_t aborted_syscall = 0;      // thread was blocked in a system call: nothing to step
+  uint64_t aborted_signal = 0;       // a signal arrived mid-burst (forwarded; window dropped)
+  uint64_t aborted_exit = 0;         // the thread exited mid-burst
+  uint64_t aborted_steps = 0;        // max_steps_per_burst reached
+  uint64_t aborted_decode = 0;       // an instruction could not be read or decoded
+  uint64_t skipped_no_thread = 0;    // burst time came but no thread was runnable
+  uint64_t threads_attached = 0;     // at start and by clone
   uint64_t threads_exited = 0;
   uint64_t signals_forwarded = 0;  // signal-delivery stops re-injected
   uint64_t group_stops = 0;        // job-control stops passed through (PTRACE_LISTEN)

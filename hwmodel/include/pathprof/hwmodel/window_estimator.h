@@ -29,10 +29,30 @@
 
 namespace pathprof::hwmodel {
 
+// Where window starts fall, which sets each window's inclusion probability.
+enum class WindowStarts : uint8_t {
+  // Uniform over taken branches (LBR sampled on a taken-branch counter).
+  kTakenBranches = 0,
+  // Uniform over retired instructions: a timer interrupt (ptrace bursts), with instructions as
+  // the proxy for time. A start lands in the gap before taken branch j with probability
+  // g_j / S (g_j: instructions from taken branch j-1 through j; S: mean instructions between
+  // starts), so a path spanning k taken branches is seen whole with probability
+  // sum of g_s over its W - k + 1 start positions ~= (W - k + 1) * g_w / S, where g_w is the
+  // window's own mean gap: (instructions after its first taken branch through its last) /
+  // (W - 1). Horvitz-Thompson weight: S / (W * g_w) * W / (W - k + 1), i.e. the taken-branch
+  // weight with sampling_period replaced by S / (W * g_w): windows from slow regions (more
+  // instructions per taken branch, hence more interrupts) count less. Exact when the gap is
+  // constant across each window's neighbourhood; see docs/profiles.md.
+  kInstructions,
+};
+
 struct WindowEstimatorConfig {
   PathStackConfig stack = BallLarusPreset();
-  // Stream taken branches per sampled taken branch (1 when windows tile the whole stream).
+  // kTakenBranches: stream taken branches per sampled taken branch (1 when windows tile the
+  // whole stream). kInstructions: mean instructions between window starts (S above); with
+  // shares only, any positive value does.
   double sampling_period = 1.0;
+  WindowStarts starts = WindowStarts::kTakenBranches;
   double z = 1.96;  // confidence interval half-width in standard errors (1.96: 95%)
 
   Status Validate() const;
@@ -52,7 +72,10 @@ struct WindowEstimatorStats {
   uint64_t empty_windows = 0;   // no taken branch
   uint64_t whole_paths = 0;     // observations used
   uint64_t outside_window = 0;  // started before the first or ended after the last taken branch
-  PathStackStats stack;         // summed over windows (unknown_start and truncated: partial)
+  // kInstructions only: windows with fewer than 2 taken branches or no instruction counts,
+  // whose density is unknown; they add nothing to the estimates.
+  uint64_t windows_without_density = 0;
+  PathStackStats stack;  // summed over windows (unknown_start and truncated: partial)
 };
 
 class WindowEstimator {
