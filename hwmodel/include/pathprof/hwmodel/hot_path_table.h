@@ -60,7 +60,10 @@ class HotPathTable {
 
   // The set a descriptor maps to under the configured index function.
   uint32_t SetIndex(const PathDescriptor& p) const {
-    uint64_t bits = p.start;
+    // x86 code has no fixed instruction size, but the places paths start (function entries,
+    // loop heads) are mostly 16-byte aligned, so the lowest address bits carry little; fold the
+    // next bits down onto them, or aligned paths crowd into a fraction of the sets.
+    uint64_t bits = p.start ^ (p.start >> 4);
     if (config_.index == HptIndex::kXor) {
       // Fold the outcome word and the length into the address bits, so paths sharing a start
       // spread over sets.
