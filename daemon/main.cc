@@ -47,8 +47,10 @@ Result<std::shared_ptr<grpc::ServerCredentials>> TlsCredentials(const DaemonConf
     opts.pem_root_certs = *ca;
     opts.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   } else {
-    Log(kLogWarning, "tcp %s without tcp.tls_client_ca: no client can identify itself, so every "
-                     "TCP call will be refused", c.tcp_address.c_str());
+    Log(kLogWarning,
+        "tcp %s without tcp.tls_client_ca: no client can identify itself, so every "
+        "TCP call will be refused",
+        c.tcp_address.c_str());
   }
   return grpc::SslServerCredentials(opts);
 }
@@ -109,8 +111,8 @@ int Main(int argc, char** argv) {
   }
   DaemonConfig config = std::move(built.value());
   SetLogLevel(config.log_level);
-  double start_unix_s = std::chrono::duration<double>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+  double start_unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
   pipeline::SessionManagerOptions mopts;
   mopts.max_sessions = config.limits.max_sessions * 2;  // running plus retained after they end
@@ -196,8 +198,9 @@ int Main(int argc, char** argv) {
             next.status().message().c_str());
       } else {
         if (NeedsRestart(config, *next))
-          Log(kLogWarning, "reload: socket, tcp, tls and metrics settings take effect only after "
-                           "a restart");
+          Log(kLogWarning,
+              "reload: socket, tcp, tls and metrics settings take effect only after "
+              "a restart");
         service.Configure(*next);
         SetLogLevel(next->log_level);
         config = std::move(next.value());
@@ -228,4 +231,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace pathprof::daemon
 
-int main(int argc, char** argv) { return pathprof::daemon::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return pathprof::daemon::Main(argc, argv);
+}

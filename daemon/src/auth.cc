@@ -55,18 +55,18 @@ grpc::Status Authorizer::Identify(grpc::ServerContext* context, Peer* out) const
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         "TLS identity " + names + " is not listed in [[tcp.clients]]");
   }
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      "peer " + peer + " has no verified identity (TCP needs a client certificate)");
+  return grpc::Status(
+      grpc::StatusCode::UNAUTHENTICATED,
+      "peer " + peer + " has no verified identity (TCP needs a client certificate)");
 }
 
 grpc::Status Authorizer::CheckPid(const Peer& peer, uint32_t pid) {
   auto owner = ProcessOwner(pid);
-  if (!owner)
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no process " + std::to_string(pid));
+  if (!owner) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no process " + std::to_string(pid));
   if (!MaySee(peer, *owner))
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        "pid " + std::to_string(pid) + " belongs to uid " +
-                            std::to_string(*owner) + "; you are uid " + std::to_string(peer.uid));
+                        "pid " + std::to_string(pid) + " belongs to uid " + std::to_string(*owner) +
+                            "; you are uid " + std::to_string(peer.uid));
   return grpc::Status::OK;
 }
 

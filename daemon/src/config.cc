@@ -214,8 +214,8 @@ Result<DaemonConfig> ParseConfigText(const std::string& text, const std::string&
 Result<DaemonConfig> LoadConfigFile(const std::string& path, DaemonConfig base) {
   std::ifstream in(path);
   if (!in)
-    return Error(ErrorCode::kNotFound, "cannot read config file " + path + ": " +
-                                           std::strerror(errno));
+    return Error(ErrorCode::kNotFound,
+                 "cannot read config file " + path + ": " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   return ParseConfigText(ss.str(), path, std::move(base));
@@ -239,10 +239,14 @@ const char* FlagsHelp() {
 
 Result<Flags> ParseFlags(int argc, char** argv) {
   static const std::map<std::string, std::string> kAliases = {
-      {"socket", "socket.path"},       {"socket-group", "socket.group"},
-      {"admin-group", "auth.admin_group"}, {"tcp", "tcp.address"},
-      {"tls-cert", "tcp.tls_cert"},    {"tls-key", "tcp.tls_key"},
-      {"tls-client-ca", "tcp.tls_client_ca"}, {"metrics", "metrics.address"},
+      {"socket", "socket.path"},
+      {"socket-group", "socket.group"},
+      {"admin-group", "auth.admin_group"},
+      {"tcp", "tcp.address"},
+      {"tls-cert", "tcp.tls_cert"},
+      {"tls-key", "tcp.tls_key"},
+      {"tls-client-ca", "tcp.tls_client_ca"},
+      {"metrics", "metrics.address"},
       {"log-level", "log.level"}};
   Flags f;
   for (int i = 1; i < argc; ++i) {

@@ -8,7 +8,9 @@ namespace {
 std::atomic<int> g_level{kLogInfo};
 }
 
-void SetLogLevel(int max_priority) { g_level = max_priority; }
+void SetLogLevel(int max_priority) {
+  g_level = max_priority;
+}
 
 void Log(int priority, const char* format, ...) {
   if (priority > g_level.load(std::memory_order_relaxed)) return;

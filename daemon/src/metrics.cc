@@ -61,13 +61,11 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
   w.Family("pathprofd_open_fds", "gauge", "open file descriptors of the daemon");
   w.Sample("pathprofd_open_fds", "", static_cast<double>(DaemonOpenFds()));
   w.Family("pathprofd_config_reloads_total", "counter", "SIGHUP reloads by result");
-  w.Sample("pathprofd_config_reloads_total", Label("result", "ok"),
-           static_cast<double>(h.reloads));
+  w.Sample("pathprofd_config_reloads_total", Label("result", "ok"), static_cast<double>(h.reloads));
   w.Sample("pathprofd_config_reloads_total", Label("result", "failed"),
            static_cast<double>(h.reload_failures));
   w.Family("pathprofd_connections_accepted_total", "counter", "Unix-socket connections accepted");
-  w.Sample("pathprofd_connections_accepted_total", "",
-           static_cast<double>(h.connections_accepted));
+  w.Sample("pathprofd_connections_accepted_total", "", static_cast<double>(h.connections_accepted));
   w.Family("pathprofd_connections", "gauge", "client connections open");
   w.Sample("pathprofd_connections", "", static_cast<double>(h.connections_open));
   w.Family("pathprofd_watch_streams", "gauge", "WatchHotPaths streams open");
@@ -145,7 +143,9 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
 }
 
 MetricsServer::MetricsServer() = default;
-MetricsServer::~MetricsServer() { Stop(); }
+MetricsServer::~MetricsServer() {
+  Stop();
+}
 
 Status MetricsServer::Start(const std::string& address, std::function<std::string()> render) {
   auto colon = address.rfind(':');
@@ -164,8 +164,7 @@ Status MetricsServer::Start(const std::string& address, std::function<std::strin
     port_ = server_->bind_to_any_port(host);
   else
     port_ = server_->bind_to_port(host, port) ? port : -1;
-  if (port_ <= 0)
-    return Error(ErrorCode::kIo, "cannot listen for metrics on " + address);
+  if (port_ <= 0) return Error(ErrorCode::kIo, "cannot listen for metrics on " + address);
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   return Status::Ok();
 }

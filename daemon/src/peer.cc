@@ -17,7 +17,8 @@ uint64_t SocketInode(int fd) {
 }  // namespace
 
 std::string Peer::Describe() const {
-  if (!tls_identity.empty()) return "tls identity " + tls_identity + " (uid " + std::to_string(uid) + ")";
+  if (!tls_identity.empty())
+    return "tls identity " + tls_identity + " (uid " + std::to_string(uid) + ")";
   return "uid " + std::to_string(uid) + " pid " + std::to_string(pid);
 }
 

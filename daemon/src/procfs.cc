@@ -71,8 +71,9 @@ std::vector<ProcessEntry> ProcessesNamed(const std::string& name) {
 Result<std::vector<uint32_t>> ProcessesInCgroup(const std::string& cgroup) {
   if (cgroup.empty() || cgroup[0] != '/' || cgroup.find("..") != std::string::npos)
     return Error(ErrorCode::kInvalidArgument,
-                 "cgroup '" + cgroup + "' must be an absolute cgroup v2 path without '..', e.g. "
-                 "/system.slice/nginx.service");
+                 "cgroup '" + cgroup +
+                     "' must be an absolute cgroup v2 path without '..', e.g. "
+                     "/system.slice/nginx.service");
   std::string path = "/sys/fs/cgroup" + cgroup + "/cgroup.procs";
   std::ifstream in(path);
   if (!in) return Error(ErrorCode::kNotFound, "no cgroup " + cgroup + " (" + path + " unreadable)");

@@ -71,8 +71,7 @@ void FillCapability(const collectors::SourceCapability& in, v1::SourceCapability
 uint64_t EstimateSessionBytes(const pipeline::SessionConfig& c) {
   // Rough per-entry sizes of each bounded structure, including map/node overheads.
   uint64_t per_process = uint64_t{c.engine.hpt_entries} * 64 + uint64_t{c.osp.memory_entries} * 96 +
-                         uint64_t{c.pcct.max_nodes} * 128 +
-                         uint64_t{c.queues.stack_queue} * 1200 +
+                         uint64_t{c.pcct.max_nodes} * 128 + uint64_t{c.queues.stack_queue} * 1200 +
                          uint64_t{c.queues.window_queue} * c.sampling.window_branches * 48 +
                          (1u << 20);  // mappings, symbol caches, accounting
   return per_process * std::max<size_t>(1, c.pids.size());
@@ -238,11 +237,11 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
             ++others;
         }
         if (c.pids.empty())
-          return grpc::Status(StatusCode::NOT_FOUND,
-                              "no process named " + name +
-                                  (others ? " that you own (" + std::to_string(others) +
-                                                " belong to other users)"
-                                          : ""));
+          return grpc::Status(
+              StatusCode::NOT_FOUND,
+              "no process named " + name +
+                  (others ? " that you own (" + std::to_string(others) + " belong to other users)"
+                          : ""));
         break;
       }
       case v1::StartSessionRequest::kCgroup: {
@@ -259,7 +258,8 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
           if (s.ok()) c.pids.push_back(pid);
         }
         if (c.pids.empty())
-          return grpc::Status(StatusCode::NOT_FOUND, "cgroup " + req->cgroup() + " has no processes");
+          return grpc::Status(StatusCode::NOT_FOUND,
+                              "cgroup " + req->cgroup() + " has no processes");
         break;
       }
       default:
@@ -275,7 +275,8 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
     if (e.extension()) c.engine.extension = e.extension();
     if (e.max_path_length()) c.engine.max_path_length = e.max_path_length();
     if (e.hpt_entries() > l.max_hpt_entries)
-      return AboveLimit("engine.hpt_entries", e.hpt_entries(), l.max_hpt_entries, "max_hpt_entries");
+      return AboveLimit("engine.hpt_entries", e.hpt_entries(), l.max_hpt_entries,
+                        "max_hpt_entries");
     if (e.hpt_entries()) c.engine.hpt_entries = e.hpt_entries();
     if (e.hpt_ways()) c.engine.hpt_ways = e.hpt_ways();
     c.engine.hpt_index_start_only = e.hpt_index_start_only();

@@ -34,7 +34,9 @@ bool FillAddress(const std::string& path, sockaddr_un* addr) {
 
 }  // namespace
 
-UnixListener::~UnixListener() { Stop(); }
+UnixListener::~UnixListener() {
+  Stop();
+}
 
 Status UnixListener::Bind(const std::string& path, const std::string& group) {
   sockaddr_un addr;
@@ -125,7 +127,8 @@ void UnixListener::Loop() {
 void UnixListener::Stop() {
   if (thread_.joinable()) {
     char b = 1;
-    if (write(wake_[1], &b, 1) < 0) { /* the loop also ends when fd_ closes */ }
+    if (write(wake_[1], &b, 1) < 0) { /* the loop also ends when fd_ closes */
+    }
     thread_.join();
   }
   if (fd_ >= 0) {

@@ -16,12 +16,12 @@ namespace pathprof::daemon {
 struct Limits {
   uint32_t max_top_k = 1000;
   uint32_t default_top_k = 20;
-  uint32_t max_depth = 512;              // calling-context tree depth, PCCT max_depth
-  uint32_t max_targets_listed = 10000;   // ListTargets limit
-  uint32_t max_sessions_per_client = 8;  // running sessions per client (uid or TLS identity)
-  uint32_t max_sessions = 64;            // all clients together
+  uint32_t max_depth = 512;                // calling-context tree depth, PCCT max_depth
+  uint32_t max_targets_listed = 10000;     // ListTargets limit
+  uint32_t max_sessions_per_client = 8;    // running sessions per client (uid or TLS identity)
+  uint32_t max_sessions = 64;              // all clients together
   uint64_t max_memory_bytes = 1ull << 30;  // the profiles' memory bounds summed over targets
-  uint32_t max_streams = 64;             // concurrent WatchHotPaths streams, all clients
+  uint32_t max_streams = 64;               // concurrent WatchHotPaths streams, all clients
   uint32_t max_streams_per_client = 8;
   uint32_t min_watch_interval_ms = 100;
   uint32_t max_duration_s = 7 * 86400;

@@ -5,8 +5,8 @@
 
 namespace pathprof::daemon {
 
-uint64_t DaemonRssBytes();      // resident set, from /proc/self/statm
-double DaemonCpuSeconds();      // user + system, from getrusage
-uint64_t DaemonOpenFds();       // entries of /proc/self/fd
+uint64_t DaemonRssBytes();  // resident set, from /proc/self/statm
+double DaemonCpuSeconds();  // user + system, from getrusage
+uint64_t DaemonOpenFds();   // entries of /proc/self/fd
 
 }  // namespace pathprof::daemon

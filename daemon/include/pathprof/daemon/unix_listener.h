@@ -23,7 +23,8 @@ class UnixListener {
   // Creates the socket's directory, refuses to steal a socket another daemon still answers on,
   // binds with mode 0660 and group `group` (if it exists).
   Status Bind(const std::string& path, const std::string& group);
-  // Accepts on a thread until Stop(); each connection is recorded in `peers` and handed to `server`.
+  // Accepts on a thread until Stop(); each connection is recorded in `peers` and handed to
+  // `server`.
   void Start(grpc::Server* server, PeerRegistry* peers);
   void Stop();
   uint64_t accepted() const { return accepted_; }
