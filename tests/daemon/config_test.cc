@@ -52,8 +52,8 @@ TEST(Config, WrongTypeAndRange) {
 }
 
 TEST(Config, FlagsOverrideFile) {
-  const char* argv[] = {"pathprofd", "--config", "/dev/null", "--socket", "/tmp/f.sock",
-                        "--max-top-k=7", "--rate-qps", "3"};
+  const char* argv[] = {"pathprofd",   "--config",      "/dev/null",  "--socket",
+                        "/tmp/f.sock", "--max-top-k=7", "--rate-qps", "3"};
   auto f = ParseFlags(8, const_cast<char**>(argv));
   ASSERT_TRUE(f.ok()) << f.status().message();
   auto c = BuildConfig(*f);

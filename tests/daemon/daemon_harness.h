@@ -65,10 +65,11 @@ class Daemon {
     config_ = dir_ + "/pathprofd.toml";
     WriteConfig(config);
     std::vector<std::string> argv = {kBin + "/pathprofd", "--config", config_, "--socket", socket_,
-                                     "--log-level", "debug"};
+                                     "--log-level",       "debug"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     pid_ = Spawn(argv, log());
-    for (int i = 0; i < 300 && !Ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < 300 && !Ready(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ~Daemon() {
     if (pid_ > 0) {
@@ -153,6 +154,8 @@ inline std::string EnsureTestUser() {
 }
 
 // First line of `out`.
-inline std::string FirstLine(const std::string& out) { return out.substr(0, out.find('\n')); }
+inline std::string FirstLine(const std::string& out) {
+  return out.substr(0, out.find('\n'));
+}
 
 }  // namespace pathprof::daemon::testing
