@@ -58,10 +58,9 @@ ProcSample ReadProc(int pid) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> opt = {{"connections", "50"}, {"qps", "500"},
-                                            {"seconds", "20"},     {"top", "50"},
-                                            {"daemon-pid", "0"},   {"socket", ""},
-                                            {"session", ""}};
+  std::map<std::string, std::string> opt = {
+      {"connections", "50"}, {"qps", "500"}, {"seconds", "20"}, {"top", "50"},
+      {"daemon-pid", "0"},   {"socket", ""}, {"session", ""}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || !opt.count(k.substr(2))) {
@@ -71,8 +70,9 @@ int main(int argc, char** argv) {
     opt[k.substr(2)] = argv[i + 1];
   }
   if (opt["socket"].empty() || opt["session"].empty()) {
-    std::fprintf(stderr, "usage: pathprofd_load --socket PATH --session ID [--connections N] "
-                         "[--qps Q] [--seconds S] [--top K] [--daemon-pid PID]\n");
+    std::fprintf(stderr,
+                 "usage: pathprofd_load --socket PATH --session ID [--connections N] "
+                 "[--qps Q] [--seconds S] [--top K] [--daemon-pid PID]\n");
     return 2;
   }
   const int conns = std::atoi(opt["connections"].c_str());
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one real connection per channel
     args.SetInt("pathprofd_load.channel", i);
-    auto ch = grpc::CreateCustomChannel("unix:" + opt["socket"],
-                                        grpc::InsecureChannelCredentials(), args);
+    auto ch = grpc::CreateCustomChannel("unix:" + opt["socket"], grpc::InsecureChannelCredentials(),
+                                        args);
     stubs.push_back(pathprof::v1::PathProfiler::NewStub(ch));
   }
   pathprof::v1::GetHotPathsRequest req;
@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
   std::mutex codes_mu;
   ProcSample before = ReadProc(pid);
   auto t0 = Clock::now();
-  auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  auto end =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::thread> threads;
   for (int i = 0; i < conns; ++i) {
     threads.emplace_back([&, i] {
@@ -122,7 +123,8 @@ int main(int argc, char** argv) {
       while (Clock::now() < end) {
         if (period > 0) {
           std::this_thread::sleep_until(next);
-          next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period));
+          next +=
+              std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period));
         }
         grpc::ClientContext ctx;
         pathprof::v1::HotPaths resp;
@@ -152,11 +154,13 @@ int main(int argc, char** argv) {
   std::printf("connections %d, target %s qps, %.1f s: %zu ok, %llu errors", conns,
               qps > 0 ? opt["qps"].c_str() : "max", wall, all.size(),
               static_cast<unsigned long long>(errors.load()));
-  for (const auto& [c, n] : codes) std::printf(" [code %d: %llu]", c, static_cast<unsigned long long>(n));
-  std::printf("\n  achieved %.0f qps; latency ms p50 %.2f p90 %.2f p99 %.2f max %.2f; "
-              "%.1f paths per reply\n",
-              all.size() / wall, pct(0.50), pct(0.90), pct(0.99), all.empty() ? 0 : all.back(),
-              all.empty() ? 0 : static_cast<double>(paths_seen) / all.size());
+  for (const auto& [c, n] : codes)
+    std::printf(" [code %d: %llu]", c, static_cast<unsigned long long>(n));
+  std::printf(
+      "\n  achieved %.0f qps; latency ms p50 %.2f p90 %.2f p99 %.2f max %.2f; "
+      "%.1f paths per reply\n",
+      all.size() / wall, pct(0.50), pct(0.90), pct(0.99), all.empty() ? 0 : all.back(),
+      all.empty() ? 0 : static_cast<double>(paths_seen) / all.size());
   if (pid > 0)
     std::printf("  daemon: %.0f%% of one core (%.2f CPU s over %.1f s), RSS %.1f -> %.1f MiB\n",
                 100 * (after.cpu_s - before.cpu_s) / wall, after.cpu_s - before.cpu_s, wall,
