@@ -11,7 +11,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libncurses-dev libsystemd-dev libdebuginfod-dev
   linux-perf golang-go golang-github-google-pprof-dev
-  libcpp-httplib-dev libssl-dev
+  libcpp-httplib-dev libssl-dev libtomlplusplus-dev prometheus
 )
 
 missing=()
