@@ -180,7 +180,8 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
   osp.max_entries = config.osp.memory_entries;
   uint32_t max_len = config.osp.max_length;
   // Subpaths longer than a window can never complete inside one.
-  if (windowed) max_len = std::min(max_len, std::max(2u, FloorPowerOfTwo(config.sampling.window_branches)));
+  if (windowed)
+    max_len = std::min(max_len, std::max(2u, FloorPowerOfTwo(config.sampling.window_branches)));
   auto lengths = profiles::OspLengthDistribution::Geometric(max_len);
   if (!lengths.ok()) return lengths.status();
   osp.lengths = std::move(*lengths);
@@ -360,8 +361,11 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
       out.paths_distinct = est.size();
       for (const auto& e : est) out.total += e.estimate;
       for (size_t i = 0; i < est.size() && rows.size() < query.top_k; ++i) {
-        rows.push_back({est[i].path, est[i].estimate, (est[i].ci_high - est[i].ci_low) / 2,
-                        est[i].observations, {}});
+        rows.push_back({est[i].path,
+                        est[i].estimate,
+                        (est[i].ci_high - est[i].ci_low) / 2,
+                        est[i].observations,
+                        {}});
       }
     } else {
       out.estimator = "hot-path-table";

@@ -85,10 +85,12 @@ Result<collectors::BranchSource> ChooseBranchSource(SourceChoice choice,
   }
   const BranchSource best = caps.BestBranchSource();
   std::string why;
-  if (best != BranchSource::kIntelPt) why += "; PT unavailable: " + ShortDetail(caps.intel_pt.detail);
+  if (best != BranchSource::kIntelPt)
+    why += "; PT unavailable: " + ShortDetail(caps.intel_pt.detail);
   if (best != BranchSource::kIntelPt && best != BranchSource::kLbr)
     why += "; LBR unavailable: " + ShortDetail(caps.lbr.detail);
-  if (best == BranchSource::kNone) why += "; ptrace unavailable: " + ShortDetail(caps.ptrace.detail);
+  if (best == BranchSource::kNone)
+    why += "; ptrace unavailable: " + ShortDetail(caps.ptrace.detail);
   *reason = std::string(collectors::BranchSourceName(best)) + ": auto (best available" +
             (best == BranchSource::kIntelPt ? ")" : ")" + why);
   return best;
@@ -255,15 +257,15 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       reason = "none: auto (" + why + "; ptrace unavailable: " + caps.ptrace.detail + ")";
     }
   }
-  const bool windowed = source == collectors::BranchSource::kPtraceBursts ||
-                        source == collectors::BranchSource::kLbr;
+  const bool windowed =
+      source == collectors::BranchSource::kPtraceBursts || source == collectors::BranchSource::kLbr;
   for (uint32_t pid : config.pids) {
     auto store = ProfileStore::Create(pid, config, windowed, symbols);
     if (!store.ok()) return store.status();
     s->stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store)));
   }
-  s->ingestor = std::make_unique<Ingestor>(config.queues,
-                                           [s](uint32_t pid) { return s->Lookup(pid); });
+  s->ingestor =
+      std::make_unique<Ingestor>(config.queues, [s](uint32_t pid) { return s->Lookup(pid); });
 
   if (config.sampling.stack_hz > 0) {
     collectors::EbpfSamplerConfig ec;
@@ -352,8 +354,7 @@ bool Session::WaitEnded(int timeout_ms) {
 bool Session::Expired(int64_t now_unix_ms) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->torn_down) return false;
-  return now_unix_ms - impl_->info.stopped_unix_ms >=
-         int64_t(impl_->config.retention_s) * 1000;
+  return now_unix_ms - impl_->info.stopped_unix_ms >= int64_t(impl_->config.retention_s) * 1000;
 }
 
 std::vector<std::shared_ptr<const ProfileStore>> Session::Stores() const {
@@ -394,9 +395,9 @@ HotSubpathsResult Session::HotSubpaths(const HotSubpathsQuery& query) const {
     out.sampling_frequency = std::max(out.sampling_frequency, r.sampling_frequency);
     for (Subpath& p : r.subpaths) out.subpaths.push_back(std::move(p));
   }
-  std::stable_sort(out.subpaths.begin(), out.subpaths.end(), [](const Subpath& a, const Subpath& b) {
-    return a.estimate.value > b.estimate.value;
-  });
+  std::stable_sort(
+      out.subpaths.begin(), out.subpaths.end(),
+      [](const Subpath& a, const Subpath& b) { return a.estimate.value > b.estimate.value; });
   if (query.threshold <= 0 && out.subpaths.size() > query.top_k) out.subpaths.resize(query.top_k);
   return out;
 }
@@ -471,8 +472,8 @@ Result<ResidualPathsResult> Session::ResidualPaths(const std::string& baseline,
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->baselines.find(baseline);
     if (it == impl_->baselines.end())
-      return Status(ErrorCode::kNotFound, "no baseline named '" + baseline +
-                                              "' in session " + impl_->id + "; save one first");
+      return Status(ErrorCode::kNotFound, "no baseline named '" + baseline + "' in session " +
+                                              impl_->id + "; save one first");
     base = it->second;
   }
   ResidualPathsResult out;
