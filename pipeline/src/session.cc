@@ -124,7 +124,7 @@ struct Session::Impl {
   }
 
   // Collector counters -> the targets' drop reasons, as deltas since the last call.
-  void AccountCollectors() {
+  void AccountCollectors(const std::map<uint32_t, collectors::PtraceBurstStats>* final = nullptr) {
     if (sampler) {
       const collectors::EbpfSamplerStats st = sampler->stats();
       // The ring buffer is shared by the session's targets; its losses go to the first target.
@@ -136,7 +136,8 @@ struct Session::Impl {
       sampler_seen = st;
     }
     for (auto& [pid, collector] : bursts) {
-      const collectors::PtraceBurstStats st = collector->stats();
+      const collectors::PtraceBurstStats st =
+          final != nullptr && final->contains(pid) ? final->at(pid) : collector->stats();
       collectors::PtraceBurstStats& seen = burst_seen[pid];
       ProfileStore* store = Lookup(pid);
       if (store == nullptr) continue;
@@ -163,9 +164,10 @@ struct Session::Impl {
   // Stops the collectors, applies what is queued, records the end. Called once, from the control
   // thread or from Stop().
   void TearDown(SessionState final_state) {
-    for (auto& [pid, collector] : bursts) collector->Stop();
+    std::map<uint32_t, collectors::PtraceBurstStats> final;
+    for (auto& [pid, collector] : bursts) final[pid] = collector->Stop();
     DrainSampler();
-    AccountCollectors();
+    AccountCollectors(&final);
     sampler.reset();
     ingestor->Flush();
     ingestor->Close();
