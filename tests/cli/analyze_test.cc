@@ -86,7 +86,7 @@ TEST(AnalyzeCli, PropellerLbrFileReportsItsHotPathsAndEveryRecord) {
   EXPECT_EQ(Value(r.out, "format", decode), "perf.data/lbr");
   EXPECT_EQ(Value(r.out, "samples", decode), "3732");
   EXPECT_EQ(Value(r.out, "lbr_entries", decode), "119424");
-  EXPECT_EQ(Value(r.out, "lbr_entries_emitted", decode), "119424");
+  EXPECT_EQ(Value(r.out, "lbr_entries_emitted", decode), "118458");
   EXPECT_EQ(Value(r.out, "perf_style_instructions", decode), "584640");
   EXPECT_EQ(Value(r.out, "images_build_id_mismatches", decode), "0");
   // Every record used or counted: 966 newest entries repeat their neighbour (a kernel quirk).
@@ -115,27 +115,32 @@ TEST(AnalyzeCli, PropellerLbrFileReportsItsHotPathsAndEveryRecord) {
   EXPECT_EQ(Value(r.out, "offset", pairs), "71");
   EXPECT_EQ(Value(r.out, "function", After(r.out.substr(pairs), "\"target\":") + pairs),
             "compute_flag");
-  const size_t methods = After(r.out, "\"hot_methods\":[");
+  const size_t methods = After(r.out, "\"hot_methods\":[{\"function\":");
   EXPECT_EQ(Value(r.out, "function", methods), "compute_flag");
 }
 
 TEST(AnalyzeCli, IntelPtRecordingWithoutItsBinariesCountsDecodeErrors) {
   const CmdResult r =
       Pathctl("analyze --json " + kShared + "/corpus/pt/quipper/perf.data.intel_pt-4.14");
-  ASSERT_EQ(r.rc, 3) << r.out;  // ran, nothing decodable: no data
+  ASSERT_EQ(r.rc, 0) << r.out;
   const size_t decode = After(r.out, "\"decode\":");
   EXPECT_EQ(Value(r.out, "format", decode), "perf.data/intel-pt");
   EXPECT_EQ(Value(r.out, "samples", decode), "2");  // two AUXTRACE buffers
   EXPECT_EQ(Value(r.out, "pt_aux_bytes", decode), std::to_string(12240 + 137728));
-  EXPECT_EQ(Value(r.out, "events", decode), "0");
-  EXPECT_NE(r.out.find("no memory mapped at this address"), std::string::npos) << r.out;
+  // 10 PSB syncs, each ending at code no image covers (9 executable mappings, none here); only
+  // one event (an asynchronous transfer between two known addresses) comes out.
+  EXPECT_EQ(Value(r.out, "pt_syncs", decode), "10");
+  EXPECT_EQ(Value(r.out, "pt: no memory mapped at this address", decode), "10");
+  EXPECT_EQ(Value(r.out, "images_not_found", decode), "9");
+  EXPECT_EQ(Value(r.out, "events", decode), "1");
+  EXPECT_EQ(Value(r.out, "comm", decode), "echo");
 }
 
 TEST(AnalyzeCli, ExactTraceOfTheLoopExampleDirectlyAndThroughSynthesizedPt) {
   TempDir dir("-pbs");
   const std::string pbs = (dir.path() / "loop.pbs").string();
   const CmdResult trace =
-      Pathctl("trace --exact -o " + pbs + " -- " + PATHPROF_BIN_DIR + "/example_loop_static 1000");
+      Pathctl("trace --exact -o " + pbs + " -- " + PATHPROF_BIN_DIR + "/example_loop_static 3000");
   if (trace.rc != 0) GTEST_SKIP() << "cannot trace here (ptrace refused?): " << trace.out;
 
   const CmdResult direct = Pathctl("analyze --json --top 3 " + pbs);
@@ -144,11 +149,12 @@ TEST(AnalyzeCli, ExactTraceOfTheLoopExampleDirectlyAndThroughSynthesizedPt) {
   EXPECT_EQ(Value(direct.out, "format", decode), "pbs");
   const size_t paths = After(direct.out, "\"hot_paths\":");
   EXPECT_EQ(Value(direct.out, "estimator", paths), "hot-path-table");
-  // spin(1000): the loop body's path (back-edge taken) runs 999 times, the hottest path.
+  // spin(3000): the back-edge is taken 2999 times; the first of those ends the path from the
+  // function entry, the other 2998 end the loop body's path (from the loop head), the hottest.
   const size_t first = After(direct.out, "\"paths\":[");
   EXPECT_EQ(Value(direct.out, "function", first), "spin");
   EXPECT_NE(Value(direct.out, "file", first).find("loop.c"), std::string::npos);
-  EXPECT_EQ(Value(direct.out, "value", first), "999");
+  EXPECT_EQ(Value(direct.out, "value", first), "2998");
 
   const CmdResult via_pt = Pathctl("analyze --json --top 3 --via-pt " + pbs);
   ASSERT_EQ(via_pt.rc, 0) << via_pt.out;
