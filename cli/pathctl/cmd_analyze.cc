@@ -1,74 +1,282 @@
-// pathctl analyze FILE: offline analysis of a perf.data recording. For now the LBR part: replays
-// every branch stack through the reconstructor and prints what was rebuilt and what was lost.
+// pathctl analyze FILE: offline analysis of a recording (perf.data with LBR samples or Intel PT
+// AUX data, or a .pbs branch stream) through the same ProfileStores `pathctl run` and the daemon
+// use: hot paths, hot subpaths, hot call pairs and methods, symbolized, plus what the decoding
+// kept and lost.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
+#include "pathctl/analyze_input.h"
 #include "pathctl/command.h"
-#include "pathprof/decoders/lbr_replay.h"
+#include "pathctl/json_writer.h"
 
 namespace pathctl {
 namespace {
 
-using pathprof::decoders::LbrReplayOptions;
-using pathprof::decoders::ReplayLbr;
+namespace pl = pathprof::pipeline;
+
+struct ProcessReport {
+  pl::TargetInfo info;
+  pl::HotPathsResult paths;
+  pl::HotSubpathsResult subpaths;
+  pl::HotCallPairsResult pairs;
+  pl::HotMethodsResult methods;
+  pl::TargetStats stats;
+};
+
+std::string Outcomes(uint64_t bits, uint32_t len) {
+  std::string s;
+  for (uint32_t i = 0; i < len; ++i) s += (bits >> i & 1) ? '1' : '0';
+  return s;
+}
+
+void LocationJson(JsonWriter& w, const pl::Location& l) {
+  w.BeginObject();
+  w.Key("address").Uint(l.address);
+  w.Key("function").String(l.function);
+  w.Key("offset").Uint(l.offset);
+  w.Key("file").String(l.file);
+  w.Key("line").Uint(l.line);
+  w.Key("image").String(l.image);
+  w.EndObject();
+}
+
+void EstimateJson(JsonWriter& w, const pl::Estimate& e) {
+  w.BeginObject();
+  w.Key("value").Double(e.value);
+  w.Key("error_bound").Double(e.error_bound);
+  w.Key("confidence").Double(e.confidence);
+  w.Key("share").Double(e.share);
+  w.EndObject();
+}
+
+void CountsJson(JsonWriter& w, const std::map<std::string, uint64_t>& m) {
+  w.BeginObject();
+  for (const auto& [k, v] : m) w.Key(k).Uint(v);
+  w.EndObject();
+}
+
+void PrintJson(const std::string& file, const DecodeSummary& d,
+               const std::vector<ProcessReport>& reports) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("file").String(file);
+  w.Key("decode").BeginObject();
+  w.Key("format").String(d.format);
+  w.Key("records").Uint(d.records);
+  w.Key("samples").Uint(d.samples);
+  w.Key("windows").Uint(d.windows);
+  w.Key("events").Uint(d.events);
+  w.Key("taken").Uint(d.taken);
+  w.Key("not_taken").Uint(d.not_taken);
+  w.Key("instructions").Uint(d.instructions);
+  w.Key("broken_windows");
+  CountsJson(w, d.broken_windows);
+  w.Key("dropped_entries");
+  CountsJson(w, d.dropped_entries);
+  w.Key("decode_errors");
+  CountsJson(w, d.decode_errors);
+  w.Key("counters");
+  CountsJson(w, d.counters);
+  w.EndObject();
+  w.Key("processes").BeginArray();
+  for (const ProcessReport& r : reports) {
+    w.BeginObject();
+    w.Key("pid").Uint(r.info.pid);
+    w.Key("comm").String(r.info.comm);
+    w.Key("hot_paths").BeginObject();
+    w.Key("estimator").String(r.paths.estimator);
+    w.Key("total").Double(r.paths.total);
+    w.Key("paths_distinct").Uint(r.paths.paths_distinct);
+    w.Key("paths").BeginArray();
+    for (const pl::HotPath& p : r.paths.paths) {
+      w.BeginObject();
+      w.Key("start");
+      LocationJson(w, p.start);
+      w.Key("length").Uint(p.length);
+      w.Key("outcomes").String(Outcomes(p.outcomes, p.length));
+      w.Key("estimate");
+      EstimateJson(w, p.estimate);
+      w.Key("observations").Uint(p.observations);
+      w.Key("blocks").BeginArray();
+      for (const pl::Location& b : p.blocks) LocationJson(w, b);
+      w.EndArray();
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    w.Key("hot_subpaths").BeginObject();
+    w.Key("sampling_frequency").Double(r.subpaths.sampling_frequency);
+    w.Key("subpaths").BeginArray();
+    for (const pl::Subpath& s : r.subpaths.subpaths) {
+      w.BeginObject();
+      w.Key("length").Uint(s.length);
+      w.Key("estimate");
+      EstimateJson(w, s.estimate);
+      w.Key("blocks").BeginArray();
+      for (const pl::Location& b : s.blocks) LocationJson(w, b);
+      w.EndArray();
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    w.Key("hot_call_pairs").BeginArray();
+    for (const pl::CallPair& c : r.pairs.pairs) {
+      w.BeginObject();
+      w.Key("call_site");
+      LocationJson(w, c.call_site);
+      w.Key("target");
+      LocationJson(w, c.target);
+      w.Key("estimate");
+      EstimateJson(w, c.estimate);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("hot_methods").BeginArray();
+    for (const pl::HotMethod& m : r.methods.methods) {
+      w.BeginObject();
+      w.Key("function");
+      LocationJson(w, m.function);
+      w.Key("entries");
+      EstimateJson(w, m.entries);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("stats").BeginObject();
+    w.Key("windows").Uint(r.stats.windows);
+    w.Key("branches").Uint(r.stats.branches);
+    w.Key("drops");
+    CountsJson(w, r.stats.drops);
+    w.Key("decode_errors");
+    CountsJson(w, r.stats.decode_errors);
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
+}
+
+void PrintCounts(const char* title, const std::map<std::string, uint64_t>& m) {
+  if (m.empty()) return;
+  std::printf("  %s:\n", title);
+  for (const auto& [k, v] : m)
+    std::printf("    %-36s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+}
+
+void PrintText(const std::string& file, const DecodeSummary& d,
+               const std::vector<ProcessReport>& reports) {
+  std::printf("pathctl analyze: %s (%s)\n", file.c_str(), d.format.c_str());
+  for (const ProcessReport& r : reports) {
+    std::printf("\nprocess %u %s: %llu windows, %llu branches\n", r.info.pid, r.info.comm.c_str(),
+                static_cast<unsigned long long>(r.stats.windows),
+                static_cast<unsigned long long>(r.stats.branches));
+    std::printf("\nhot paths (%s, %llu distinct):\n", r.paths.estimator.c_str(),
+                static_cast<unsigned long long>(r.paths.paths_distinct));
+    int rank = 0;
+    for (const pl::HotPath& p : r.paths.paths) {
+      std::printf("  #%-2d %5.1f%%", ++rank, 100 * p.estimate.share);
+      if (p.estimate.error_bound > 0 && r.paths.total > 0)
+        std::printf(" ±%.1f%%", 100 * p.estimate.error_bound / r.paths.total);
+      std::printf("  %u branches [%s]  %s\n", p.length, Outcomes(p.outcomes, p.length).c_str(),
+                  p.start.ToString().c_str());
+      for (size_t i = 1; i < p.blocks.size(); ++i)
+        std::printf("        -> %s\n", p.blocks[i].ToString().c_str());
+    }
+    std::printf("\nhot subpaths (OSP, f=%.3g):\n", r.subpaths.sampling_frequency);
+    for (const pl::Subpath& s : r.subpaths.subpaths) {
+      std::printf("  %5.1f%%  %u blocks:", 100 * s.estimate.share, s.length);
+      for (size_t i = 0; i < s.blocks.size() && i < 4; ++i)
+        std::printf(" %s%s", i ? "-> " : "", s.blocks[i].ToString().c_str());
+      std::printf("%s\n", s.blocks.size() > 4 ? " ..." : "");
+    }
+    std::printf("\nhot call pairs:\n");
+    for (const pl::CallPair& c : r.pairs.pairs)
+      std::printf("  %5.1f%%  %s -> %s\n", 100 * c.estimate.share, c.call_site.ToString().c_str(),
+                  c.target.ToString().c_str());
+    std::printf("\nhot methods (entries in the branch stream):\n");
+    for (const pl::HotMethod& m : r.methods.methods)
+      std::printf("  %5.1f%%  %s\n", 100 * m.entries.share, m.function.ToString().c_str());
+    PrintCounts("dropped", r.stats.drops);
+    PrintCounts("decode errors", r.stats.decode_errors);
+  }
+  std::printf("\ndecoding:\n");
+  std::printf(
+      "  records %llu, samples %llu, windows %llu, events %llu (%llu taken, %llu not "
+      "taken), instructions %llu\n",
+      static_cast<unsigned long long>(d.records), static_cast<unsigned long long>(d.samples),
+      static_cast<unsigned long long>(d.windows), static_cast<unsigned long long>(d.events),
+      static_cast<unsigned long long>(d.taken), static_cast<unsigned long long>(d.not_taken),
+      static_cast<unsigned long long>(d.instructions));
+  PrintCounts("broken windows (LBR ranges, by reason)", d.broken_windows);
+  PrintCounts("dropped LBR entries (by reason)", d.dropped_entries);
+  PrintCounts("decode errors", d.decode_errors);
+  PrintCounts("counters", d.counters);
+}
 
 int RunAnalyze(Args& args) {
-  LbrReplayOptions opt;
-  opt.images.binary_dir = args.Get("binary-dir");
+  AnalyzeOptions opt;
+  opt.binary_dir = args.Get("binary-dir");
   const long long pid = args.GetInt("pid", -1);
   if (pid >= 0) opt.pid = static_cast<uint32_t>(pid);
-  (void)args.GetInt("top", 10);  // used by the hot-path report once the pipeline lands
+  const long long top = args.GetInt("top", 10);
   const bool json = args.Has("json");
+  opt.pbs_via_pt = args.Has("via-pt");
+  opt.config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32));
   auto problems = args.Problems();
-  if (args.positional().size() != 1) problems.push_back("expected exactly one perf.data FILE");
+  if (top < 1 || top > 1000) problems.push_back("--top must be 1..1000");
+  if (args.positional().size() != 1) problems.push_back("expected exactly one FILE");
   if (!problems.empty()) return UsageError("analyze", problems);
+  const std::string file = args.positional()[0];
 
-  auto result = ReplayLbr(args.positional()[0], opt);
+  auto result = AnalyzeFile(file, opt);
   if (!result.ok()) {
     std::fprintf(stderr, "pathctl analyze: %s\n", result.status().ToString().c_str());
     return kExitError;
   }
-  const auto& r = *result;
-  if (json) {
-    std::printf(
-        "{\"file\":\"%s\",\"records\":%llu,\"mmaps\":%llu,\"samples_without_branches\":%llu,"
-        "\"images\":{\"found\":%llu,\"not_found\":%llu,\"build_id_mismatches\":%llu},"
-        "\"lbr\":%s}\n",
-        args.positional()[0].c_str(), static_cast<unsigned long long>(r.records),
-        static_cast<unsigned long long>(r.mmaps),
-        static_cast<unsigned long long>(r.samples_without_branches),
-        static_cast<unsigned long long>(r.images.found),
-        static_cast<unsigned long long>(r.images.not_found),
-        static_cast<unsigned long long>(r.images.build_id_mismatches), r.lbr.ToJson().c_str());
-  } else {
-    std::printf("file %s\nrecords %llu\nmmaps %llu\nsamples_without_branches %llu\n",
-                args.positional()[0].c_str(), static_cast<unsigned long long>(r.records),
-                static_cast<unsigned long long>(r.mmaps),
-                static_cast<unsigned long long>(r.samples_without_branches));
-    std::printf("images.found %llu\nimages.not_found %llu\nimages.build_id_mismatches %llu\n",
-                static_cast<unsigned long long>(r.images.found),
-                static_cast<unsigned long long>(r.images.not_found),
-                static_cast<unsigned long long>(r.images.build_id_mismatches));
-    const std::string stats = r.lbr.ToString();
-    size_t start = 0;
-    while (start < stats.size()) {
-      const size_t nl = stats.find('\n', start);
-      std::printf("lbr.%s\n", stats.substr(start, nl - start).c_str());
-      start = nl == std::string::npos ? stats.size() : nl + 1;
-    }
+  const uint32_t k = static_cast<uint32_t>(top);
+  std::vector<ProcessReport> reports;
+  for (auto& [p, store] : result->stores) {
+    ProcessReport r;
+    r.info = store->Info();
+    pl::HotPathsQuery hq;
+    hq.top_k = k;
+    r.paths = store->HotPaths(hq);
+    pl::HotSubpathsQuery sq;
+    sq.top_k = k;
+    r.subpaths = store->HotSubpaths(sq);
+    r.pairs = store->HotCallPairs(k);
+    r.methods = store->HotMethods(k);
+    r.stats = store->Stats();
+    reports.push_back(std::move(r));
   }
-  return r.lbr.samples == 0 ? kExitNoData : kExitOk;
+  // Busiest process first.
+  std::stable_sort(reports.begin(), reports.end(), [](const auto& a, const auto& b) {
+    return a.stats.branches > b.stats.branches;
+  });
+  if (json)
+    PrintJson(file, result->decode, reports);
+  else
+    PrintText(file, result->decode, reports);
+  return result->decode.events == 0 ? kExitNoData : kExitOk;
 }
 
 PATHCTL_COMMAND(Command{
     "analyze",
-    "reconstruct and summarize a perf.data recording offline",
-    "usage: pathctl analyze FILE [--binary-dir DIR] [--pid P] [--top K] [--json]\n"
+    "hot paths, subpaths and call pairs of a recording (perf.data LBR or Intel PT, or .pbs)",
+    "usage: pathctl analyze FILE [--binary-dir DIR] [--pid P] [--top K] [--json] [--via-pt]\n"
+    "  FILE              perf.data with LBR samples (perf record -b) or Intel PT (-e "
+    "intel_pt//u),\n"
+    "                    or a .pbs branch stream (pathctl trace)\n"
     "  --binary-dir DIR  look for profiled binaries under DIR (recorded path, then basename),\n"
     "                    like perf's --symfs\n"
-    "  --pid P           only samples of process P\n"
-    "  --json            one JSON object instead of 'name value' lines",
-    {"json"},
+    "  --pid P           only process P\n"
+    "  --top K           entries per table (default 10)\n"
+    "  --window W        LBR depth assumed for subpath lengths (default 32)\n"
+    "  --via-pt          .pbs only: encode the stream as Intel PT and analyze the PT decoder's\n"
+    "                    output (checks the PT route without PT hardware)\n"
+    "  --json            one JSON object: decode statistics and, per process, every table",
+    {"json", "via-pt"},
     RunAnalyze});
 
 }  // namespace

@@ -56,14 +56,18 @@ Ingestor::Ingestor(const QueueSettings& queues, StoreLookup lookup)
   Impl* s = impl_.get();
   s->stack_thread = std::thread([s] {
     s->Consume(s->stacks, [s](const collectors::RawStackSample& sample) {
-      if (ProfileStore* store = s->lookup(sample.pid)) store->AddStackSample(sample);
-      else s->not_a_target.fetch_add(1, std::memory_order_relaxed);
+      if (ProfileStore* store = s->lookup(sample.pid))
+        store->AddStackSample(sample);
+      else
+        s->not_a_target.fetch_add(1, std::memory_order_relaxed);
     });
   });
   s->branch_thread = std::thread([s] {
     s->Consume(s->branches, [s](const BranchBatch& batch) {
-      if (ProfileStore* store = s->lookup(batch.pid)) store->AddBranches(batch);
-      else s->not_a_target.fetch_add(1, std::memory_order_relaxed);
+      if (ProfileStore* store = s->lookup(batch.pid))
+        store->AddBranches(batch);
+      else
+        s->not_a_target.fetch_add(1, std::memory_order_relaxed);
     });
   });
 }
@@ -77,7 +81,8 @@ bool Ingestor::OfferStack(collectors::RawStackSample sample) {
   if (impl_->stacks.TryPush(std::move(sample))) return true;
   if (ProfileStore* store = impl_->lookup(pid))
     store->accounting().drops.Add(impl_->stacks.closed() ? "session_closed" : "stack_queue_full");
-  else impl_->not_a_target.fetch_add(1, std::memory_order_relaxed);
+  else
+    impl_->not_a_target.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
@@ -87,7 +92,8 @@ bool Ingestor::OfferBranches(BranchBatch batch) {
   if (ProfileStore* store = impl_->lookup(pid))
     store->accounting().drops.Add(impl_->branches.closed() ? "session_closed"
                                                            : "window_queue_full");
-  else impl_->not_a_target.fetch_add(1, std::memory_order_relaxed);
+  else
+    impl_->not_a_target.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 

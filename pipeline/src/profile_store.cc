@@ -51,6 +51,7 @@ struct ProfileStore::Impl {
   uint32_t pid = 0;
   SessionConfig config;
   bool windowed = false;
+  bool offline = false;  // a recording: never read /proc
   std::shared_ptr<SymbolService> symbols;
 
   mutable std::mutex mu;
@@ -84,6 +85,11 @@ struct ProfileStore::Impl {
   // Reads /proc/PID/maps and merges it into `space` (mappings of an earlier image stay where
   // nothing replaced them, so older samples still resolve).
   Status RefreshLocked() {
+    if (offline) {
+      maps_read = true;
+      maps_stale = false;
+      return Status::Ok();
+    }
     auto maps = decoders::ReadProcMaps(static_cast<int>(pid));
     if (!maps.ok()) {
       accounting.decode_errors.Add("maps_unreadable");
@@ -148,9 +154,17 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
                                                            const SessionConfig& config,
                                                            bool windowed,
                                                            std::shared_ptr<SymbolService> symbols) {
+  return Make(pid, config, windowed, std::move(symbols), /*offline=*/false);
+}
+
+Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const SessionConfig& config,
+                                                         bool windowed,
+                                                         std::shared_ptr<SymbolService> symbols,
+                                                         bool offline) {
   if (symbols == nullptr) return Status(ErrorCode::kInvalidArgument, "ProfileStore: no symbols");
   auto impl = std::make_unique<Impl>();
   impl->pid = pid;
+  impl->offline = offline;
   impl->config = config;
   impl->windowed = windowed;
   impl->symbols = std::move(symbols);
@@ -180,7 +194,8 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
   osp.max_entries = config.osp.memory_entries;
   uint32_t max_len = config.osp.max_length;
   // Subpaths longer than a window can never complete inside one.
-  if (windowed) max_len = std::min(max_len, std::max(2u, FloorPowerOfTwo(config.sampling.window_branches)));
+  if (windowed)
+    max_len = std::min(max_len, std::max(2u, FloorPowerOfTwo(config.sampling.window_branches)));
   auto lengths = profiles::OspLengthDistribution::Geometric(max_len);
   if (!lengths.ok()) return lengths.status();
   osp.lengths = std::move(*lengths);
@@ -198,6 +213,25 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
     (void)impl->RefreshLocked();
   }
   return std::unique_ptr<ProfileStore>(new ProfileStore(std::move(impl)));
+}
+
+Result<std::unique_ptr<ProfileStore>> ProfileStore::CreateOffline(
+    uint32_t pid, const SessionConfig& config, bool windowed,
+    std::shared_ptr<SymbolService> symbols) {
+  return Make(pid, config, windowed, std::move(symbols), /*offline=*/true);
+}
+
+void ProfileStore::AddMapping(const decoders::Mapping& mapping) {
+  if (mapping.IsVdso()) return;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->space.Add(mapping);
+  impl_->function_of.clear();
+}
+
+void ProfileStore::SetIdentity(const std::string& comm, const std::string& executable) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!comm.empty()) impl_->info.comm = comm;
+  if (!executable.empty()) impl_->info.executable = executable;
 }
 
 uint32_t ProfileStore::pid() const {
@@ -360,8 +394,11 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
       out.paths_distinct = est.size();
       for (const auto& e : est) out.total += e.estimate;
       for (size_t i = 0; i < est.size() && rows.size() < query.top_k; ++i) {
-        rows.push_back({est[i].path, est[i].estimate, (est[i].ci_high - est[i].ci_low) / 2,
-                        est[i].observations, {}});
+        rows.push_back({est[i].path,
+                        est[i].estimate,
+                        (est[i].ci_high - est[i].ci_low) / 2,
+                        est[i].observations,
+                        {}});
       }
     } else {
       out.estimator = "hot-path-table";

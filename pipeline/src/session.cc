@@ -85,10 +85,12 @@ Result<collectors::BranchSource> ChooseBranchSource(SourceChoice choice,
   }
   const BranchSource best = caps.BestBranchSource();
   std::string why;
-  if (best != BranchSource::kIntelPt) why += "; PT unavailable: " + ShortDetail(caps.intel_pt.detail);
+  if (best != BranchSource::kIntelPt)
+    why += "; PT unavailable: " + ShortDetail(caps.intel_pt.detail);
   if (best != BranchSource::kIntelPt && best != BranchSource::kLbr)
     why += "; LBR unavailable: " + ShortDetail(caps.lbr.detail);
-  if (best == BranchSource::kNone) why += "; ptrace unavailable: " + ShortDetail(caps.ptrace.detail);
+  if (best == BranchSource::kNone)
+    why += "; ptrace unavailable: " + ShortDetail(caps.ptrace.detail);
   *reason = std::string(collectors::BranchSourceName(best)) + ": auto (best available" +
             (best == BranchSource::kIntelPt ? ")" : ")" + why);
   return best;
@@ -122,7 +124,7 @@ struct Session::Impl {
   }
 
   // Collector counters -> the targets' drop reasons, as deltas since the last call.
-  void AccountCollectors() {
+  void AccountCollectors(const std::map<uint32_t, collectors::PtraceBurstStats>* final = nullptr) {
     if (sampler) {
       const collectors::EbpfSamplerStats st = sampler->stats();
       // The ring buffer is shared by the session's targets; its losses go to the first target.
@@ -134,7 +136,8 @@ struct Session::Impl {
       sampler_seen = st;
     }
     for (auto& [pid, collector] : bursts) {
-      const collectors::PtraceBurstStats st = collector->stats();
+      const collectors::PtraceBurstStats st =
+          final != nullptr && final->contains(pid) ? final->at(pid) : collector->stats();
       collectors::PtraceBurstStats& seen = burst_seen[pid];
       ProfileStore* store = Lookup(pid);
       if (store == nullptr) continue;
@@ -161,9 +164,10 @@ struct Session::Impl {
   // Stops the collectors, applies what is queued, records the end. Called once, from the control
   // thread or from Stop().
   void TearDown(SessionState final_state) {
-    for (auto& [pid, collector] : bursts) collector->Stop();
+    std::map<uint32_t, collectors::PtraceBurstStats> final;
+    for (auto& [pid, collector] : bursts) final[pid] = collector->Stop();
     DrainSampler();
-    AccountCollectors();
+    AccountCollectors(&final);
     sampler.reset();
     ingestor->Flush();
     ingestor->Close();
@@ -255,15 +259,15 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       reason = "none: auto (" + why + "; ptrace unavailable: " + caps.ptrace.detail + ")";
     }
   }
-  const bool windowed = source == collectors::BranchSource::kPtraceBursts ||
-                        source == collectors::BranchSource::kLbr;
+  const bool windowed =
+      source == collectors::BranchSource::kPtraceBursts || source == collectors::BranchSource::kLbr;
   for (uint32_t pid : config.pids) {
     auto store = ProfileStore::Create(pid, config, windowed, symbols);
     if (!store.ok()) return store.status();
     s->stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store)));
   }
-  s->ingestor = std::make_unique<Ingestor>(config.queues,
-                                           [s](uint32_t pid) { return s->Lookup(pid); });
+  s->ingestor =
+      std::make_unique<Ingestor>(config.queues, [s](uint32_t pid) { return s->Lookup(pid); });
 
   if (config.sampling.stack_hz > 0) {
     collectors::EbpfSamplerConfig ec;
@@ -352,8 +356,7 @@ bool Session::WaitEnded(int timeout_ms) {
 bool Session::Expired(int64_t now_unix_ms) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->torn_down) return false;
-  return now_unix_ms - impl_->info.stopped_unix_ms >=
-         int64_t(impl_->config.retention_s) * 1000;
+  return now_unix_ms - impl_->info.stopped_unix_ms >= int64_t(impl_->config.retention_s) * 1000;
 }
 
 std::vector<std::shared_ptr<const ProfileStore>> Session::Stores() const {
@@ -394,9 +397,9 @@ HotSubpathsResult Session::HotSubpaths(const HotSubpathsQuery& query) const {
     out.sampling_frequency = std::max(out.sampling_frequency, r.sampling_frequency);
     for (Subpath& p : r.subpaths) out.subpaths.push_back(std::move(p));
   }
-  std::stable_sort(out.subpaths.begin(), out.subpaths.end(), [](const Subpath& a, const Subpath& b) {
-    return a.estimate.value > b.estimate.value;
-  });
+  std::stable_sort(
+      out.subpaths.begin(), out.subpaths.end(),
+      [](const Subpath& a, const Subpath& b) { return a.estimate.value > b.estimate.value; });
   if (query.threshold <= 0 && out.subpaths.size() > query.top_k) out.subpaths.resize(query.top_k);
   return out;
 }
@@ -471,8 +474,8 @@ Result<ResidualPathsResult> Session::ResidualPaths(const std::string& baseline,
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->baselines.find(baseline);
     if (it == impl_->baselines.end())
-      return Status(ErrorCode::kNotFound, "no baseline named '" + baseline +
-                                              "' in session " + impl_->id + "; save one first");
+      return Status(ErrorCode::kNotFound, "no baseline named '" + baseline + "' in session " +
+                                              impl_->id + "; save one first");
     base = it->second;
   }
   ResidualPathsResult out;

@@ -87,8 +87,7 @@ Status SessionConfig::Validate() const {
       (engine.extension < 1 || engine.extension > 255))
     return bad("engine.extension must be 1..255 for extended path kinds");
   if (sampling.stack_hz > 10000)
-    return bad("sampling.stack_hz must be at most 10000, got " +
-               std::to_string(sampling.stack_hz));
+    return bad("sampling.stack_hz must be at most 10000, got " + std::to_string(sampling.stack_hz));
   if (sampling.window_branches < 1 || sampling.window_branches > 4096)
     return bad("sampling.window_branches must be 1..4096");
   if (!(sampling.bursts_per_second > 0) || sampling.bursts_per_second > 10000)

@@ -44,6 +44,7 @@ std::vector<KernelSymbol> ReadKallsyms() {
 }  // namespace
 
 struct SymbolService::Impl {
+  explicit Impl(const decoders::ImageStoreOptions& options) : images(options) {}
   std::mutex mu;
   decoders::ImageStore images;
   decoders::Symbolizer symbolizer;
@@ -95,7 +96,9 @@ struct SymbolService::Impl {
   }
 };
 
-SymbolService::SymbolService() : impl_(std::make_unique<Impl>()) {}
+SymbolService::SymbolService() : impl_(std::make_unique<Impl>(decoders::ImageStoreOptions{})) {}
+SymbolService::SymbolService(const decoders::ImageStoreOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {}
 SymbolService::~SymbolService() = default;
 
 Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& space,

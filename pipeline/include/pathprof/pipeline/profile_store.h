@@ -30,6 +30,11 @@ class ProfileStore {
   static Result<std::unique_ptr<ProfileStore>> Create(uint32_t pid, const SessionConfig& config,
                                                       bool windowed,
                                                       std::shared_ptr<SymbolService> symbols);
+  // For recordings (perf.data, .pbs) analyzed offline: the pid names a process of the recording
+  // host, so /proc is never read; the mappings come from the recording (AddMapping).
+  static Result<std::unique_ptr<ProfileStore>> CreateOffline(
+      uint32_t pid, const SessionConfig& config, bool windowed,
+      std::shared_ptr<SymbolService> symbols);
   ~ProfileStore();
   ProfileStore(const ProfileStore&) = delete;
   ProfileStore& operator=(const ProfileStore&) = delete;
@@ -63,6 +68,11 @@ class ProfileStore {
   void NoteThreadExit(uint32_t tid);
   // The process ended; the profile stays readable.
   void NoteExit();
+  // Offline stores: a mapping of the recorded process (MMAP2 record, .pbs image). The vdso is
+  // skipped: its bytes lived only in the recorded process.
+  void AddMapping(const decoders::Mapping& mapping);
+  // Offline stores: what the recording says the process was (COMM record, executable path).
+  void SetIdentity(const std::string& comm, const std::string& executable);
   // Re-reads /proc/PID/maps now (e.g. when a short-lived process is first seen).
   Status RefreshMappings();
 
@@ -72,6 +82,10 @@ class ProfileStore {
  private:
   struct Impl;
   explicit ProfileStore(std::unique_ptr<Impl> impl);
+  static Result<std::unique_ptr<ProfileStore>> Make(uint32_t pid, const SessionConfig& config,
+                                                    bool windowed,
+                                                    std::shared_ptr<SymbolService> symbols,
+                                                    bool offline);
   std::unique_ptr<Impl> impl_;
 };
 

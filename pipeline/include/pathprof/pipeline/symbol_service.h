@@ -10,6 +10,7 @@
 #include <string>
 
 #include "pathprof/decoders/address_space.h"
+#include "pathprof/decoders/image_store.h"
 #include "pathprof/pipeline/location.h"
 
 namespace pathprof::pipeline {
@@ -17,6 +18,8 @@ namespace pathprof::pipeline {
 class SymbolService {
  public:
   SymbolService();
+  // Images found as `options` say (e.g. a --binary-dir for recordings from another host).
+  explicit SymbolService(const decoders::ImageStoreOptions& options);
   ~SymbolService();
   SymbolService(const SymbolService&) = delete;
   SymbolService& operator=(const SymbolService&) = delete;

@@ -1,0 +1,406 @@
+#include "pathctl/analyze_input.h"
+
+#include <fcntl.h>
+#include <intel-pt.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "pathprof/core/pbs.h"
+#include "pathprof/decoders/address_space.h"
+#include "pathprof/decoders/lbr_replay.h"
+#include "pathprof/decoders/perf_data_reader.h"
+#include "pathprof/decoders/pt_config.h"
+#include "pathprof/decoders/pt_decoder.h"
+#include "pathprof/decoders/pt_image.h"
+#include "pathprof/decoders/pt_synth.h"
+#include "pathprof/decoders/x86_branch.h"
+
+namespace pathctl {
+namespace {
+
+namespace pl = pathprof::pipeline;
+namespace dec = pathprof::decoders;
+using pathprof::BranchBatch;
+using pathprof::ErrorCode;
+using pathprof::Result;
+using pathprof::Status;
+
+constexpr uint32_t kNoPid = ~0u;  // perf's -1: kernel mappings, CPU-wide AUX buffers
+
+std::string Hex(const std::string& raw) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+// What the recording says about its processes: mappings (MMAP/MMAP2, inherited on FORK),
+// names (COMM) and which thread belongs to which process.
+struct RecordedProcesses {
+  std::map<uint32_t, std::vector<dec::Mapping>> mappings;
+  std::map<uint32_t, std::vector<dec::PerfMmap>> mmaps;  // for PT images
+  std::map<uint32_t, std::string> comm;
+  std::unordered_map<uint32_t, uint32_t> pid_of_tid;
+
+  void Add(const dec::PerfMmap& m) {
+    dec::Mapping map;
+    map.start = m.start;
+    map.len = m.len;
+    map.pgoff = m.pgoff;
+    map.executable = !m.is_mmap2 || (m.prot & PROT_EXEC) != 0;
+    map.path = m.filename;
+    map.build_id = Hex(m.build_id);
+    mappings[m.pid].push_back(std::move(map));
+    mmaps[m.pid].push_back(m);
+    pid_of_tid.emplace(m.tid, m.pid);
+  }
+  void Fork(const dec::PerfForkExit& f) {
+    pid_of_tid[f.tid] = f.pid;
+    if (f.pid == f.ppid || mappings.contains(f.pid)) return;
+    auto it = mappings.find(f.ppid);
+    if (it == mappings.end()) return;
+    mappings[f.pid] = it->second;
+    mmaps[f.pid] = mmaps[f.ppid];
+  }
+};
+
+class Stores {
+ public:
+  Stores(const AnalyzeOptions& options, bool windowed, AnalyzeResult* out,
+         const RecordedProcesses* processes)
+      : options_(options), windowed_(windowed), out_(out), processes_(processes) {}
+
+  // The store of `pid`, created with the recorded mappings on first use.
+  Result<pl::ProfileStore*> For(uint32_t pid) {
+    auto it = out_->stores.find(pid);
+    if (it != out_->stores.end()) return it->second.get();
+    auto store = pl::ProfileStore::CreateOffline(pid, options_.config, windowed_, out_->symbols);
+    if (!store.ok()) return store.status();
+    if (processes_ != nullptr) {
+      if (auto m = processes_->mappings.find(pid); m != processes_->mappings.end())
+        for (const dec::Mapping& map : m->second) (*store)->AddMapping(map);
+      if (auto c = processes_->comm.find(pid); c != processes_->comm.end())
+        (*store)->SetIdentity(c->second, "");
+    }
+    return out_->stores.emplace(pid, std::move(*store)).first->second.get();
+  }
+
+  Status Add(const BranchBatch& batch) {
+    if (options_.pid && batch.pid != *options_.pid) {
+      out_->decode.counters["batches_other_pid"]++;
+      return Status::Ok();
+    }
+    auto store = For(batch.pid);
+    if (!store.ok()) return store.status();
+    DecodeSummary& d = out_->decode;
+    d.windows++;
+    d.events += batch.events.size();
+    for (const auto& e : batch.events) {
+      (e.taken ? d.taken : d.not_taken)++;
+      d.instructions += e.instructions;
+    }
+    (*store)->AddBranches(batch);
+    return Status::Ok();
+  }
+
+ private:
+  const AnalyzeOptions& options_;
+  bool windowed_;
+  AnalyzeResult* out_;
+  const RecordedProcesses* processes_;
+};
+
+// The file a recorded path names, looked for as ImageStore does: under the binary dir at the
+// recorded path, then by basename, then the recorded path itself.
+std::string ResolveBinary(const std::string& recorded, const std::string& binary_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!binary_dir.empty()) {
+    const fs::path under = fs::path(binary_dir) / fs::path(recorded).relative_path();
+    if (fs::is_regular_file(under, ec)) return under.string();
+    const fs::path base = fs::path(binary_dir) / fs::path(recorded).filename();
+    if (fs::is_regular_file(base, ec)) return base.string();
+  }
+  return recorded;
+}
+
+std::string PtErrorName(int code) {
+  const char* s = pt_errstr(static_cast<pt_error_code>(code < 0 ? -code : code));
+  return std::string("pt: ") + (s != nullptr ? s : "error " + std::to_string(code));
+}
+
+void MergePtStats(const dec::PtDecodeStats& s, DecodeSummary* d) {
+  d->counters["pt_syncs"] += s.syncs;
+  d->counters["pt_blocks"] += s.blocks;
+  d->counters["pt_overflows"] += s.overflows;
+  d->counters["pt_gaps"] += s.gaps;
+  d->counters["pt_async_transfers"] += s.async_transfers;
+  if (s.unresolved) d->decode_errors["pt_unresolved_branch_at_gap"] += s.unresolved;
+  if (s.walk_mismatches) d->decode_errors["pt_walk_mismatch"] += s.walk_mismatches;
+  for (const auto& [code, n] : s.errors_by_code) d->decode_errors[PtErrorName(code)] += n;
+}
+
+// Pass 1 over a perf.data: processes, and whether it holds Intel PT data.
+Result<RecordedProcesses> ReadSideband(const std::string& path, bool* has_pt, DecodeSummary* d) {
+  auto reader = dec::PerfDataReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  PATHPROF_RETURN_IF_ERROR(reader->RequireX86_64());
+  RecordedProcesses p;
+  *has_pt = reader->info().auxtrace_info.has_value();
+  dec::PerfRecord rec;
+  for (;;) {
+    Result<bool> more = reader->Next(&rec);
+    if (!more.ok()) {
+      // Keep what was read before the damage; say where it stopped.
+      d->decode_errors["perf_data_truncated_or_corrupt"]++;
+      std::fprintf(stderr, "pathctl analyze: %s\n", more.status().ToString().c_str());
+      break;
+    }
+    if (!*more) break;
+    if (auto* m = std::get_if<dec::PerfMmap>(&rec.body)) {
+      p.Add(*m);
+    } else if (auto* c = std::get_if<dec::PerfComm>(&rec.body)) {
+      p.pid_of_tid[c->tid] = c->pid;
+      if (c->pid == c->tid || !p.comm.contains(c->pid)) p.comm[c->pid] = c->comm;
+    } else if (auto* f = std::get_if<dec::PerfForkExit>(&rec.body)) {
+      if (!f->is_exit) p.Fork(*f);
+    } else if (auto* s = std::get_if<dec::PerfSample>(&rec.body)) {
+      p.pid_of_tid.emplace(s->tid, s->pid);
+    }
+  }
+  const dec::PerfDataStats& st = reader->stats();
+  d->records = st.records;
+  d->counters["lost_events"] = st.lost_events;
+  d->counters["lost_samples"] = st.lost_samples;
+  if (st.unknown_records) d->decode_errors["perf_data_unknown_records"] = st.unknown_records;
+  return p;
+}
+
+Status AnalyzeLbr(const std::string& path, const AnalyzeOptions& options,
+                  const RecordedProcesses& processes, AnalyzeResult* out) {
+  out->decode.format = "perf.data/lbr";
+  dec::LbrReplayOptions opt;
+  opt.images.binary_dir = options.binary_dir;
+  opt.pid = options.pid;
+  Stores stores(options, /*windowed=*/true, out, &processes);
+  Status sink_status;
+  auto r = dec::ReplayLbr(path, opt, [&](std::vector<BranchBatch>& batches) {
+    for (const BranchBatch& b : batches) {
+      if (!sink_status.ok()) return;
+      sink_status = stores.Add(b);
+    }
+  });
+  if (!r.ok()) return r.status();
+  PATHPROF_RETURN_IF_ERROR(sink_status);
+  const dec::LbrStats& s = r->lbr;
+  DecodeSummary& d = out->decode;
+  d.samples = s.samples;
+  d.counters["lbr_entries"] = s.entries;
+  d.counters["lbr_entries_emitted"] = s.entries_emitted;
+  d.counters["lbr_ranges"] = s.ranges;
+  d.counters["lbr_ranges_walked"] = s.ranges_walked;
+  d.counters["lbr_async_transfers"] = s.async_transfers;
+  d.counters["perf_style_instructions"] = s.perf_style_instructions;
+  d.counters["samples_without_branches"] = r->samples_without_branches;
+  d.counters["samples_other_pid"] = r->samples_other_pid;
+  d.counters["images_found"] = r->images.found;
+  d.counters["images_not_found"] = r->images.not_found;
+  d.counters["images_build_id_mismatches"] = r->images.build_id_mismatches;
+  for (size_t i = 0; i < s.ranges_broken.size(); ++i)
+    if (s.ranges_broken[i])
+      d.broken_windows[std::string(dec::LbrRangeBreakName(static_cast<dec::LbrRangeBreak>(i)))] =
+          s.ranges_broken[i];
+  for (size_t i = 0; i < s.entries_dropped.size(); ++i)
+    if (s.entries_dropped[i])
+      d.dropped_entries[std::string(dec::LbrEntryDropName(static_cast<dec::LbrEntryDrop>(i)))] =
+          s.entries_dropped[i];
+  return Status::Ok();
+}
+
+// Pass 2 for Intel PT: every AUXTRACE buffer of a thread, concatenated in file order (full-trace
+// mode writes one continuous stream per thread), decoded over the process's recorded mappings.
+Status AnalyzePt(const std::string& path, const AnalyzeOptions& options,
+                 const RecordedProcesses& processes, AnalyzeResult* out) {
+  DecodeSummary& d = out->decode;
+  d.format = "perf.data/intel-pt";
+  auto reader = dec::PerfDataReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  auto config = dec::PtConfigFromPerf(reader->info());
+  dec::PtDecoderConfig pt_config;
+  if (config.ok()) {
+    pt_config = *config;
+  } else {
+    d.decode_errors["pt_config_incomplete"]++;
+    std::fprintf(stderr, "pathctl analyze: decoding with default PT settings: %s\n",
+                 config.status().ToString().c_str());
+  }
+  std::map<uint32_t, std::vector<uint8_t>> trace_of_tid;
+  dec::PerfRecord rec;
+  for (;;) {
+    Result<bool> more = reader->Next(&rec);
+    if (!more.ok() || !*more) break;  // damage was counted by the first pass
+    auto* a = std::get_if<dec::PerfAuxtrace>(&rec.body);
+    if (a == nullptr) continue;
+    d.samples++;
+    d.counters["pt_aux_bytes"] += a->data.size();
+    if (a->tid == kNoPid) {
+      // CPU-wide buffers need the context-switch sideband to split by thread.
+      d.decode_errors["pt_cpu_wide_buffer_unsupported"]++;
+      continue;
+    }
+    auto& t = trace_of_tid[a->tid];
+    t.insert(t.end(), a->data.begin(), a->data.end());
+  }
+  auto cache = dec::PtSectionCache::Create();
+  if (!cache.ok()) return cache.status();
+  std::map<uint32_t, std::shared_ptr<dec::PtImage>> images;
+  Stores stores(options, /*windowed=*/false, out, &processes);
+  for (auto& [tid, bytes] : trace_of_tid) {
+    auto pit = processes.pid_of_tid.find(tid);
+    const uint32_t pid = pit != processes.pid_of_tid.end() ? pit->second : tid;
+    if (options.pid && pid != *options.pid) continue;
+    auto& image = images[pid];
+    if (image == nullptr) {
+      image = std::make_shared<dec::PtImage>(*cache, "pid " + std::to_string(pid));
+      if (auto m = processes.mmaps.find(pid); m != processes.mmaps.end()) {
+        for (const dec::PerfMmap& mm : m->second) {
+          if (mm.is_mmap2 && (mm.prot & PROT_EXEC) == 0) continue;
+          if (mm.filename.empty() || mm.filename[0] != '/') continue;
+          const std::string file = ResolveBinary(mm.filename, options.binary_dir);
+          if (image->AddFile(file, mm.pgoff, mm.start, mm.start + mm.len).ok())
+            d.counters["images_found"]++;
+          else
+            d.counters["images_not_found"]++;
+        }
+      }
+    }
+    auto decoder = dec::PtBranchDecoder::Create(bytes, pt_config, image, pid, tid);
+    if (!decoder.ok()) return decoder.status();
+    PATHPROF_RETURN_IF_ERROR((*decoder)->Decode([&](BranchBatch&& b) { return stores.Add(b); }));
+    MergePtStats((*decoder)->stats(), &d);
+  }
+  return Status::Ok();
+}
+
+// Whether the instruction at `ip` is a far branch (syscall, int): those disable PT
+// synchronously; anything else that transfers far was asynchronous.
+class FarBranchProbe {
+ public:
+  explicit FarBranchProbe(const std::vector<pathprof::ImageRecord>& images) : images_(images) {}
+  bool operator()(uint64_t ip) const {
+    for (const auto& img : images_) {
+      if (ip < img.start || ip >= img.end || img.path.empty() || img.path[0] != '/') continue;
+      const int fd = open(img.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return false;
+      uint8_t buf[16];
+      const ssize_t n =
+          pread(fd, buf, sizeof buf, static_cast<off_t>(img.file_offset + (ip - img.start)));
+      close(fd);
+      dec::X86Instruction insn;
+      return n > 0 && dec::DecodeX86Fast(buf, static_cast<size_t>(n), ip, &insn) &&
+             insn.is_branch && insn.kind == pathprof::BranchKind::kFarTransfer;
+    }
+    return false;
+  }
+
+ private:
+  const std::vector<pathprof::ImageRecord>& images_;
+};
+
+Status AnalyzePbs(const std::string& path, const AnalyzeOptions& options, AnalyzeResult* out) {
+  auto pbs = pathprof::ReadPbsFile(path);
+  if (!pbs.ok()) return pbs.status();
+  DecodeSummary& d = out->decode;
+  d.records = pbs->batches.size() + pbs->images.size() + pbs->meta.size();
+  RecordedProcesses processes;
+  for (const pathprof::ImageRecord& img : pbs->images) {
+    dec::Mapping m;
+    m.start = img.start;
+    m.len = img.end - img.start;
+    m.pgoff = img.file_offset;
+    m.path = img.path;
+    m.build_id = Hex(img.build_id);
+    processes.mappings[img.pid].push_back(std::move(m));
+  }
+  bool windowed = false;
+  for (const BranchBatch& b : pbs->batches) windowed |= b.window;
+  Stores stores(options, windowed, out, &processes);
+  if (!options.pbs_via_pt) {
+    d.format = "pbs";
+    d.samples = pbs->batches.size();
+    for (const BranchBatch& b : pbs->batches) PATHPROF_RETURN_IF_ERROR(stores.Add(b));
+    return Status::Ok();
+  }
+  d.format = "pbs/synthesized-pt";
+  if (windowed)
+    return Status(ErrorCode::kInvalidArgument,
+                  path + " holds sampled windows; --via-pt needs a continuous (exact) stream");
+  dec::PtSynthOptions synth;
+  FarBranchProbe far(pbs->images);
+  synth.is_far_branch_instruction = [&far](uint64_t ip) { return far(ip); };
+  auto traces = dec::SynthesizePt(pbs->batches, synth);
+  if (!traces.ok()) return traces.status();
+  auto cache = dec::PtSectionCache::Create();
+  if (!cache.ok()) return cache.status();
+  std::map<uint32_t, std::shared_ptr<dec::PtImage>> images;
+  for (const dec::PtSynthTrace& t : *traces) {
+    d.samples++;
+    d.counters["pt_aux_bytes"] += t.bytes.size();
+    d.counters["pt_packets"] += t.packets;
+    auto& image = images[t.pid];
+    if (image == nullptr) {
+      image = std::make_shared<dec::PtImage>(*cache, "pid " + std::to_string(t.pid));
+      std::vector<pathprof::ImageRecord> mine;
+      for (const auto& img : pbs->images)
+        if (img.pid == t.pid) mine.push_back(img);
+      image->AddImages(mine);
+    }
+    auto decoder =
+        dec::PtBranchDecoder::Create(t.bytes, dec::PtDecoderConfig{}, image, t.pid, t.tid);
+    if (!decoder.ok()) return decoder.status();
+    PATHPROF_RETURN_IF_ERROR((*decoder)->Decode([&](BranchBatch&& b) { return stores.Add(b); }));
+    MergePtStats((*decoder)->stats(), &d);
+  }
+  return Status::Ok();
+}
+
+bool LooksLikePbs(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, sizeof magic);
+  return in.gcount() == 4 && std::memcmp(magic, "PBS", 3) == 0;
+}
+
+}  // namespace
+
+Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options) {
+  AnalyzeResult out;
+  dec::ImageStoreOptions images;
+  images.binary_dir = options.binary_dir;
+  out.symbols = std::make_shared<pl::SymbolService>(images);
+  if (LooksLikePbs(path) || path.ends_with(".pbs")) {
+    PATHPROF_RETURN_IF_ERROR(AnalyzePbs(path, options, &out));
+    return out;
+  }
+  if (options.pbs_via_pt)
+    return Status(ErrorCode::kInvalidArgument, "--via-pt applies to .pbs files only");
+  bool has_pt = false;
+  auto processes = ReadSideband(path, &has_pt, &out.decode);
+  if (!processes.ok()) return processes.status();
+  if (has_pt)
+    PATHPROF_RETURN_IF_ERROR(AnalyzePt(path, options, *processes, &out));
+  else
+    PATHPROF_RETURN_IF_ERROR(AnalyzeLbr(path, options, *processes, &out));
+  return out;
+}
+
+}  // namespace pathctl

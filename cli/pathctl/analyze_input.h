@@ -1,0 +1,56 @@
+// pathctl analyze's input side: reads a recording (perf.data with LBR samples, perf.data with
+// Intel PT AUX data, or a .pbs branch stream), decodes it into branch batches and feeds them to
+// one offline pipeline::ProfileStore per recorded process, with the recorded mappings. Every
+// loss on the way (broken LBR windows, dropped entries, PT decode errors) is counted in
+// DecodeSummary.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pathprof/core/status.h"
+#include "pathprof/pipeline/profile_store.h"
+#include "pathprof/pipeline/session_config.h"
+#include "pathprof/pipeline/symbol_service.h"
+
+namespace pathctl {
+
+struct AnalyzeOptions {
+  std::string binary_dir;       // like perf's --symfs; empty: recorded paths on this host
+  std::optional<uint32_t> pid;  // only this process
+  // .pbs only: encode the stream as Intel PT packets and analyze what the PT decoder gives back
+  // (exercises the PT route on hosts without PT hardware).
+  bool pbs_via_pt = false;
+  pathprof::pipeline::SessionConfig config;
+};
+
+struct DecodeSummary {
+  // "perf.data/lbr", "perf.data/intel-pt", "pbs", "pbs/synthesized-pt"
+  std::string format;
+  uint64_t records = 0;  // perf.data records or .pbs records read
+  uint64_t samples = 0;  // LBR samples with a branch stack; PT: AUXTRACE buffers
+  uint64_t windows = 0;  // batches handed to the profile stores
+  uint64_t events = 0;   // branch events in them
+  uint64_t taken = 0;
+  uint64_t not_taken = 0;
+  uint64_t instructions = 0;                        // sum of BranchEvent.instructions
+  std::map<std::string, uint64_t> broken_windows;   // reason -> LBR ranges that broke a window
+  std::map<std::string, uint64_t> dropped_entries;  // reason -> LBR entries dropped
+  std::map<std::string, uint64_t> decode_errors;    // reason -> count (PT errors, bad records)
+  std::map<std::string, uint64_t> counters;         // other named facts (images found, ...)
+};
+
+struct AnalyzeResult {
+  DecodeSummary decode;
+  std::shared_ptr<pathprof::pipeline::SymbolService> symbols;
+  // One store per process that had branches, in pid order.
+  std::map<uint32_t, std::unique_ptr<pathprof::pipeline::ProfileStore>> stores;
+};
+
+pathprof::Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options);
+
+}  // namespace pathctl

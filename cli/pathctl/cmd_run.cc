@@ -1,0 +1,388 @@
+// pathctl run: profiles a command (or a running process, --pid) with the embedded pipeline, no
+// daemon needed, and prints its hot paths, hot subpaths, hot call pairs, hot methods and the top
+// of its calling context tree when it exits or --duration ends.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "pathctl/command.h"
+#include "pathctl/json_writer.h"
+#include "pathprof/collectors/capabilities.h"
+#include "pathprof/pipeline/session.h"
+
+namespace pathctl {
+namespace {
+
+namespace pl = pathprof::pipeline;
+
+// Forks and execs `argv`; returns the child's pid once the exec has succeeded (a close-on-exec
+// pipe reports a failed exec's errno), so profiling starts on the new image, not on our copy.
+pid_t Spawn(const std::vector<std::string>& argv, std::string* error) {
+  int gate[2];
+  if (pipe2(gate, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return -1;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    close(gate[0]);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    const int err = errno;
+    (void)!write(gate[1], &err, sizeof err);
+    _exit(127);
+  }
+  close(gate[1]);
+  int err = 0;
+  ssize_t n;
+  do n = read(gate[0], &err, sizeof err);
+  while (n < 0 && errno == EINTR);
+  close(gate[0]);
+  if (n > 0) {
+    waitpid(pid, nullptr, 0);
+    *error = "cannot run '" + argv[0] + "': " + std::strerror(err);
+    return -1;
+  }
+  return pid;
+}
+
+void LocationJson(JsonWriter& w, const pl::Location& l) {
+  w.BeginObject();
+  w.Key("address").Uint(l.address);
+  w.Key("function").String(l.function);
+  w.Key("offset").Uint(l.offset);
+  w.Key("file").String(l.file);
+  w.Key("line").Uint(l.line);
+  w.Key("image").String(l.image);
+  w.EndObject();
+}
+
+void EstimateJson(JsonWriter& w, const pl::Estimate& e) {
+  w.BeginObject();
+  w.Key("value").Double(e.value);
+  w.Key("error_bound").Double(e.error_bound);
+  w.Key("confidence").Double(e.confidence);
+  w.Key("share").Double(e.share);
+  w.EndObject();
+}
+
+std::string Outcomes(uint64_t bits, uint32_t len) {
+  std::string s;
+  for (uint32_t i = 0; i < len; ++i) s += (bits >> i & 1) ? '1' : '0';
+  return s;
+}
+
+struct Report {
+  pl::SessionInfo info;
+  pl::HotPathsResult paths;
+  pl::HotSubpathsResult subpaths;
+  pl::HotCallPairsResult pairs;
+  pl::HotMethodsResult methods;
+  pl::CallingContextTree cct;
+  std::vector<pl::TargetStats> stats;
+  int exit_status = -1;
+};
+
+void PrintJson(const Report& r) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("session").BeginObject();
+  w.Key("id").String(r.info.id);
+  w.Key("pids").BeginArray();
+  for (uint32_t p : r.info.pids) w.Uint(p);
+  w.EndArray();
+  w.Key("state").String(std::string(pl::SessionStateName(r.info.state)));
+  w.Key("source").String(pathprof::collectors::BranchSourceName(r.info.source));
+  w.Key("source_reason").String(r.info.source_reason);
+  w.Key("stacks").Bool(r.info.stacks);
+  w.Key("stacks_reason").String(r.info.stacks_reason);
+  w.Key("exit_status").Int(r.exit_status);
+  w.EndObject();
+  w.Key("hot_paths").BeginObject();
+  w.Key("estimator").String(r.paths.estimator);
+  w.Key("total").Double(r.paths.total);
+  w.Key("paths_distinct").Uint(r.paths.paths_distinct);
+  w.Key("paths").BeginArray();
+  for (const pl::HotPath& p : r.paths.paths) {
+    w.BeginObject();
+    w.Key("pid").Uint(p.pid);
+    w.Key("start");
+    LocationJson(w, p.start);
+    w.Key("length").Uint(p.length);
+    w.Key("outcomes").String(Outcomes(p.outcomes, p.length));
+    w.Key("estimate");
+    EstimateJson(w, p.estimate);
+    w.Key("observations").Uint(p.observations);
+    w.Key("blocks").BeginArray();
+    for (const pl::Location& b : p.blocks) LocationJson(w, b);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.Key("hot_subpaths").BeginObject();
+  w.Key("sampling_frequency").Double(r.subpaths.sampling_frequency);
+  w.Key("subpaths").BeginArray();
+  for (const pl::Subpath& s : r.subpaths.subpaths) {
+    w.BeginObject();
+    w.Key("length").Uint(s.length);
+    w.Key("estimate");
+    EstimateJson(w, s.estimate);
+    w.Key("blocks").BeginArray();
+    for (const pl::Location& b : s.blocks) LocationJson(w, b);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.Key("hot_call_pairs").BeginArray();
+  for (const pl::CallPair& c : r.pairs.pairs) {
+    w.BeginObject();
+    w.Key("call_site");
+    LocationJson(w, c.call_site);
+    w.Key("target");
+    LocationJson(w, c.target);
+    w.Key("estimate");
+    EstimateJson(w, c.estimate);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("hot_methods").BeginArray();
+  for (const pl::HotMethod& m : r.methods.methods) {
+    w.BeginObject();
+    w.Key("function");
+    LocationJson(w, m.function);
+    w.Key("self");
+    EstimateJson(w, m.self);
+    w.Key("entries");
+    EstimateJson(w, m.entries);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("cct").BeginObject();
+  w.Key("samples").Uint(r.cct.samples);
+  w.Key("total_weight").Double(r.cct.total_weight);
+  w.Key("nodes").BeginArray();
+  for (const pl::CctNode& n : r.cct.nodes) {
+    w.BeginObject();
+    w.Key("id").Uint(n.id);
+    w.Key("parent_id").Uint(n.parent_id);
+    w.Key("function");
+    LocationJson(w, n.function);
+    w.Key("call_site");
+    LocationJson(w, n.call_site);
+    w.Key("self").Double(n.self_weight);
+    w.Key("total").Double(n.total_weight);
+    w.Key("edge").Double(n.edge_weight);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.Key("stats").BeginArray();
+  for (const pl::TargetStats& t : r.stats) {
+    w.BeginObject();
+    w.Key("pid").Uint(t.pid);
+    w.Key("stack_samples").Uint(t.stack_samples);
+    w.Key("windows").Uint(t.windows);
+    w.Key("branches").Uint(t.branches);
+    w.Key("drops").BeginObject();
+    for (const auto& [k, v] : t.drops) w.Key(k).Uint(v);
+    w.EndObject();
+    w.Key("decode_errors").BeginObject();
+    for (const auto& [k, v] : t.decode_errors) w.Key(k).Uint(v);
+    w.EndObject();
+    w.Key("pipeline_cpu_seconds").Double(t.pipeline_cpu_seconds);
+    w.Key("memory_bytes").Uint(t.memory_bytes);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
+}
+
+void PrintText(const Report& r) {
+  std::printf("pathctl run: session %s, pid", r.info.id.c_str());
+  for (uint32_t p : r.info.pids) std::printf(" %u", p);
+  std::printf(", %s", std::string(pl::SessionStateName(r.info.state)).c_str());
+  if (r.exit_status >= 0) std::printf(" (exit status %d)", r.exit_status);
+  std::printf("\n  branches: %s\n  stacks:   %s\n", r.info.source_reason.c_str(),
+              r.info.stacks_reason.c_str());
+
+  std::printf("\nhot paths (%s, %llu distinct):\n", r.paths.estimator.c_str(),
+              static_cast<unsigned long long>(r.paths.paths_distinct));
+  int rank = 0;
+  for (const pl::HotPath& p : r.paths.paths) {
+    std::printf("  #%-2d %5.1f%%", ++rank, 100 * p.estimate.share);
+    if (p.estimate.error_bound > 0)
+      std::printf(" ±%.1f%%", r.paths.total > 0 ? 100 * p.estimate.error_bound / r.paths.total : 0);
+    std::printf("  %u branches [%s]  %s\n", p.length, Outcomes(p.outcomes, p.length).c_str(),
+                p.start.ToString().c_str());
+    for (size_t i = 1; i < p.blocks.size(); ++i)
+      std::printf("        -> %s\n", p.blocks[i].ToString().c_str());
+  }
+  if (r.paths.paths.empty()) std::printf("  (none: no branch windows were collected)\n");
+
+  std::printf("\nhot subpaths (OSP, f=%.3g):\n", r.subpaths.sampling_frequency);
+  for (const pl::Subpath& s : r.subpaths.subpaths) {
+    std::printf("  %5.1f%%  %u blocks:", 100 * s.estimate.share, s.length);
+    for (size_t i = 0; i < s.blocks.size() && i < 4; ++i)
+      std::printf(" %s%s", i ? "-> " : "", s.blocks[i].ToString().c_str());
+    std::printf("%s\n", s.blocks.size() > 4 ? " ..." : "");
+  }
+  std::printf("\nhot call pairs:\n");
+  for (const pl::CallPair& c : r.pairs.pairs)
+    std::printf("  %5.1f%%  %s -> %s\n", 100 * c.estimate.share, c.call_site.ToString().c_str(),
+                c.target.ToString().c_str());
+  std::printf("\nhot methods (self from stacks, entries from branch windows):\n");
+  for (const pl::HotMethod& m : r.methods.methods)
+    std::printf("  %5.1f%% self  %5.1f%% entries  %s\n", 100 * m.self.share, 100 * m.entries.share,
+                m.function.ToString().c_str());
+
+  std::printf("\ncalling context tree (%llu samples; total share, self share):\n",
+              static_cast<unsigned long long>(r.cct.samples));
+  std::vector<int> depth_of(r.cct.nodes.size() + 1, 0);
+  std::vector<uint64_t> ids;
+  for (const pl::CctNode& n : r.cct.nodes) {
+    int depth = 0;
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] == n.parent_id) depth = depth_of[i] + 1;
+    ids.push_back(n.id);
+    depth_of[ids.size() - 1] = depth;
+  }
+  // Depth-first for printing (the result is breadth-first).
+  std::vector<size_t> order;
+  std::vector<std::pair<uint64_t, size_t>> todo;
+  for (size_t i = r.cct.nodes.size(); i-- > 0;)
+    if (r.cct.nodes[i].parent_id == 0) todo.push_back({r.cct.nodes[i].id, i});
+  while (!todo.empty()) {
+    auto [id, i] = todo.back();
+    todo.pop_back();
+    order.push_back(i);
+    for (size_t j = r.cct.nodes.size(); j-- > 0;)
+      if (r.cct.nodes[j].parent_id == id) todo.push_back({r.cct.nodes[j].id, j});
+  }
+  const double total = r.cct.total_weight > 0 ? r.cct.total_weight : 1;
+  for (size_t i : order) {
+    const pl::CctNode& n = r.cct.nodes[i];
+    std::printf("  %5.1f%% %5.1f%% %*s%s\n", 100 * n.total_weight / total,
+                100 * n.self_weight / total, 2 * depth_of[i], "", n.function.ToString().c_str());
+  }
+  std::printf("\naccounting:\n");
+  for (const pl::TargetStats& t : r.stats) {
+    std::printf(
+        "  pid %u: %llu stack samples, %llu windows, %llu branches, pipeline CPU %.3f s, "
+        "~%llu KiB\n",
+        t.pid, static_cast<unsigned long long>(t.stack_samples),
+        static_cast<unsigned long long>(t.windows), static_cast<unsigned long long>(t.branches),
+        t.pipeline_cpu_seconds, static_cast<unsigned long long>(t.memory_bytes / 1024));
+    for (const auto& [k, v] : t.drops)
+      std::printf("    dropped %-28s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+    for (const auto& [k, v] : t.decode_errors)
+      std::printf("    decode error %-23s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+  }
+}
+
+int RunRun(Args& args) {
+  const bool json = args.Has("json");
+  pl::SessionConfig config;
+  if (!pl::ParseSourceChoice(args.Get("source", "auto"), &config.source))
+    return UsageError("run", {"--source must be auto, pt, lbr, ptrace or none"});
+  config.sampling.stack_hz = static_cast<uint32_t>(args.GetInt("stack-hz", 99));
+  config.sampling.bursts_per_second = args.GetDouble("burst-rate", 20);
+  config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32));
+  config.duration_s = static_cast<uint32_t>(args.GetInt("duration", 0));
+  const long long top = args.GetInt("top", 10);
+  const long long pid_arg = args.GetInt("pid", 0);
+  std::vector<std::string> problems = args.Problems();
+  if (top < 1 || top > 1000) problems.push_back("--top must be 1..1000");
+  if (pid_arg == 0 && args.rest().empty()) problems.push_back("give -- CMD [ARGS] or --pid P");
+  if (pid_arg != 0 && !args.rest().empty()) problems.push_back("give either --pid or a command");
+  if (!problems.empty()) return UsageError("run", problems);
+
+  pid_t child = -1;
+  if (pid_arg != 0) {
+    config.pids = {static_cast<uint32_t>(pid_arg)};
+  } else {
+    std::string error;
+    child = Spawn(args.rest(), &error);
+    if (child < 0) {
+      std::fprintf(stderr, "pathctl run: %s\n", error.c_str());
+      return kExitError;
+    }
+    config.pids = {static_cast<uint32_t>(child)};
+  }
+
+  const pathprof::collectors::HostCapabilities caps = pathprof::collectors::ProbeHostCapabilities();
+  auto session = pl::Session::Start("run", config, caps, nullptr);
+  if (!session.ok()) {
+    std::fprintf(stderr, "pathctl run: cannot profile pid %u: %s\n", config.pids[0],
+                 session.status().ToString().c_str());
+    if (child > 0) waitpid(child, nullptr, 0);  // the command still runs to its end
+    return kExitError;
+  }
+  if (!json)
+    std::fprintf(stderr, "pathctl run: profiling pid %u (%s; %s)\n", config.pids[0],
+                 (*session)->Info().source_reason.c_str(),
+                 (*session)->Info().stacks_reason.c_str());
+  while (!(*session)->WaitEnded(200)) {
+  }
+  Report r;
+  if (child > 0) {
+    // The duration ended with the command still running: it is not ours to keep alive.
+    if ((*session)->Info().state == pl::SessionState::kStopped) kill(child, SIGTERM);
+    int status = 0;
+    if (waitpid(child, &status, 0) == child)
+      r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  const uint32_t k = static_cast<uint32_t>(top);
+  r.info = (*session)->Info();
+  pl::HotPathsQuery hq;
+  hq.top_k = k;
+  r.paths = (*session)->HotPaths(hq);
+  pl::HotSubpathsQuery sq;
+  sq.top_k = k;
+  r.subpaths = (*session)->HotSubpaths(sq);
+  r.pairs = (*session)->HotCallPairs(k);
+  r.methods = (*session)->HotMethods(k);
+  pl::CctQuery cq;
+  cq.max_depth = 24;
+  cq.min_weight = 0.02;
+  cq.max_nodes = 200;
+  r.cct = (*session)->Cct(cq);
+  r.stats = (*session)->Stats();
+  if (json)
+    PrintJson(r);
+  else
+    PrintText(r);
+  return kExitOk;
+}
+
+PATHCTL_COMMAND(Command{
+    "run",
+    "profile a command (or --pid) with the embedded pipeline and print its hot paths",
+    "usage: pathctl run [--source auto|pt|lbr|ptrace|none] [--stack-hz N] [--duration S]\n"
+    "                   [--top K] [--burst-rate R] [--window W] [--json] -- CMD [ARGS]\n"
+    "       pathctl run [options] --pid P\n\n"
+    "Runs CMD (or attaches to process P), profiles it with eBPF stack samples and the best\n"
+    "branch source (PT > LBR > ptrace bursts unless --source says otherwise), and prints its hot\n"
+    "paths with their blocks' functions and lines, hot subpaths, hot call pairs, hot methods and\n"
+    "the top of its calling context tree when it exits or --duration seconds pass (then CMD is\n"
+    "sent SIGTERM; a --pid target is left running).",
+    {"json"},
+    RunRun});
+
+}  // namespace
+}  // namespace pathctl

@@ -1,0 +1,187 @@
+// Runs `pathctl analyze` as a user would on recordings with known contents: the propeller LBR
+// corpus file (binary placed at its recorded path under --binary-dir), a real Intel PT
+// recording without its binaries, and a .pbs exact trace of examples/loop, directly and through
+// the synthesized Intel PT route (--via-pt), which must agree with the direct analysis.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CmdResult {
+  int rc = -1;
+  std::string out;
+};
+
+CmdResult Run(const std::string& cmd) {
+  CmdResult r;
+  FILE* f = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+  const int status = pclose(f);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+CmdResult Pathctl(const std::string& args) {
+  return Run(std::string(PATHPROF_BIN_DIR) + "/pathctl " + args);
+}
+
+// The raw value (number, or string without quotes) of the first "key": at or after `from`.
+std::string Value(const std::string& json, const std::string& key, size_t from = 0) {
+  const std::string needle = "\"" + key + "\":";
+  const size_t at = json.find(needle, from);
+  if (at == std::string::npos) return "<missing " + key + ">";
+  size_t begin = at + needle.size();
+  if (json[begin] == '"') {
+    ++begin;
+    return json.substr(begin, json.find('"', begin) - begin);
+  }
+  return json.substr(begin, json.find_first_of(",}]", begin) - begin);
+}
+
+size_t After(const std::string& json, const std::string& marker) {
+  const size_t at = json.find(marker);
+  return at == std::string::npos ? json.size() : at + marker.size();
+}
+
+const std::string kShared = PATHPROF_SHARED_DIR;
+const char kPropellerRecordedPath[] =
+    "/build/work/11ef31a2a8be9640fa8d4c917e76f0db3923/google3/blaze-out/k8-opt/genfiles/devtools/"
+    "crosstool/autofdo/testdata/propeller_sample_1.bin.gen";
+
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    dir_ = fs::temp_directory_path() / ("pathprof-analyze-" + std::to_string(::getpid()) + tag);
+    fs::create_directories(dir_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  const fs::path& path() const { return dir_; }
+
+ private:
+  fs::path dir_;
+};
+
+TEST(AnalyzeCli, PropellerLbrFileReportsItsHotPathsAndEveryRecord) {
+  TempDir symfs("-propeller");
+  const fs::path dest = symfs.path() / fs::path(kPropellerRecordedPath).relative_path();
+  fs::create_directories(dest.parent_path());
+  fs::copy_file(kShared + "/corpus/lbr/autofdo/propeller_sample_1.bin", dest);
+  const CmdResult r = Pathctl("analyze --json --top 5 --binary-dir " + symfs.path().string() + " " +
+                              kShared + "/corpus/lbr/autofdo/propeller_sample_1.perfdata1");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const size_t decode = After(r.out, "\"decode\":");
+  EXPECT_EQ(Value(r.out, "format", decode), "perf.data/lbr");
+  EXPECT_EQ(Value(r.out, "samples", decode), "3732");
+  EXPECT_EQ(Value(r.out, "lbr_entries", decode), "119424");
+  EXPECT_EQ(Value(r.out, "lbr_entries_emitted", decode), "118458");
+  EXPECT_EQ(Value(r.out, "perf_style_instructions", decode), "584640");
+  EXPECT_EQ(Value(r.out, "images_build_id_mismatches", decode), "0");
+  // Every record used or counted: 966 newest entries repeat their neighbour (a kernel quirk).
+  EXPECT_EQ(Value(r.out, "records", decode), "5619");
+  EXPECT_EQ(Value(r.out, "windows", decode), "3732");
+  EXPECT_EQ(Value(r.out, "taken", decode), "118458");
+  EXPECT_EQ(Value(r.out, "not_taken", decode), "25315");
+  EXPECT_EQ(Value(r.out, "duplicate_entry", decode), "966");
+  EXPECT_EQ(118458 + 966, 119424);
+  EXPECT_NE(r.out.find("\"broken_windows\":{}"), std::string::npos);
+  // Hot paths: the window estimator over 3,732 windows; the hottest is main's loop (0x1777),
+  // seen whole 7,725 times, then compute_flag's two paths.
+  const size_t process = After(r.out, "\"processes\":[");
+  EXPECT_EQ(Value(r.out, "comm", process), "propeller_sampl");
+  EXPECT_EQ(Value(r.out, "estimator", process), "window-estimator");
+  EXPECT_EQ(Value(r.out, "paths_distinct", process), "4");
+  const size_t first = After(r.out, "\"paths\":[");
+  EXPECT_EQ(Value(r.out, "function", first), "main");
+  EXPECT_EQ(Value(r.out, "offset", first), "55");
+  EXPECT_EQ(Value(r.out, "outcomes", first), "011111");
+  EXPECT_EQ(Value(r.out, "observations", first), "7725");
+  EXPECT_EQ(Value(r.out, "image", first), kPropellerRecordedPath);
+  // The one call pair: main+0x47 -> compute_flag, which is also the hottest method.
+  const size_t pairs = After(r.out, "\"hot_call_pairs\":[");
+  EXPECT_EQ(Value(r.out, "function", pairs), "main");
+  EXPECT_EQ(Value(r.out, "offset", pairs), "71");
+  EXPECT_EQ(Value(r.out, "function", After(r.out.substr(pairs), "\"target\":") + pairs),
+            "compute_flag");
+  const size_t methods = After(r.out, "\"hot_methods\":[{\"function\":");
+  EXPECT_EQ(Value(r.out, "function", methods), "compute_flag");
+}
+
+TEST(AnalyzeCli, IntelPtRecordingWithoutItsBinariesCountsDecodeErrors) {
+  const CmdResult r =
+      Pathctl("analyze --json " + kShared + "/corpus/pt/quipper/perf.data.intel_pt-4.14");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const size_t decode = After(r.out, "\"decode\":");
+  EXPECT_EQ(Value(r.out, "format", decode), "perf.data/intel-pt");
+  EXPECT_EQ(Value(r.out, "samples", decode), "2");  // two AUXTRACE buffers
+  EXPECT_EQ(Value(r.out, "pt_aux_bytes", decode), std::to_string(12240 + 137728));
+  // 10 PSB syncs, each ending at code no image covers (9 executable mappings, none here); only
+  // one event (an asynchronous transfer between two known addresses) comes out.
+  EXPECT_EQ(Value(r.out, "pt_syncs", decode), "10");
+  EXPECT_EQ(Value(r.out, "pt: no memory mapped at this address", decode), "10");
+  EXPECT_EQ(Value(r.out, "images_not_found", decode), "9");
+  EXPECT_EQ(Value(r.out, "events", decode), "1");
+  EXPECT_EQ(Value(r.out, "comm", decode), "echo");
+}
+
+TEST(AnalyzeCli, ExactTraceOfTheLoopExampleDirectlyAndThroughSynthesizedPt) {
+  TempDir dir("-pbs");
+  const std::string pbs = (dir.path() / "loop.pbs").string();
+  const CmdResult trace =
+      Pathctl("trace --exact -o " + pbs + " -- " + PATHPROF_BIN_DIR + "/example_loop_static 3000");
+  if (trace.rc != 0) GTEST_SKIP() << "cannot trace here (ptrace refused?): " << trace.out;
+
+  const CmdResult direct = Pathctl("analyze --json --top 3 " + pbs);
+  ASSERT_EQ(direct.rc, 0) << direct.out;
+  const size_t decode = After(direct.out, "\"decode\":");
+  EXPECT_EQ(Value(direct.out, "format", decode), "pbs");
+  const size_t paths = After(direct.out, "\"hot_paths\":");
+  EXPECT_EQ(Value(direct.out, "estimator", paths), "hot-path-table");
+  // spin(3000): the back-edge is taken 2999 times; the first of those ends the path from the
+  // function entry, the other 2998 end the loop body's path (from the loop head), the hottest.
+  const size_t first = After(direct.out, "\"paths\":[");
+  EXPECT_EQ(Value(direct.out, "function", first), "spin");
+  EXPECT_NE(Value(direct.out, "file", first).find("loop.c"), std::string::npos);
+  EXPECT_EQ(Value(direct.out, "value", first), "2998");
+
+  const CmdResult via_pt = Pathctl("analyze --json --top 3 --via-pt " + pbs);
+  ASSERT_EQ(via_pt.rc, 0) << via_pt.out;
+  const size_t pt_decode = After(via_pt.out, "\"decode\":");
+  EXPECT_EQ(Value(via_pt.out, "format", pt_decode), "pbs/synthesized-pt");
+  // The PT decoder gives back every branch of the exact stream.
+  EXPECT_EQ(Value(via_pt.out, "events", pt_decode), Value(direct.out, "events", decode));
+  EXPECT_EQ(Value(via_pt.out, "taken", pt_decode), Value(direct.out, "taken", decode));
+  EXPECT_EQ(via_pt.out.find("\"decode_errors\":{}", pt_decode),
+            via_pt.out.find("\"decode_errors\":", pt_decode))
+      << via_pt.out.substr(pt_decode, 600);
+  // And the same hot paths.
+  const size_t pt_paths = After(via_pt.out, "\"hot_paths\":");
+  EXPECT_EQ(via_pt.out.substr(pt_paths, via_pt.out.find("\"hot_subpaths\"") - pt_paths),
+            direct.out.substr(paths, direct.out.find("\"hot_subpaths\"") - paths));
+}
+
+TEST(AnalyzeCli, BadInputIsAClearErrorNotACrash) {
+  TempDir dir("-bad");
+  const std::string junk = (dir.path() / "junk.data").string();
+  FILE* f = std::fopen(junk.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("this is not a perf.data file", f);
+  std::fclose(f);
+  EXPECT_EQ(Pathctl("analyze " + junk).rc, 1);
+  EXPECT_EQ(Pathctl("analyze").rc, 2);
+  EXPECT_EQ(Pathctl("analyze --top 0 " + junk).rc, 2);
+}
+
+}  // namespace

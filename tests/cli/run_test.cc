@@ -1,0 +1,91 @@
+// Runs `pathctl run` on the bundled hot-loop example as a user would and checks its JSON report:
+// the hottest method and the hottest path are in the example's known hot loops, symbolized to
+// hotloop.c. Needs root for eBPF and ptrace; skips with the reason otherwise.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "pathprof/collectors/capabilities.h"
+
+namespace {
+
+struct CmdResult {
+  int rc = -1;
+  std::string out;
+};
+
+CmdResult Pathctl(const std::string& args) {
+  const std::string cmd = std::string(PATHPROF_BIN_DIR) + "/pathctl " + args + " 2>/dev/null";
+  CmdResult r;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+  const int status = pclose(f);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// The string value of the first `"key":"..."` at or after `from`.
+std::string FirstString(const std::string& json, const std::string& key, size_t from) {
+  const std::string needle = "\"" + key + "\":\"";
+  const size_t at = json.find(needle, from);
+  if (at == std::string::npos) return "<missing " + key + ">";
+  const size_t begin = at + needle.size();
+  return json.substr(begin, json.find('"', begin) - begin);
+}
+
+size_t After(const std::string& json, const std::string& marker) {
+  const size_t at = json.find(marker);
+  return at == std::string::npos ? json.size() : at + marker.size();
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto caps = pathprof::collectors::ProbeHostCapabilities();
+    if (!caps.ebpf.available) GTEST_SKIP() << "no eBPF stacks here: " << caps.ebpf.detail;
+    if (!caps.ptrace.available) GTEST_SKIP() << "no ptrace here: " << caps.ptrace.detail;
+  }
+  const std::string example_ = std::string(PATHPROF_BIN_DIR) + "/example_hotloop";
+};
+
+TEST_F(RunTest, ReportsTheExampleHotLoop) {
+  const CmdResult r =
+      Pathctl("run --json --duration 4 --stack-hz 199 --burst-rate 50 --top 5 -- " + example_);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(FirstString(r.out, "state", 0), "stopped");
+  EXPECT_EQ(FirstString(r.out, "source", 0), "ptrace");
+  // hot() does 4x the iterations of warm(): it is the hottest method by stack samples.
+  const size_t methods = After(r.out, "\"hot_methods\":[");
+  EXPECT_EQ(FirstString(r.out, "function", methods), "hot") << r.out.substr(methods, 400);
+  EXPECT_NE(FirstString(r.out, "file", methods).find("hotloop.c"), std::string::npos);
+  // The hottest path starts in one of the two loops, at a line of hotloop.c.
+  const size_t paths = After(r.out, "\"paths\":[");
+  ASSERT_NE(r.out.compare(paths, 1, "]"), 0) << "no hot paths: " << r.out.substr(0, 600);
+  const std::string fn = FirstString(r.out, "function", paths);
+  EXPECT_TRUE(fn == "hot" || fn == "warm") << fn;
+  EXPECT_NE(FirstString(r.out, "file", paths).find("hotloop.c"), std::string::npos);
+  // The calling context tree's first root is the libc start routine, and hot() is under it.
+  EXPECT_NE(r.out.find("\"function\":\"hot\""), std::string::npos);
+}
+
+TEST_F(RunTest, ACommandThatExitsEndsTheSessionWithItsStatus) {
+  const CmdResult r = Pathctl("run --json --top 3 -- " + example_ + " 20000");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(FirstString(r.out, "state", 0), "target-exited");
+  EXPECT_NE(r.out.find("\"exit_status\":0"), std::string::npos) << r.out.substr(0, 400);
+}
+
+TEST_F(RunTest, BadUsageAndMissingCommandsAreClearErrors) {
+  EXPECT_EQ(Pathctl("run --json").rc, 2);
+  EXPECT_EQ(Pathctl("run --source perf -- /bin/true").rc, 2);
+  const CmdResult missing = Pathctl("run -- /nonexistent/program");
+  EXPECT_EQ(missing.rc, 1);
+}
+
+}  // namespace

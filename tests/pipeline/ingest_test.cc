@@ -1,0 +1,160 @@
+// Back-pressure, source choice and config checks, without collectors: items are offered to the
+// Ingestor by hand and applied to a ProfileStore of this test process.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "pathprof/pipeline/ingestor.h"
+#include "pathprof/pipeline/session.h"
+
+namespace {
+
+namespace pl = pathprof::pipeline;
+
+extern "C" __attribute__((noinline)) int pathprof_ingest_marker(int x) {
+  return x * 3 + 1;
+}
+
+pl::SessionConfig SelfConfig() {
+  pl::SessionConfig c;
+  c.pids = {static_cast<uint32_t>(getpid())};
+  return c;
+}
+
+pathprof::collectors::RawStackSample SampleAt(uint64_t leaf) {
+  pathprof::collectors::RawStackSample s;
+  s.pid = static_cast<uint32_t>(getpid());
+  s.tid = s.pid;
+  s.user = {leaf};
+  return s;
+}
+
+TEST(IngestorTest, SlowConsumerDropsAreCountedByReason) {
+  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(), true,
+                                        std::make_shared<pl::SymbolService>());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  pl::ProfileStore* s = store->get();
+  pl::QueueSettings q;
+  q.stack_queue = 4;
+  q.window_queue = 2;
+  pl::Ingestor ingestor(q, [s](uint32_t pid) { return pid == s->pid() ? s : nullptr; });
+  ingestor.SetPausedForTesting(true);
+  const uint64_t leaf = reinterpret_cast<uint64_t>(&pathprof_ingest_marker) + 4;
+  int accepted = 0;
+  for (int i = 0; i < 10; ++i) accepted += ingestor.OfferStack(SampleAt(leaf)) ? 1 : 0;
+  pathprof::BranchBatch window;
+  window.pid = s->pid();
+  window.tid = s->pid();
+  window.window = true;
+  window.events = {{0x1000, 0x1010, 0, 0, pathprof::BranchKind::kConditional, true, false}};
+  int windows_accepted = 0;
+  for (int i = 0; i < 5; ++i) windows_accepted += ingestor.OfferBranches(window) ? 1 : 0;
+  EXPECT_EQ(accepted, 4);
+  EXPECT_EQ(windows_accepted, 2);
+  // Not a target: counted apart, never silently lost.
+  auto stranger = SampleAt(leaf);
+  stranger.pid = 1;
+  EXPECT_FALSE(ingestor.OfferStack(stranger));
+  EXPECT_EQ(ingestor.not_a_target(), 1u);
+
+  ingestor.SetPausedForTesting(false);
+  ingestor.Flush();
+  ingestor.Close();
+  const pl::TargetStats st = s->Stats();
+  EXPECT_EQ(st.stack_samples, 4u);
+  EXPECT_EQ(st.windows, 2u);
+  EXPECT_EQ(st.drops.at("stack_queue_full"), 6u);
+  EXPECT_EQ(st.drops.at("window_queue_full"), 3u);
+  // After Close nothing is taken, and that is counted too.
+  EXPECT_FALSE(ingestor.OfferStack(SampleAt(leaf)));
+  EXPECT_EQ(s->Stats().drops.at("session_closed"), 1u);
+
+  // The samples were keyed by function and symbolize at query time.
+  const pl::HotMethodsResult m = s->HotMethods(1);
+  ASSERT_EQ(m.methods.size(), 1u);
+  EXPECT_EQ(m.methods[0].function.function, "pathprof_ingest_marker");
+  EXPECT_EQ(m.methods[0].function.offset, 0u);
+  EXPECT_DOUBLE_EQ(m.methods[0].self.share, 1.0);
+}
+
+TEST(IngestorTest, WindowsFeedPathsSubpathsAndCallPairs) {
+  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(), true,
+                                        std::make_shared<pl::SymbolService>());
+  ASSERT_TRUE(store.ok());
+  using pathprof::BranchKind;
+  // A loop at 0x2000..0x2010 entered by a call: each window sees the call, then 3 iterations
+  // (backward branch 0x2010 -> 0x2000, taken).
+  pathprof::BranchBatch w;
+  w.pid = (*store)->pid();
+  w.tid = w.pid;
+  w.window = true;
+  w.events.push_back({0x1000, 0x2000, 0, 0, BranchKind::kDirectCall, true, false});
+  for (int i = 0; i < 3; ++i) {
+    w.events.push_back({0x2004, 0x2008, 0, 0, BranchKind::kConditional, false, false});
+    w.events.push_back({0x2010, 0x2000, 0, 0, BranchKind::kConditional, true, false});
+  }
+  for (int i = 0; i < 10; ++i) (*store)->AddBranches(w);
+  pl::HotPathsQuery q;
+  q.top_k = 5;
+  const pl::HotPathsResult paths = (*store)->HotPaths(q);
+  EXPECT_EQ(paths.estimator, "window-estimator");
+  ASSERT_FALSE(paths.paths.empty());
+  // The loop body path (start 0x2000, not-taken then taken) is the hottest: 2 whole traversals
+  // per window (the first starts at the call, the last is cut by the window end).
+  EXPECT_EQ(paths.paths[0].start.address, 0x2000u);
+  EXPECT_EQ(paths.paths[0].length, 2u);
+  EXPECT_EQ(paths.paths[0].outcomes, 0b10u);
+  ASSERT_EQ(paths.paths[0].blocks.size(), 2u);
+  EXPECT_EQ(paths.paths[0].blocks[1].address, 0x2008u);
+  const pl::HotCallPairsResult pairs = (*store)->HotCallPairs(3);
+  ASSERT_EQ(pairs.pairs.size(), 1u);
+  EXPECT_EQ(pairs.pairs[0].call_site.address, 0x1000u);
+  EXPECT_EQ(pairs.pairs[0].target.address, 0x2000u);
+  EXPECT_DOUBLE_EQ(pairs.pairs[0].estimate.value, 10);
+  EXPECT_EQ((*store)->Stats().windows, 10u);
+  EXPECT_EQ((*store)->Stats().branches, 70u);
+  EXPECT_FALSE((*store)->PathKeys().empty());
+}
+
+TEST(SourceChoiceTest, AutoTakesTheBestAndSaysWhy) {
+  pathprof::collectors::HostCapabilities caps;
+  caps.ptrace = {true, "ok"};
+  caps.lbr = {false, "no hardware PMU"};
+  caps.intel_pt = {false, "no intel_pt PMU"};
+  std::string why;
+  auto s = pl::ChooseBranchSource(pl::SourceChoice::kAuto, caps, &why);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s, pathprof::collectors::BranchSource::kPtraceBursts);
+  EXPECT_NE(why.find("no hardware PMU"), std::string::npos) << why;
+  EXPECT_NE(why.find("no intel_pt PMU"), std::string::npos) << why;
+
+  auto lbr = pl::ChooseBranchSource(pl::SourceChoice::kLbr, caps, &why);
+  EXPECT_EQ(lbr.status().code(), pathprof::ErrorCode::kUnavailable);
+  EXPECT_NE(lbr.status().message().find("no hardware PMU"), std::string::npos);
+
+  caps.ptrace = {false, "ptrace_scope 3"};
+  auto none = pl::ChooseBranchSource(pl::SourceChoice::kAuto, caps, &why);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, pathprof::collectors::BranchSource::kNone);
+  EXPECT_NE(why.find("ptrace_scope 3"), std::string::npos) << why;
+}
+
+TEST(SessionConfigTest, ValidateNamesTheBadField) {
+  pl::SessionConfig c;
+  EXPECT_NE(c.Validate().message().find("pid"), std::string::npos);
+  c.pids = {1};
+  EXPECT_TRUE(c.Validate().ok());
+  c.engine.max_path_length = 65;
+  EXPECT_NE(c.Validate().message().find("max_path_length"), std::string::npos);
+  c.engine.max_path_length = 32;
+  c.engine.hpt_entries = 96;
+  EXPECT_NE(c.Validate().message().find("hpt_entries"), std::string::npos);
+  c.engine.hpt_entries = 512;
+  c.osp.max_length = 1000;
+  EXPECT_NE(c.Validate().message().find("osp.max_length"), std::string::npos);
+  pl::SourceChoice sc;
+  EXPECT_TRUE(pl::ParseSourceChoice("pt", &sc));
+  EXPECT_EQ(sc, pl::SourceChoice::kIntelPt);
+  EXPECT_FALSE(pl::ParseSourceChoice("perf", &sc));
+}
+
+}  // namespace
