@@ -93,7 +93,7 @@ Model::Model() {
   tables_[static_cast<int>(View::kCct)] = Table(CctColumns(), 0, true);
   tables_[static_cast<int>(View::kCallPairs)] = Table(CallPairColumns(), 0, false);
   tables_[static_cast<int>(View::kMethods)] = Table(MethodColumns(), 0, false);
-  tables_[static_cast<int>(View::kTargets)] = Table(TargetColumns(), 3, false);
+  tables_[static_cast<int>(View::kTargets)] = Table(TargetColumns(), 0, false);
 }
 
 void Model::SetHotPaths(const v1::HotPaths& msg) {
