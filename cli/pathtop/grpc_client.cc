@@ -129,7 +129,7 @@ class GrpcClient : public Client {
       watch_context_ = nullptr;
       watch_cancelled_ = false;
     }
-    if (status.ok()) return Status(ErrorCode::kNotFound, "WatchHotPaths: the stream ended");
+    if (status.ok()) return Status(ErrorCode::kIo, "WatchHotPaths: the stream ended");
     return ToStatus("WatchHotPaths", status);
   }
 

@@ -323,13 +323,13 @@ std::string Model::TitleLine() const {
 
 std::string Model::StatsLine() const {
   if (!stats_.valid) return "stats: waiting for two GetStats answers";
-  std::string s = "stacks " + Rate(stats_.stack_samples_per_s) + "  windows " +
-                  Rate(stats_.windows_per_s) + "  br " + Rate(stats_.branches_per_s) + "  drops " +
-                  std::to_string(stats_.drops);
-  if (stats_.decode_errors) s += "  decode-err " + std::to_string(stats_.decode_errors);
-  s += "  pathprofd " + Percent1(stats_.daemon_cpu_percent) + " CPU " +
-       FormatBytes(stats_.daemon_rss_bytes);
-  if (!stats_.top_drop.empty()) s += "  (" + stats_.top_drop + ")";
+  // The drop reasons go last: on a narrow screen they are what gets cut.
+  std::string s = "stacks " + Rate(stats_.stack_samples_per_s) + " win " +
+                  Rate(stats_.windows_per_s) + " br " + Rate(stats_.branches_per_s) +
+                  " | pathprofd " + Percent1(stats_.daemon_cpu_percent) + " " +
+                  FormatBytes(stats_.daemon_rss_bytes) + " | drops " + std::to_string(stats_.drops);
+  if (stats_.decode_errors) s += " decode-err " + std::to_string(stats_.decode_errors);
+  if (!stats_.top_drop.empty()) s += " (" + stats_.top_drop + ")";
   return s;
 }
 
@@ -351,17 +351,17 @@ std::string Model::TabsLine() const {
   return s;
 }
 
-std::string Model::FooterLine() const {
+std::string Model::FooterLine(int width) const {
   if (editing_filter_) return "filter: " + filter_draft_ + "_   (Enter keep, Esc clear)";
   if (!connection_.connected) {
     std::string s = "DISCONNECTED " + connection_.target;
-    if (!connection_.message.empty()) s += ": " + connection_.message;
     if (connection_.attempt > 0) {
       char buf[64];
-      std::snprintf(buf, sizeof buf, "; retry %d in %.1fs", connection_.attempt,
+      std::snprintf(buf, sizeof buf, " retry %d in %.1fs", connection_.attempt,
                     connection_.retry_in_s);
       s += buf;
     }
+    if (!connection_.message.empty()) s += ": " + connection_.message;
     return s;
   }
   std::string s = connection_.reconnected ? "reconnected " : "";
@@ -370,7 +370,9 @@ std::string Model::FooterLine() const {
   s += connection_.target + "  " + every;
   if (view_ == View::kHotPaths && !data_note_.empty()) s += "  " + data_note_;
   if (!connection_.message.empty()) s += "  " + connection_.message;
-  return s + "  ?:help q:quit";
+  const std::string hint = "  ?:help q:quit";
+  if (static_cast<int>(s.size() + hint.size()) <= width) s += hint;
+  return s;
 }
 
 std::string Model::HeaderRow(const Table& t, int width) const {
@@ -474,9 +476,9 @@ std::vector<ScreenLine> Model::Layout(int width, int height) {
     }
   }
   while (static_cast<int>(out.size()) < height - 1) out.push_back({"", ScreenLine::kNormal});
-  add(FooterLine(), connection_.connected && !editing_filter_ ? ScreenLine::kFooter
-                    : editing_filter_                         ? ScreenLine::kNormal
-                                                              : ScreenLine::kAlert);
+  add(FooterLine(width), connection_.connected && !editing_filter_ ? ScreenLine::kFooter
+                         : editing_filter_                         ? ScreenLine::kNormal
+                                                                   : ScreenLine::kAlert);
   return out;
 }
 

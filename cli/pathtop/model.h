@@ -116,7 +116,7 @@ class Model {
   std::string TitleLine() const;
   std::string StatsLine() const;
   std::string TabsLine() const;
-  std::string FooterLine() const;
+  std::string FooterLine(int width) const;
   std::string HeaderRow(const Table& t, int width) const;
   std::string FormatRow(const Table& t, const VisibleRow& v, int width) const;
   std::vector<ScreenLine> HelpLayout(int width, int height) const;

@@ -301,7 +301,7 @@ TEST(Model, DisconnectedFooterSaysWhyAndWhen) {
   m.SetConnection(c);
   auto lines = m.Layout(80, 24);
   EXPECT_EQ(lines[23].style, ScreenLine::kAlert);
-  EXPECT_EQ(lines[23].text, "DISCONNECTED unix:/tmp/p.sock: connection refused; retry 3 in 2.0s");
+  EXPECT_EQ(lines[23].text, "DISCONNECTED unix:/tmp/p.sock retry 3 in 2.0s: connection refused");
   c.connected = true;
   c.reconnected = true;
   c.message.clear();
