@@ -219,6 +219,7 @@ void Fetcher::PollLoop() {
   const double kFirstBackoff = 0.5;
   double backoff = kFirstBackoff;
   int attempt = 0;
+  bool announced = false;  // the UI starts with "connecting"
   while (true) {
     TargetSpec target;
     std::string session_id;
@@ -244,7 +245,8 @@ void Fetcher::PollLoop() {
     if (status.ok()) status = PollOnce(view, session_id);
 
     if (status.ok()) {
-      if (fresh_session || attempt > 0) {
+      if (fresh_session || attempt > 0 || !announced) {
+        announced = true;
         ConnectionState c;
         c.connected = true;
         {

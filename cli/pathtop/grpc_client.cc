@@ -144,8 +144,8 @@ class GrpcClient : public Client {
 
  private:
   Status ToStatus(const char* rpc, const grpc::Status& s) const {
-    return Status(CodeFor(s.error_code()),
-                  std::string(rpc) + " at " + target_ + ": " + s.error_message());
+    // The status line already names the daemon's address; keep the message short for 80 columns.
+    return Status(CodeFor(s.error_code()), std::string(rpc) + ": " + s.error_message());
   }
 
   template <typename Resp, typename Fn>

@@ -415,8 +415,8 @@ std::vector<ScreenLine> Model::HelpLayout(int width, int height) const {
       " Right + / Left -   open / close a tree node; Enter toggles; e / c all",
       " ?, h        this help                       q   quit",
       "",
-      "Rows keep their order while their shown values tie; the selection follows its row.",
-      "Hot paths arrive on the WatchHotPaths stream; other views are polled each interval.",
+      "Rows whose shown values tie keep their order; the selection follows its row.",
+      "Hot paths come from the WatchHotPaths stream; other views are polled.",
       "",
       "Press any key to return.",
   };
