@@ -1,0 +1,94 @@
+// Talks to pathprofd off the UI thread: starts or joins the session, follows WatchHotPaths,
+// polls the current view and GetStats every interval, and reconnects with backoff when the
+// daemon goes away (re-joining or re-starting the session, since a restarted daemon has none).
+// The UI takes the newest answers with Take(); nothing here touches the terminal.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "pathtop/client.h"
+#include "pathtop/model.h"
+
+namespace pathtop {
+
+struct TargetSpec {
+  uint32_t pid = 0;  // 0 with an empty comm: no target yet (the process list)
+  std::string comm;
+  bool empty() const { return pid == 0 && comm.empty(); }
+};
+
+struct FetcherOptions {
+  double interval_s = 2.0;
+  uint32_t top_k = 50;
+  bool stop_owned_session = true;  // stop, at exit, a session this pathtop started
+  double max_backoff_s = 8.0;
+};
+
+// Everything new since the last Take(): the newest answer of each kind.
+struct Inbox {
+  std::optional<v1::HotPaths> hot_paths;
+  std::optional<v1::HotSubpaths> subpaths;
+  std::optional<v1::CallingContextTree> cct;
+  std::optional<v1::HotCallPairs> call_pairs;
+  std::optional<v1::HotMethods> methods;
+  std::optional<v1::ListTargetsResponse> targets;
+  std::optional<v1::Session> session;
+  std::optional<v1::Stats> stats;
+  double stats_time_s = 0;  // steady clock when the stats were fetched
+  std::optional<ConnectionState> connection;
+  std::vector<std::pair<View, std::string>> view_errors;
+  bool empty() const;
+};
+
+double SteadySeconds();
+
+class Fetcher {
+ public:
+  Fetcher(std::unique_ptr<Client> client, std::string address, TargetSpec target,
+          FetcherOptions options);
+  ~Fetcher();
+
+  void Start();
+  void Stop();  // cancels the stream, joins, stops an owned session
+
+  void SetView(View view);            // and fetch it now
+  void SetTarget(TargetSpec target);  // switch process (from the process list)
+  Inbox Take();
+
+ private:
+  void PollLoop();
+  void WatchLoop();
+  Status EstablishSession(const TargetSpec& target);
+  Status PollOnce(View view, const std::string& session_id);
+  void Publish(const std::function<void(Inbox*)>& fill);
+  void SetConnection(ConnectionState state);
+  bool WaitFor(double seconds);  // false when stopping
+
+  std::unique_ptr<Client> client_;
+  std::string address_;
+  FetcherOptions options_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool wake_ = false;
+  View view_ = View::kHotPaths;
+  TargetSpec target_;
+  std::string session_id_;  // empty: none yet, or lost with the daemon
+  std::string owned_session_;
+  bool watch_unsupported_ = false;
+  bool lost_daemon_ = false;
+  Inbox inbox_;
+
+  std::thread poll_thread_, watch_thread_;
+};
+
+}  // namespace pathtop

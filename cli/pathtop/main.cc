@@ -1,0 +1,163 @@
+// pathtop: a top-like live view of one process's hot paths, served by pathprofd.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "pathtop/fetcher.h"
+#include "pathtop/model.h"
+#include "pathtop/terminal.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: pathtop [--pid PID | --comm NAME] [--socket PATH | --address HOST:PORT]\n"
+    "               [--interval SECONDS] [--top N] [--keep]\n"
+    "\n"
+    "A live view of a process's hot paths, hot subpaths, calling-context tree, hot call pairs\n"
+    "and hot methods from pathprofd. Starts a session for the process or joins a running one;\n"
+    "without --pid/--comm it lists the processes to choose from.\n"
+    "\n"
+    "  --pid PID           profile this process\n"
+    "  --comm NAME         profile every process with this executable name\n"
+    "  --socket PATH       pathprofd's Unix socket (default /run/pathprof/pathprofd.sock)\n"
+    "  --address HOST:PORT pathprofd over TCP instead\n"
+    "  --interval SECONDS  refresh period (default 2)\n"
+    "  --top N             rows asked per view (default 50)\n"
+    "  --keep              leave a session pathtop started running when it exits\n"
+    "\n"
+    "Keys: 1-5 views, < > sort, r reverse, / filter, p or space pause, ? help, q quit.\n";
+
+int Usage(const char* problem) {
+  std::fprintf(stderr, "pathtop: %s\n\n%s", problem, kUsage);
+  return 2;
+}
+
+bool ParseNumber(const char* s, double* out) {
+  char* end = nullptr;
+  *out = std::strtod(s, &end);
+  return end != s && *end == '\0';
+}
+
+std::string CommOf(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return comm;
+}
+
+std::string LabelFor(const pathtop::TargetSpec& t) {
+  if (t.pid != 0) {
+    std::string comm = CommOf(t.pid);
+    return "pid " + std::to_string(t.pid) + (comm.empty() ? "" : " (" + comm + ")");
+  }
+  if (!t.comm.empty()) return "comm " + t.comm;
+  return "choose a process (Enter)";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace pathtop;
+  TargetSpec target;
+  FetcherOptions options;
+  std::string address = "unix:/run/pathprof/pathprofd.sock";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--keep") {
+      options.stop_owned_session = false;
+      continue;
+    }
+    if (i + 1 >= argc) return Usage((a + " needs a value").c_str());
+    const char* v = argv[++i];
+    double number = 0;
+    if (a == "--pid") {
+      if (!ParseNumber(v, &number) || number < 1 || number > 4194304) {
+        return Usage("--pid needs a process id");
+      }
+      target.pid = static_cast<uint32_t>(number);
+    } else if (a == "--comm") {
+      target.comm = v;
+    } else if (a == "--socket") {
+      address = std::string("unix:") + v;
+    } else if (a == "--address") {
+      address = v;
+    } else if (a == "--interval") {
+      if (!ParseNumber(v, &number) || number < 0.1 || number > 3600) {
+        return Usage("--interval needs seconds between 0.1 and 3600");
+      }
+      options.interval_s = number;
+    } else if (a == "--top") {
+      if (!ParseNumber(v, &number) || number < 1 || number > 100000) {
+        return Usage("--top needs a row count of at least 1");
+      }
+      options.top_k = static_cast<uint32_t>(number);
+    } else {
+      return Usage(("unknown option " + a).c_str());
+    }
+  }
+  if (target.pid != 0 && !target.comm.empty()) return Usage("give --pid or --comm, not both");
+  if (!isatty(STDOUT_FILENO)) {
+    std::fprintf(stderr, "pathtop: needs a terminal; for scripts use `pathctl paths --json`\n");
+    return 1;
+  }
+
+  Model model;
+  model.SetTargetLabel(LabelFor(target));
+  model.SetIntervalSeconds(options.interval_s);
+  ConnectionState connecting;
+  connecting.target = address;
+  connecting.message = "connecting";
+  model.SetConnection(connecting);
+  if (target.empty()) model.SetView(View::kTargets);
+
+  Fetcher fetcher(MakeGrpcClient(address), address, target, options);
+  fetcher.Start();
+  StatsTracker stats;
+  {
+    Terminal term;
+    bool dirty = true;
+    while (true) {
+      Inbox in = fetcher.Take();
+      if (!in.empty()) dirty = true;
+      if (in.connection) model.SetConnection(*in.connection);
+      if (in.session) model.SetSession(*in.session);
+      if (in.stats) model.SetStats(stats.Update(*in.stats, in.stats_time_s));
+      if (in.hot_paths) model.SetHotPaths(*in.hot_paths);
+      if (in.subpaths) model.SetSubpaths(*in.subpaths);
+      if (in.cct) model.SetCct(*in.cct);
+      if (in.call_pairs) model.SetCallPairs(*in.call_pairs);
+      if (in.methods) model.SetMethods(*in.methods);
+      if (in.targets) model.SetTargets(*in.targets);
+      for (const auto& [view, message] : in.view_errors) model.SetViewError(view, message);
+      if (dirty) term.Draw(model.Layout(term.width(), term.height()));
+      dirty = false;
+
+      int k = term.ReadKey(100);
+      if (k < 0) continue;
+      Action action = model.HandleKey(k);
+      dirty = action != Action::kNone;
+      if (action == Action::kQuit) break;
+      if (action == Action::kViewChanged) fetcher.SetView(model.view());
+      if (action == Action::kPickTarget) {
+        TargetSpec picked;
+        picked.pid = model.picked_pid();
+        model.SetTargetLabel(LabelFor(picked));
+        model.ResetData();
+        stats = StatsTracker();
+        model.SetView(View::kHotPaths);
+        fetcher.SetTarget(picked);
+        fetcher.SetView(View::kHotPaths);
+      }
+    }
+  }
+  fetcher.Stop();
+  return 0;
+}

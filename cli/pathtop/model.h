@@ -1,0 +1,148 @@
+// pathtop's whole state without a terminal: the views' tables, what is known about the session,
+// connection and daemon, the keys' effects, and the screen as lines of text. The ncurses
+// renderer only paints Layout(); tests drive HandleKey() and read Layout().
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pathprof/v1/profiler.pb.h"
+#include "pathtop/table.h"
+
+namespace pathtop {
+
+namespace v1 = ::pathprof::v1;
+
+enum class View { kHotPaths = 0, kSubpaths, kCct, kCallPairs, kMethods, kTargets };
+inline constexpr int kViewCount = 6;
+const char* ViewTitle(View view);
+
+// Keys beyond plain characters, translated from the terminal's codes by the renderer.
+namespace key {
+inline constexpr int kUp = 0x1001, kDown = 0x1002, kLeft = 0x1003, kRight = 0x1004,
+                     kPageUp = 0x1005, kPageDown = 0x1006, kHome = 0x1007, kEnd = 0x1008,
+                     kEnter = 0x1009, kEscape = 0x100a, kBackspace = 0x100b, kResize = 0x100c;
+}
+
+enum class Action {
+  kNone,
+  kRedraw,
+  kQuit,
+  kViewChanged,  // the fetcher should fetch the new view now
+  kPickTarget,   // in the target list: the user chose picked_pid()
+};
+
+struct ConnectionState {
+  bool connected = false;
+  std::string target;   // "unix:/run/pathprof/pathprofd.sock"
+  std::string message;  // why not connected, or the last error
+  int attempt = 0;      // reconnect attempts so far
+  double retry_in_s = 0;
+  bool reconnected = false;  // connected again after losing the daemon
+};
+
+// Rates from two GetStats answers.
+struct StatsView {
+  bool valid = false;
+  double stack_samples_per_s = 0;
+  double windows_per_s = 0;
+  double branches_per_s = 0;
+  uint64_t drops = 0;
+  uint64_t decode_errors = 0;
+  std::string top_drop;  // the largest drop reason, "lost-samples 12"
+  double daemon_cpu_percent = 0;
+  uint64_t daemon_rss_bytes = 0;
+  double pipeline_cpu_percent = 0;
+};
+
+// Turns successive Stats into rates. `now_s` is a steady clock in seconds.
+class StatsTracker {
+ public:
+  StatsView Update(const v1::Stats& stats, double now_s);
+
+ private:
+  std::optional<v1::Stats> previous_;
+  double previous_s_ = 0;
+  StatsView last_;
+};
+
+struct ScreenLine {
+  enum Style { kNormal, kTitle, kColumnHeader, kSelected, kFooter, kAlert };
+  std::string text;
+  Style style = kNormal;
+};
+
+class Model {
+ public:
+  Model();
+
+  // The target pathtop profiles, shown in the title ("pid 1234 (loop)").
+  void SetTargetLabel(const std::string& label) { target_label_ = label; }
+  void SetIntervalSeconds(double s) { interval_s_ = s; }
+
+  // Data from the fetcher. While paused they are kept and shown on resume.
+  void SetHotPaths(const v1::HotPaths& msg);
+  void SetSubpaths(const v1::HotSubpaths& msg);
+  void SetCct(const v1::CallingContextTree& msg);
+  void SetCallPairs(const v1::HotCallPairs& msg);
+  void SetMethods(const v1::HotMethods& msg);
+  void SetTargets(const v1::ListTargetsResponse& msg);
+  void SetSession(const v1::Session& session);
+  void SetStats(const StatsView& stats) { stats_ = stats; }
+  void SetConnection(const ConnectionState& state) { connection_ = state; }
+  // A problem with one view's query (unsupported by this daemon, permission): shown on its view.
+  void SetViewError(View view, const std::string& message);
+  // Forgets the profile views' data and session (another process was chosen).
+  void ResetData();
+
+  Action HandleKey(int key);
+
+  View view() const { return view_; }
+  void SetView(View view);
+  bool paused() const { return paused_; }
+  bool help_visible() const { return help_; }
+  bool editing_filter() const { return editing_filter_; }
+  uint32_t picked_pid() const { return picked_pid_; }
+  Table& table(View view) { return tables_[static_cast<int>(view)]; }
+  const Table& table(View view) const { return tables_[static_cast<int>(view)]; }
+
+  // The screen, `height` lines each at most `width` columns.
+  std::vector<ScreenLine> Layout(int width, int height);
+
+ private:
+  void ApplyPending();
+  std::string TitleLine() const;
+  std::string StatsLine() const;
+  std::string TabsLine() const;
+  std::string FooterLine(int width) const;
+  std::string HeaderRow(const Table& t, int width) const;
+  std::string FormatRow(const Table& t, const VisibleRow& v, int width) const;
+  std::vector<ScreenLine> HelpLayout(int width, int height) const;
+
+  View view_ = View::kHotPaths;
+  std::array<Table, kViewCount> tables_;
+  std::array<std::string, kViewCount> view_errors_;
+  std::string target_label_;
+  double interval_s_ = 2;
+  std::optional<v1::Session> session_;
+  std::string data_note_;  // e.g. "12 paths of 130 distinct"
+  std::string hot_data_streams_note_;
+  StatsView stats_;
+  ConnectionState connection_;
+  bool paused_ = false;
+  bool help_ = false;
+  bool editing_filter_ = false;
+  std::string filter_draft_;
+  uint32_t picked_pid_ = 0;
+  int last_height_ = 24;
+  // Answers that arrived while paused: the newest of each.
+  std::optional<v1::HotPaths> pending_paths_;
+  std::optional<v1::HotSubpaths> pending_subpaths_;
+  std::optional<v1::CallingContextTree> pending_cct_;
+  std::optional<v1::HotCallPairs> pending_pairs_;
+  std::optional<v1::HotMethods> pending_methods_;
+};
+
+}  // namespace pathtop

@@ -1,0 +1,108 @@
+// The bar: pathtop in a real terminal (tmux, 80x24) against the real pathprofd on a
+// temp socket, profiling the hot-loop example; the screens must show its known hot function.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "tmux_session.h"
+
+namespace {
+
+using namespace pathtop_test;
+
+// PATHTOP_E2E_PATHPROFD / PATHTOP_E2E_TARGET override the binaries (e.g. a daemon built elsewhere).
+std::string Binary(const char* env, const std::string& fallback) {
+  const char* v = std::getenv(env);
+  return v != nullptr && v[0] != '\0' ? v : fallback;
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* out = std::fopen(log.c_str(), "w");
+    if (out != nullptr) {
+      dup2(fileno(out), 1);
+      dup2(fileno(out), 2);
+    }
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void Kill(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return;
+    usleep(50000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+class PathtopEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (Sh("command -v tmux").empty()) GTEST_SKIP() << "tmux is not installed";
+    if (geteuid() != 0) GTEST_SKIP() << "pathprofd needs root (ptrace, eBPF) for this test";
+    std::string id = std::to_string(getpid());
+    sock_ = "/tmp/pathtop_e2e_" + id + ".sock";
+    log_ = "/tmp/pathtop_e2e_" + id + ".log";
+    unlink(sock_.c_str());
+    std::string daemon = Binary("PATHTOP_E2E_PATHPROFD", PATHPROF_BIN_DIR "/pathprofd");
+    std::string target = Binary("PATHTOP_E2E_TARGET", PATHPROF_BIN_DIR "/example_hotloop");
+    if (access(daemon.c_str(), X_OK) != 0) GTEST_SKIP() << "no pathprofd at " << daemon;
+    target_ = Spawn({target}, "/dev/null");
+    daemon_ = Spawn({daemon, "--socket", sock_}, log_);
+    struct stat st;
+    for (int i = 0; i < 200 && stat(sock_.c_str(), &st) != 0; ++i) usleep(50000);
+    ASSERT_EQ(stat(sock_.c_str(), &st), 0) << "pathprofd did not start; see " << log_;
+  }
+  void TearDown() override {
+    Kill(daemon_);
+    Kill(target_);
+    unlink(sock_.c_str());
+  }
+  std::string sock_, log_;
+  pid_t target_ = -1, daemon_ = -1;
+};
+
+TEST_F(PathtopEndToEnd, ShowsTheHotLoopOfALiveProcess) {
+  Tmux tmux("env TERM=xterm NO_COLOR=1 ASAN_OPTIONS=detect_leaks=0 " PATHPROF_BIN_DIR
+            "/pathtop --interval 1 --socket " +
+            sock_ + " --pid " + std::to_string(target_));
+  ASSERT_TRUE(tmux.started());
+  // The hot path starts in hot(): its loop is 80% of the program's branches.
+  std::string s = tmux.WaitForText(" hot+0x", 60);
+  Keep("e2e_paths", s);
+  ASSERT_TRUE(Has(s, " hot+0x")) << s << "\n(daemon log: " << log_ << ")";
+  EXPECT_TRUE(Has(Line(s, 0), "pid " + std::to_string(target_))) << s;
+  EXPECT_TRUE(Has(Line(s, 0), "running")) << s;
+
+  tmux.Keys("3");
+  s = tmux.WaitForText("hot", 30);
+  Keep("e2e_cct", s);
+  EXPECT_TRUE(Has(s, "main")) << s;
+  tmux.Keys("5");
+  s = tmux.WaitFor([](const std::string& s) { return Has(s, "[5 Methods]") && Has(s, "hot"); }, 30);
+  Keep("e2e_methods", s);
+  EXPECT_TRUE(Has(s, "hot")) << s;
+  tmux.Keys("1 / w a r m Enter");
+  s = tmux.WaitForText("/warm", 10);
+  Keep("e2e_paths_warm", s);
+  EXPECT_FALSE(Has(s, " hot+0x")) << s;
+  tmux.Keys("q");
+  for (int i = 0; i < 100 && tmux.Alive(); ++i) usleep(50000);
+  EXPECT_FALSE(tmux.Alive());
+}
+
+}  // namespace

@@ -1,0 +1,340 @@
+// pathtop's model without a terminal: sorting, order kept between refreshes, the filter, the
+// calling-context tree's expand/collapse, keys, and the screen fitted to 80x24.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fake_daemon.h"
+#include "pathtop/format.h"
+#include "pathtop/model.h"
+#include "pathtop/rows.h"
+#include "pathtop/table.h"
+
+namespace pathtop {
+namespace {
+
+using pathtop_test::KnownHotPaths;
+using pathtop_test::Loc;
+
+// A flat table of (name, share) rows, share column numeric and first.
+Table ShareTable() {
+  return Table({{"SHARE%", 6, true, true}, {"NAME", 0, false, false}}, 0, false);
+}
+
+Row R(const std::string& name, double share) {
+  Row r;
+  r.key = name;
+  r.cells = {FormatPercent(share), name};
+  r.numbers = {std::round(share * 1000), 0};
+  r.search_text = name;
+  return r;
+}
+
+std::vector<std::string> Order(const Table& t) {
+  std::vector<std::string> out;
+  for (const VisibleRow& v : t.visible()) out.push_back(v.row->key);
+  return out;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(Table, SortsLargestFirstAndByTextAToZ) {
+  Table t = ShareTable();
+  t.Replace({R("b", 0.2), R("a", 0.5), R("c", 0.3)});
+  EXPECT_EQ(Order(t), (Names{"a", "c", "b"}));
+  t.NextSortColumn(+1);  // NAME
+  EXPECT_EQ(Order(t), (Names{"a", "b", "c"}));
+  t.ToggleReverse();
+  EXPECT_EQ(Order(t), (Names{"c", "b", "a"}));
+  t.NextSortColumn(+1);  // wraps to SHARE%, still reversed: smallest first
+  EXPECT_EQ(Order(t), (Names{"b", "c", "a"}));
+}
+
+TEST(Table, TiesKeepTheirPreviousOrderAcrossRefreshes) {
+  Table t = ShareTable();
+  t.Replace({R("x", 0.25), R("y", 0.25), R("z", 0.10)});
+  EXPECT_EQ(Order(t), (Names{"x", "y", "z"}));  // tie broken by key the first time
+  // The server now lists y first, and the values differ only below the shown 0.1%: the rows
+  // must not swap on the screen.
+  t.Replace({R("y", 0.2501), R("x", 0.2499), R("z", 0.10)});
+  EXPECT_EQ(Order(t), (Names{"x", "y", "z"}));
+  // Sorting by name Z to A shows y before x; back on share, their tie keeps that order, in
+  // both directions.
+  t.NextSortColumn(+1);
+  t.ToggleReverse();
+  EXPECT_EQ(Order(t), (Names{"z", "y", "x"}));
+  t.NextSortColumn(-1);
+  EXPECT_EQ(Order(t), (Names{"z", "y", "x"}));
+  t.ToggleReverse();
+  EXPECT_EQ(Order(t), (Names{"y", "x", "z"}));
+  // A real change in the shown value reorders.
+  t.Replace({R("y", 0.20), R("x", 0.25), R("z", 0.10)});
+  EXPECT_EQ(Order(t), (Names{"x", "y", "z"}));
+  t.Replace({R("y", 0.40), R("x", 0.25), R("z", 0.10)});
+  EXPECT_EQ(Order(t), (Names{"y", "x", "z"}));
+  // A new row tied with an old one goes after it.
+  t.Replace({R("y", 0.40), R("x", 0.25), R("w", 0.25), R("z", 0.10)});
+  EXPECT_EQ(Order(t), (Names{"y", "x", "w", "z"}));
+}
+
+TEST(Table, SelectionFollowsItsRowAndStaysPutWhenItLeaves) {
+  Table t = ShareTable();
+  t.Replace({R("a", 0.5), R("b", 0.3), R("c", 0.2)});
+  t.MoveSelection(+1);
+  ASSERT_EQ(t.selected_row()->key, "b");
+  t.Replace({R("b", 0.6), R("a", 0.3), R("c", 0.1)});
+  EXPECT_EQ(t.selected(), 0);
+  EXPECT_EQ(t.selected_row()->key, "b");
+  t.MoveSelection(+2);
+  ASSERT_EQ(t.selected_row()->key, "c");
+  t.Replace({R("b", 0.6), R("a", 0.3)});  // c is gone: the selection stays at the bottom
+  EXPECT_EQ(t.selected_row()->key, "a");
+  t.MoveSelection(+10);
+  EXPECT_EQ(t.selected(), 1);
+}
+
+TEST(Table, FilterIsCaseInsensitiveSubstring) {
+  Table t = ShareTable();
+  t.Replace({R("hot_loop", 0.5), R("Mix", 0.3), R("checksum", 0.2)});
+  t.SetFilter("LOOP");
+  EXPECT_EQ(Order(t), (Names{"hot_loop"}));
+  t.SetFilter("m");
+  EXPECT_EQ(Order(t), (Names{"Mix", "checksum"}));
+  t.SetFilter("nothing");
+  EXPECT_TRUE(t.visible().empty());
+  EXPECT_EQ(t.selected_row(), nullptr);
+  t.SetFilter("");
+  EXPECT_EQ(t.visible().size(), 3u);
+}
+
+v1::CallingContextTree KnownTree(uint64_t id_base) {
+  pathtop_test::FakeProfiler fake(42);
+  v1::CallingContextTree tree;
+  // The fake's tree, with node ids shifted to show that identity is by context, not id.
+  {
+    v1::GetCallingContextTreeRequest req;
+    req.set_session_id("s1");
+    v1::StartSessionRequest start;
+    start.set_pid(42);
+    v1::Session s;
+    (void)fake.StartSession(nullptr, &start, &s);
+    (void)fake.GetCallingContextTree(nullptr, &req, &tree);
+  }
+  for (auto& n : *tree.mutable_nodes()) {
+    n.set_id(n.id() + id_base);
+    if (n.parent_id() != 0) n.set_parent_id(n.parent_id() + id_base);
+  }
+  return tree;
+}
+
+std::vector<std::string> TreeLines(const Table& t) {
+  std::vector<std::string> out;
+  for (const VisibleRow& v : t.visible()) {
+    out.push_back(std::string(v.depth, ' ') + (v.has_children ? (v.expanded ? "-" : "+") : " ") +
+                  v.row->cells.back());
+  }
+  return out;
+}
+
+TEST(Table, CctOpensHotNodesAndExpandsCollapsesByContext) {
+  Table t(CctColumns(), 0, true);
+  t.Replace(CctRows(KnownTree(0)));
+  // total shares: _start 100, main 100, hot_loop 62, mix 30 (open, >= 5%), checksum 9,
+  // rarely_called 3.
+  EXPECT_EQ(TreeLines(t), (Names{"-_start", " -main", "   hot_loop", "  -mix", "    checksum",
+                                 "   rarely_called"}));
+  t.MoveSelection(3);  // mix
+  ASSERT_EQ(t.selected_row()->cells.back(), "mix");
+  t.Collapse();
+  EXPECT_EQ(TreeLines(t),
+            (Names{"-_start", " -main", "   hot_loop", "  +mix", "   rarely_called"}));
+  // A refresh with different node ids keeps mix closed and selected.
+  t.Replace(CctRows(KnownTree(100)));
+  EXPECT_EQ(TreeLines(t),
+            (Names{"-_start", " -main", "   hot_loop", "  +mix", "   rarely_called"}));
+  EXPECT_EQ(t.selected_row()->cells.back(), "mix");
+  t.Expand();
+  EXPECT_EQ(t.visible().size(), 6u);
+  // Left on a leaf goes to its parent.
+  t.MoveSelection(1);  // checksum
+  ASSERT_EQ(t.selected_row()->cells.back(), "checksum");
+  t.Collapse();
+  EXPECT_EQ(t.selected_row()->cells.back(), "mix");
+  t.SelectFirst();
+  t.ToggleExpanded();
+  EXPECT_EQ(TreeLines(t), (Names{"+_start"}));
+  t.ExpandAll();
+  EXPECT_EQ(t.visible().size(), 6u);
+  // Sorting by self share orders siblings only: hot_loop (62) before mix (21) before rarely (3).
+  t.SetSortColumn(1);
+  EXPECT_EQ(TreeLines(t)[2], "   hot_loop");
+  // A filter keeps the way down to each match, open.
+  t.CollapseAll();
+  t.SetFilter("checksum");
+  EXPECT_EQ(TreeLines(t), (Names{"-_start", " -main", "  -mix", "    checksum"}));
+}
+
+TEST(Rows, HotPathShowsShareEstimateErrorLengthStartAndBlocks) {
+  auto rows = HotPathRows(KnownHotPaths("s1"));
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].cells,
+            (Names{"62.0", "620", "31", "3", "hot_loop+0x10", "hot_loop+0x10 > +0x24 > +0x38"}));
+  v1::HotPath bare;
+  bare.mutable_start()->set_address(0x401000);
+  bare.set_length(4);
+  bare.set_outcomes(0b1011);
+  v1::HotPaths msg;
+  *msg.add_paths() = bare;
+  EXPECT_EQ(HotPathRows(msg)[0].cells[4], "0x401000");
+  EXPECT_EQ(HotPathRows(msg)[0].cells[5], "TTNT");
+}
+
+TEST(Format, CountsBlocksAndTruncation) {
+  EXPECT_EQ(FormatCount(999), "999");
+  EXPECT_EQ(FormatCount(12345), "12.3k");
+  EXPECT_EQ(FormatCount(4560000), "4.56M");
+  EXPECT_EQ(Truncate("abcdef", 4), "abc~");
+  EXPECT_EQ(Truncate("abc", 4), "abc");
+  EXPECT_EQ(Truncate("a\tb\x1b[2J", 10), "a?b?[2J");
+  EXPECT_EQ(Fit("ab", 4, true), "  ab");
+  EXPECT_EQ(Fit("ab", 4, false), "ab  ");
+  google::protobuf::RepeatedPtrField<v1::Location> blocks;
+  *blocks.Add() = Loc("f", 0x1000, 0x10);
+  *blocks.Add() = Loc("f", 0x1000, 0x20);
+  *blocks.Add() = Loc("g", 0x2000, 0x0);
+  EXPECT_EQ(FormatBlocks(blocks), "f+0x10 > +0x20 > g+0x0");
+}
+
+TEST(Model, ScreenFits80x24AndShowsTheHotPath) {
+  Model m;
+  m.SetTargetLabel("pid 42 (loop)");
+  ConnectionState c;
+  c.connected = true;
+  c.target = "unix:/tmp/p.sock";
+  m.SetConnection(c);
+  v1::HotPaths paths = KnownHotPaths("s1");
+  // A path longer than any screen.
+  v1::HotPath* longp = paths.add_paths();
+  *longp->mutable_start() = Loc("very_long_function_name_for_a_deep_path", 0x500000, 0);
+  for (int i = 0; i < 30; ++i) *longp->add_blocks() = Loc("other", 0x600000, i * 16);
+  longp->set_length(30);
+  longp->mutable_estimate()->set_share(0.001);
+  m.SetHotPaths(paths);
+  auto lines = m.Layout(80, 24);
+  ASSERT_EQ(lines.size(), 24u);
+  for (const auto& l : lines) EXPECT_LE(l.text.size(), 80u) << l.text;
+  EXPECT_EQ(lines[3].style, ScreenLine::kColumnHeader);
+  EXPECT_EQ(lines[3].text.substr(0, 47), "SHARE%     EST  +-ERR LEN START                ");
+  EXPECT_EQ(lines[4].style, ScreenLine::kSelected);
+  EXPECT_EQ(lines[4].text.size(), 80u);  // the selection bar spans the line
+  EXPECT_EQ(lines[4].text.substr(0, 76),
+            "  62.0     620     31   3 hot_loop+0x10        hot_loop+0x10 > +0x24 > +0x38");
+  EXPECT_EQ(lines[8].text.size(), 80u);
+  EXPECT_EQ(lines[8].text.substr(26, 21), "very_long_function_~ ");
+  EXPECT_EQ(lines[8].text.back(), '~');
+  EXPECT_NE(lines[2].text.find("[1 Paths]"), std::string::npos);
+  EXPECT_NE(lines[23].text.find("5 of 7 distinct paths"), std::string::npos);
+  // A narrow terminal still gets lines no wider than it.
+  for (const auto& l : m.Layout(30, 10)) EXPECT_LE(l.text.size(), 30u);
+}
+
+TEST(Model, KeysFilterPauseSortAndViews) {
+  Model m;
+  m.SetHotPaths(KnownHotPaths("s1"));
+  EXPECT_EQ(m.HandleKey('/'), Action::kRedraw);
+  for (char ch : std::string("MIX")) m.HandleKey(ch);
+  EXPECT_EQ(m.table(View::kHotPaths).visible().size(), 1u);
+  EXPECT_NE(m.Layout(80, 24)[23].text.find("filter: MIX_"), std::string::npos);
+  m.HandleKey(key::kEnter);
+  EXPECT_FALSE(m.editing_filter());
+  EXPECT_NE(m.Layout(80, 24)[2].text.find("/MIX"), std::string::npos);
+  m.HandleKey(key::kEscape);
+  EXPECT_EQ(m.table(View::kHotPaths).visible().size(), 4u);
+
+  // Paused: a new answer is held, shown on resume.
+  m.HandleKey('p');
+  v1::HotPaths fewer = KnownHotPaths("s1");
+  fewer.mutable_paths()->RemoveLast();
+  m.SetHotPaths(fewer);
+  EXPECT_EQ(m.table(View::kHotPaths).visible().size(), 4u);
+  EXPECT_NE(m.Layout(80, 24)[2].text.find("PAUSED"), std::string::npos);
+  m.HandleKey(' ');
+  EXPECT_EQ(m.table(View::kHotPaths).visible().size(), 3u);
+
+  m.HandleKey('>');
+  EXPECT_EQ(m.table(View::kHotPaths).sort_column(), 1);
+  m.HandleKey('<');
+  m.HandleKey('<');
+  EXPECT_EQ(m.table(View::kHotPaths).sort_column(), 5);
+  EXPECT_EQ(m.HandleKey('3'), Action::kViewChanged);
+  EXPECT_EQ(m.view(), View::kCct);
+  EXPECT_EQ(m.HandleKey('3'), Action::kNone);
+  EXPECT_EQ(m.HandleKey('?'), Action::kRedraw);
+  EXPECT_TRUE(m.help_visible());
+  EXPECT_NE(m.Layout(80, 24)[0].text.find("pathtop"), std::string::npos);
+  EXPECT_EQ(m.HandleKey('x'), Action::kRedraw);  // any key leaves help
+  EXPECT_FALSE(m.help_visible());
+  EXPECT_EQ(m.HandleKey(key::kResize), Action::kRedraw);
+  EXPECT_EQ(m.HandleKey('q'), Action::kQuit);
+}
+
+TEST(Model, TargetListPicksAPid) {
+  Model m;
+  m.SetView(View::kTargets);
+  pathtop_test::FakeProfiler fake(4242);
+  v1::ListTargetsResponse targets;
+  (void)fake.ListTargets(nullptr, nullptr, &targets);
+  m.SetTargets(targets);
+  // Sorted by pid, largest first.
+  EXPECT_EQ(m.HandleKey(key::kEnter), Action::kPickTarget);
+  EXPECT_EQ(m.picked_pid(), 4242u);
+}
+
+TEST(Model, DisconnectedFooterSaysWhyAndWhen) {
+  Model m;
+  ConnectionState c;
+  c.target = "unix:/tmp/p.sock";
+  c.message = "connection refused";
+  c.attempt = 3;
+  c.retry_in_s = 2;
+  m.SetConnection(c);
+  auto lines = m.Layout(80, 24);
+  EXPECT_EQ(lines[23].style, ScreenLine::kAlert);
+  EXPECT_EQ(lines[23].text, "DISCONNECTED unix:/tmp/p.sock retry 3 in 2.0s: connection refused");
+  c.connected = true;
+  c.reconnected = true;
+  c.message.clear();
+  m.SetConnection(c);
+  EXPECT_EQ(m.Layout(80, 24)[23].text.rfind("reconnected unix:/tmp/p.sock", 0), 0u);
+}
+
+TEST(StatsTracker, RatesFromTwoAnswers) {
+  StatsTracker tracker;
+  v1::Stats a;
+  auto* t = a.add_targets();
+  t->set_stack_samples(100);
+  t->set_windows(10);
+  t->set_branches(1000);
+  auto* d = t->add_drops();
+  d->set_reason("lost");
+  d->set_count(7);
+  a.set_daemon_cpu_seconds(1.0);
+  EXPECT_FALSE(tracker.Update(a, 10.0).valid);
+  v1::Stats b = a;
+  b.mutable_targets(0)->set_stack_samples(300);
+  b.mutable_targets(0)->set_windows(50);
+  b.mutable_targets(0)->set_branches(9000);
+  b.set_daemon_cpu_seconds(1.1);
+  StatsView v = tracker.Update(b, 12.0);
+  ASSERT_TRUE(v.valid);
+  EXPECT_DOUBLE_EQ(v.stack_samples_per_s, 100);
+  EXPECT_DOUBLE_EQ(v.windows_per_s, 20);
+  EXPECT_DOUBLE_EQ(v.branches_per_s, 4000);
+  EXPECT_NEAR(v.daemon_cpu_percent, 5.0, 1e-9);
+  EXPECT_EQ(v.drops, 7u);
+  EXPECT_EQ(v.top_drop, "lost 7");
+}
+
+}  // namespace
+}  // namespace pathtop

@@ -1,0 +1,89 @@
+// Driving a program in a detached tmux session: start it at a given size, send keys, read the
+// screen back as text. Shared by pathtop's terminal tests.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace pathtop_test {
+
+inline std::string Sh(const std::string& cmd, int* rc = nullptr) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  if (rc != nullptr) *rc = status;
+  return out;
+}
+
+class Tmux {
+ public:
+  explicit Tmux(const std::string& command) : server_("pathtop_test_" + std::to_string(getpid())) {
+    Sh(Base() + " new-session -d -s t -x 80 -y 24 '" + command + "'", &rc_);
+  }
+  ~Tmux() { Sh(Base() + " kill-server 2>/dev/null"); }
+  bool started() const { return rc_ == 0; }
+  void Keys(const std::string& keys) { Sh(Base() + " send-keys -t t " + keys); }
+  std::string Capture() { return Sh(Base() + " capture-pane -p -t t 2>/dev/null"); }
+  bool Alive() {
+    int rc = 0;
+    Sh(Base() + " has-session -t t 2>/dev/null", &rc);
+    return rc == 0;
+  }
+  // Waits (10 s at most: against hanging, not a timing assertion) until the screen satisfies
+  // `ok`; returns the last screen.
+  std::string WaitFor(const std::function<bool(const std::string&)>& ok, int seconds = 10) {
+    std::string screen;
+    for (int i = 0; i < seconds * 20; ++i) {
+      screen = Capture();
+      if (ok(screen)) return screen;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return screen;
+  }
+  std::string WaitForText(const std::string& text, int seconds = 10) {
+    return WaitFor([&](const std::string& s) { return s.find(text) != std::string::npos; },
+                   seconds);
+  }
+  void Resize(int width, int height) {
+    Sh(Base() + " resize-window -t t -x " + std::to_string(width) + " -y " +
+       std::to_string(height));
+  }
+
+ private:
+  std::string Base() const { return "tmux -f /dev/null -L " + server_; }
+  std::string server_;
+  int rc_ = -1;
+};
+
+inline bool Has(const std::string& screen, const std::string& text) {
+  return screen.find(text) != std::string::npos;
+}
+
+inline std::string Line(const std::string& screen, int n) {
+  size_t pos = 0;
+  for (int i = 0; i < n && pos != std::string::npos; ++i) {
+    pos = screen.find('\n', pos);
+    if (pos != std::string::npos) ++pos;
+  }
+  if (pos == std::string::npos) return "";
+  return screen.substr(pos, screen.find('\n', pos) - pos);
+}
+
+inline void Keep(const std::string& name, const std::string& screen) {
+  const char* dir = std::getenv("PATHTOP_CAPTURE_DIR");
+  if (dir == nullptr) return;
+  std::ofstream(std::string(dir) + "/" + name + ".txt") << screen;
+}
+
+}  // namespace pathtop_test
