@@ -12,6 +12,8 @@
 
 #include "pathctl/command.h"
 #include "pathctl/json_writer.h"
+#include "pathctl/sim_source.h"
+#include "pathctl/sim_stream_profiles.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/profiles/accuracy.h"
@@ -24,80 +26,6 @@ namespace {
 using namespace pathprof;
 using hwmodel::CompletedPath;
 using hwmodel::PathDescriptor;
-
-constexpr size_t kChunk = 1 << 20;  // events per batch pulled from a synthetic stream
-
-// Overrides of a bundled workload's knobs (synth::WorkloadSpec), to explore harder or easier
-// variants: --functions N --diamonds N --skew X --correlation X --zipf X --call-levels N.
-void ApplyKnobs(Args& args, synth::WorkloadSpec* s) {
-  s->functions = static_cast<uint32_t>(args.GetInt("functions", s->functions));
-  s->diamonds = static_cast<uint32_t>(args.GetInt("diamonds", s->diamonds));
-  s->call_levels = static_cast<uint32_t>(args.GetInt("call-levels", s->call_levels));
-  s->skew = args.GetDouble("skew", s->skew);
-  s->correlation = args.GetDouble("correlation", s->correlation);
-  s->zipf = args.GetDouble("zipf", s->zipf);
-}
-
-// Where the branches come from: a synthetic program or a .pbs file, cut to at most `limit`.
-class Source {
- public:
-  static Result<std::unique_ptr<Source>> Open(Args& args, std::string* description) {
-    auto s = std::unique_ptr<Source>(new Source);
-    s->limit_ = static_cast<uint64_t>(args.GetInt("branches", 20000000));
-    std::string pbs = args.Get("pbs");
-    std::string name = args.Get("workload", "branchy");
-    auto seed = static_cast<uint64_t>(args.GetInt("seed", 1));
-    if (!pbs.empty()) {
-      if (args.Has("workload"))
-        return Error(ErrorCode::kInvalidArgument, "give either --workload or --pbs, not both");
-      if (!args.Has("branches")) s->limit_ = 0;  // a file: all of it unless told otherwise
-      auto reader = PbsReader::Open(pbs);
-      if (!reader.ok()) return reader.status();
-      s->reader_ = std::make_unique<PbsReader>(std::move(reader).value());
-      *description = "pbs " + pbs;
-      return s;
-    }
-    auto spec = synth::BundledWorkload(name, seed);
-    if (!spec.ok()) return spec.status();
-    ApplyKnobs(args, &spec.value());
-    auto stream = synth::SyntheticStream::Create(*spec);
-    if (!stream.ok()) return stream.status();
-    s->stream_ = std::make_unique<synth::SyntheticStream>(std::move(stream).value());
-    *description = "workload " + name + " seed " + std::to_string(spec->seed);
-    return s;
-  }
-
-  // The next batch, or false at the end.
-  Result<bool> Next(BranchBatch* batch) {
-    if (limit_ && delivered_ >= limit_) return false;
-    if (stream_) {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, limit_ - delivered_));
-      stream_->NextBatch(n, batch);
-    } else {
-      for (;;) {
-        PbsRecord rec;
-        auto more = reader_->Next(&rec);
-        if (!more.ok()) return more.status();
-        if (!*more) return false;
-        if (auto* b = std::get_if<BranchBatch>(&rec)) {
-          *batch = std::move(*b);
-          break;
-        }
-      }
-      if (limit_ && batch->events.size() > limit_ - delivered_)
-        batch->events.resize(limit_ - delivered_);
-    }
-    delivered_ += batch->events.size();
-    return true;
-  }
-
- private:
-  Source() = default;
-  uint64_t limit_ = 0;
-  uint64_t delivered_ = 0;
-  std::unique_ptr<synth::SyntheticStream> stream_;
-  std::unique_ptr<PbsReader> reader_;
-};
 
 Result<hwmodel::HotPathTableConfig> ParseHpt(Args& args) {
   hwmodel::HotPathTableConfig c;
@@ -511,6 +439,7 @@ int RunSim(Args& args) {
   const bool json = args.Has("json");
   const bool sweep = args.Has("sweep");
   if (sweep) return RunSweep(args);
+  if (args.Has("subpaths") || args.Has("calls")) return RunStreamProfiles(args);
   std::string source_desc;
   auto hpt_config = ParseHpt(args);
   std::string paths_spec = args.Get("paths", "bl");
@@ -683,12 +612,24 @@ compares what it finds with the exact profile of the same stream.
   --dynamic-window N     branches per window for the dynamic overlap (default 10000000)
   --json                 machine-readable output
   --sweep                complete and dynamic overlap for HPT sizes x ways (Figure 5.7 style)
-                         over --workload (default all); --sizes and --ways set the grid)";
+                         over --workload (default all); --sizes and --ways set the grid)
+
+Stream profiles (instead of the path engine; both flags may be given):
+  --subpaths             OSP hot subpaths (paper 000): the top K with blocks, estimate, error
+                         bound, exact count (a second pass), f and memory
+  --osp-memory M         reservoir bound m in entries (default 4096)
+  --osp-max-length L     longest subpath, a power of two 2..1024 (default 32)
+  --osp-gain G --osp-min-f F --osp-seed N
+                         eq. 2.13's expected gain (default 100), floor on f (default 2), seed
+  --confidence C         confidence of the error bounds (default 0.95)
+  --calls                hot call pairs and hot methods (paper 001) from the whole stream, or from
+                         its samples with --sample-interval/--burst-length or --window/--period,
+                         with the overlap and HPS overlap against the exact counts)";
 
 PATHCTL_COMMAND(Command{"sim",
                         "run the path engine on a synthetic workload or .pbs stream",
                         kUsage,
-                        {"json", "sweep"},
+                        {"json", "sweep", "subpaths", "calls"},
                         RunSim});
 
 }  // namespace

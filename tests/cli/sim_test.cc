@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
 
+#include "pathprof/core/branch.h"
 #include "pathprof/synth/executor.h"
 
 namespace {
@@ -225,6 +228,131 @@ TEST(PathctlSim, BadArgumentsAreUsageErrors) {
   for (const char* args :
        {"--workload nope", "--hpt 500x3", "--hpt big", "--paths zigzag", "--metric heat",
         "--frobnicate 1", "--window 8", "--pbs /nonexistent.pbs"}) {
+    CmdResult r = Pathctl(std::string("sim --branches 1000 ") + args);
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("pathctl sim:"), std::string::npos) << args;
+  }
+}
+
+// The first `n` branch events of a bundled workload, as pathctl sim generates them.
+std::vector<pathprof::BranchEvent> WorkloadEvents(const std::string& name, uint64_t seed,
+                                                  size_t n) {
+  auto spec = pathprof::synth::BundledWorkload(name, seed);
+  auto stream = pathprof::synth::SyntheticStream::Create(*spec);
+  std::vector<pathprof::BranchEvent> out;
+  pathprof::BranchBatch batch;
+  while (out.size() < n) {
+    stream->NextBatch(std::min<size_t>(n - out.size(), 1 << 16), &batch);
+    out.insert(out.end(), batch.events.begin(), batch.events.end());
+  }
+  return out;
+}
+
+// The hex strings of the first JSON array after `from`.
+std::vector<uint64_t> HexArray(const std::string& json, size_t from) {
+  std::vector<uint64_t> out;
+  size_t open = json.find('[', from), close = json.find(']', open);
+  for (size_t p = json.find("\"0x", open); p < close; p = json.find("\"0x", p + 1))
+    out.push_back(std::strtoull(json.c_str() + p + 1, nullptr, 16));
+  return out;
+}
+
+TEST(PathctlSim, SubpathsReportEstimatesBoundsAndExactCounts) {
+  constexpr size_t kBranches = 300000;
+  CmdResult r = Pathctl(
+      "sim --workload loops --seed 1 --branches 300000 --subpaths "
+      "--osp-memory 1500 --osp-max-length 32 --top 20 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_TRUE(JsonCheck(r.out).Valid()) << r.out;
+  EXPECT_EQ(Field(r.out, "blocks"), kBranches);  // one block per branch target
+  EXPECT_EQ(Field(r.out, "max_length"), 32);
+  EXPECT_EQ(Field(r.out, "memory_limit_entries"), 1500);
+  EXPECT_LE(Field(r.out, "entries"), 1500);
+  EXPECT_GT(Field(r.out, "memory_bytes"), 0);
+  EXPECT_EQ(Count(r.out, "\"sample_count\":"), 20u);
+  const double f = Field(r.out, "f");
+  EXPECT_GE(f, 2);  // --osp-min-f default
+
+  // The hottest entry: estimate = samples * f / P(length), P(2^n) = 2^-n / (31/32) for
+  // lengths 2..32; bound = sqrt(2 ln(1/(1-0.95)) / samples) (eq. 2.15).
+  const std::string top = r.out.substr(r.out.find("\"top\":["));
+  const double len = Field(top, "length"), samples = Field(top, "sample_count");
+  const double p_length = (1 / len) / (31.0 / 32.0);
+  EXPECT_NEAR(Field(top, "estimate"), samples * f / p_length, 1e-6 * samples * f / p_length);
+  EXPECT_NEAR(Field(top, "error_bound"), std::sqrt(2 * std::log(20.0) / samples), 1e-9);
+
+  // Its exact count, recounted here: windows of the block stream that are a rotation of it.
+  const std::vector<uint64_t> blocks = HexArray(top, top.find("\"blocks\":"));
+  ASSERT_EQ(blocks.size(), static_cast<size_t>(len));
+  const auto events = WorkloadEvents("loops", 1, kBranches);
+  uint64_t exact = 0;
+  for (size_t i = 0; i + blocks.size() <= events.size(); ++i) {
+    for (size_t rot = 0; rot < blocks.size(); ++rot) {
+      size_t k = 0;
+      while (k < blocks.size() && events[i + k].to == blocks[(rot + k) % blocks.size()]) ++k;
+      if (k == blocks.size()) {
+        ++exact;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(exact, 1000u);
+  EXPECT_EQ(Field(top, "exact"), static_cast<double>(exact));
+  EXPECT_LT(std::abs(Field(top, "error")), Field(top, "error_bound"));
+  // Most of the 95% intervals hold the exact count.
+  EXPECT_GE(Field(r.out, "within_bound"), 18);
+  EXPECT_LE(Field(r.out, "median_abs_error_top10"), 0.05);
+}
+
+TEST(PathctlSim, CallsReportMatchesExactCallCounts) {
+  constexpr size_t kBranches = 300000;
+  // The hottest call pair and the number of taken calls, counted here.
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> pairs;
+  uint64_t calls = 0;
+  for (const auto& e : WorkloadEvents("calls", 2, kBranches)) {
+    if (!pathprof::IsCall(e.kind) || !e.taken) continue;
+    ++calls;
+    ++pairs[{e.from, e.to}];
+  }
+  uint64_t hottest = 0;
+  for (const auto& [p, c] : pairs) hottest = std::max(hottest, c);
+  ASSERT_GT(calls, 1000u);
+
+  CmdResult full =
+      Pathctl("sim --workload calls --seed 2 --branches 300000 --calls --top 3 --json");
+  ASSERT_EQ(full.rc, 0) << full.out;
+  ASSERT_TRUE(JsonCheck(full.out).Valid()) << full.out;
+  EXPECT_EQ(Field(full.out, "calls_exact"), static_cast<double>(calls));
+  EXPECT_EQ(Field(full.out, "calls_sampled"), static_cast<double>(calls));
+  EXPECT_EQ(Field(full.out, "distinct_exact"), static_cast<double>(pairs.size()));
+  const std::string pair_top = full.out.substr(full.out.find("\"call_pairs\""));
+  EXPECT_EQ(Field(pair_top, "estimate"), static_cast<double>(hottest));
+  EXPECT_EQ(Field(pair_top, "exact"), static_cast<double>(hottest));
+  EXPECT_EQ(Field(pair_top, "exact_rank"), 1);
+  EXPECT_DOUBLE_EQ(Field(pair_top, "hps_overlap_pct"), 100.0);
+  EXPECT_EQ(Count(full.out, "\"pair\":"), 3u);
+  EXPECT_EQ(Count(full.out, "\"function\":"), 3u);
+
+  // Bursty sampling sees about one call in ten and still finds the same hot pairs.
+  CmdResult bursty = Pathctl(
+      "sim --workload calls --seed 2 --branches 300000 --calls --sample-interval 900 "
+      "--burst-length 100 --json");
+  ASSERT_EQ(bursty.rc, 0) << bursty.out;
+  ASSERT_TRUE(JsonCheck(bursty.out).Valid()) << bursty.out;
+  EXPECT_DOUBLE_EQ(Field(bursty.out, "sampling_period"), 10.0);
+  const double sampled = Field(bursty.out, "calls_sampled");
+  EXPECT_LT(sampled, calls * 0.5);
+  EXPECT_GT(sampled, calls * 0.02);
+  const std::string bursty_pairs = bursty.out.substr(bursty.out.find("\"call_pairs\""));
+  const double hps = Field(bursty_pairs, "hps_overlap_pct");
+  EXPECT_GT(hps, 60.0);
+  EXPECT_LT(hps, 100.0);
+}
+
+TEST(PathctlSim, BadStreamProfileArgumentsAreUsageErrors) {
+  for (const char* args : {"--subpaths --osp-max-length 24", "--subpaths --confidence 1.5",
+                           "--subpaths --osp-memory 0", "--calls --window 8",
+                           "--calls --window 8 --period 2 --burst-length 10"}) {
     CmdResult r = Pathctl(std::string("sim --branches 1000 ") + args);
     EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find("pathctl sim:"), std::string::npos) << args;
