@@ -10,25 +10,16 @@
 #include <filesystem>
 #include <string>
 
+#include "common/run_command.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CmdResult {
-  int rc = -1;
-  std::string out;
-};
+using CmdResult = pathprof::testing::CommandResult;
 
 CmdResult Run(const std::string& cmd) {
-  CmdResult r;
-  FILE* f = popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  const int status = pclose(f);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return pathprof::testing::RunCommand(cmd + " 2>/dev/null");
 }
 
 CmdResult Pathctl(const std::string& args) {

@@ -10,24 +10,15 @@
 
 #include "pathprof/collectors/capabilities.h"
 
+#include "common/run_command.h"
+
 namespace {
 
-struct CmdResult {
-  int rc = -1;
-  std::string out;
-};
+using CmdResult = pathprof::testing::CommandResult;
 
 CmdResult Pathctl(const std::string& args) {
-  const std::string cmd = std::string(PATHPROF_BIN_DIR) + "/pathctl " + args + " 2>/dev/null";
-  CmdResult r;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  const int status = pclose(f);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return pathprof::testing::RunCommand(std::string(PATHPROF_BIN_DIR) + "/pathctl " + args +
+                                       " 2>/dev/null");
 }
 
 // The string value of the first `"key":"..."` at or after `from`.

@@ -13,24 +13,15 @@
 #include "pathprof/core/branch.h"
 #include "pathprof/synth/executor.h"
 
+#include "common/run_command.h"
+
 namespace {
 
-struct CmdResult {
-  int rc = -1;
-  std::string out;
-};
+using CmdResult = pathprof::testing::CommandResult;
 
 CmdResult Pathctl(const std::string& args) {
-  std::string cmd = std::string(PATHPROF_BIN_DIR) + "/pathctl " + args + " 2>&1";
-  CmdResult r;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  int status = pclose(f);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return pathprof::testing::RunCommand(std::string(PATHPROF_BIN_DIR) + "/pathctl " + args +
+                                       " 2>&1");
 }
 
 // A strict little JSON validator (RFC 8259 grammar), so the test needs no JSON library.

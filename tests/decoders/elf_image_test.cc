@@ -13,6 +13,8 @@
 #include "pathprof/decoders/image_store.h"
 #include "pathprof/decoders/process_code_map.h"
 
+#include "common/run_command.h"
+
 namespace pathprof::decoders {
 namespace {
 
@@ -21,14 +23,7 @@ const std::string kPropeller = kCorpus + "propeller_sample_1.bin";
 const std::string kGzip = kCorpus + "test.binary";
 
 std::string RunCommand(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
+  return pathprof::testing::RunCommand(cmd).out;
 }
 
 TEST(ElfImage, LldCodeSegmentMapsFileOffset0x740ToVaddr0x1740) {

@@ -14,6 +14,8 @@
 
 #include "pathprof/decoders/perf_data_reader.h"
 
+#include "common/run_command.h"
+
 namespace pathprof::decoders {
 namespace {
 
@@ -293,14 +295,7 @@ TEST(PerfDataLbrCorpus, CallgraphAndBranch38Parses1856SamplesWithBoth) {
 
 // Runs a shell command and returns its stdout ("" when it cannot run).
 std::string Capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
+  return pathprof::testing::RunCommand(cmd).out;
 }
 
 TEST(PerfDataLbrCorpus, BranchCountsAgreeWithPerfScript) {

@@ -11,6 +11,8 @@
 #include "pathprof/decoders/perf_data_reader.h"
 #include "pathprof/decoders/perf_data_writer.h"
 
+#include "common/run_command.h"
+
 namespace pathprof::decoders {
 namespace {
 
@@ -172,14 +174,7 @@ TEST(PerfDataWriter, RoundTripsThroughTheReader) {
 }
 
 std::string Capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
+  return pathprof::testing::RunCommand(cmd).out;
 }
 
 TEST(PerfDataWriter, PerfScriptReadsTheFileWithoutComplaint) {

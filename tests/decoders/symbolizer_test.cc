@@ -5,20 +5,15 @@
 #include <cstdio>
 #include <string>
 
+#include "common/run_command.h"
+
 namespace pathprof::decoders {
 namespace {
 
 const std::string kCorpus = std::string(PATHPROF_SHARED_DIR) + "/corpus/lbr/autofdo/";
 
 std::string RunCommand(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
+  return pathprof::testing::RunCommand(cmd).out;
 }
 
 TEST(Symbolizer, GzipAddressGivesFunctionAndLine) {
