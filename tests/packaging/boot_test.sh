@@ -26,7 +26,7 @@ nspawn_pid=""
 passed=0
 failed=0
 
-log() { printf 'boot_test: %s\n' "$*"; }
+log() { printf 'boot_test [%3ds]: %s\n' "$SECONDS" "$*"; }
 skip() {
   log "SKIP: $*"
   exit 77
@@ -159,8 +159,13 @@ done
 [ -n "$leader" ] || skip "systemd-nspawn --boot did not start systemd: $(tail -n 5 "$work/boot.log")"
 ct() { nsenter -t "$leader" -a -- /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
 
-state="$(timeout 120 nsenter -t "$leader" -a -- /usr/bin/env -i PATH=/usr/bin:/bin \
-  systemctl is-system-running --wait 2>&1)"
+# systemctl answers once PID 1 has set up its private socket; then wait for the boot to end.
+state=""
+for _ in $(seq 1 100); do
+  state="$(ct systemctl is-system-running 2>&1)"
+  case "$state" in *"Failed to connect"* | *"No such file"*) sleep 0.3 ;; *) break ;; esac
+done
+state="$(ct timeout 120 systemctl is-system-running --wait 2>&1)"
 case "$state" in
   running) pass "container booted (system $state)" ;;
   degraded)
