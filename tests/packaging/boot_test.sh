@@ -237,8 +237,9 @@ else
 fi
 
 # The exposure score, measured live on the running unit.
-security="$(ct systemd-analyze security --no-pager pathprofd.service 2>&1 | tail -n 1)"
-log "$security"
+ct systemd-analyze security --no-pager pathprofd.service >"$work/security.txt" 2>&1
+security="$(tail -n 1 "$work/security.txt")"
+log "$security (table: $work/security.txt)"
 score="$(grep -o 'level for pathprofd.service: [0-9.]*' <<<"$security" | awk '{print $NF}')"
 if [ -n "$score" ] && awk -v s="$score" 'BEGIN {exit !(s <= 3.0)}'; then
   pass "systemd-analyze security exposure $score <= 3.0"
