@@ -11,6 +11,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libncurses-dev libsystemd-dev libdebuginfod-dev
   linux-perf golang-go golang-github-google-pprof-dev
+  libtomlplusplus-dev libcpp-httplib-dev prometheus
 )
 
 missing=()

@@ -13,9 +13,12 @@ namespace pathctl {
 // Exit codes that mean something to scripts.
 enum ExitCode {
   kExitOk = 0,
-  kExitError = 1,   // the operation failed (message on stderr)
-  kExitUsage = 2,   // bad command line
-  kExitNoData = 3,  // ran, but found nothing to report
+  kExitError = 1,        // the operation failed (message on stderr)
+  kExitUsage = 2,        // bad command line
+  kExitNoData = 3,       // ran, but found nothing to report
+  kExitUnavailable = 4,  // the daemon is not running / not reachable
+  kExitDenied = 5,       // the daemon refused: permission, authentication or a rate/quota limit
+  kExitNotFound = 6,     // no such process or session
 };
 
 // Command-line arguments after the subcommand name: `--key value`, `--key=value`, boolean

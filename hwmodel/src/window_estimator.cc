@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <tuple>
 
@@ -73,11 +74,9 @@ PathEstimate WindowEstimator::Finish(const PathDescriptor& p, const Accumulator&
   e.path = p;
   e.estimate = a.sum;
   e.observations = a.observations;
-  const double n = static_cast<double>(stats_.windows);
-  if (n > 1) {
-    const double var = n * (a.sum_sq - a.sum * a.sum / n) / (n - 1);
-    e.std_error = std::sqrt(std::max(0.0, var));
-  }
+  // Horvitz-Thompson variance under Poisson sampling of window positions: sum of c_w^2 over
+  // the windows that saw the path, without the (1 - pi) factor (pi <= 1/W): conservative.
+  e.std_error = std::sqrt(a.sum_sq);
   e.ci_low = std::max(0.0, e.estimate - config_.z * e.std_error);
   e.ci_high = e.estimate + config_.z * e.std_error;
   return e;
@@ -112,6 +111,25 @@ std::vector<std::pair<size_t, size_t>> SliceTakenWindows(std::span<const BranchE
   for (uint64_t first = phase + 1; first + window_taken - 1 <= taken_index.size();
        first += spacing) {
     out.emplace_back(taken_index[first - 1], taken_index[first + window_taken - 2] + 1);
+  }
+  return out;
+}
+
+std::vector<std::pair<size_t, size_t>> SliceRandomTakenWindows(std::span<const BranchEvent> events,
+                                                               uint64_t window_taken,
+                                                               double mean_spacing, uint64_t seed) {
+  std::vector<std::pair<size_t, size_t>> out;
+  if (window_taken == 0 || !(mean_spacing >= 1)) return out;
+  std::vector<size_t> taken_index;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events[i].taken) taken_index.push_back(i);
+  }
+  std::mt19937_64 rng(seed);
+  std::bernoulli_distribution starts(1.0 / mean_spacing);
+  for (uint64_t first = 1; first + window_taken - 1 <= taken_index.size(); ++first) {
+    if (starts(rng)) {
+      out.emplace_back(taken_index[first - 1], taken_index[first + window_taken - 2] + 1);
+    }
   }
   return out;
 }

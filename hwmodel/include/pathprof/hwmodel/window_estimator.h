@@ -7,9 +7,13 @@
 // estimator, unbiased when window positions are uniform with mean spacing sampling_period * W
 // taken branches. Partial paths (the first and last of each window) are dropped and counted.
 //
-// Confidence interval: the per-window contributions c_w of a path are treated as independent
-// draws; with n windows, estimate X = sum c_w and Var(X) ~ n * s^2 with s^2 the sample variance
-// of c_w over all n windows (zeros included). The interval is X +- z * sqrt(Var), clipped at 0.
+// Confidence interval: window positions are treated as a Poisson sample (each position a window
+// start independently, with probability pi = 1 / (sampling_period * W)). A path's estimate is the
+// Horvitz-Thompson total X = sum_w c_w of its per-window contributions c_w, whose variance is
+// estimated by sum_w (1 - pi) c_w^2; we drop (1 - pi) (pi <= 1/W), which errs on the wide side.
+// The interval is X +- z * sqrt(Var) (normal approximation), clipped at 0. Periodic windows
+// (SliceTakenWindows) can alias with periodic code; random ones (SliceRandomTakenWindows) match
+// the assumption.
 #pragma once
 
 #include <cstdint>
@@ -90,5 +94,12 @@ class WindowEstimator {
 std::vector<std::pair<size_t, size_t>> SliceTakenWindows(std::span<const BranchEvent> events,
                                                          uint64_t window_taken, uint64_t spacing,
                                                          uint64_t phase);
+
+// The same with window starts drawn independently: each taken branch starts a window with
+// probability 1 / mean_spacing (seeded, reproducible). Windows may overlap. Matches the
+// independence the confidence interval assumes; periodic windows can alias with periodic code.
+std::vector<std::pair<size_t, size_t>> SliceRandomTakenWindows(std::span<const BranchEvent> events,
+                                                               uint64_t window_taken,
+                                                               double mean_spacing, uint64_t seed);
 
 }  // namespace pathprof::hwmodel

@@ -1,0 +1,233 @@
+#include "pathctl/client.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace pathctl {
+namespace v1 = pathprof::v1;
+
+namespace {
+std::string ReadFileOrEmpty(const std::string& path) {
+  if (path.empty()) return "";
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+Client::Client(Args& args) {
+  std::string socket = args.Get("socket");
+  std::string address = args.Get("address");
+  std::string ca = args.Get("tls-ca"), cert = args.Get("tls-cert"), key = args.Get("tls-key");
+  timeout_s_ = args.GetDouble("timeout", 10);
+  const char* env = std::getenv("PATHPROF_SOCKET");
+  explicit_ = !socket.empty() || !address.empty() || (env && *env);
+  grpc::ChannelArguments ch;
+  ch.SetMaxReceiveMessageSize(256 << 20);
+  if (!address.empty()) {
+    tcp_ = true;
+    target_ = address;
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = ReadFileOrEmpty(ca);
+    o.pem_cert_chain = ReadFileOrEmpty(cert);
+    o.pem_private_key = ReadFileOrEmpty(key);
+    channel_ = grpc::CreateCustomChannel(address, grpc::SslCredentials(o), ch);
+  } else {
+    if (socket.empty()) socket = env && *env ? env : kDefaultSocket;
+    target_ = socket;
+    channel_ = grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), ch);
+  }
+  stub_ = v1::PathProfiler::NewStub(channel_);
+}
+
+std::unique_ptr<grpc::ClientContext> Client::Context() const {
+  auto c = std::make_unique<grpc::ClientContext>();
+  c->set_deadline(std::chrono::system_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+  return c;
+}
+
+int Client::Fail(const std::string& command, const grpc::Status& s) const {
+  const std::string& m = s.error_message();
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      if (tcp_)
+        std::fprintf(stderr, "pathctl %s: daemon not reachable at %s (%s)\n", command.c_str(),
+                     target_.c_str(), m.c_str());
+      else
+        std::fprintf(stderr,
+                     "pathctl %s: daemon not running at %s (start it with: systemctl start "
+                     "pathprofd)\n",
+                     command.c_str(), target_.c_str());
+      return kExitUnavailable;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      std::fprintf(stderr, "pathctl %s: permission denied: %s\n", command.c_str(), m.c_str());
+      return kExitDenied;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      std::fprintf(stderr, "pathctl %s: not authenticated: %s\n", command.c_str(), m.c_str());
+      return kExitDenied;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      std::fprintf(stderr, "pathctl %s: limit reached: %s\n", command.c_str(), m.c_str());
+      return kExitDenied;
+    case grpc::StatusCode::NOT_FOUND:
+      std::fprintf(stderr, "pathctl %s: %s\n", command.c_str(), m.c_str());
+      return kExitNotFound;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      std::fprintf(stderr, "pathctl %s: invalid request: %s\n", command.c_str(), m.c_str());
+      return kExitUsage;
+    default:
+      std::fprintf(stderr, "pathctl %s: %s (grpc code %d)\n", command.c_str(), m.c_str(),
+                   static_cast<int>(s.error_code()));
+      return kExitError;
+  }
+}
+
+std::string LocationText(const v1::Location& l) {
+  char buf[64];
+  std::string out;
+  if (!l.function().empty()) {
+    snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(l.offset()));
+    out = l.function() + buf;
+  } else {
+    snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(l.address()));
+    out = buf;
+  }
+  if (!l.file().empty()) {
+    auto slash = l.file().rfind('/');
+    out += " (" + (slash == std::string::npos ? l.file() : l.file().substr(slash + 1)) + ":" +
+           std::to_string(l.line()) + ")";
+  } else if (l.function().empty() && !l.image().empty()) {
+    auto slash = l.image().rfind('/');
+    out += " (" + (slash == std::string::npos ? l.image() : l.image().substr(slash + 1)) + ")";
+  }
+  return out;
+}
+
+void LocationJson(JsonWriter& w, const v1::Location& l) {
+  w.BeginObject();
+  w.Key("address").Uint(l.address());
+  w.Key("function").String(l.function());
+  w.Key("offset").Uint(l.offset());
+  w.Key("file").String(l.file());
+  w.Key("line").Uint(l.line());
+  w.Key("image").String(l.image());
+  w.Key("build_id").String(l.build_id());
+  w.EndObject();
+}
+
+void EstimateJson(JsonWriter& w, const v1::Estimate& e) {
+  w.BeginObject();
+  w.Key("value").Double(e.value());
+  w.Key("error_bound").Double(e.error_bound());
+  w.Key("confidence").Double(e.confidence());
+  w.Key("share").Double(e.share());
+  w.EndObject();
+}
+
+std::string EstimateText(const v1::Estimate& e) {
+  char buf[96];
+  if (e.error_bound() > 0)
+    snprintf(buf, sizeof buf, "%.0f ±%.0f", e.value(), e.error_bound());
+  else
+    snprintf(buf, sizeof buf, "%.0f", e.value());
+  return buf;
+}
+
+std::string OutcomesText(uint64_t outcomes, uint32_t length) {
+  std::string s;
+  for (uint32_t i = 0; i < length && i < 64; ++i) s += (outcomes >> i) & 1 ? 'T' : 'N';
+  return s;
+}
+
+const char* SessionStateName(v1::SessionState s) {
+  switch (s) {
+    case v1::SESSION_STATE_RUNNING:
+      return "running";
+    case v1::SESSION_STATE_STOPPED:
+      return "stopped";
+    case v1::SESSION_STATE_TARGET_EXITED:
+      return "target-exited";
+    case v1::SESSION_STATE_FAILED:
+      return "failed";
+    default:
+      return "unknown";
+  }
+}
+
+const char* BranchSourceName(v1::BranchSource s) {
+  switch (s) {
+    case v1::BRANCH_SOURCE_NONE:
+      return "none";
+    case v1::BRANCH_SOURCE_PTRACE:
+      return "ptrace";
+    case v1::BRANCH_SOURCE_LBR:
+      return "lbr";
+    case v1::BRANCH_SOURCE_INTEL_PT:
+      return "pt";
+    default:
+      return "auto";
+  }
+}
+
+void HotPathsJson(JsonWriter& w, const v1::HotPaths& hp) {
+  w.BeginObject();
+  w.Key("session_id").String(hp.session_id());
+  w.Key("total").Double(hp.total());
+  w.Key("paths_distinct").Uint(hp.paths_distinct());
+  w.Key("as_of_unix_ms").Int(hp.as_of_unix_ms());
+  w.Key("estimator").String(hp.estimator());
+  w.Key("paths").BeginArray();
+  for (const auto& p : hp.paths()) {
+    w.BeginObject();
+    w.Key("pid").Uint(p.pid());
+    w.Key("start");
+    LocationJson(w, p.start());
+    w.Key("length").Uint(p.length());
+    w.Key("outcomes").Uint(p.outcomes());
+    w.Key("estimate");
+    EstimateJson(w, p.estimate());
+    w.Key("observations").Uint(p.observations());
+    w.Key("path_id").Int(p.path_id());
+    w.Key("blocks").BeginArray();
+    for (const auto& b : p.blocks()) LocationJson(w, b);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+void HotPathsTable(const v1::HotPaths& hp) {
+  std::printf("session %s: %llu distinct paths, total %.0f (%s)\n", hp.session_id().c_str(),
+              static_cast<unsigned long long>(hp.paths_distinct()), hp.total(),
+              hp.estimator().c_str());
+  std::printf("%4s %7s %7s %16s %4s  %-34s %s\n", "#", "pid", "share", "estimate", "len", "start",
+              "outcomes");
+  int i = 0;
+  for (const auto& p : hp.paths())
+    std::printf("%4d %7u %6.2f%% %16s %4u  %-34s %s\n", ++i, p.pid(), 100 * p.estimate().share(),
+                EstimateText(p.estimate()).c_str(), p.length(), LocationText(p.start()).c_str(),
+                OutcomesText(p.outcomes(), p.length()).c_str());
+}
+
+void SessionJson(JsonWriter& w, const v1::Session& s) {
+  w.BeginObject();
+  w.Key("id").String(s.id());
+  w.Key("pids").BeginArray();
+  for (uint32_t p : s.pids()) w.Uint(p);
+  w.EndArray();
+  w.Key("state").String(SessionStateName(s.state()));
+  w.Key("source").String(BranchSourceName(s.source()));
+  w.Key("source_reason").String(s.source_reason());
+  w.Key("started_unix_ms").Int(s.started_unix_ms());
+  w.Key("stopped_unix_ms").Int(s.stopped_unix_ms());
+  w.Key("error").String(s.error());
+  w.Key("owner_uid").Uint(s.owner_uid());
+  w.EndObject();
+}
+
+}  // namespace pathctl

@@ -1,0 +1,61 @@
+// pathctl as a pathprofd client: where to connect (--socket / --address / $PATHPROF_SOCKET),
+// and turning a gRPC status into a message a person can act on and an exit code a script can test.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "pathctl/command.h"
+#include "pathctl/json_writer.h"
+#include "pathprof/v1/profiler.grpc.pb.h"
+
+namespace pathctl {
+
+constexpr const char* kDefaultSocket = "/run/pathprof/pathprofd.sock";
+
+// The options every daemon command accepts (each command also lists them in its usage).
+#define PATHCTL_CLIENT_USAGE                                                              \
+  "  --socket PATH     the daemon's Unix socket (default /run/pathprof/pathprofd.sock,\n" \
+  "                    or $PATHPROF_SOCKET)\n"                                            \
+  "  --address H:P     a daemon over TCP with TLS (--tls-ca, --tls-cert, --tls-key)\n"    \
+  "  --timeout SEC     per-call deadline (default 10)\n"                                  \
+  "  --json            machine-readable output\n"
+
+class Client {
+ public:
+  // Reads --socket/--address/--tls-*/--timeout from args.
+  explicit Client(Args& args);
+  // True when the user named a daemon (--socket, --address or $PATHPROF_SOCKET).
+  bool explicitly_chosen() const { return explicit_; }
+  pathprof::v1::PathProfiler::Stub& stub() { return *stub_; }
+  std::shared_ptr<grpc::Channel> channel() { return channel_; }
+  // A context with the deadline set.
+  std::unique_ptr<grpc::ClientContext> Context() const;
+  // Prints "pathctl CMD: <helpful message>" and returns the exit code for `status`.
+  int Fail(const std::string& command, const grpc::Status& status) const;
+  const std::string& target() const { return target_; }
+
+ private:
+  std::string target_;
+  bool explicit_ = false;
+  bool tcp_ = false;
+  double timeout_s_ = 10;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pathprof::v1::PathProfiler::Stub> stub_;
+};
+
+// Output helpers shared by the query commands.
+std::string LocationText(const pathprof::v1::Location& l);  // "func+0x1a (file.c:12)"
+void LocationJson(JsonWriter& w, const pathprof::v1::Location& l);
+void EstimateJson(JsonWriter& w, const pathprof::v1::Estimate& e);
+std::string EstimateText(const pathprof::v1::Estimate& e);     // "1234 ±56" or "1234"
+std::string OutcomesText(uint64_t outcomes, uint32_t length);  // "TNTT..."
+const char* SessionStateName(pathprof::v1::SessionState s);
+const char* BranchSourceName(pathprof::v1::BranchSource s);
+void HotPathsJson(JsonWriter& w, const pathprof::v1::HotPaths& hp);
+void HotPathsTable(const pathprof::v1::HotPaths& hp);
+void SessionJson(JsonWriter& w, const pathprof::v1::Session& s);
+
+}  // namespace pathctl

@@ -1,0 +1,66 @@
+// pathctl paths SESSION: the session's hot paths, largest first.
+#include <cstdio>
+
+#include "pathctl/client.h"
+
+namespace pathctl {
+namespace {
+namespace v1 = pathprof::v1;
+
+bool ParseMetric(const std::string& s, v1::Metric* m) {
+  if (s == "count")
+    *m = v1::METRIC_COUNT;
+  else if (s == "instructions")
+    *m = v1::METRIC_INSTRUCTIONS;
+  else if (s == "cycles")
+    *m = v1::METRIC_CYCLES;
+  else if (s == "mispredictions")
+    *m = v1::METRIC_MISPREDICTIONS;
+  else
+    return false;
+  return true;
+}
+
+int RunPaths(Args& args) {
+  Client client(args);
+  bool json = args.Has("json");
+  v1::GetHotPathsRequest req;
+  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20)));
+  req.set_with_blocks(args.Has("blocks"));
+  v1::Metric metric;
+  auto problems = args.Problems();
+  if (!ParseMetric(args.Get("metric", "count"), &metric))
+    problems.push_back("--metric is count, instructions, cycles or mispredictions");
+  if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
+  if (!problems.empty()) return UsageError("paths", problems);
+  req.set_metric(metric);
+  req.set_session_id(args.positional()[0]);
+  v1::HotPaths resp;
+  auto ctx = client.Context();
+  grpc::Status s = client.stub().GetHotPaths(ctx.get(), req, &resp);
+  if (!s.ok()) return client.Fail("paths", s);
+  if (json) {
+    JsonWriter w;
+    HotPathsJson(w, resp);
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    HotPathsTable(resp);
+    if (req.with_blocks())
+      for (int i = 0; i < resp.paths_size(); ++i) {
+        std::printf("path %d:\n", i + 1);
+        for (const auto& b : resp.paths(i).blocks())
+          std::printf("    %s\n", LocationText(b).c_str());
+      }
+  }
+  return resp.paths_size() ? kExitOk : kExitNoData;
+}
+
+PATHCTL_COMMAND(Command{"paths",
+                        "a session's hot paths (path engine)",
+                        "usage: pathctl paths SESSION [--top K] [--metric count|instructions|"
+                        "cycles|mispredictions] [--blocks]\n\n" PATHCTL_CLIENT_USAGE,
+                        {"json", "blocks"},
+                        RunPaths});
+
+}  // namespace
+}  // namespace pathctl

@@ -1,0 +1,71 @@
+// pathctl residual SESSION --baseline NAME: paths seen now that the baseline never saw
+// (--save stores the current paths as that baseline instead).
+#include <cstdio>
+
+#include "pathctl/client.h"
+
+namespace pathctl {
+namespace {
+
+int RunResidual(Args& args) {
+  Client client(args);
+  bool json = args.Has("json"), save = args.Has("save");
+  std::string baseline = args.Get("baseline");
+  uint32_t top = static_cast<uint32_t>(args.GetInt("top", 20));
+  auto problems = args.Problems();
+  if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
+  if (baseline.empty()) problems.push_back("--baseline NAME is required");
+  if (!problems.empty()) return UsageError("residual", problems);
+  const std::string& id = args.positional()[0];
+  auto ctx = client.Context();
+  if (save) {
+    pathprof::v1::SaveBaselineRequest req;
+    req.set_session_id(id);
+    req.set_name(baseline);
+    pathprof::v1::SaveBaselineResponse resp;
+    grpc::Status s = client.stub().SaveBaseline(ctx.get(), req, &resp);
+    if (!s.ok()) return client.Fail("residual", s);
+    if (json)
+      std::printf("{\"baseline\":\"%s\",\"paths\":%llu}\n", baseline.c_str(),
+                  static_cast<unsigned long long>(resp.paths()));
+    else
+      std::printf("baseline %s saved: %llu paths\n", baseline.c_str(),
+                  static_cast<unsigned long long>(resp.paths()));
+    return kExitOk;
+  }
+  pathprof::v1::GetResidualPathsRequest req;
+  req.set_session_id(id);
+  req.set_baseline(baseline);
+  req.set_top_k(top);
+  pathprof::v1::ResidualPaths resp;
+  grpc::Status s = client.stub().GetResidualPaths(ctx.get(), req, &resp);
+  if (!s.ok()) return client.Fail("residual", s);
+  pathprof::v1::HotPaths as_paths;
+  as_paths.set_session_id(resp.session_id());
+  as_paths.set_estimator("residual vs " + baseline);
+  *as_paths.mutable_paths() = resp.residual();
+  as_paths.set_paths_distinct(resp.residual_size());
+  if (json) {
+    JsonWriter w;
+    w.BeginObject().Key("known").Uint(resp.known()).Key("residual");
+    HotPathsJson(w, as_paths);
+    w.EndObject();
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::printf("%llu paths also in baseline %s; new paths:\n",
+                static_cast<unsigned long long>(resp.known()), baseline.c_str());
+    HotPathsTable(as_paths);
+  }
+  return resp.residual_size() ? kExitOk : kExitNoData;
+}
+
+PATHCTL_COMMAND(Command{
+    "residual",
+    "paths seen now that a saved baseline never saw",
+    "usage: pathctl residual SESSION --baseline NAME [--save] [--top K]\n\n"
+    "  --save   store the session's current paths as baseline NAME\n" PATHCTL_CLIENT_USAGE,
+    {"json", "save"},
+    RunResidual});
+
+}  // namespace
+}  // namespace pathctl

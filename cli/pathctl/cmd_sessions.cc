@@ -1,0 +1,44 @@
+// pathctl sessions: the daemon's sessions you may see.
+#include <cstdio>
+
+#include "pathctl/client.h"
+
+namespace pathctl {
+namespace {
+
+int RunSessions(Args& args) {
+  Client client(args);
+  bool json = args.Has("json");
+  if (auto p = args.Problems(); !p.empty()) return UsageError("sessions", p);
+  pathprof::v1::ListSessionsResponse resp;
+  auto ctx = client.Context();
+  grpc::Status s = client.stub().ListSessions(ctx.get(), {}, &resp);
+  if (!s.ok()) return client.Fail("sessions", s);
+  if (json) {
+    JsonWriter w;
+    w.BeginArray();
+    for (const auto& x : resp.sessions()) SessionJson(w, x);
+    w.EndArray();
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::printf("%-10s %-14s %-7s %6s %-20s %s\n", "ID", "STATE", "SOURCE", "OWNER", "PIDS",
+                "DETAIL");
+    for (const auto& x : resp.sessions()) {
+      std::string pids;
+      for (uint32_t p : x.pids()) pids += (pids.empty() ? "" : ",") + std::to_string(p);
+      std::printf("%-10s %-14s %-7s %6u %-20s %s\n", x.id().c_str(), SessionStateName(x.state()),
+                  BranchSourceName(x.source()), x.owner_uid(), pids.c_str(),
+                  x.error().empty() ? x.source_reason().c_str() : x.error().c_str());
+    }
+  }
+  return resp.sessions_size() ? kExitOk : kExitNoData;
+}
+
+PATHCTL_COMMAND(Command{"sessions",
+                        "list the daemon's sessions",
+                        "usage: pathctl sessions\n\n" PATHCTL_CLIENT_USAGE,
+                        {"json"},
+                        RunSessions});
+
+}  // namespace
+}  // namespace pathctl

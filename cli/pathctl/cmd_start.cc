@@ -1,0 +1,110 @@
+// pathctl start: begins a profiling session in the daemon and prints its id.
+#include <cstdio>
+
+#include "pathctl/client.h"
+
+namespace pathctl {
+namespace {
+namespace v1 = pathprof::v1;
+
+bool ParseSource(const std::string& s, v1::BranchSource* out) {
+  if (s == "auto")
+    *out = v1::BRANCH_SOURCE_UNSPECIFIED;
+  else if (s == "none")
+    *out = v1::BRANCH_SOURCE_NONE;
+  else if (s == "ptrace")
+    *out = v1::BRANCH_SOURCE_PTRACE;
+  else if (s == "lbr")
+    *out = v1::BRANCH_SOURCE_LBR;
+  else if (s == "pt")
+    *out = v1::BRANCH_SOURCE_INTEL_PT;
+  else
+    return false;
+  return true;
+}
+
+bool ParseKind(const std::string& s, v1::PathKind* out) {
+  if (s == "ball-larus")
+    *out = v1::PATH_KIND_BALL_LARUS;
+  else if (s == "wpp")
+    *out = v1::PATH_KIND_WPP;
+  else if (s == "extended-loops")
+    *out = v1::PATH_KIND_EXTENDED_LOOPS;
+  else if (s == "extended-calls")
+    *out = v1::PATH_KIND_EXTENDED_CALLS;
+  else
+    return false;
+  return true;
+}
+
+int RunStart(Args& args) {
+  Client client(args);
+  bool json = args.Has("json");
+  v1::StartSessionRequest req;
+  std::vector<std::string> problems;
+  int targets = 0;
+  if (args.Has("pid")) {
+    req.set_pid(static_cast<uint32_t>(args.GetInt("pid", 0)));
+    ++targets;
+  }
+  if (args.Has("name")) {
+    req.set_executable_name(args.Get("name"));
+    ++targets;
+  }
+  if (args.Has("cgroup")) {
+    req.set_cgroup(args.Get("cgroup"));
+    ++targets;
+  }
+  if (targets != 1) problems.push_back("give exactly one of --pid, --name, --cgroup");
+  v1::BranchSource src;
+  if (!ParseSource(args.Get("source", "auto"), &src))
+    problems.push_back("--source is auto, none, ptrace, lbr or pt");
+  req.set_source(src);
+  v1::PathKind kind;
+  if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
+    problems.push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
+  req.mutable_engine()->set_path_kind(kind);
+  req.mutable_engine()->set_extension(static_cast<uint32_t>(args.GetInt("extension", 0)));
+  req.mutable_engine()->set_max_path_length(static_cast<uint32_t>(args.GetInt("max-length", 0)));
+  req.mutable_engine()->set_hpt_entries(static_cast<uint32_t>(args.GetInt("hpt-entries", 0)));
+  if (args.Has("stack-hz"))
+    req.mutable_sampling()->set_stack_hz(static_cast<uint32_t>(args.GetInt("stack-hz", 99)));
+  req.mutable_sampling()->set_window_branches(static_cast<uint32_t>(args.GetInt("window", 0)));
+  req.mutable_sampling()->set_bursts_per_second(args.GetDouble("bursts-per-second", 0));
+  req.mutable_osp()->set_memory_entries(static_cast<uint32_t>(args.GetInt("osp-entries", 0)));
+  req.mutable_pcct()->set_max_depth(static_cast<uint32_t>(args.GetInt("max-depth", 0)));
+  req.set_duration_s(static_cast<uint32_t>(args.GetInt("duration", 0)));
+  for (auto& p : args.Problems()) problems.push_back(p);
+  if (!problems.empty()) return UsageError("start", problems);
+  v1::Session resp;
+  auto ctx = client.Context();
+  grpc::Status s = client.stub().StartSession(ctx.get(), req, &resp);
+  if (!s.ok()) return client.Fail("start", s);
+  if (json) {
+    JsonWriter w;
+    SessionJson(w, resp);
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::printf("%s\n", resp.id().c_str());
+    std::fprintf(stderr, "session %s on %d process(es), branch source %s (%s)\n", resp.id().c_str(),
+                 resp.pids_size(), BranchSourceName(resp.source()), resp.source_reason().c_str());
+  }
+  return kExitOk;
+}
+
+PATHCTL_COMMAND(Command{
+    "start",
+    "start a profiling session in the daemon (prints its id)",
+    "usage: pathctl start (--pid N | --name EXE | --cgroup PATH) [options]\n\n"
+    "  --source auto|none|ptrace|lbr|pt   branch source (default auto: the best the host has)\n"
+    "  --path-kind ball-larus|wpp|extended-loops|extended-calls, --extension N\n"
+    "  --max-length N    branches per path (1..64)      --hpt-entries N   Hot Path Table size\n"
+    "  --stack-hz N      eBPF stack sampling (0: off)   --window N        branches per window\n"
+    "  --bursts-per-second X                            --osp-entries N   OSP memory bound\n"
+    "  --max-depth N     PCCT depth bound               --duration SEC    stop after "
+    "SEC\n" PATHCTL_CLIENT_USAGE,
+    {"json"},
+    RunStart});
+
+}  // namespace
+}  // namespace pathctl

@@ -1,0 +1,69 @@
+// pathctl stats [SESSION]: the pipeline's accounting per target and the daemon's own cost.
+#include <cstdio>
+
+#include "pathctl/client.h"
+
+namespace pathctl {
+namespace {
+
+int RunStats(Args& args) {
+  Client client(args);
+  bool json = args.Has("json");
+  auto problems = args.Problems();
+  if (args.positional().size() > 1) problems.push_back("expected at most one SESSION id");
+  if (!problems.empty()) return UsageError("stats", problems);
+  pathprof::v1::GetStatsRequest req;
+  if (!args.positional().empty()) req.set_session_id(args.positional()[0]);
+  pathprof::v1::Stats resp;
+  auto ctx = client.Context();
+  grpc::Status s = client.stub().GetStats(ctx.get(), req, &resp);
+  if (!s.ok()) return client.Fail("stats", s);
+  if (json) {
+    JsonWriter w;
+    w.BeginObject().Key("daemon_cpu_seconds").Double(resp.daemon_cpu_seconds());
+    w.Key("daemon_rss_bytes").Uint(resp.daemon_rss_bytes()).Key("clients").Uint(resp.clients());
+    w.Key("streams").Uint(resp.streams()).Key("targets").BeginArray();
+    for (const auto& t : resp.targets()) {
+      w.BeginObject().Key("session_id").String(t.session_id()).Key("pid").Uint(t.pid());
+      w.Key("stack_samples").Uint(t.stack_samples()).Key("windows").Uint(t.windows());
+      w.Key("branches").Uint(t.branches());
+      w.Key("pipeline_cpu_seconds").Double(t.pipeline_cpu_seconds());
+      w.Key("memory_bytes").Uint(t.memory_bytes());
+      w.Key("drops").BeginObject();
+      for (const auto& d : t.drops()) w.Key(d.reason()).Uint(d.count());
+      w.EndObject().Key("decode_errors").BeginObject();
+      for (const auto& d : t.decode_errors()) w.Key(d.reason()).Uint(d.count());
+      w.EndObject().EndObject();
+    }
+    w.EndArray().EndObject();
+    std::printf("%s\n", w.str().c_str());
+    return kExitOk;
+  }
+  std::printf("daemon: %.2f s CPU, %.1f MiB resident, %u clients, %u streams\n",
+              resp.daemon_cpu_seconds(), resp.daemon_rss_bytes() / 1048576.0, resp.clients(),
+              resp.streams());
+  std::printf("%-10s %7s %10s %9s %12s %8s %9s  %s\n", "SESSION", "PID", "STACKS", "WINDOWS",
+              "BRANCHES", "CPU s", "MEM MiB", "DROPS / DECODE ERRORS");
+  for (const auto& t : resp.targets()) {
+    std::string lost;
+    for (const auto& d : t.drops())
+      lost += (lost.empty() ? "" : " ") + d.reason() + "=" + std::to_string(d.count());
+    for (const auto& d : t.decode_errors())
+      lost += (lost.empty() ? "" : " ") + d.reason() + "=" + std::to_string(d.count());
+    std::printf("%-10s %7u %10llu %9llu %12llu %8.2f %9.1f  %s\n", t.session_id().c_str(), t.pid(),
+                static_cast<unsigned long long>(t.stack_samples()),
+                static_cast<unsigned long long>(t.windows()),
+                static_cast<unsigned long long>(t.branches()), t.pipeline_cpu_seconds(),
+                t.memory_bytes() / 1048576.0, lost.empty() ? "-" : lost.c_str());
+  }
+  return kExitOk;
+}
+
+PATHCTL_COMMAND(Command{"stats",
+                        "the daemon's accounting: samples, drops, CPU and memory",
+                        "usage: pathctl stats [SESSION]\n\n" PATHCTL_CLIENT_USAGE,
+                        {"json"},
+                        RunStats});
+
+}  // namespace
+}  // namespace pathctl

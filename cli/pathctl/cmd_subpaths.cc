@@ -1,0 +1,59 @@
+// pathctl subpaths SESSION: hot subpaths from the online subpath reservoir.
+#include <cstdio>
+
+#include "pathctl/client.h"
+
+namespace pathctl {
+namespace {
+
+int RunSubpaths(Args& args) {
+  Client client(args);
+  bool json = args.Has("json");
+  pathprof::v1::GetHotSubpathsRequest req;
+  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20)));
+  req.set_threshold(args.GetDouble("threshold", 0));
+  auto problems = args.Problems();
+  if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
+  if (!problems.empty()) return UsageError("subpaths", problems);
+  req.set_session_id(args.positional()[0]);
+  pathprof::v1::HotSubpaths resp;
+  auto ctx = client.Context();
+  grpc::Status s = client.stub().GetHotSubpaths(ctx.get(), req, &resp);
+  if (!s.ok()) return client.Fail("subpaths", s);
+  if (json) {
+    JsonWriter w;
+    w.BeginObject().Key("session_id").String(resp.session_id());
+    w.Key("sampling_frequency").Double(resp.sampling_frequency()).Key("subpaths").BeginArray();
+    for (const auto& sp : resp.subpaths()) {
+      w.BeginObject().Key("pid").Uint(sp.pid()).Key("length").Uint(sp.length());
+      w.Key("estimate");
+      EstimateJson(w, sp.estimate());
+      w.Key("blocks").BeginArray();
+      for (const auto& b : sp.blocks()) LocationJson(w, b);
+      w.EndArray().EndObject();
+    }
+    w.EndArray().EndObject();
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::printf("session %s: OSP sampling frequency %.1f\n", resp.session_id().c_str(),
+                resp.sampling_frequency());
+    std::printf("%4s %7s %7s %16s %5s  %s\n", "#", "pid", "share", "estimate", "len",
+                "first block");
+    int i = 0;
+    for (const auto& sp : resp.subpaths())
+      std::printf("%4d %7u %6.2f%% %16s %5u  %s\n", ++i, sp.pid(), 100 * sp.estimate().share(),
+                  EstimateText(sp.estimate()).c_str(), sp.length(),
+                  sp.blocks_size() ? LocationText(sp.blocks(0)).c_str() : "-");
+  }
+  return resp.subpaths_size() ? kExitOk : kExitNoData;
+}
+
+PATHCTL_COMMAND(Command{
+    "subpaths",
+    "a session's hot subpaths (OSP reservoir)",
+    "usage: pathctl subpaths SESSION [--top K | --threshold SHARE]\n\n" PATHCTL_CLIENT_USAGE,
+    {"json"},
+    RunSubpaths});
+
+}  // namespace
+}  // namespace pathctl

@@ -1,0 +1,61 @@
+// One single step of a stopped thread, classified: given the instruction that was about to run
+// and the thread's rip after one PTRACE_SINGLESTEP, say whether a branch retired and which.
+// Shared by ptrace-based sources (the burst collector; the exact tracer does the same inline).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "pathprof/core/branch.h"
+#include "pathprof/decoders/x86_branch.h"
+
+namespace pathprof::collectors {
+
+enum class StepResult : uint8_t {
+  kRetired,     // a non-branch instruction retired and control fell through
+  kBranch,      // a branch retired: `event` holds it
+  kRepeat,      // a REP string instruction iterated (it retires once, at the end)
+  kUnexpected,  // a non-branch instruction did not reach its successor (fault, signal)
+};
+
+struct ClassifiedStep {
+  StepResult result = StepResult::kRetired;
+  BranchEvent event;  // for kBranch and kUnexpected (as a far transfer); instructions left 0
+};
+
+// `pending` is the instruction that was at rip before the step, `rip` the thread's rip after.
+ClassifiedStep ClassifyStep(const decoders::X86Instruction& pending, uint64_t rip);
+
+// Decodes instructions of one process by address, with a cache (text is assumed not to change
+// under us; call Reset after exec, which replaces the images).
+class InstructionReader {
+ public:
+  explicit InstructionReader(pid_t pid) : pid_(pid) {}
+  ~InstructionReader();
+  InstructionReader(const InstructionReader&) = delete;
+  InstructionReader& operator=(const InstructionReader&) = delete;
+
+  // The instruction at ip, or nullptr when its bytes are unreadable or do not decode (counted in
+  // failures()). The pointer stays valid until Reset.
+  const decoders::X86Instruction* At(uint64_t ip);
+  void Reset();
+  uint64_t failures() const { return failures_; }
+
+ private:
+  pid_t pid_;
+  int mem_fd_ = -1;
+  uint64_t failures_ = 0;
+  std::unordered_map<uint64_t, decoders::X86Instruction> cache_;
+};
+
+// Reads the instruction pointer and, for a thread stopped by PTRACE_INTERRUPT, whether it was
+// stopped inside a system call that the kernel will restart (a blocked read, nanosleep, futex).
+struct StoppedThreadState {
+  uint64_t rip = 0;
+  bool in_restartable_syscall = false;
+};
+bool ReadStoppedThread(pid_t tid, StoppedThreadState* out);
+
+}  // namespace pathprof::collectors

@@ -1,0 +1,81 @@
+#include "pathprof/collectors/step_classifier.h"
+
+#include <fcntl.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace pathprof::collectors {
+
+ClassifiedStep ClassifyStep(const decoders::X86Instruction& pending, uint64_t rip) {
+  ClassifiedStep out;
+  const uint64_t p = pending.address;
+  if (rip == p && !pending.is_branch) {
+    out.result = StepResult::kRepeat;
+    return out;
+  }
+  const uint64_t next = pending.next();
+  if (pending.is_branch) {
+    out.result = StepResult::kBranch;
+    out.event.from = p;
+    out.event.to = rip;
+    out.event.kind = pending.kind;
+    out.event.taken = pending.kind == BranchKind::kConditional ? rip != next : true;
+    return out;
+  }
+  if (rip != next) {
+    out.result = StepResult::kUnexpected;
+    out.event.from = p;
+    out.event.to = rip;
+    out.event.kind = BranchKind::kFarTransfer;
+    out.event.taken = true;
+    return out;
+  }
+  return out;
+}
+
+InstructionReader::~InstructionReader() {
+  if (mem_fd_ >= 0) close(mem_fd_);
+}
+
+void InstructionReader::Reset() {
+  cache_.clear();
+  if (mem_fd_ >= 0) close(mem_fd_);
+  mem_fd_ = -1;
+}
+
+const decoders::X86Instruction* InstructionReader::At(uint64_t ip) {
+  auto it = cache_.find(ip);
+  if (it != cache_.end()) return &it->second;
+  uint8_t buf[decoders::kX86MaxInstructionLength + 1];
+  iovec local{buf, sizeof buf}, remote{reinterpret_cast<void*>(ip), sizeof buf};
+  ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+  if (n <= 0) {
+    // The last bytes of a mapping: process_vm_readv fails on the unmapped tail; /proc/PID/mem
+    // returns what it can.
+    if (mem_fd_ < 0) mem_fd_ = open(("/proc/" + std::to_string(pid_) + "/mem").c_str(), O_RDONLY);
+    n = mem_fd_ >= 0 ? pread(mem_fd_, buf, sizeof buf, static_cast<off_t>(ip)) : -1;
+  }
+  decoders::X86Instruction insn;
+  if (n <= 0 || !decoders::DecodeX86Fast(buf, static_cast<size_t>(n), ip, &insn)) {
+    ++failures_;
+    return nullptr;
+  }
+  return &cache_.emplace(ip, insn).first->second;
+}
+
+bool ReadStoppedThread(pid_t tid, StoppedThreadState* out) {
+  user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) != 0) return false;
+  out->rip = regs.rip;
+  // Inside a syscall, orig_rax holds its number; an interrupted one that the kernel restarts on
+  // resume returns one of the ERESTART* codes (512..516) in rax until then.
+  const long rax = static_cast<long>(regs.rax);
+  out->in_restartable_syscall = static_cast<long>(regs.orig_rax) >= 0 && rax <= -512 && rax >= -516;
+  return true;
+}
+
+}  // namespace pathprof::collectors

@@ -1,0 +1,82 @@
+// pathprofd's configuration: a TOML file (default /etc/pathprof/pathprofd.toml, sample in
+// packaging/pathprofd.toml) with command-line flags that override it. SIGHUP re-reads the file
+// and re-applies the same flags, so a flag always wins over the file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pathprof/core/status.h"
+
+namespace pathprof::daemon {
+
+// Bounds on everything a client can ask for. A request above a bound is refused with
+// INVALID_ARGUMENT naming the bound (never silently truncated).
+struct Limits {
+  uint32_t max_top_k = 1000;
+  uint32_t default_top_k = 20;
+  uint32_t max_depth = 512;                // calling-context tree depth, PCCT max_depth
+  uint32_t max_targets_listed = 10000;     // ListTargets limit
+  uint32_t max_sessions_per_client = 8;    // running sessions per client (uid or TLS identity)
+  uint32_t max_sessions = 64;              // all clients together
+  uint64_t max_memory_bytes = 1ull << 30;  // the profiles' memory bounds summed over targets
+  uint32_t max_streams = 64;               // concurrent WatchHotPaths streams, all clients
+  uint32_t max_streams_per_client = 8;
+  uint32_t min_watch_interval_ms = 100;
+  uint32_t max_duration_s = 7 * 86400;
+  uint32_t max_hpt_entries = 1u << 20;
+  uint32_t max_osp_entries = 1u << 22;
+  uint32_t max_pcct_nodes = 1u << 22;
+  uint32_t max_stack_hz = 10000;
+  uint32_t max_window_branches = 4096;
+  uint32_t max_name_length = 4096;       // names, filters, cgroup paths
+  uint32_t max_tree_nodes = 100000;      // nodes in one CallingContextTree reply
+  uint32_t max_pids_per_session = 1024;  // processes an executable name or cgroup may match
+  double rate_qps = 1000;                // per client: token bucket refill rate
+  double rate_burst = 2000;              // per client: bucket size
+};
+
+// A client certificate identity (CN or SAN) accepted over TCP, and the uid it acts as
+// (0: sees everything, like root on the Unix socket).
+struct TlsIdentity {
+  std::string name;
+  uint32_t uid = 0;
+};
+
+struct DaemonConfig {
+  std::string socket_path = "/run/pathprof/pathprofd.sock";
+  std::string socket_group = "pathprof";  // owns the socket (mode 0660); missing group: root only
+  std::string admin_group = "pathprof";   // members see and profile every process
+
+  std::string tcp_address;  // host:port; empty: no TCP listener
+  std::string tls_cert_file, tls_key_file;
+  std::string tls_client_ca_file;  // set: client certificates are required and verified
+  std::vector<TlsIdentity> tls_identities;
+
+  std::string metrics_address;  // host:port for Prometheus text at /metrics; empty: off
+
+  int log_level = 6;  // syslog priority: messages above this are not written (7 = debug)
+  Limits limits;
+};
+
+// Reads a TOML file over `base` (keys absent from the file keep base's values). Unknown keys are
+// errors, so a typo never silently falls back to a default.
+Result<DaemonConfig> LoadConfigFile(const std::string& path, DaemonConfig base = {});
+Result<DaemonConfig> ParseConfigText(const std::string& text, const std::string& origin,
+                                     DaemonConfig base = {});
+
+// The command line: `--config FILE` plus flags that override the file (see FlagsHelp()).
+struct Flags {
+  std::string config_path = "/etc/pathprof/pathprofd.toml";
+  bool config_given = false;
+  std::vector<std::pair<std::string, std::string>> overrides;  // flag name, value, in order
+  bool help = false;
+};
+Result<Flags> ParseFlags(int argc, char** argv);
+const char* FlagsHelp();
+
+// Loads the file (missing is fine unless --config named it) and applies the flag overrides.
+Result<DaemonConfig> BuildConfig(const Flags& flags);
+
+}  // namespace pathprof::daemon

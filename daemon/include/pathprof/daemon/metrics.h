@@ -1,0 +1,44 @@
+// Prometheus text exposition (format 0.0.4) of the daemon's health and per-target accounting,
+// served at http://ADDRESS/metrics by cpp-httplib on its own thread (never on gRPC's threads).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "pathprof/core/status.h"
+#include "pathprof/daemon/service.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace pathprof::daemon {
+
+struct DaemonHealth {
+  double start_unix_s = 0;
+  uint64_t reloads = 0;
+  uint64_t reload_failures = 0;
+  uint64_t connections_accepted = 0;
+  size_t connections_open = 0;
+};
+
+std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& health);
+
+class MetricsServer {
+ public:
+  MetricsServer();
+  ~MetricsServer();
+  // `address` is host:port (port 0 picks one; see port()). Returns once listening.
+  Status Start(const std::string& address, std::function<std::string()> render);
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace pathprof::daemon

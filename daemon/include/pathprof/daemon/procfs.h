@@ -1,0 +1,29 @@
+// The processes on this host as /proc shows them: what ListTargets lists and what a session's
+// executable_name / cgroup selector resolves to.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pathprof/core/status.h"
+
+namespace pathprof::daemon {
+
+struct ProcessEntry {
+  uint32_t pid = 0;
+  uint32_t uid = 0;
+  std::string comm;
+  std::string executable;  // readlink /proc/PID/exe; empty for kernel threads or when unreadable
+  std::string cgroup;      // the cgroup v2 path ("0::" line of /proc/PID/cgroup)
+};
+
+// Every process (not thread) now; kernel threads are skipped (nothing to profile in user space).
+std::vector<ProcessEntry> ListProcesses();
+// Processes whose comm or executable basename equals `name`.
+std::vector<ProcessEntry> ProcessesNamed(const std::string& name);
+// The pids in a cgroup v2 group (cgroup.procs under /sys/fs/cgroup). The path must be absolute
+// and may not contain "..".
+Result<std::vector<uint32_t>> ProcessesInCgroup(const std::string& cgroup);
+
+}  // namespace pathprof::daemon

@@ -1,0 +1,111 @@
+// pathprof.v1.PathProfiler on top of the pipeline's SessionManager. Every call: identify the peer,
+// take a token from its rate bucket, check the request against the limits, check ownership, then
+// ask the session. Sessions remember which client started them (for per-client quotas).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pathprof/daemon/auth.h"
+#include "pathprof/daemon/config.h"
+#include "pathprof/daemon/limits.h"
+#include "pathprof/pipeline/session_manager.h"
+#include "pathprof/v1/profiler.grpc.pb.h"
+
+namespace pathprof::daemon {
+
+// Per-method call counts by status code and a latency histogram, for /metrics.
+struct RpcMetrics {
+  static constexpr double kBuckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                        0.025,  0.05,  0.1,    0.5,   1.0};
+  static constexpr size_t kNumBuckets = sizeof(kBuckets) / sizeof(kBuckets[0]);
+  std::map<int, uint64_t> by_code;
+  uint64_t bucket_counts[kNumBuckets] = {};  // cumulative is computed when rendered
+  uint64_t count = 0;
+  double sum_seconds = 0;
+};
+
+class ProfilerService final : public v1::PathProfiler::Service {
+ public:
+  ProfilerService(pipeline::SessionManager* sessions, const PeerRegistry* peers,
+                  const DaemonConfig& config);
+  // Limits, rate limits and the admin group; used at start and on SIGHUP.
+  void Configure(const DaemonConfig& config);
+  // Ends every WatchHotPaths stream promptly (daemon shutdown).
+  void BeginShutdown();
+
+  std::map<std::string, RpcMetrics> rpc_metrics() const;
+  uint64_t rate_limited() const { return rate_.refused(); }
+  uint32_t streams() const { return streams_.total(); }
+  pipeline::SessionManager* sessions() const { return sessions_; }
+  // How many client connections are open (for GetStats and /metrics).
+  void SetClientCounter(std::function<size_t()> f) { connected_clients_ = std::move(f); }
+
+  grpc::Status GetCapabilities(grpc::ServerContext*, const v1::GetCapabilitiesRequest*,
+                               v1::Capabilities*) override;
+  grpc::Status ListTargets(grpc::ServerContext*, const v1::ListTargetsRequest*,
+                           v1::ListTargetsResponse*) override;
+  grpc::Status StartSession(grpc::ServerContext*, const v1::StartSessionRequest*,
+                            v1::Session*) override;
+  grpc::Status StopSession(grpc::ServerContext*, const v1::StopSessionRequest*,
+                           v1::Session*) override;
+  grpc::Status ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+                            v1::ListSessionsResponse*) override;
+  grpc::Status GetHotPaths(grpc::ServerContext*, const v1::GetHotPathsRequest*,
+                           v1::HotPaths*) override;
+  grpc::Status GetHotSubpaths(grpc::ServerContext*, const v1::GetHotSubpathsRequest*,
+                              v1::HotSubpaths*) override;
+  grpc::Status GetCallingContextTree(grpc::ServerContext*, const v1::GetCallingContextTreeRequest*,
+                                     v1::CallingContextTree*) override;
+  grpc::Status GetHotCallPairs(grpc::ServerContext*, const v1::GetHotCallPairsRequest*,
+                               v1::HotCallPairs*) override;
+  grpc::Status GetHotMethods(grpc::ServerContext*, const v1::GetHotMethodsRequest*,
+                             v1::HotMethods*) override;
+  grpc::Status SaveBaseline(grpc::ServerContext*, const v1::SaveBaselineRequest*,
+                            v1::SaveBaselineResponse*) override;
+  grpc::Status GetResidualPaths(grpc::ServerContext*, const v1::GetResidualPathsRequest*,
+                                v1::ResidualPaths*) override;
+  grpc::Status WatchHotPaths(grpc::ServerContext*, const v1::WatchHotPathsRequest*,
+                             grpc::ServerWriter<v1::HotPaths>*) override;
+  grpc::Status ExportProfile(grpc::ServerContext*, const v1::ExportProfileRequest*,
+                             v1::ExportProfileResponse*) override;
+  grpc::Status GetStats(grpc::ServerContext*, const v1::GetStatsRequest*, v1::Stats*) override;
+
+ private:
+  template <typename F>
+  grpc::Status Run(const char* method, grpc::ServerContext* context, F&& body);
+  grpc::Status Session(const Peer& peer, const std::string& id,
+                       std::shared_ptr<pipeline::Session>* out) const;
+  grpc::Status CheckTopK(uint32_t requested, uint32_t* top_k) const;
+  grpc::Status FillHotPaths(const pipeline::Session& session, const v1::GetHotPathsRequest& req,
+                            v1::HotPaths* out) const;
+  Limits limits() const;
+
+  pipeline::SessionManager* sessions_;
+  Authorizer auth_;
+  RateLimiter rate_;
+  QuotaCounter streams_;
+
+  mutable std::mutex mu_;  // guards limits_, session_clients_, metrics_
+  Limits limits_;
+  std::map<std::string, std::string> session_clients_;  // session id -> client key
+  std::map<std::string, RpcMetrics> metrics_;
+  std::mutex start_mu_;  // quota checks and Start happen as one step
+
+  std::function<size_t()> connected_clients_;
+
+  std::mutex shutdown_mu_;
+  std::condition_variable shutdown_cv_;
+  bool shutting_down_ = false;
+};
+
+// Estimated bytes a session's profiles may grow to, from its bounds (for limits.max_memory_bytes).
+uint64_t EstimateSessionBytes(const pipeline::SessionConfig& config);
+
+}  // namespace pathprof::daemon

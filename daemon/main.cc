@@ -1,0 +1,236 @@
+// pathprofd: wiring only. Config, listeners, the gRPC server with health and reflection,
+// metrics, systemd notify/watchdog, and the signal loop (SIGHUP reloads, SIGTERM stops).
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "pathprof/daemon/config.h"
+#include "pathprof/daemon/log.h"
+#include "pathprof/daemon/metrics.h"
+#include "pathprof/daemon/peer.h"
+#include "pathprof/daemon/service.h"
+#include "pathprof/daemon/unix_listener.h"
+
+namespace pathprof::daemon {
+namespace {
+
+constexpr const char* kServiceName = "pathprof.v1.PathProfiler";
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error(ErrorCode::kNotFound, "cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<std::shared_ptr<grpc::ServerCredentials>> TlsCredentials(const DaemonConfig& c) {
+  auto cert = ReadFile(c.tls_cert_file);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(c.tls_key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions opts;
+  opts.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!c.tls_client_ca_file.empty()) {
+    auto ca = ReadFile(c.tls_client_ca_file);
+    if (!ca.ok()) return ca.status();
+    opts.pem_root_certs = *ca;
+    opts.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  } else {
+    Log(kLogWarning,
+        "tcp %s without tcp.tls_client_ca: no client can identify itself, so every "
+        "TCP call will be refused",
+        c.tcp_address.c_str());
+  }
+  return grpc::SslServerCredentials(opts);
+}
+
+// Pings the systemd watchdog at half its interval while the daemon is healthy.
+class Watchdog {
+ public:
+  void Start() {
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
+    thread_ = std::thread([this, usec] {
+      while (!stop_) {
+        sd_notify(0, "WATCHDOG=1");
+        for (uint64_t slept = 0; slept < usec / 2 && !stop_; slept += 50000) usleep(50000);
+      }
+    });
+  }
+  ~Watchdog() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+bool NeedsRestart(const DaemonConfig& a, const DaemonConfig& b) {
+  return a.socket_path != b.socket_path || a.socket_group != b.socket_group ||
+         a.tcp_address != b.tcp_address || a.tls_cert_file != b.tls_cert_file ||
+         a.tls_key_file != b.tls_key_file || a.tls_client_ca_file != b.tls_client_ca_file ||
+         a.metrics_address != b.metrics_address;
+}
+
+int Main(int argc, char** argv) {
+  // Signals go to the loop at the bottom (sigwait); block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto flags = ParseFlags(argc, argv);
+  if (!flags.ok()) {
+    Log(kLogError, "%s", flags.status().message().c_str());
+    return 2;
+  }
+  if (flags->help) {
+    std::fputs(FlagsHelp(), stdout);
+    return 0;
+  }
+  auto built = BuildConfig(*flags);
+  if (!built.ok()) {
+    Log(kLogError, "%s", built.status().message().c_str());
+    return 2;
+  }
+  DaemonConfig config = std::move(built.value());
+  SetLogLevel(config.log_level);
+  double start_unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+
+  pipeline::SessionManagerOptions mopts;
+  mopts.max_sessions = config.limits.max_sessions * 2;  // running plus retained after they end
+  pipeline::SessionManager sessions(mopts);
+
+  PeerRegistry peers;
+  ProfilerService service(&sessions, &peers, config);
+
+  UnixListener unix_listener;
+  if (Status s = unix_listener.Bind(config.socket_path, config.socket_group); !s.ok()) {
+    Log(kLogError, "%s", s.message().c_str());
+    return 1;
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(1 << 20);  // requests are small; anything bigger is hostile
+  builder.SetMaxSendMessageSize(256 << 20);   // exports of big profiles
+  grpc::ResourceQuota quota("pathprofd");
+  quota.SetMaxThreads(128);  // bounds the sync server's thread pool under a connection flood
+  builder.SetResourceQuota(quota);
+  int tcp_port = 0;
+  if (!config.tcp_address.empty()) {
+    auto creds = TlsCredentials(config);
+    if (!creds.ok()) {
+      Log(kLogError, "tls: %s", creds.status().message().c_str());
+      return 1;
+    }
+    builder.AddListeningPort(config.tcp_address, *creds, &tcp_port);
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || (!config.tcp_address.empty() && tcp_port == 0)) {
+    Log(kLogError, "cannot start the gRPC server%s",
+        config.tcp_address.empty() ? "" : (" on " + config.tcp_address).c_str());
+    return 1;
+  }
+  server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  unix_listener.Start(server.get(), &peers);
+  service.SetClientCounter([&peers] {
+    peers.Prune();
+    return peers.size();
+  });
+
+  std::atomic<uint64_t> reloads{0}, reload_failures{0};
+  MetricsServer metrics;
+  if (!config.metrics_address.empty()) {
+    auto render = [&] {
+      DaemonHealth h;
+      h.start_unix_s = start_unix_s;
+      h.reloads = reloads;
+      h.reload_failures = reload_failures;
+      h.connections_accepted = unix_listener.accepted();
+      peers.Prune();
+      h.connections_open = peers.size();
+      return RenderMetrics(service, h);
+    };
+    if (Status s = metrics.Start(config.metrics_address, render); !s.ok()) {
+      Log(kLogError, "%s", s.message().c_str());
+      return 1;
+    }
+    Log(kLogInfo, "metrics at http://%s/metrics (port %d)", config.metrics_address.c_str(),
+        metrics.port());
+  }
+
+  Log(kLogNotice, "pathprofd serving on %s%s%s", config.socket_path.c_str(),
+      config.tcp_address.empty() ? "" : " and TLS ",
+      config.tcp_address.empty() ? "" : config.tcp_address.c_str());
+  sd_notifyf(0, "READY=1\nSTATUS=serving on %s\nMAINPID=%d", config.socket_path.c_str(), getpid());
+  Watchdog watchdog;
+  watchdog.Start();
+
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&signals, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      sd_notify(0, "RELOADING=1");
+      auto next = BuildConfig(*flags);
+      if (!next.ok()) {
+        ++reload_failures;
+        Log(kLogError, "reload failed, keeping the old config: %s",
+            next.status().message().c_str());
+      } else {
+        if (NeedsRestart(config, *next))
+          Log(kLogWarning,
+              "reload: socket, tcp, tls and metrics settings take effect only after "
+              "a restart");
+        service.Configure(*next);
+        SetLogLevel(next->log_level);
+        config = std::move(next.value());
+        ++reloads;
+        Log(kLogNotice, "config reloaded (limits: max_top_k %u, rate %.0f/s per client)",
+            config.limits.max_top_k, config.limits.rate_qps);
+      }
+      sd_notify(0, "READY=1");
+      continue;
+    }
+    break;  // SIGTERM / SIGINT
+  }
+
+  Log(kLogNotice, "stopping: ending streams, stopping sessions, releasing tracees");
+  sd_notify(0, "STOPPING=1");
+  server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+  service.BeginShutdown();
+  unix_listener.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  size_t stopped = 0;
+  for (const auto& info : sessions.List())
+    if (info.state == pipeline::SessionState::kRunning && sessions.Stop(info.id).ok()) ++stopped;
+  metrics.Stop();
+  Log(kLogNotice, "pathprofd stopped (%zu session(s) stopped)", stopped);
+  return 0;
+}
+
+}  // namespace
+}  // namespace pathprof::daemon
+
+int main(int argc, char** argv) {
+  return pathprof::daemon::Main(argc, argv);
+}

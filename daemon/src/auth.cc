@@ -1,0 +1,73 @@
+#include "pathprof/daemon/auth.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+namespace pathprof::daemon {
+
+std::optional<uint32_t> ProcessOwner(uint32_t pid) {
+  struct stat st;
+  if (pid == 0 || stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0) return std::nullopt;
+  return st.st_uid;
+}
+
+void Authorizer::Configure(const DaemonConfig& config) {
+  std::lock_guard<std::mutex> lock(mu_);
+  admin_group_ = config.admin_group;
+  identities_ = config.tls_identities;
+}
+
+grpc::Status Authorizer::Identify(grpc::ServerContext* context, Peer* out) const {
+  std::string peer = context->peer();
+  if (peer.rfind("fd:", 0) == 0) {
+    char* end = nullptr;
+    long fd = std::strtol(peer.c_str() + 3, &end, 10);
+    std::optional<Peer> p;
+    if (end && *end == '\0' && fd >= 0) p = peers_->Find(static_cast<int>(fd));
+    // A call whose connection already closed may find its fd reused by a newer connection;
+    // gRPC cancels a connection's calls before it closes the fd, so a live call found a live
+    // entry (checked after the lookup, in that order).
+    if (!p || context->IsCancelled())
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "connection " + peer + " is not known to pathprofd; reconnect");
+    std::lock_guard<std::mutex> lock(mu_);
+    p->admin = IsAdmin(*p, admin_group_);
+    *out = std::move(*p);
+    return grpc::Status::OK;
+  }
+  auto auth = context->auth_context();
+  if (auth && auth->IsPeerAuthenticated()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& value : auth->GetPeerIdentity()) {
+      std::string name(value.data(), value.size());
+      for (const auto& id : identities_) {
+        if (id.name != name) continue;
+        out->uid = id.uid;
+        out->tls_identity = name;
+        out->admin = id.uid == 0;
+        return grpc::Status::OK;
+      }
+    }
+    std::string names;
+    for (const auto& value : auth->GetPeerIdentity())
+      names += (names.empty() ? "" : ", ") + std::string(value.data(), value.size());
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "TLS identity " + names + " is not listed in [[tcp.clients]]");
+  }
+  return grpc::Status(
+      grpc::StatusCode::UNAUTHENTICATED,
+      "peer " + peer + " has no verified identity (TCP needs a client certificate)");
+}
+
+grpc::Status Authorizer::CheckPid(const Peer& peer, uint32_t pid) {
+  auto owner = ProcessOwner(pid);
+  if (!owner) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no process " + std::to_string(pid));
+  if (!MaySee(peer, *owner))
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "pid " + std::to_string(pid) + " belongs to uid " + std::to_string(*owner) +
+                            "; you are uid " + std::to_string(peer.uid));
+  return grpc::Status::OK;
+}
+
+}  // namespace pathprof::daemon

@@ -1,0 +1,150 @@
+#include "pathprof/daemon/convert.h"
+
+namespace pathprof::daemon {
+
+void ToProto(const pipeline::Location& in, v1::Location* out) {
+  out->set_address(in.address);
+  out->set_function(in.function);
+  out->set_offset(in.offset);
+  out->set_file(in.file);
+  out->set_line(in.line);
+  out->set_image(in.image);
+  out->set_build_id(in.build_id);
+  for (const auto& i : in.inlined_by) ToProto(i, out->add_inlined_by());
+}
+
+void ToProto(const pipeline::Estimate& in, v1::Estimate* out) {
+  out->set_value(in.value);
+  out->set_error_bound(in.error_bound);
+  out->set_confidence(in.confidence);
+  out->set_share(in.share);
+}
+
+void ToProto(const pipeline::HotPath& in, v1::HotPath* out) {
+  ToProto(in.start, out->mutable_start());
+  out->set_length(in.length);
+  out->set_outcomes(in.outcomes);
+  ToProto(in.estimate, out->mutable_estimate());
+  out->set_metric(ToProto(in.metric));
+  for (const auto& b : in.blocks) ToProto(b, out->add_blocks());
+  out->set_path_id(in.path_id);
+}
+
+void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
+  out->set_id(in.id);
+  for (uint32_t p : in.pids) out->add_pids(p);
+  switch (in.state) {
+    case pipeline::SessionState::kRunning:
+      out->set_state(v1::SESSION_STATE_RUNNING);
+      break;
+    case pipeline::SessionState::kStopped:
+      out->set_state(v1::SESSION_STATE_STOPPED);
+      break;
+    case pipeline::SessionState::kTargetExited:
+      out->set_state(v1::SESSION_STATE_TARGET_EXITED);
+      break;
+    case pipeline::SessionState::kFailed:
+      out->set_state(v1::SESSION_STATE_FAILED);
+      break;
+  }
+  out->set_source(ToProto(in.source));
+  std::string reason = in.source_reason;
+  if (!in.stacks && !in.stacks_reason.empty())
+    reason += (reason.empty() ? "" : "; ") + std::string("no stacks: ") + in.stacks_reason;
+  out->set_source_reason(reason);
+  out->set_started_unix_ms(in.started_unix_ms);
+  out->set_stopped_unix_ms(in.stopped_unix_ms);
+  out->set_error(in.error);
+  out->set_owner_uid(in.owner_uid);
+}
+
+void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out) {
+  out->set_session_id(session_id);
+  out->set_pid(in.pid);
+  out->set_stack_samples(in.stack_samples);
+  out->set_windows(in.windows);
+  out->set_branches(in.branches);
+  for (const auto& [reason, n] : in.drops) {
+    auto* d = out->add_drops();
+    d->set_reason(reason);
+    d->set_count(n);
+  }
+  for (const auto& [reason, n] : in.decode_errors) {
+    auto* d = out->add_decode_errors();
+    d->set_reason(reason);
+    d->set_count(n);
+  }
+  out->set_pipeline_cpu_seconds(in.pipeline_cpu_seconds);
+  out->set_memory_bytes(in.memory_bytes);
+}
+
+v1::BranchSource ToProto(collectors::BranchSource s) {
+  switch (s) {
+    case collectors::BranchSource::kNone:
+      return v1::BRANCH_SOURCE_NONE;
+    case collectors::BranchSource::kPtraceBursts:
+      return v1::BRANCH_SOURCE_PTRACE;
+    case collectors::BranchSource::kLbr:
+      return v1::BRANCH_SOURCE_LBR;
+    case collectors::BranchSource::kIntelPt:
+      return v1::BRANCH_SOURCE_INTEL_PT;
+  }
+  return v1::BRANCH_SOURCE_UNSPECIFIED;
+}
+
+v1::Metric ToProto(pipeline::PathMetric m) {
+  switch (m) {
+    case pipeline::PathMetric::kCount:
+      return v1::METRIC_COUNT;
+    case pipeline::PathMetric::kInstructions:
+      return v1::METRIC_INSTRUCTIONS;
+    case pipeline::PathMetric::kCycles:
+      return v1::METRIC_CYCLES;
+    case pipeline::PathMetric::kMispredictions:
+      return v1::METRIC_MISPREDICTIONS;
+  }
+  return v1::METRIC_UNSPECIFIED;
+}
+
+pipeline::PathMetric FromProto(v1::Metric m) {
+  switch (m) {
+    case v1::METRIC_INSTRUCTIONS:
+      return pipeline::PathMetric::kInstructions;
+    case v1::METRIC_CYCLES:
+      return pipeline::PathMetric::kCycles;
+    case v1::METRIC_MISPREDICTIONS:
+      return pipeline::PathMetric::kMispredictions;
+    default:
+      return pipeline::PathMetric::kCount;
+  }
+}
+
+pipeline::SourceChoice FromProto(v1::BranchSource s) {
+  switch (s) {
+    case v1::BRANCH_SOURCE_NONE:
+      return pipeline::SourceChoice::kNone;
+    case v1::BRANCH_SOURCE_PTRACE:
+      return pipeline::SourceChoice::kPtrace;
+    case v1::BRANCH_SOURCE_LBR:
+      return pipeline::SourceChoice::kLbr;
+    case v1::BRANCH_SOURCE_INTEL_PT:
+      return pipeline::SourceChoice::kIntelPt;
+    default:
+      return pipeline::SourceChoice::kAuto;
+  }
+}
+
+pipeline::PathKind FromProto(v1::PathKind k) {
+  switch (k) {
+    case v1::PATH_KIND_WPP:
+      return pipeline::PathKind::kWpp;
+    case v1::PATH_KIND_EXTENDED_LOOPS:
+      return pipeline::PathKind::kExtendedLoops;
+    case v1::PATH_KIND_EXTENDED_CALLS:
+      return pipeline::PathKind::kExtendedCalls;
+    default:
+      return pipeline::PathKind::kBallLarus;
+  }
+}
+
+}  // namespace pathprof::daemon

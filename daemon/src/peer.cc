@@ -1,0 +1,84 @@
+#include "pathprof/daemon/peer.h"
+
+#include <grp.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace pathprof::daemon {
+namespace {
+uint64_t SocketInode(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
+  return st.st_ino;
+}
+}  // namespace
+
+std::string Peer::Describe() const {
+  if (!tls_identity.empty())
+    return "tls identity " + tls_identity + " (uid " + std::to_string(uid) + ")";
+  return "uid " + std::to_string(uid) + " pid " + std::to_string(pid);
+}
+
+void PeerRegistry::Record(int fd, Peer peer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  by_fd_[fd] = Entry{std::move(peer), SocketInode(fd)};
+}
+
+std::optional<Peer> PeerRegistry::Find(int fd) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_fd_.find(fd);
+  if (it == by_fd_.end()) return std::nullopt;
+  // The fd may have been closed and reused for something else since it was recorded.
+  if (it->second.inode == 0 || SocketInode(fd) != it->second.inode) return std::nullopt;
+  return it->second.peer;
+}
+
+size_t PeerRegistry::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return by_fd_.size();
+}
+
+void PeerRegistry::Prune() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = by_fd_.begin(); it != by_fd_.end();) {
+    if (SocketInode(it->first) != it->second.inode)
+      it = by_fd_.erase(it);
+    else
+      ++it;
+  }
+}
+
+std::vector<uint32_t> ProcessGroups(int pid) {
+  std::vector<uint32_t> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Groups:", 0) != 0) continue;
+    std::istringstream ss(line.substr(7));
+    uint32_t g;
+    while (ss >> g) out.push_back(g);
+  }
+  return out;
+}
+
+std::optional<uint32_t> GroupId(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  struct group grp, *result = nullptr;
+  char buf[16384];
+  if (getgrnam_r(name.c_str(), &grp, buf, sizeof buf, &result) != 0 || !result) return std::nullopt;
+  return result->gr_gid;
+}
+
+bool IsAdmin(const Peer& peer, const std::string& admin_group) {
+  if (peer.tls_identity.empty() && peer.uid == 0) return true;
+  if (!peer.tls_identity.empty()) return peer.uid == 0;
+  auto gid = GroupId(admin_group);
+  if (!gid) return false;
+  return peer.gid == *gid ||
+         std::find(peer.groups.begin(), peer.groups.end(), *gid) != peer.groups.end();
+}
+
+}  // namespace pathprof::daemon

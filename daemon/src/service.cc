@@ -1,0 +1,642 @@
+#include "pathprof/daemon/service.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <set>
+
+#include "pathprof/daemon/convert.h"
+#include "pathprof/daemon/log.h"
+#include "pathprof/daemon/process_stats.h"
+#include "pathprof/daemon/procfs.h"
+
+#ifndef PATHPROF_VERSION
+#define PATHPROF_VERSION "0.1.0"
+#endif
+
+namespace pathprof::daemon {
+namespace {
+
+using grpc::StatusCode;
+
+grpc::Status Invalid(const std::string& msg) {
+  return grpc::Status(StatusCode::INVALID_ARGUMENT, msg);
+}
+
+grpc::Status ToGrpc(const Status& s) {
+  StatusCode code = StatusCode::INTERNAL;
+  switch (s.code()) {
+    case ErrorCode::kOk:
+      return grpc::Status::OK;
+    case ErrorCode::kInvalidArgument:
+      code = StatusCode::INVALID_ARGUMENT;
+      break;
+    case ErrorCode::kNotFound:
+      code = StatusCode::NOT_FOUND;
+      break;
+    case ErrorCode::kPermission:
+      code = StatusCode::PERMISSION_DENIED;
+      break;
+    case ErrorCode::kUnavailable:
+    case ErrorCode::kUnsupported:
+      code = StatusCode::FAILED_PRECONDITION;
+      break;
+    case ErrorCode::kResourceExhausted:
+      code = StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    default:
+      break;
+  }
+  return grpc::Status(code, s.message());
+}
+
+grpc::Status AboveLimit(const char* field, uint64_t value, uint64_t max, const char* key) {
+  return Invalid(std::string(field) + " " + std::to_string(value) +
+                 " is above the server maximum " + std::to_string(max) + " (limits." + key + ")");
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void FillCapability(const collectors::SourceCapability& in, v1::SourceCapability* out) {
+  out->set_available(in.available);
+  out->set_detail(in.detail);
+}
+
+}  // namespace
+
+uint64_t EstimateSessionBytes(const pipeline::SessionConfig& c) {
+  // Rough per-entry sizes of each bounded structure, including map/node overheads.
+  uint64_t per_process = uint64_t{c.engine.hpt_entries} * 64 + uint64_t{c.osp.memory_entries} * 96 +
+                         uint64_t{c.pcct.max_nodes} * 128 + uint64_t{c.queues.stack_queue} * 1200 +
+                         uint64_t{c.queues.window_queue} * c.sampling.window_branches * 48 +
+                         (1u << 20);  // mappings, symbol caches, accounting
+  return per_process * std::max<size_t>(1, c.pids.size());
+}
+
+ProfilerService::ProfilerService(pipeline::SessionManager* sessions, const PeerRegistry* peers,
+                                 const DaemonConfig& config)
+    : sessions_(sessions), auth_(peers), rate_(config.limits.rate_qps, config.limits.rate_burst) {
+  Configure(config);
+}
+
+void ProfilerService::Configure(const DaemonConfig& config) {
+  auth_.Configure(config);
+  rate_.Reconfigure(config.limits.rate_qps, config.limits.rate_burst);
+  std::lock_guard<std::mutex> lock(mu_);
+  limits_ = config.limits;
+}
+
+Limits ProfilerService::limits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limits_;
+}
+
+void ProfilerService::BeginShutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  shutting_down_ = true;
+  shutdown_cv_.notify_all();
+}
+
+std::map<std::string, RpcMetrics> ProfilerService::rpc_metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return metrics_;
+}
+
+template <typename F>
+grpc::Status ProfilerService::Run(const char* method, grpc::ServerContext* context, F&& body) {
+  auto t0 = std::chrono::steady_clock::now();
+  Peer peer;
+  grpc::Status s = auth_.Identify(context, &peer);
+  if (s.ok()) {
+    double retry_ms = 0;
+    if (!rate_.Allow(peer.client_key(), &retry_ms)) {
+      char msg[200];
+      snprintf(msg, sizeof msg,
+               "rate limit: %s is over %.0f calls/s (limits.rate_qps); retry in %.0f ms",
+               peer.client_key().c_str(), limits().rate_qps, retry_ms);
+      s = grpc::Status(StatusCode::RESOURCE_EXHAUSTED, msg);
+    } else {
+      s = body(peer);
+    }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!s.ok() && s.error_code() != StatusCode::CANCELLED)
+    Log(kLogInfo, "%s from %s: %d %s", method, context->peer().c_str(),
+        static_cast<int>(s.error_code()), s.error_message().c_str());
+  std::lock_guard<std::mutex> lock(mu_);
+  RpcMetrics& m = metrics_[method];
+  ++m.by_code[static_cast<int>(s.error_code())];
+  ++m.count;
+  m.sum_seconds += secs;
+  for (size_t i = 0; i < RpcMetrics::kNumBuckets; ++i)
+    if (secs <= RpcMetrics::kBuckets[i]) {
+      ++m.bucket_counts[i];
+      break;
+    }
+  return s;
+}
+
+grpc::Status ProfilerService::Session(const Peer& peer, const std::string& id,
+                                      std::shared_ptr<pipeline::Session>* out) const {
+  if (id.empty()) return Invalid("session_id is empty (pathctl sessions lists them)");
+  if (id.size() > 256) return Invalid("session_id longer than 256 bytes");
+  auto s = sessions_->Get(id);
+  if (!s) return grpc::Status(StatusCode::NOT_FOUND, "no session " + id + " (it may have expired)");
+  uint32_t owner = s->Info().owner_uid;
+  if (!Authorizer::MaySee(peer, owner))
+    return grpc::Status(StatusCode::PERMISSION_DENIED,
+                        "session " + id + " belongs to uid " + std::to_string(owner));
+  *out = std::move(s);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerService::CheckTopK(uint32_t requested, uint32_t* top_k) const {
+  Limits l = limits();
+  if (requested > l.max_top_k) return AboveLimit("top_k", requested, l.max_top_k, "max_top_k");
+  *top_k = requested == 0 ? l.default_top_k : requested;
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerService::GetCapabilities(grpc::ServerContext* ctx,
+                                              const v1::GetCapabilitiesRequest*,
+                                              v1::Capabilities* resp) {
+  return Run("GetCapabilities", ctx, [&](const Peer&) {
+    const auto& c = sessions_->capabilities();
+    resp->set_kernel_release(c.kernel_release);
+    resp->set_perf_event_paranoid(c.perf_event_paranoid);
+    FillCapability(c.ebpf, resp->mutable_ebpf_stacks());
+    FillCapability(c.lbr, resp->mutable_lbr());
+    FillCapability(c.intel_pt, resp->mutable_intel_pt());
+    FillCapability(c.ptrace, resp->mutable_ptrace_bursts());
+    resp->set_best_branch_source(ToProto(c.BestBranchSource()));
+    resp->set_daemon_version(PATHPROF_VERSION);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::ListTargets(grpc::ServerContext* ctx,
+                                          const v1::ListTargetsRequest* req,
+                                          v1::ListTargetsResponse* resp) {
+  return Run("ListTargets", ctx, [&](const Peer& peer) {
+    Limits l = limits();
+    if (req->name_filter().size() > l.max_name_length)
+      return AboveLimit("name_filter length", req->name_filter().size(), l.max_name_length,
+                        "max_name_length");
+    if (req->limit() > l.max_targets_listed)
+      return AboveLimit("limit", req->limit(), l.max_targets_listed, "max_targets_listed");
+    uint32_t limit = req->limit() ? req->limit() : std::min<uint32_t>(1000, l.max_targets_listed);
+    for (auto& p : ListProcesses()) {
+      if (!Authorizer::MaySee(peer, p.uid)) continue;
+      if (!req->name_filter().empty() && p.comm.find(req->name_filter()) == std::string::npos &&
+          p.executable.find(req->name_filter()) == std::string::npos)
+        continue;
+      if (static_cast<uint32_t>(resp->targets_size()) >= limit) {
+        resp->set_truncated(true);
+        break;
+      }
+      auto* t = resp->add_targets();
+      t->set_pid(p.pid);
+      t->set_uid(p.uid);
+      t->set_comm(p.comm);
+      t->set_executable(p.executable);
+      t->set_cgroup(p.cgroup);
+      for (const auto& id : sessions_->SessionsFor(p.pid)) t->add_session_ids(id);
+    }
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
+                                           const v1::StartSessionRequest* req, v1::Session* resp) {
+  return Run("StartSession", ctx, [&](const Peer& peer) -> grpc::Status {
+    Limits l = limits();
+    pipeline::SessionConfig c;
+    // ---- the target(s)
+    switch (req->target_case()) {
+      case v1::StartSessionRequest::kPid: {
+        grpc::Status s = Authorizer::CheckPid(peer, req->pid());
+        if (!s.ok()) return s;
+        c.pids.push_back(req->pid());
+        break;
+      }
+      case v1::StartSessionRequest::kExecutableName: {
+        const std::string& name = req->executable_name();
+        if (name.empty()) return Invalid("executable_name is empty");
+        if (name.size() > l.max_name_length)
+          return AboveLimit("executable_name length", name.size(), l.max_name_length,
+                            "max_name_length");
+        size_t others = 0;
+        for (const auto& p : ProcessesNamed(name)) {
+          if (Authorizer::MaySee(peer, p.uid))
+            c.pids.push_back(p.pid);
+          else
+            ++others;
+        }
+        if (c.pids.empty())
+          return grpc::Status(
+              StatusCode::NOT_FOUND,
+              "no process named " + name +
+                  (others ? " that you own (" + std::to_string(others) + " belong to other users)"
+                          : ""));
+        break;
+      }
+      case v1::StartSessionRequest::kCgroup: {
+        if (req->cgroup().size() > l.max_name_length)
+          return AboveLimit("cgroup length", req->cgroup().size(), l.max_name_length,
+                            "max_name_length");
+        auto pids = ProcessesInCgroup(req->cgroup());
+        if (!pids.ok()) return ToGrpc(pids.status());
+        for (uint32_t pid : *pids) {
+          grpc::Status s = Authorizer::CheckPid(peer, pid);
+          if (s.error_code() == StatusCode::PERMISSION_DENIED)
+            return grpc::Status(StatusCode::PERMISSION_DENIED,
+                                "cgroup " + req->cgroup() + ": " + s.error_message());
+          if (s.ok()) c.pids.push_back(pid);
+        }
+        if (c.pids.empty())
+          return grpc::Status(StatusCode::NOT_FOUND,
+                              "cgroup " + req->cgroup() + " has no processes");
+        break;
+      }
+      default:
+        return Invalid("no target: set pid, executable_name or cgroup");
+    }
+    if (c.pids.size() > l.max_pids_per_session)
+      return AboveLimit("matched processes", c.pids.size(), l.max_pids_per_session,
+                        "max_pids_per_session");
+    // ---- settings: 0 keeps the pipeline's default; anything above the server's bounds is refused
+    c.source = FromProto(req->source());
+    const auto& e = req->engine();
+    c.engine.path_kind = FromProto(e.path_kind());
+    if (e.extension()) c.engine.extension = e.extension();
+    if (e.max_path_length()) c.engine.max_path_length = e.max_path_length();
+    if (e.hpt_entries() > l.max_hpt_entries)
+      return AboveLimit("engine.hpt_entries", e.hpt_entries(), l.max_hpt_entries,
+                        "max_hpt_entries");
+    if (e.hpt_entries()) c.engine.hpt_entries = e.hpt_entries();
+    if (e.hpt_ways()) c.engine.hpt_ways = e.hpt_ways();
+    c.engine.hpt_index_start_only = e.hpt_index_start_only();
+    c.engine.hpt_lru = e.hpt_lru();
+    c.engine.metric = FromProto(e.metric());
+    const auto& sm = req->sampling();
+    if (sm.stack_hz() > l.max_stack_hz)
+      return AboveLimit("sampling.stack_hz", sm.stack_hz(), l.max_stack_hz, "max_stack_hz");
+    if (sm.has_stack_hz()) c.sampling.stack_hz = sm.stack_hz();
+    if (sm.window_branches() > l.max_window_branches)
+      return AboveLimit("sampling.window_branches", sm.window_branches(), l.max_window_branches,
+                        "max_window_branches");
+    if (sm.window_branches()) c.sampling.window_branches = sm.window_branches();
+    if (sm.lbr_period()) c.sampling.lbr_period = sm.lbr_period();
+    if (sm.bursts_per_second() < 0 || sm.bursts_per_second() > 10000)
+      return Invalid("sampling.bursts_per_second must be in [0, 10000]");
+    if (sm.bursts_per_second() > 0) c.sampling.bursts_per_second = sm.bursts_per_second();
+    if (sm.max_stopped_fraction() < 0 || sm.max_stopped_fraction() > 0.5)
+      return Invalid("sampling.max_stopped_fraction must be in [0, 0.5]");
+    if (sm.max_stopped_fraction() > 0) c.sampling.max_stopped_fraction = sm.max_stopped_fraction();
+    const auto& o = req->osp();
+    if (o.memory_entries() > l.max_osp_entries)
+      return AboveLimit("osp.memory_entries", o.memory_entries(), l.max_osp_entries,
+                        "max_osp_entries");
+    if (o.memory_entries()) c.osp.memory_entries = o.memory_entries();
+    if (o.max_length()) c.osp.max_length = o.max_length();
+    if (o.confidence() != 0) c.osp.confidence = o.confidence();
+    const auto& pc = req->pcct();
+    if (pc.max_depth() > l.max_depth)
+      return AboveLimit("pcct.max_depth", pc.max_depth(), l.max_depth, "max_depth");
+    if (pc.max_depth()) c.pcct.max_depth = pc.max_depth();
+    if (pc.max_nodes() > l.max_pcct_nodes)
+      return AboveLimit("pcct.max_nodes", pc.max_nodes(), l.max_pcct_nodes, "max_pcct_nodes");
+    if (pc.max_nodes()) c.pcct.max_nodes = pc.max_nodes();
+    c.pcct.purge_interval_s = pc.purge_interval_s();
+    if (req->duration_s() > l.max_duration_s)
+      return AboveLimit("duration_s", req->duration_s(), l.max_duration_s, "max_duration_s");
+    c.duration_s = req->duration_s();
+    c.owner_uid = peer.uid;
+    if (Status v = c.Validate(); !v.ok()) return ToGrpc(v);
+
+    // ---- quotas: sessions per client, sessions in all, memory across targets
+    std::lock_guard<std::mutex> start_lock(start_mu_);
+    uint32_t mine = 0, running = 0;
+    uint64_t bytes = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& info : sessions_->List()) {
+        if (info.state != pipeline::SessionState::kRunning) continue;
+        ++running;
+        bytes += EstimateSessionBytes(info.config);
+        auto it = session_clients_.find(info.id);
+        if (it != session_clients_.end() && it->second == peer.client_key()) ++mine;
+      }
+    }
+    if (mine >= l.max_sessions_per_client)
+      return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
+                          peer.client_key() + " already runs " + std::to_string(mine) +
+                              " sessions (limits.max_sessions_per_client); stop one first");
+    if (running >= l.max_sessions)
+      return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
+                          std::to_string(running) + " sessions run (limits.max_sessions)");
+    uint64_t need = EstimateSessionBytes(c);
+    if (bytes + need > l.max_memory_bytes)
+      return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
+                          "the session's profiles may take " + std::to_string(need >> 20) +
+                              " MiB; running sessions may take " + std::to_string(bytes >> 20) +
+                              " MiB of limits.max_memory_bytes " +
+                              std::to_string(l.max_memory_bytes >> 20) +
+                              " MiB (ask for smaller hpt/osp/pcct bounds)");
+    auto started = sessions_->Start(std::move(c));
+    if (!started.ok()) return ToGrpc(started.status());
+    pipeline::SessionInfo info = (*started)->Info();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_clients_[info.id] = peer.client_key();
+    }
+    Log(kLogNotice, "session %s started by %s on %zu process(es), source %s", info.id.c_str(),
+        peer.Describe().c_str(), info.pids.size(), info.source_reason.c_str());
+    ToProto(info, resp);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::StopSession(grpc::ServerContext* ctx,
+                                          const v1::StopSessionRequest* req, v1::Session* resp) {
+  return Run("StopSession", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    auto info = sessions_->Stop(req->session_id());
+    if (!info.ok()) return ToGrpc(info.status());
+    ToProto(*info, resp);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::ListSessions(grpc::ServerContext* ctx, const v1::ListSessionsRequest*,
+                                           v1::ListSessionsResponse* resp) {
+  return Run("ListSessions", ctx, [&](const Peer& peer) {
+    for (const auto& info : sessions_->List())
+      if (Authorizer::MaySee(peer, info.owner_uid)) ToProto(info, resp->add_sessions());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::FillHotPaths(const pipeline::Session& session,
+                                           const v1::GetHotPathsRequest& req,
+                                           v1::HotPaths* out) const {
+  pipeline::HotPathsQuery q;
+  if (grpc::Status s = CheckTopK(req.top_k(), &q.top_k); !s.ok()) return s;
+  q.metric = FromProto(req.metric());
+  q.with_blocks = req.with_blocks();
+  auto r = session.HotPaths(q);
+  out->set_session_id(session.id());
+  for (const auto& p : r.paths) {
+    auto* hp = out->add_paths();
+    ToProto(p, hp);
+    hp->set_pid(p.pid);
+    hp->set_observations(p.observations);
+  }
+  out->set_total(r.total);
+  out->set_paths_distinct(r.paths_distinct);
+  out->set_as_of_unix_ms(r.as_of_unix_ms ? r.as_of_unix_ms : NowUnixMs());
+  out->set_estimator(r.estimator);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerService::GetHotPaths(grpc::ServerContext* ctx,
+                                          const v1::GetHotPathsRequest* req, v1::HotPaths* resp) {
+  return Run("GetHotPaths", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    return FillHotPaths(*s, *req, resp);
+  });
+}
+
+grpc::Status ProfilerService::GetHotSubpaths(grpc::ServerContext* ctx,
+                                             const v1::GetHotSubpathsRequest* req,
+                                             v1::HotSubpaths* resp) {
+  return Run("GetHotSubpaths", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    pipeline::HotSubpathsQuery q;
+    if (grpc::Status st = CheckTopK(req->top_k(), &q.top_k); !st.ok()) return st;
+    if (!(req->threshold() >= 0 && req->threshold() <= 1))
+      return Invalid("threshold must be a share in [0, 1]");
+    q.threshold = req->threshold();
+    auto r = s->HotSubpaths(q);
+    resp->set_session_id(s->id());
+    // An iceberg query is bounded by max_top_k too: it may not return an unbounded list.
+    uint32_t max = limits().max_top_k;
+    for (const auto& sp : r.subpaths) {
+      if (static_cast<uint32_t>(resp->subpaths_size()) >= max) break;
+      auto* o = resp->add_subpaths();
+      for (const auto& b : sp.blocks) ToProto(b, o->add_blocks());
+      o->set_length(sp.length);
+      ToProto(sp.estimate, o->mutable_estimate());
+      o->set_pid(sp.pid);
+    }
+    resp->set_sampling_frequency(r.sampling_frequency);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::GetCallingContextTree(grpc::ServerContext* ctx,
+                                                    const v1::GetCallingContextTreeRequest* req,
+                                                    v1::CallingContextTree* resp) {
+  return Run("GetCallingContextTree", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    Limits l = limits();
+    pipeline::CctQuery q;
+    if (req->max_depth() > l.max_depth)
+      return AboveLimit("max_depth", req->max_depth(), l.max_depth, "max_depth");
+    if (req->max_depth()) q.max_depth = req->max_depth();
+    if (!(req->min_weight() >= 0 && req->min_weight() <= 1))
+      return Invalid("min_weight must be a share in [0, 1]");
+    q.min_weight = req->min_weight();
+    if (req->root_function().size() > l.max_name_length)
+      return AboveLimit("root_function length", req->root_function().size(), l.max_name_length,
+                        "max_name_length");
+    q.root_function = req->root_function();
+    if (req->max_nodes() > l.max_tree_nodes)
+      return AboveLimit("max_nodes", req->max_nodes(), l.max_tree_nodes, "max_tree_nodes");
+    q.max_nodes = req->max_nodes() ? req->max_nodes() : std::min<uint32_t>(10000, l.max_tree_nodes);
+    auto t = s->Cct(q);
+    resp->set_session_id(s->id());
+    for (const auto& n : t.nodes) {
+      auto* o = resp->add_nodes();
+      o->set_id(n.id);
+      o->set_parent_id(n.parent_id);
+      ToProto(n.function, o->mutable_function());
+      if (n.call_site.address) ToProto(n.call_site, o->mutable_call_site());
+      o->set_self_weight(n.self_weight);
+      o->set_total_weight(n.total_weight);
+      o->set_edge_weight(n.edge_weight);
+      o->set_pid(n.pid);
+      o->set_truncated(n.truncated);
+    }
+    resp->set_total_weight(t.total_weight);
+    resp->set_samples(t.samples);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::GetHotCallPairs(grpc::ServerContext* ctx,
+                                              const v1::GetHotCallPairsRequest* req,
+                                              v1::HotCallPairs* resp) {
+  return Run("GetHotCallPairs", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    uint32_t k;
+    if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
+    resp->set_session_id(s->id());
+    for (const auto& p : s->HotCallPairs(k).pairs) {
+      auto* o = resp->add_pairs();
+      ToProto(p.call_site, o->mutable_call_site());
+      ToProto(p.target, o->mutable_target());
+      ToProto(p.estimate, o->mutable_estimate());
+      o->set_pid(p.pid);
+    }
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::GetHotMethods(grpc::ServerContext* ctx,
+                                            const v1::GetHotMethodsRequest* req,
+                                            v1::HotMethods* resp) {
+  return Run("GetHotMethods", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    uint32_t k;
+    if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
+    auto r = s->HotMethods(k);
+    resp->set_session_id(s->id());
+    for (const auto& m : r.methods) {
+      auto* o = resp->add_methods();
+      ToProto(m.function, o->mutable_function());
+      ToProto(m.self, o->mutable_self());
+      ToProto(m.entries, o->mutable_entries());
+      o->set_pid(m.pid);
+    }
+    resp->set_hot_data_streams_unsupported(r.hot_data_streams_unsupported);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::SaveBaseline(grpc::ServerContext* ctx,
+                                           const v1::SaveBaselineRequest* req,
+                                           v1::SaveBaselineResponse* resp) {
+  return Run("SaveBaseline", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (req->name().empty() || req->name().size() > 256)
+      return Invalid("baseline name must be 1..256 bytes");
+    auto n = s->SaveBaseline(req->name());
+    if (!n.ok()) return ToGrpc(n.status());
+    resp->set_paths(*n);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::GetResidualPaths(grpc::ServerContext* ctx,
+                                               const v1::GetResidualPathsRequest* req,
+                                               v1::ResidualPaths* resp) {
+  return Run("GetResidualPaths", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    uint32_t k;
+    if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
+    if (req->baseline().empty() || req->baseline().size() > 256)
+      return Invalid("baseline name must be 1..256 bytes");
+    auto r = s->ResidualPaths(req->baseline(), k);
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_session_id(s->id());
+    for (const auto& p : r->residual) {
+      auto* hp = resp->add_residual();
+      ToProto(p, hp);
+      hp->set_pid(p.pid);
+      hp->set_observations(p.observations);
+    }
+    resp->set_known(r->known);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::WatchHotPaths(grpc::ServerContext* ctx,
+                                            const v1::WatchHotPathsRequest* req,
+                                            grpc::ServerWriter<v1::HotPaths>* writer) {
+  return Run("WatchHotPaths", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->query().session_id(), &s); !st.ok()) return st;
+    Limits l = limits();
+    uint32_t interval = req->interval_ms() ? req->interval_ms() : 1000;
+    if (interval < l.min_watch_interval_ms)
+      return Invalid("interval_ms " + std::to_string(interval) + " is below the server minimum " +
+                     std::to_string(l.min_watch_interval_ms) + " (limits.min_watch_interval_ms)");
+    if (interval > 3600000) return Invalid("interval_ms above one hour");
+    uint32_t k;
+    if (grpc::Status st = CheckTopK(req->query().top_k(), &k); !st.ok()) return st;
+    std::string client = peer.client_key();
+    if (!streams_.Acquire(client, l.max_streams_per_client, l.max_streams))
+      return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
+                          "too many watch streams (limits.max_streams_per_client " +
+                              std::to_string(l.max_streams_per_client) + ", limits.max_streams " +
+                              std::to_string(l.max_streams) + ")");
+    struct Release {
+      QuotaCounter* q;
+      std::string c;
+      ~Release() { q->Release(c); }
+    } release{&streams_, client};
+    for (;;) {
+      if (ctx->IsCancelled()) return grpc::Status(StatusCode::CANCELLED, "client went away");
+      bool running = s->Info().state == pipeline::SessionState::kRunning;
+      v1::HotPaths msg;
+      if (grpc::Status st = FillHotPaths(*s, req->query(), &msg); !st.ok()) return st;
+      if (!writer->Write(msg)) return grpc::Status(StatusCode::CANCELLED, "client went away");
+      if (!running) return grpc::Status::OK;  // that was the final report
+      std::unique_lock<std::mutex> lock(shutdown_mu_);
+      if (shutdown_cv_.wait_for(lock, std::chrono::milliseconds(interval),
+                                [&] { return shutting_down_; }))
+        return grpc::Status(StatusCode::UNAVAILABLE, "pathprofd is shutting down");
+    }
+  });
+}
+
+grpc::Status ProfilerService::ExportProfile(grpc::ServerContext* ctx,
+                                            const v1::ExportProfileRequest* req,
+                                            v1::ExportProfileResponse* resp) {
+  return Run("ExportProfile", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    auto r = s->ExportPprof(req->include_paths());
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_pprof_gzip(std::move(*r));
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* req,
+                                       v1::Stats* resp) {
+  return Run("GetStats", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::vector<std::shared_ptr<pipeline::Session>> chosen;
+    if (!req->session_id().empty()) {
+      std::shared_ptr<pipeline::Session> s;
+      if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+      chosen.push_back(std::move(s));
+    } else {
+      for (const auto& info : sessions_->List())
+        if (Authorizer::MaySee(peer, info.owner_uid))
+          if (auto s = sessions_->Get(info.id)) chosen.push_back(std::move(s));
+    }
+    for (const auto& s : chosen)
+      for (const auto& t : s->Stats()) ToProto(t, s->id(), resp->add_targets());
+    resp->set_daemon_cpu_seconds(DaemonCpuSeconds());
+    resp->set_daemon_rss_bytes(DaemonRssBytes());
+    resp->set_streams(streams_.total());
+    resp->set_clients(static_cast<uint32_t>(connected_clients_ ? connected_clients_() : 0));
+    return grpc::Status::OK;
+  });
+}
+
+}  // namespace pathprof::daemon

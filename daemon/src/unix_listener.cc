@@ -1,0 +1,143 @@
+#include "pathprof/daemon/unix_listener.h"
+
+#include <fcntl.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_posix.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "pathprof/daemon/log.h"
+
+namespace pathprof::daemon {
+namespace {
+
+Status Errno(const std::string& what) {
+  int e = errno;
+  return Error(e == EACCES || e == EPERM ? ErrorCode::kPermission : ErrorCode::kIo,
+               what + ": " + std::strerror(e));
+}
+
+bool FillAddress(const std::string& path, sockaddr_un* addr) {
+  std::memset(addr, 0, sizeof *addr);
+  addr->sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr->sun_path) return false;
+  std::memcpy(addr->sun_path, path.c_str(), path.size());
+  return true;
+}
+
+}  // namespace
+
+UnixListener::~UnixListener() {
+  Stop();
+}
+
+Status UnixListener::Bind(const std::string& path, const std::string& group) {
+  sockaddr_un addr;
+  if (!FillAddress(path, &addr))
+    return Error(ErrorCode::kInvalidArgument, "socket path too long (max 107 bytes): " + path);
+  std::error_code ec;
+  auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Error(ErrorCode::kIo, "cannot create " + dir.string() + ": " + ec.message());
+  }
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return Error(ErrorCode::kInvalidArgument,
+                   path + " exists and is not a socket; remove it or choose --socket");
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    if (probe >= 0) close(probe);
+    if (live)
+      return Error(ErrorCode::kUnavailable,
+                   "another pathprofd already answers on " + path + "; stop it first");
+    unlink(path.c_str());  // a stale socket from a daemon that did not exit cleanly
+  }
+  fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return Errno("socket(AF_UNIX)");
+  // Created 0600 and widened after chown, so there is no moment where the wrong group can connect.
+  mode_t old = umask(0177);
+  int rc = bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  umask(old);
+  if (rc != 0) return Errno("bind " + path);
+  if (auto gid = GroupId(group)) {
+    if (chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0) return Errno("chown " + path);
+  } else if (!group.empty()) {
+    Log(kLogWarning, "socket group '%s' does not exist: %s is usable by root only", group.c_str(),
+        path.c_str());
+  }
+  if (chmod(path.c_str(), 0660) != 0) return Errno("chmod " + path);
+  if (listen(fd_, 256) != 0) return Errno("listen " + path);
+  if (pipe2(wake_, O_CLOEXEC) != 0) return Errno("pipe2");
+  path_ = path;
+  return Status::Ok();
+}
+
+void UnixListener::Start(grpc::Server* server, PeerRegistry* peers) {
+  server_ = server;
+  peers_ = peers;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void UnixListener::Loop() {
+  for (;;) {
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      Log(kLogError, "poll on %s: %s", path_.c_str(), std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents) return;
+    int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) {
+      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+        Log(kLogWarning, "accept on %s: %s", path_.c_str(), std::strerror(errno));
+        if (errno == EMFILE || errno == ENFILE) usleep(100000);  // let connections drain
+      }
+      continue;
+    }
+    ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      Log(kLogWarning, "SO_PEERCRED: %s; connection refused", std::strerror(errno));
+      close(c);
+      continue;
+    }
+    Peer p;
+    p.uid = cred.uid;
+    p.gid = cred.gid;
+    p.pid = cred.pid;
+    p.groups = ProcessGroups(cred.pid);
+    peers_->Record(c, p);
+    ++accepted_;
+    Log(kLogDebug, "connection fd %d from uid %u pid %d", c, cred.uid, cred.pid);
+    grpc::AddInsecureChannelFromFd(server_, c);  // gRPC owns (and closes) the fd from here
+    if ((accepted_ & 255) == 0) peers_->Prune();
+  }
+}
+
+void UnixListener::Stop() {
+  if (thread_.joinable()) {
+    char b = 1;
+    if (write(wake_[1], &b, 1) < 0) { /* the loop also ends when fd_ closes */
+    }
+    thread_.join();
+  }
+  if (fd_ >= 0) {
+    close(fd_);
+    fd_ = -1;
+    unlink(path_.c_str());
+  }
+  for (int& w : wake_)
+    if (w >= 0) close(w), w = -1;
+}
+
+}  // namespace pathprof::daemon

@@ -1,0 +1,28 @@
+// A code location as every pipeline result reports it: symbolized when the result is read (not
+// when the sample arrived), from the target's mappings kept by its ProfileStore, so a process that
+// has exited still symbolizes. Mirrors pathprof.v1.Location.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pathprof::pipeline {
+
+struct Location {
+  uint64_t address = 0;  // runtime address in the target (kernel addresses for kernel frames)
+  std::string function;  // demangled; empty when unknown
+  uint64_t offset = 0;   // address - function start
+  std::string file;      // innermost source position; empty without debug info
+  uint32_t line = 0;
+  std::string image;     // the mapped file ("[kernel.kallsyms]" for kernel frames)
+  std::string build_id;  // lower-case hex, empty when the image has none
+  // Inline frames, innermost first (the code at the address, then the functions it was inlined
+  // into); empty when nothing is inlined or there is no debug info.
+  std::vector<Location> inlined_by;
+
+  // "func+0x1a (file.c:12)", "0x7f12... (libfoo.so)" when unknown.
+  std::string ToString() const;
+};
+
+}  // namespace pathprof::pipeline

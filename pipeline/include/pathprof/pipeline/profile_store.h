@@ -1,0 +1,78 @@
+// Everything pathprof knows about one target process: its PCCT and hot methods (from stack
+// samples), its path engine (Hot Path Table, window estimator), OSP subpaths and call pairs (from
+// branch windows), the mappings needed to symbolize them, and its accounting.
+//
+// Written by one pipeline thread, read by any number of query threads at any moment: each query
+// copies what it needs under the store's lock (consistent: no half-applied sample or window) and
+// symbolizes after releasing it. An exited target's store stays readable until its session drops
+// it after the retention period.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pathprof/collectors/ebpf_stack_sampler.h"
+#include "pathprof/core/branch.h"
+#include "pathprof/core/status.h"
+#include "pathprof/pipeline/accounting.h"
+#include "pathprof/pipeline/results.h"
+#include "pathprof/pipeline/session_config.h"
+#include "pathprof/pipeline/symbol_service.h"
+
+namespace pathprof::pipeline {
+
+class ProfileStore {
+ public:
+  // `windowed`: branch batches come as bounded windows (ptrace bursts, LBR), so hot paths are
+  // estimated with the window estimator; otherwise (PT) the Hot Path Table counts are exact.
+  static Result<std::unique_ptr<ProfileStore>> Create(uint32_t pid, const SessionConfig& config,
+                                                      bool windowed,
+                                                      std::shared_ptr<SymbolService> symbols);
+  ~ProfileStore();
+  ProfileStore(const ProfileStore&) = delete;
+  ProfileStore& operator=(const ProfileStore&) = delete;
+
+  uint32_t pid() const;
+
+  // ------------------------------------------------------------ queries (any thread)
+  TargetInfo Info() const;
+  HotPathsResult HotPaths(const HotPathsQuery& query) const;
+  HotSubpathsResult HotSubpaths(const HotSubpathsQuery& query) const;
+  CallingContextTree Cct(const CctQuery& query) const;
+  HotCallPairsResult HotCallPairs(uint32_t top_k) const;
+  HotMethodsResult HotMethods(uint32_t top_k) const;
+  TargetStats Stats() const;
+  // Every path the engine holds now (for baselines and residual paths).
+  std::vector<PathKey> PathKeys() const;
+  // Bumped by every sample or window applied: lets a watcher skip unchanged profiles.
+  uint64_t generation() const;
+
+  // ------------------------------------------------------------ ingest (the pipeline's thread)
+  // Resolves the user frames through the process's mappings (read from /proc/PID/maps on the
+  // first sample and again when an address falls outside every known mapping) and the kernel
+  // frames through kallsyms, then adds the stack to the PCCT and hot methods.
+  void AddStackSample(const collectors::RawStackSample& sample);
+  // One batch of branches of one thread (a window when batch.window) into the path engine, OSP
+  // and call pairs / method entries.
+  void AddBranches(const BranchBatch& batch);
+  // The process exec'd: mappings are re-read on its next sample; old profiles stay.
+  void NoteExec();
+  // A thread ended: its PCCT thread state is dropped.
+  void NoteThreadExit(uint32_t tid);
+  // The process ended; the profile stays readable.
+  void NoteExit();
+  // Re-reads /proc/PID/maps now (e.g. when a short-lived process is first seen).
+  Status RefreshMappings();
+
+  TargetAccounting& accounting();
+  const TargetAccounting& accounting() const;
+
+ private:
+  struct Impl;
+  explicit ProfileStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pathprof::pipeline

@@ -1,0 +1,158 @@
+// What a ProfileStore (one process) or a Session (all its processes) reports. Plain structs that
+// map one to one onto the pathprof.v1 result messages; every Location is already symbolized.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pathprof/pipeline/location.h"
+#include "pathprof/pipeline/session_config.h"
+
+namespace pathprof::pipeline {
+
+struct Estimate {
+  double value = 0;        // the estimated metric (exact for exact sources)
+  double error_bound = 0;  // half-width of the confidence interval; 0 when exact
+  double confidence = 0;   // e.g. 0.95; 0 when exact
+  double share = 0;        // value / profile total, 0..1
+};
+
+// ---------------------------------------------------------------- hot paths (path engine)
+
+struct HotPathsQuery {
+  uint32_t top_k = 20;
+  PathMetric metric = PathMetric::kCount;
+  bool with_blocks = true;  // symbolize every block of each path
+};
+
+struct HotPath {
+  uint32_t pid = 0;
+  Location start;
+  uint32_t length = 0;    // branches
+  uint64_t outcomes = 0;  // bit i: branch i taken (or unconditional)
+  Estimate estimate;
+  PathMetric metric = PathMetric::kCount;
+  std::vector<Location> blocks;  // first to last; empty unless with_blocks
+  int64_t path_id = -1;          // Ball-Larus id when the function's CFG is known
+  uint64_t observations = 0;     // whole traversals seen (windowed sources) or HPT value
+};
+
+struct HotPathsResult {
+  std::vector<HotPath> paths;  // largest estimate first
+  double total = 0;            // the profile's total metric
+  uint64_t paths_distinct = 0;
+  int64_t as_of_unix_ms = 0;
+  // "window-estimator" (ptrace/LBR windows, with error bounds) or "hot-path-table" (PT, exact).
+  std::string estimator;
+};
+
+// A stable identity of a path for baselines / residual paths.
+struct PathKey {
+  uint32_t pid = 0;
+  uint64_t start = 0;
+  uint32_t length = 0;
+  uint64_t outcomes = 0;
+  auto operator<=>(const PathKey&) const = default;
+};
+
+struct ResidualPathsResult {
+  std::vector<HotPath> residual;  // seen now, never in the baseline; largest first
+  uint64_t known = 0;             // paths seen now that the baseline has
+};
+
+// ---------------------------------------------------------------- hot subpaths (OSP)
+
+struct HotSubpathsQuery {
+  uint32_t top_k = 20;
+  double threshold = 0;  // > 0: every subpath whose share reaches this (iceberg) instead of top_k
+};
+
+struct Subpath {
+  uint32_t pid = 0;
+  std::vector<Location> blocks;  // canonical rotation, first block first
+  uint32_t length = 0;           // blocks
+  Estimate estimate;             // estimated occurrences, Chernoff error bound
+};
+
+struct HotSubpathsResult {
+  std::vector<Subpath> subpaths;
+  double sampling_frequency = 0;  // OSP's current f (largest over targets)
+};
+
+// ---------------------------------------------------------------- calling context tree (PCCT)
+
+struct CctQuery {
+  uint32_t max_depth = 64;
+  double min_weight = 0;      // omit subtrees lighter than this share (0..1)
+  std::string root_function;  // re-root at every node of this function (empty: real roots)
+  uint32_t max_nodes = 10000;
+};
+
+struct CctNode {
+  uint64_t id = 0;         // unique within one result
+  uint64_t parent_id = 0;  // 0 for roots
+  uint32_t pid = 0;
+  Location function;
+  Location call_site;  // in the parent; empty (address 0) for roots
+  double self_weight = 0;
+  double total_weight = 0;
+  double edge_weight = 0;
+  bool truncated = false;  // under the "[truncated]" root (partial context)
+};
+
+struct CallingContextTree {
+  std::vector<CctNode> nodes;  // parents before children
+  double total_weight = 0;
+  uint64_t samples = 0;
+};
+
+// ---------------------------------------------------------------- HPS profile types
+
+struct CallPair {
+  uint32_t pid = 0;
+  Location call_site;
+  Location target;
+  Estimate estimate;
+};
+
+struct HotCallPairsResult {
+  std::vector<CallPair> pairs;
+};
+
+struct HotMethod {
+  uint32_t pid = 0;
+  Location function;
+  Estimate self;     // from stack samples: leaf weight
+  Estimate entries;  // from branch windows: function entries
+};
+
+struct HotMethodsResult {
+  std::vector<HotMethod> methods;
+  std::string hot_data_streams_unsupported;  // why hot data streams are not offered
+};
+
+// ---------------------------------------------------------------- accounting
+
+struct TargetInfo {
+  uint32_t pid = 0;
+  std::string comm;
+  std::string executable;
+  bool exited = false;
+  int64_t exited_unix_ms = 0;
+  uint64_t execs = 0;  // exec()s seen: each brings new images
+};
+
+struct TargetStats {
+  uint32_t pid = 0;
+  uint64_t stack_samples = 0;  // delivered into the PCCT
+  uint64_t windows = 0;        // branch windows fed to the path engine
+  uint64_t branches = 0;
+  std::map<std::string, uint64_t> drops;  // reason -> count: back-pressure, broken windows, ...
+  std::map<std::string, uint64_t> decode_errors;
+  double pipeline_cpu_seconds = 0;  // CPU the pipeline's threads spent on this target
+  uint64_t memory_bytes = 0;        // approximate heap held by this target's profiles
+};
+
+}  // namespace pathprof::pipeline

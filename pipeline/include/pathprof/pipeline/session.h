@@ -1,0 +1,100 @@
+// One profiling session: a set of target processes, the collectors that watch them (eBPF stacks,
+// one branch source), the pipeline threads and one ProfileStore per process. Maps onto
+// pathprof.v1.Session and answers every per-session query of the service by merging its stores.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pathprof/collectors/capabilities.h"
+#include "pathprof/core/status.h"
+#include "pathprof/pipeline/profile_store.h"
+#include "pathprof/pipeline/results.h"
+#include "pathprof/pipeline/session_config.h"
+#include "pathprof/pipeline/symbol_service.h"
+
+namespace pathprof::pipeline {
+
+enum class SessionState : uint8_t {
+  kRunning = 0,
+  kStopped,       // stopped by a client or its duration ended
+  kTargetExited,  // every target exited; profiles kept for the retention period
+  kFailed,        // see SessionInfo::error
+};
+std::string_view SessionStateName(SessionState s);
+
+struct SessionInfo {
+  std::string id;
+  std::vector<uint32_t> pids;
+  SessionState state = SessionState::kRunning;
+  collectors::BranchSource source = collectors::BranchSource::kNone;  // what is in use
+  std::string source_reason;  // e.g. "ptrace: auto; no PMU on this host (LBR: ..., PT: ...)"
+  bool stacks = false;        // eBPF stack sampling is running
+  std::string stacks_reason;  // why not, when it is not
+  int64_t started_unix_ms = 0;
+  int64_t stopped_unix_ms = 0;  // 0 while running
+  std::string error;
+  uint32_t owner_uid = 0;
+  SessionConfig config;
+};
+
+// Picks the branch source for `choice` on a host with `caps`, and says why. An explicit choice
+// the host cannot honour is an error naming what is missing; kAuto takes PT > LBR > ptrace and
+// falls back to kNone (stacks only) with the reasons.
+Result<collectors::BranchSource> ChooseBranchSource(SourceChoice choice,
+                                                    const collectors::HostCapabilities& caps,
+                                                    std::string* reason);
+
+class Session {
+ public:
+  // Validates the config, checks every pid exists, starts the collectors and pipeline threads.
+  // A branch source that fails to start (e.g. the process is already traced) fails the session
+  // when it was asked for explicitly, and is reported in source_reason under kAuto.
+  static Result<std::unique_ptr<Session>> Start(std::string id, SessionConfig config,
+                                                const collectors::HostCapabilities& caps,
+                                                std::shared_ptr<SymbolService> symbols);
+  ~Session();  // Stop()
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::string& id() const;
+  SessionInfo Info() const;
+
+  // Detaches every collector, applies what is queued, keeps the profiles. Idempotent.
+  void Stop();
+  // Blocks until the session is no longer running (duration over, every target exited, stopped)
+  // or `timeout_ms` passes; returns true when it ended.
+  bool WaitEnded(int timeout_ms);
+  // True once stopped/exited and the retention period has passed (the manager drops it then).
+  bool Expired(int64_t now_unix_ms) const;
+
+  // Per-process stores (including exited targets within retention).
+  std::vector<std::shared_ptr<const ProfileStore>> Stores() const;
+  std::shared_ptr<const ProfileStore> Store(uint32_t pid) const;
+
+  // Merged over the session's processes (each entry carries its pid; shares are of the total).
+  HotPathsResult HotPaths(const HotPathsQuery& query) const;
+  HotSubpathsResult HotSubpaths(const HotSubpathsQuery& query) const;
+  CallingContextTree Cct(const CctQuery& query) const;
+  HotCallPairsResult HotCallPairs(uint32_t top_k) const;
+  HotMethodsResult HotMethods(uint32_t top_k) const;
+  std::vector<TargetStats> Stats() const;
+
+  // Saves the current path set as a named baseline; returns how many paths it holds.
+  Result<uint64_t> SaveBaseline(const std::string& name);
+  // Paths seen now that the named baseline never saw (kNotFound for an unknown name).
+  Result<ResidualPathsResult> ResidualPaths(const std::string& baseline, uint32_t top_k) const;
+
+  // A gzip-compressed pprof profile.proto of the stack samples (and path counts as a second
+  // sample type when `include_paths`).
+  Result<std::string> ExportPprof(bool include_paths) const;
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pathprof::pipeline

@@ -1,0 +1,88 @@
+// What a profiling session collects and how: the pipeline's side of
+// pathprof.v1.StartSessionRequest. Zero/empty fields mean "the default" so a config copied field by
+// field from the proto works.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pathprof/core/status.h"
+
+namespace pathprof::pipeline {
+
+// Where branch windows come from. kAuto: the best the host has (PT > LBR > ptrace bursts).
+enum class SourceChoice : uint8_t { kAuto = 0, kNone, kPtrace, kLbr, kIntelPt };
+std::string_view SourceChoiceName(SourceChoice s);  // "auto", "none", "ptrace", "lbr", "pt"
+bool ParseSourceChoice(std::string_view name, SourceChoice* out);
+
+enum class PathKind : uint8_t {
+  kBallLarus = 0,  // acyclic, intra-procedural (thesis table 5.1)
+  kWpp,            // whole-program-path pieces (table 5.2)
+  kExtendedLoops,  // across `extension` back-edges
+  kExtendedCalls,  // across `extension` calls
+};
+std::string_view PathKindName(PathKind k);  // "ball-larus", "wpp", "extended-loops", ...
+bool ParsePathKind(std::string_view name, PathKind* out);
+
+enum class PathMetric : uint8_t { kCount = 0, kInstructions, kCycles, kMispredictions };
+std::string_view PathMetricName(PathMetric m);  // "count", "instructions", ...
+bool ParsePathMetric(std::string_view name, PathMetric* out);
+
+struct EngineSettings {
+  PathKind path_kind = PathKind::kBallLarus;
+  uint32_t extension = 2;         // N for the extended kinds
+  uint32_t max_path_length = 32;  // branches per descriptor, 1..64
+  uint32_t hpt_entries = 512;     // Hot Path Table size (power of two multiple of ways)
+  uint32_t hpt_ways = 4;
+  bool hpt_index_start_only = false;  // index by start bits instead of XOR(start, len, outcomes)
+  bool hpt_lru = false;               // LRU replacement instead of LFU
+  PathMetric metric = PathMetric::kCount;
+};
+
+struct SamplingSettings {
+  uint32_t stack_hz = 99;              // eBPF stack sampling; 0 = no stacks
+  uint32_t window_branches = 32;       // W: taken branches per burst / LBR window
+  double bursts_per_second = 20;       // ptrace bursts: mean rate
+  double max_stopped_fraction = 0.04;  // ptrace bursts: cap on wall time threads spend stopped
+  uint64_t lbr_period = 100003;        // LBR: cycles between samples
+  bool kernel_stacks = true;
+};
+
+struct OspSettings {
+  uint32_t memory_entries = 10000;  // m
+  uint32_t max_length = 1024;       // longest subpath in blocks (power of two)
+  double confidence = 0.95;         // for reported error bounds
+  double expected_blocks = 1e7;     // n of eq. 2.13: sets the initial sampling frequency
+};
+
+struct PcctSettings {
+  uint32_t max_depth = 128;       // frames placed per sample (bounded walk)
+  uint32_t max_nodes = 1u << 18;  // memory bound per process; evictions are counted
+  uint32_t purge_interval_s = 0;  // 0: cumulative
+};
+
+// Bounds on the pipeline's own memory: queue depths (back-pressure drops beyond them).
+struct QueueSettings {
+  uint32_t stack_queue = 4096;   // raw stack samples waiting for symbol resolution
+  uint32_t window_queue = 1024;  // branch windows waiting for the path engine
+};
+
+struct SessionConfig {
+  std::vector<uint32_t> pids;  // every thread of each process is profiled
+  SourceChoice source = SourceChoice::kAuto;
+  EngineSettings engine;
+  SamplingSettings sampling;
+  OspSettings osp;
+  PcctSettings pcct;
+  QueueSettings queues;
+  uint32_t duration_s = 0;     // 0: until stopped (or every target exited)
+  uint32_t retention_s = 600;  // how long an exited target's profile is kept
+  uint32_t owner_uid = 0;      // who started it (the daemon's authorization uses it)
+
+  // Checks ranges (pids present, path length 1..64, HPT geometry, OSP length a power of two...).
+  Status Validate() const;
+};
+
+}  // namespace pathprof::pipeline

@@ -1,0 +1,54 @@
+// The sessions of one process (pathprofd, or pathctl run with one session): start, stop, list,
+// get, bounded in number; ended sessions are dropped after their retention period. Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pathprof/collectors/capabilities.h"
+#include "pathprof/core/status.h"
+#include "pathprof/pipeline/session.h"
+#include "pathprof/pipeline/symbol_service.h"
+
+namespace pathprof::pipeline {
+
+struct SessionManagerOptions {
+  size_t max_sessions = 16;  // running plus retained; Start beyond it is kResourceExhausted
+  // The probe; empty: collectors::ProbeHostCapabilities() once at construction.
+  bool probe_capabilities = true;
+};
+
+class SessionManager {
+ public:
+  explicit SessionManager(SessionManagerOptions options = {});
+  // Tests (or a daemon with a cached probe) may pass the capabilities to use.
+  SessionManager(SessionManagerOptions options, collectors::HostCapabilities caps);
+  ~SessionManager();  // stops every session
+
+  const collectors::HostCapabilities& capabilities() const { return caps_; }
+
+  Result<std::shared_ptr<Session>> Start(SessionConfig config);
+  // Stops and returns the final info; kNotFound for an unknown id.
+  Result<SessionInfo> Stop(const std::string& id);
+  std::vector<SessionInfo> List() const;
+  // nullptr for an unknown (or expired) id.
+  std::shared_ptr<Session> Get(const std::string& id) const;
+  // Sessions profiling `pid`.
+  std::vector<std::string> SessionsFor(uint32_t pid) const;
+  // Drops ended sessions past their retention; returns how many. Start calls it too.
+  size_t ReapExpired();
+
+ private:
+  SessionManagerOptions options_;
+  collectors::HostCapabilities caps_;
+  std::shared_ptr<SymbolService> symbols_;
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<Session>> sessions_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace pathprof::pipeline

@@ -1,0 +1,39 @@
+// Turns runtime addresses of a process into Locations at query time: user addresses through the
+// process's mappings (kept by its ProfileStore, so exited processes still symbolize), the ELF
+// image behind them (decoders::ImageStore) and libdw (decoders::Symbolizer); kernel addresses
+// through /proc/kallsyms. One instance is shared by every ProfileStore of a SessionManager; it is
+// thread-safe (an internal mutex: libdw handles are not).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "pathprof/decoders/address_space.h"
+#include "pathprof/pipeline/location.h"
+
+namespace pathprof::pipeline {
+
+class SymbolService {
+ public:
+  SymbolService();
+  ~SymbolService();
+  SymbolService(const SymbolService&) = delete;
+  SymbolService& operator=(const SymbolService&) = delete;
+
+  // Symbolizes `address` of the process whose mappings are `space` (`pid` only for the vdso).
+  Location Symbolize(uint32_t pid, const decoders::AddressSpace& space, uint64_t address);
+  // The runtime entry address of the function holding `address`, for keying profiles by
+  // function; `address` itself when no symbol covers it. Cached per (image, address).
+  uint64_t FunctionStart(uint32_t pid, const decoders::AddressSpace& space, uint64_t address);
+
+  // Kernel symbols from /proc/kallsyms (read once; addresses are zero without CAP_SYSLOG).
+  Location SymbolizeKernel(uint64_t address);
+  uint64_t KernelFunctionStart(uint64_t address);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pathprof::pipeline

@@ -1,0 +1,128 @@
+#include "pathprof/pipeline/ingestor.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "pathprof/pipeline/bounded_queue.h"
+
+namespace pathprof::pipeline {
+
+struct Ingestor::Impl {
+  StoreLookup lookup;
+  BoundedQueue<collectors::RawStackSample> stacks;
+  BoundedQueue<BranchBatch> branches;
+  std::atomic<uint64_t> not_a_target{0};
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool paused = false;
+  int busy = 0;  // consumers applying an item right now
+  bool closed = false;
+  std::thread stack_thread, branch_thread;
+
+  Impl(const QueueSettings& q, StoreLookup l)
+      : lookup(std::move(l)), stacks(q.stack_queue), branches(q.window_queue) {}
+
+  template <typename T, typename Apply>
+  void Consume(BoundedQueue<T>& queue, Apply apply) {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return !paused || queue.closed(); });
+      }
+      std::optional<T> item = queue.Pop(std::chrono::milliseconds(50));
+      if (!item) {
+        if (queue.closed() && queue.size() == 0) return;
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ++busy;
+      }
+      apply(*item);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        --busy;
+      }
+      cv.notify_all();
+    }
+  }
+};
+
+Ingestor::Ingestor(const QueueSettings& queues, StoreLookup lookup)
+    : impl_(std::make_unique<Impl>(queues, std::move(lookup))) {
+  Impl* s = impl_.get();
+  s->stack_thread = std::thread([s] {
+    s->Consume(s->stacks, [s](const collectors::RawStackSample& sample) {
+      if (ProfileStore* store = s->lookup(sample.pid)) store->AddStackSample(sample);
+      else s->not_a_target.fetch_add(1, std::memory_order_relaxed);
+    });
+  });
+  s->branch_thread = std::thread([s] {
+    s->Consume(s->branches, [s](const BranchBatch& batch) {
+      if (ProfileStore* store = s->lookup(batch.pid)) store->AddBranches(batch);
+      else s->not_a_target.fetch_add(1, std::memory_order_relaxed);
+    });
+  });
+}
+
+Ingestor::~Ingestor() {
+  Close();
+}
+
+bool Ingestor::OfferStack(collectors::RawStackSample sample) {
+  const uint32_t pid = sample.pid;
+  if (impl_->stacks.TryPush(std::move(sample))) return true;
+  if (ProfileStore* store = impl_->lookup(pid))
+    store->accounting().drops.Add(impl_->stacks.closed() ? "session_closed" : "stack_queue_full");
+  else impl_->not_a_target.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+bool Ingestor::OfferBranches(BranchBatch batch) {
+  const uint32_t pid = batch.pid;
+  if (impl_->branches.TryPush(std::move(batch))) return true;
+  if (ProfileStore* store = impl_->lookup(pid))
+    store->accounting().drops.Add(impl_->branches.closed() ? "session_closed"
+                                                           : "window_queue_full");
+  else impl_->not_a_target.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void Ingestor::Flush() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  if (impl_->paused) return;  // nothing would drain
+  impl_->cv.wait_for(lock, std::chrono::seconds(30), [&] {
+    return impl_->busy == 0 && impl_->stacks.size() == 0 && impl_->branches.size() == 0;
+  });
+}
+
+void Ingestor::Close() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->closed) return;
+    impl_->closed = true;
+    impl_->paused = false;
+  }
+  impl_->stacks.Close();
+  impl_->branches.Close();
+  impl_->cv.notify_all();
+  if (impl_->stack_thread.joinable()) impl_->stack_thread.join();
+  if (impl_->branch_thread.joinable()) impl_->branch_thread.join();
+}
+
+void Ingestor::SetPausedForTesting(bool paused) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->paused = paused;
+  }
+  impl_->cv.notify_all();
+}
+
+uint64_t Ingestor::not_a_target() const {
+  return impl_->not_a_target.load();
+}
+
+}  // namespace pathprof::pipeline

@@ -1,0 +1,597 @@
+#include "pathprof/pipeline/profile_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine_config.h"
+#include "pathprof/decoders/address_space.h"
+#include "pathprof/hwmodel/hwmodel.h"
+#include "pathprof/profiles/hps_profiles.h"
+#include "pathprof/profiles/osp_report.h"
+#include "pathprof/profiles/osp_reservoir.h"
+#include "pathprof/profiles/osp_sampler.h"
+#include "pathprof/profiles/pcct.h"
+
+namespace pathprof::pipeline {
+namespace {
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+uint32_t FloorPowerOfTwo(uint32_t v) {
+  uint32_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+constexpr size_t kMaxRepresentatives = 1 << 16;  // paths whose blocks are remembered
+constexpr double kConfidence95 = 0.95;
+
+}  // namespace
+
+struct ProfileStore::Impl {
+  uint32_t pid = 0;
+  SessionConfig config;
+  bool windowed = false;
+  std::shared_ptr<SymbolService> symbols;
+
+  mutable std::mutex mu;
+  TargetAccounting accounting;
+  std::atomic<uint64_t> generation{0};
+
+  // Mappings: kept after the process exits so its results still symbolize.
+  decoders::AddressSpace space;
+  bool maps_read = false;
+  bool maps_stale = false;
+  std::unordered_map<uint64_t, uint64_t> function_of;  // runtime address -> function start
+  TargetInfo info;
+
+  std::unique_ptr<profiles::Pcct> pcct;
+  profiles::HotMethods methods_from_stacks;
+  profiles::HotMethods methods_from_branches;
+  profiles::HotCallPairs call_pairs;
+
+  std::optional<hwmodel::PathStack> stack_proto;  // copied per thread
+  std::unordered_map<uint32_t, hwmodel::PathStack> stacks;
+  std::optional<hwmodel::HotPathTable> hpt;
+  std::optional<hwmodel::WindowEstimator> estimator;
+  // First block sequence seen for each path, for reports (the descriptor alone names only the
+  // start and the outcomes).
+  std::unordered_map<hwmodel::PathDescriptor, std::vector<uint64_t>, hwmodel::PathDescriptorHash>
+      representatives;
+
+  std::unique_ptr<profiles::OspReservoir> osp;
+  std::unordered_map<uint32_t, std::unique_ptr<profiles::OspThreadSampler>> osp_samplers;
+
+  // Reads /proc/PID/maps and merges it into `space` (mappings of an earlier image stay where
+  // nothing replaced them, so older samples still resolve).
+  Status RefreshLocked() {
+    auto maps = decoders::ReadProcMaps(static_cast<int>(pid));
+    if (!maps.ok()) {
+      accounting.decode_errors.Add("maps_unreadable");
+      return maps.status();
+    }
+    for (const decoders::Mapping& m : maps->mappings()) space.Add(m);
+    maps_read = true;
+    maps_stale = false;
+    if (info.executable.empty() || info.execs > 0) {
+      char buf[4096];
+      const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+      const ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+      if (n > 0) info.executable.assign(buf, static_cast<size_t>(n));
+      info.comm = ReadFirstLine("/proc/" + std::to_string(pid) + "/comm");
+    }
+    return Status::Ok();
+  }
+
+  uint64_t FunctionOfLocked(uint64_t address) {
+    auto it = function_of.find(address);
+    if (it != function_of.end()) return it->second;
+    const uint64_t fn = symbols->FunctionStart(pid, space, address);
+    if (function_of.size() < (1u << 20)) function_of.emplace(address, fn);
+    return fn;
+  }
+
+  void RecordPath(const hwmodel::CompletedPath& c, std::span<const BranchEvent> events, size_t i) {
+    if (hpt) hpt->Record(c);
+    if (representatives.size() >= kMaxRepresentatives || representatives.contains(c.path)) return;
+    // The path's branches are the `length` events ending at i when nothing (a call) interleaved;
+    // check that the first of them lies just after the path's start, else keep the start only.
+    std::vector<uint64_t> blocks{c.path.start};
+    const size_t len = c.path.length;
+    if (len >= 1 && len <= i + 1) {
+      const size_t first = i + 1 - len;
+      const BranchEvent& f = events[first];
+      if (f.from >= c.path.start && f.from - c.path.start < 4096) {
+        for (size_t j = first; j < i; ++j) blocks.push_back(events[j].to);
+      }
+    }
+    representatives.emplace(c.path, std::move(blocks));
+  }
+
+  std::vector<Location> SymbolizeAll(const decoders::AddressSpace& s,
+                                     const std::vector<uint64_t>& addresses) const {
+    std::vector<Location> out;
+    out.reserve(addresses.size());
+    for (uint64_t a : addresses) out.push_back(symbols->Symbolize(pid, s, a));
+    return out;
+  }
+
+  decoders::AddressSpace SpaceCopy() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return space;
+  }
+};
+
+ProfileStore::ProfileStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProfileStore::~ProfileStore() = default;
+
+Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
+                                                           const SessionConfig& config,
+                                                           bool windowed,
+                                                           std::shared_ptr<SymbolService> symbols) {
+  if (symbols == nullptr) return Status(ErrorCode::kInvalidArgument, "ProfileStore: no symbols");
+  auto impl = std::make_unique<Impl>();
+  impl->pid = pid;
+  impl->config = config;
+  impl->windowed = windowed;
+  impl->symbols = std::move(symbols);
+  impl->info.pid = pid;
+
+  profiles::PcctOptions pcct;
+  pcct.max_walk = config.pcct.max_depth;
+  pcct.max_nodes = config.pcct.max_nodes;
+  impl->pcct = std::make_unique<profiles::Pcct>(pid, pcct);
+
+  const hwmodel::PathStackConfig stack_config = PathStackConfigFor(config.engine);
+  auto stack = hwmodel::PathStack::Create(stack_config);
+  if (!stack.ok()) return stack.status();
+  impl->stack_proto.emplace(std::move(*stack));
+  auto hpt = hwmodel::HotPathTable::Create(HotPathTableConfigFor(config.engine));
+  if (!hpt.ok()) return hpt.status();
+  impl->hpt.emplace(std::move(*hpt));
+  if (windowed) {
+    hwmodel::WindowEstimatorConfig wc;
+    wc.stack = stack_config;
+    auto est = hwmodel::WindowEstimator::Create(wc);
+    if (!est.ok()) return est.status();
+    impl->estimator.emplace(std::move(*est));
+  }
+
+  profiles::OspConfig osp;
+  osp.max_entries = config.osp.memory_entries;
+  uint32_t max_len = config.osp.max_length;
+  // Subpaths longer than a window can never complete inside one.
+  if (windowed) max_len = std::min(max_len, std::max(2u, FloorPowerOfTwo(config.sampling.window_branches)));
+  auto lengths = profiles::OspLengthDistribution::Geometric(max_len);
+  if (!lengths.ok()) return lengths.status();
+  osp.lengths = std::move(*lengths);
+  // Windowed sources see little of the stream: start sampling every block (f = 1) and let the
+  // reservoir raise f when it fills.
+  osp.expected_blocks = windowed ? 0 : config.osp.expected_blocks;
+  osp.seed ^= pid;
+  auto reservoir = profiles::OspReservoir::Create(std::move(osp));
+  if (!reservoir.ok()) return reservoir.status();
+  impl->osp = std::move(*reservoir);
+
+  // Read the mappings now: a short-lived target may be gone by the time its samples are read.
+  {
+    std::lock_guard<std::mutex> lock(impl->mu);
+    (void)impl->RefreshLocked();
+  }
+  return std::unique_ptr<ProfileStore>(new ProfileStore(std::move(impl)));
+}
+
+uint32_t ProfileStore::pid() const {
+  return impl_->pid;
+}
+TargetAccounting& ProfileStore::accounting() {
+  return impl_->accounting;
+}
+const TargetAccounting& ProfileStore::accounting() const {
+  return impl_->accounting;
+}
+uint64_t ProfileStore::generation() const {
+  return impl_->generation.load(std::memory_order_relaxed);
+}
+
+Status ProfileStore::RefreshMappings() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->RefreshLocked();
+}
+
+void ProfileStore::NoteExec() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->maps_stale = true;
+  impl_->function_of.clear();
+  impl_->info.execs++;
+}
+
+void ProfileStore::NoteThreadExit(uint32_t tid) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->pcct->ForgetThread(tid);
+  impl_->stacks.erase(tid);
+  if (auto it = impl_->osp_samplers.find(tid); it != impl_->osp_samplers.end()) {
+    it->second->Flush();
+    impl_->osp_samplers.erase(it);
+  }
+}
+
+void ProfileStore::NoteExit() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->info.exited) return;
+  impl_->info.exited = true;
+  impl_->info.exited_unix_ms = NowUnixMs();
+  for (auto& [tid, s] : impl_->osp_samplers) s->Flush();
+}
+
+void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
+  const uint64_t cpu0 = ThreadCpuNanos();
+  Impl& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (sample.user.empty() && sample.kernel.empty()) {
+      s.accounting.drops.Add(sample.user_error ? "stack_unreadable" : "empty_stack");
+    } else {
+      if (sample.user_error != 0) s.accounting.decode_errors.Add("user_stack_error");
+      if (s.maps_stale || !s.maps_read) (void)s.RefreshLocked();
+      // An address outside every known mapping: new code was mapped (dlopen, JIT) or the
+      // process exec'd; re-read the maps once for this sample.
+      bool refreshed = false;
+      for (uint64_t a : sample.user) {
+        if (s.space.Find(a) == nullptr && !refreshed) {
+          refreshed = true;
+          if (s.RefreshLocked().ok()) s.function_of.clear();
+        }
+      }
+      profiles::StackSample st;
+      st.pid = s.pid;
+      st.tid = sample.tid;
+      st.weight = 1;
+      // Leaf first: kernel frames (if any) above the user stack. A frame's call site is the
+      // caller's address, which is the next frame's return address.
+      std::vector<uint64_t> addrs;
+      addrs.reserve(sample.kernel.size() + sample.user.size());
+      addrs.insert(addrs.end(), sample.kernel.begin(), sample.kernel.end());
+      addrs.insert(addrs.end(), sample.user.begin(), sample.user.end());
+      st.frames.reserve(addrs.size());
+      for (size_t i = 0; i < addrs.size(); ++i) {
+        profiles::StackFrame f;
+        f.function = s.FunctionOfLocked(addrs[i]);
+        f.call_site = i + 1 < addrs.size() ? addrs[i + 1] : 0;
+        st.frames.push_back(f);
+      }
+      if (Status add = s.pcct->Add(st); !add.ok()) {
+        s.accounting.drops.Add("pcct_rejected");
+      } else {
+        (void)s.methods_from_stacks.AddStackSample(st);
+        s.accounting.stack_samples.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (s.info.comm.empty()) s.info.comm = sample.comm;
+    }
+  }
+  s.generation.fetch_add(1, std::memory_order_relaxed);
+  s.accounting.pipeline_cpu_ns.fetch_add(ThreadCpuNanos() - cpu0, std::memory_order_relaxed);
+}
+
+void ProfileStore::AddBranches(const BranchBatch& batch) {
+  const uint64_t cpu0 = ThreadCpuNanos();
+  Impl& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.accounting.windows.fetch_add(1, std::memory_order_relaxed);
+    s.accounting.branches.fetch_add(batch.events.size(), std::memory_order_relaxed);
+    if (batch.events.empty()) {
+      s.accounting.drops.Add("empty_window");
+    } else {
+      if (s.estimator && batch.window) s.estimator->AddWindow(batch);
+      auto it = s.stacks.find(batch.tid);
+      if (it == s.stacks.end()) it = s.stacks.emplace(batch.tid, *s.stack_proto).first;
+      hwmodel::PathStack& stack = it->second;
+      if (batch.gap_before || batch.window) stack.Reset();
+      const std::span<const BranchEvent> events(batch.events);
+      for (size_t i = 0; i < events.size(); ++i) {
+        stack.Process(events[i],
+                      [&](const hwmodel::CompletedPath& c) { s.RecordPath(c, events, i); });
+      }
+      // A window ends mid-path: its open paths are partial and must not leak into the next.
+      if (batch.window) stack.Reset();
+
+      auto sit = s.osp_samplers.find(batch.tid);
+      if (sit == s.osp_samplers.end()) {
+        sit = s.osp_samplers
+                  .emplace(batch.tid,
+                           std::make_unique<profiles::OspThreadSampler>(s.osp.get(), batch.tid))
+                  .first;
+      }
+      sit->second->Feed(batch);
+      if (batch.window) sit->second->Gap();
+      sit->second->Flush();
+      s.call_pairs.AddBatch(batch);
+      s.methods_from_branches.AddBatch(batch);
+    }
+  }
+  s.generation.fetch_add(1, std::memory_order_relaxed);
+  s.accounting.pipeline_cpu_ns.fetch_add(ThreadCpuNanos() - cpu0, std::memory_order_relaxed);
+}
+
+TargetInfo ProfileStore::Info() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->info;
+}
+
+HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
+  const Impl& s = *impl_;
+  HotPathsResult out;
+  out.as_of_unix_ms = NowUnixMs();
+  struct Row {
+    hwmodel::PathDescriptor path;
+    double value, half_width;
+    uint64_t observations;
+    std::vector<uint64_t> blocks;
+  };
+  std::vector<Row> rows;
+  decoders::AddressSpace space;
+  PathMetric metric = query.metric;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    space = s.space;
+    if (s.estimator && metric == PathMetric::kCount) {
+      out.estimator = "window-estimator";
+      const auto est = s.estimator->Estimates();
+      out.paths_distinct = est.size();
+      for (const auto& e : est) out.total += e.estimate;
+      for (size_t i = 0; i < est.size() && rows.size() < query.top_k; ++i) {
+        rows.push_back({est[i].path, est[i].estimate, (est[i].ci_high - est[i].ci_low) / 2,
+                        est[i].observations, {}});
+      }
+    } else {
+      out.estimator = "hot-path-table";
+      // The table accumulates one metric, fixed when the session started.
+      metric = s.config.engine.metric;
+      const auto sorted = s.hpt->Sorted();
+      out.paths_distinct = sorted.size();
+      out.total = static_cast<double>(s.hpt->Total());
+      for (size_t i = 0; i < sorted.size() && rows.size() < query.top_k; ++i)
+        rows.push_back({sorted[i].path, double(sorted[i].value), 0, sorted[i].value, {}});
+    }
+    if (query.with_blocks) {
+      for (Row& r : rows) {
+        auto it = s.representatives.find(r.path);
+        r.blocks = it != s.representatives.end() ? it->second : std::vector<uint64_t>{r.path.start};
+      }
+    }
+  }
+  for (Row& r : rows) {
+    HotPath p;
+    p.pid = s.pid;
+    p.start = s.symbols->Symbolize(s.pid, space, r.path.start);
+    p.length = r.path.length;
+    p.outcomes = r.path.outcomes;
+    p.metric = metric;
+    p.estimate.value = r.value;
+    p.estimate.error_bound = r.half_width;
+    p.estimate.confidence = r.half_width > 0 ? kConfidence95 : 0;
+    p.estimate.share = out.total > 0 ? r.value / out.total : 0;
+    p.observations = r.observations;
+    p.blocks = s.SymbolizeAll(space, r.blocks);
+    out.paths.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<PathKey> ProfileStore::PathKeys() const {
+  const Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::vector<PathKey> keys;
+  auto add = [&](const hwmodel::PathDescriptor& p) {
+    keys.push_back({s.pid, p.start, p.length, p.outcomes});
+  };
+  if (s.estimator) {
+    for (const auto& e : s.estimator->Estimates()) add(e.path);
+  } else {
+    for (const auto& e : s.hpt->Sorted()) add(e.path);
+  }
+  return keys;
+}
+
+HotSubpathsResult ProfileStore::HotSubpaths(const HotSubpathsQuery& query) const {
+  const Impl& s = *impl_;
+  HotSubpathsResult out;
+  profiles::OspReportOptions options;
+  options.top_k = query.threshold > 0 ? 0 : query.top_k;
+  options.confidence = s.config.osp.confidence;
+  auto report = profiles::BuildOspReport(*s.osp, options);
+  if (!report.ok()) return out;
+  out.sampling_frequency = report->stats.f;
+  double total = 0;
+  for (const auto& e : report->entries) total += e.metric;
+  const decoders::AddressSpace space = s.SpaceCopy();
+  for (const auto& e : report->entries) {
+    const double share = total > 0 ? e.metric / total : 0;
+    if (query.threshold > 0 && share < query.threshold) continue;
+    Subpath sp;
+    sp.pid = s.pid;
+    sp.length = e.length;
+    sp.blocks = s.SymbolizeAll(space, e.blocks);
+    sp.estimate.value = e.estimated_count;
+    sp.estimate.error_bound =
+        std::isfinite(e.relative_error) ? e.estimated_count * e.relative_error : e.estimated_count;
+    sp.estimate.confidence = s.config.osp.confidence;
+    sp.estimate.share = share;
+    out.subpaths.push_back(std::move(sp));
+  }
+  return out;
+}
+
+CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
+  const Impl& s = *impl_;
+  CallingContextTree out;
+  const profiles::PcctStats st = s.pcct->stats();
+  out.samples = st.samples;
+  out.total_weight = static_cast<double>(st.weight);
+  const decoders::AddressSpace space = s.SpaceCopy();
+  const double min_weight = query.min_weight * out.total_weight;
+
+  std::unordered_map<uint64_t, Location> names;
+  auto name_of = [&](uint64_t fn) -> const Location& {
+    auto it = names.find(fn);
+    if (it == names.end()) it = names.emplace(fn, s.symbols->Symbolize(s.pid, space, fn)).first;
+    return it->second;
+  };
+  struct Item {
+    profiles::PcctNode node;
+    uint64_t parent_out;  // id in the output, 0 for a root
+    uint32_t depth;
+  };
+  std::deque<Item> queue;
+  uint64_t next_id = 1;
+  auto push_children = [&](profiles::PcctNodeId id, uint64_t parent_out, uint32_t depth) {
+    for (const profiles::PcctNode& c : s.pcct->Children(id)) {
+      if (double(c.total) < min_weight || c.total == 0) continue;
+      queue.push_back({c, parent_out, depth});
+    }
+  };
+  if (query.root_function.empty()) {
+    push_children(profiles::Pcct::kRoot, 0, 1);
+    push_children(profiles::Pcct::kTruncatedRoot, 0, 1);
+  } else {
+    // Re-rooted: every node of the function becomes a root (breadth-first over the whole tree).
+    std::deque<profiles::PcctNodeId> all{profiles::Pcct::kRoot, profiles::Pcct::kTruncatedRoot};
+    size_t visited = 0;
+    while (!all.empty() && visited < 1000000) {
+      const profiles::PcctNodeId id = all.front();
+      all.pop_front();
+      for (const profiles::PcctNode& c : s.pcct->Children(id)) {
+        ++visited;
+        if (name_of(c.frame.function).function == query.root_function) {
+          if (double(c.total) >= min_weight) queue.push_back({c, 0, 1});
+        } else {
+          all.push_back(c.id);
+        }
+      }
+    }
+  }
+  while (!queue.empty() && out.nodes.size() < query.max_nodes) {
+    Item item = std::move(queue.front());
+    queue.pop_front();
+    CctNode n;
+    n.id = next_id++;
+    n.parent_id = item.parent_out;
+    n.pid = s.pid;
+    n.function = name_of(item.node.frame.function);
+    if (item.parent_out != 0 && item.node.frame.call_site != 0)
+      n.call_site = s.symbols->Symbolize(s.pid, space, item.node.frame.call_site);
+    n.self_weight = double(item.node.self);
+    n.total_weight = double(item.node.total);
+    n.edge_weight = double(item.node.edge);
+    n.truncated = item.node.under_truncated_root;
+    out.nodes.push_back(n);
+    if (item.depth < query.max_depth) push_children(item.node.id, n.id, item.depth + 1);
+  }
+  return out;
+}
+
+HotCallPairsResult ProfileStore::HotCallPairs(uint32_t top_k) const {
+  const Impl& s = *impl_;
+  HotCallPairsResult out;
+  std::vector<std::pair<profiles::CallPair, uint64_t>> top;
+  double total = 0;
+  decoders::AddressSpace space;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    top = s.call_pairs.Top(top_k);
+    total = double(s.call_pairs.total());
+    space = s.space;
+  }
+  for (const auto& [pair, count] : top) {
+    CallPair p;
+    p.pid = s.pid;
+    p.call_site = s.symbols->Symbolize(s.pid, space, pair.call_site);
+    p.target = s.symbols->Symbolize(s.pid, space, pair.target);
+    p.estimate.value = double(count);
+    p.estimate.share = total > 0 ? double(count) / total : 0;
+    out.pairs.push_back(std::move(p));
+  }
+  return out;
+}
+
+HotMethodsResult ProfileStore::HotMethods(uint32_t top_k) const {
+  const Impl& s = *impl_;
+  HotMethodsResult out;
+  out.hot_data_streams_unsupported =
+      profiles::HpsSupport(profiles::HpsProfileType::kHotDataStream).message();
+  std::vector<std::pair<uint64_t, uint64_t>> by_self, by_entries;
+  double self_total = 0, entries_total = 0;
+  decoders::AddressSpace space;
+  std::unordered_map<uint64_t, uint64_t> self_of, entries_of;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    by_self = s.methods_from_stacks.Top(top_k);
+    by_entries = s.methods_from_branches.Top(top_k);
+    self_total = double(s.methods_from_stacks.total());
+    entries_total = double(s.methods_from_branches.total());
+    for (const auto& [fn, w] : by_self) entries_of[fn] = s.methods_from_branches.Count(fn);
+    for (const auto& [fn, w] : by_entries) self_of[fn] = s.methods_from_stacks.Count(fn);
+    space = s.space;
+  }
+  // Ranked by stack self weight (CPU), then methods only branch windows saw, by entries.
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> rows;  // fn, self, entries
+  std::unordered_set<uint64_t> seen;
+  for (const auto& [fn, w] : by_self) rows.emplace_back(fn, w, entries_of[fn]), seen.insert(fn);
+  for (const auto& [fn, w] : by_entries)
+    if (!seen.contains(fn)) rows.emplace_back(fn, self_of[fn], w);
+  if (rows.size() > top_k) rows.resize(top_k);
+  for (const auto& [fn, self, entries] : rows) {
+    HotMethod m;
+    m.pid = s.pid;
+    m.function = s.symbols->Symbolize(s.pid, space, fn);
+    m.self.value = double(self);
+    m.self.share = self_total > 0 ? double(self) / self_total : 0;
+    m.entries.value = double(entries);
+    m.entries.share = entries_total > 0 ? double(entries) / entries_total : 0;
+    out.methods.push_back(std::move(m));
+  }
+  return out;
+}
+
+TargetStats ProfileStore::Stats() const {
+  const Impl& s = *impl_;
+  TargetStats t;
+  t.pid = s.pid;
+  t.stack_samples = s.accounting.stack_samples.load();
+  t.windows = s.accounting.windows.load();
+  t.branches = s.accounting.branches.load();
+  t.drops = s.accounting.drops.Snapshot();
+  t.decode_errors = s.accounting.decode_errors.Snapshot();
+  t.pipeline_cpu_seconds = double(s.accounting.pipeline_cpu_ns.load()) / 1e9;
+  const profiles::OspStats osp = s.osp->stats();
+  std::lock_guard<std::mutex> lock(s.mu);
+  uint64_t mem = s.pcct->node_count() * 64 + osp.memory_bytes;
+  mem += uint64_t(s.config.engine.hpt_entries) * 32;
+  for (const auto& [path, blocks] : s.representatives) mem += 64 + blocks.size() * 8;
+  mem += s.function_of.size() * 32 + s.space.mappings().size() * 96;
+  if (s.estimator) mem += s.estimator->Estimates().size() * 64;
+  t.memory_bytes = mem;
+  return t;
+}
+
+}  // namespace pathprof::pipeline

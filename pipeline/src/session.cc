@@ -1,0 +1,554 @@
+#include "pathprof/pipeline/session.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "pathprof/collectors/ebpf_stack_sampler.h"
+#include "pathprof/collectors/ptrace_bursts.h"
+#include "pathprof/pipeline/ingestor.h"
+#include "pathprof/profiles/pprof_export.h"
+
+namespace pathprof::pipeline {
+namespace {
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// True while the process exists and is not a zombie.
+bool ProcessAlive(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+  const char state = stat[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+std::string ShortDetail(const std::string& detail) {
+  return detail.size() > 160 ? detail.substr(0, 157) + "..." : detail;
+}
+
+}  // namespace
+
+std::string_view SessionStateName(SessionState s) {
+  switch (s) {
+    case SessionState::kRunning:
+      return "running";
+    case SessionState::kStopped:
+      return "stopped";
+    case SessionState::kTargetExited:
+      return "target-exited";
+    case SessionState::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+Result<collectors::BranchSource> ChooseBranchSource(SourceChoice choice,
+                                                    const collectors::HostCapabilities& caps,
+                                                    std::string* reason) {
+  using collectors::BranchSource;
+  auto explicit_source = [&](BranchSource s, const collectors::SourceCapability& cap,
+                             const char* name) -> Result<BranchSource> {
+    if (!cap.available)
+      return Status(ErrorCode::kUnavailable,
+                    std::string(name) + " was asked for but is not available here: " + cap.detail +
+                        " (use --source auto to take the best available)");
+    *reason = std::string(name) + ": asked for";
+    return s;
+  };
+  switch (choice) {
+    case SourceChoice::kNone:
+      *reason = "none: asked for (stacks only)";
+      return BranchSource::kNone;
+    case SourceChoice::kPtrace:
+      return explicit_source(BranchSource::kPtraceBursts, caps.ptrace, "ptrace");
+    case SourceChoice::kLbr:
+      return explicit_source(BranchSource::kLbr, caps.lbr, "lbr");
+    case SourceChoice::kIntelPt:
+      return explicit_source(BranchSource::kIntelPt, caps.intel_pt, "pt");
+    case SourceChoice::kAuto:
+      break;
+  }
+  const BranchSource best = caps.BestBranchSource();
+  std::string why;
+  if (best != BranchSource::kIntelPt) why += "; PT unavailable: " + ShortDetail(caps.intel_pt.detail);
+  if (best != BranchSource::kIntelPt && best != BranchSource::kLbr)
+    why += "; LBR unavailable: " + ShortDetail(caps.lbr.detail);
+  if (best == BranchSource::kNone) why += "; ptrace unavailable: " + ShortDetail(caps.ptrace.detail);
+  *reason = std::string(collectors::BranchSourceName(best)) + ": auto (best available" +
+            (best == BranchSource::kIntelPt ? ")" : ")" + why);
+  return best;
+}
+
+struct Session::Impl {
+  std::string id;
+  SessionConfig config;
+  std::shared_ptr<SymbolService> symbols;
+
+  mutable std::mutex mu;
+  std::condition_variable ended_cv;
+  SessionInfo info;
+  std::map<uint32_t, std::shared_ptr<ProfileStore>> stores;  // never shrinks while alive
+  std::map<std::string, std::set<PathKey>> baselines;
+
+  std::unique_ptr<Ingestor> ingestor;
+  std::unique_ptr<collectors::EbpfStackSampler> sampler;
+  std::map<uint32_t, std::unique_ptr<collectors::PtraceBurstCollector>> bursts;
+  std::map<uint32_t, collectors::PtraceBurstStats> burst_seen;  // for drop deltas
+  collectors::EbpfSamplerStats sampler_seen;
+
+  std::thread control;
+  std::atomic<bool> stop_requested{false};
+  bool torn_down = false;
+
+  ProfileStore* Lookup(uint32_t pid) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = stores.find(pid);
+    return it == stores.end() ? nullptr : it->second.get();
+  }
+
+  // Collector counters -> the targets' drop reasons, as deltas since the last call.
+  void AccountCollectors() {
+    if (sampler) {
+      const collectors::EbpfSamplerStats st = sampler->stats();
+      // The ring buffer is shared by the session's targets; its losses go to the first target.
+      if (ProfileStore* first = Lookup(config.pids.front())) {
+        if (st.ringbuf_full > sampler_seen.ringbuf_full)
+          first->accounting().drops.Add("ebpf_ringbuf_full",
+                                        st.ringbuf_full - sampler_seen.ringbuf_full);
+      }
+      sampler_seen = st;
+    }
+    for (auto& [pid, collector] : bursts) {
+      const collectors::PtraceBurstStats st = collector->stats();
+      collectors::PtraceBurstStats& seen = burst_seen[pid];
+      ProfileStore* store = Lookup(pid);
+      if (store == nullptr) continue;
+      auto delta = [&](const char* reason, uint64_t now, uint64_t before) {
+        if (now > before) store->accounting().drops.Add(reason, now - before);
+      };
+      delta("burst_aborted_syscall", st.aborted_syscall, seen.aborted_syscall);
+      delta("burst_aborted_signal", st.aborted_signal, seen.aborted_signal);
+      delta("burst_aborted_exit", st.aborted_exit, seen.aborted_exit);
+      delta("burst_aborted_steps", st.aborted_steps, seen.aborted_steps);
+      delta("burst_skipped_no_thread", st.skipped_no_thread, seen.skipped_no_thread);
+      if (st.aborted_decode > seen.aborted_decode)
+        store->accounting().decode_errors.Add("burst_undecodable_instruction",
+                                              st.aborted_decode - seen.aborted_decode);
+      seen = st;
+    }
+  }
+
+  void DrainSampler() {
+    if (!sampler) return;
+    (void)sampler->Drain([&](const collectors::RawStackSample& s) { ingestor->OfferStack(s); });
+  }
+
+  // Stops the collectors, applies what is queued, records the end. Called once, from the control
+  // thread or from Stop().
+  void TearDown(SessionState final_state) {
+    for (auto& [pid, collector] : bursts) collector->Stop();
+    DrainSampler();
+    AccountCollectors();
+    sampler.reset();
+    ingestor->Flush();
+    ingestor->Close();
+    std::lock_guard<std::mutex> lock(mu);
+    torn_down = true;
+    if (info.state == SessionState::kRunning) info.state = final_state;
+    info.stopped_unix_ms = NowUnixMs();
+    ended_cv.notify_all();
+  }
+
+  void ControlLoop() {
+    const auto start = std::chrono::steady_clock::now();
+    auto last_liveness = start;
+    for (;;) {
+      if (stop_requested.load()) return;  // Stop() tears down
+      if (sampler) {
+        (void)sampler->Poll(50,
+                            [&](const collectors::RawStackSample& s) { ingestor->OfferStack(s); });
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_liveness < std::chrono::milliseconds(100)) continue;
+      last_liveness = now;
+      AccountCollectors();
+      bool any_alive = false;
+      for (uint32_t pid : config.pids) {
+        if (ProcessAlive(pid)) {
+          any_alive = true;
+        } else if (ProfileStore* store = Lookup(pid)) {
+          store->NoteExit();
+          if (sampler) (void)sampler->RemovePid(pid);
+        }
+      }
+      if (!any_alive) {
+        TearDown(SessionState::kTargetExited);
+        return;
+      }
+      if (config.duration_s > 0 && now - start >= std::chrono::seconds(config.duration_s)) {
+        TearDown(SessionState::kStopped);
+        return;
+      }
+    }
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Session::~Session() {
+  Stop();
+}
+
+Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig config,
+                                                const collectors::HostCapabilities& caps,
+                                                std::shared_ptr<SymbolService> symbols) {
+  PATHPROF_RETURN_IF_ERROR(config.Validate());
+  for (uint32_t pid : config.pids) {
+    if (!ProcessAlive(pid))
+      return Status(ErrorCode::kNotFound, "process " + std::to_string(pid) +
+                                              " does not exist (or has exited); check the pid");
+  }
+  if (symbols == nullptr) symbols = std::make_shared<SymbolService>();
+  auto impl = std::make_unique<Impl>();
+  Impl* s = impl.get();
+  s->id = std::move(id);
+  s->config = config;
+  s->symbols = symbols;
+  s->info.id = s->id;
+  s->info.pids = config.pids;
+  s->info.owner_uid = config.owner_uid;
+  s->info.config = config;
+  s->info.started_unix_ms = NowUnixMs();
+
+  std::string reason;
+  auto chosen = ChooseBranchSource(config.source, caps, &reason);
+  if (!chosen.ok()) return chosen.status();
+  collectors::BranchSource source = *chosen;
+  if (source == collectors::BranchSource::kLbr || source == collectors::BranchSource::kIntelPt) {
+    // The live LBR/PT feeds exist as collectors (PerfEventSource) and decoders, but the pipeline
+    // does not drive them yet; say so instead of pretending.
+    const std::string why = std::string(collectors::BranchSourceName(source)) +
+                            " is available but the pipeline does not drive it yet";
+    if (config.source != SourceChoice::kAuto) return Status(ErrorCode::kUnsupported, why);
+    if (caps.ptrace.available) {
+      source = collectors::BranchSource::kPtraceBursts;
+      reason = "ptrace: auto (" + why + ")";
+    } else {
+      source = collectors::BranchSource::kNone;
+      reason = "none: auto (" + why + "; ptrace unavailable: " + caps.ptrace.detail + ")";
+    }
+  }
+  const bool windowed = source == collectors::BranchSource::kPtraceBursts ||
+                        source == collectors::BranchSource::kLbr;
+  for (uint32_t pid : config.pids) {
+    auto store = ProfileStore::Create(pid, config, windowed, symbols);
+    if (!store.ok()) return store.status();
+    s->stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store)));
+  }
+  s->ingestor = std::make_unique<Ingestor>(config.queues,
+                                           [s](uint32_t pid) { return s->Lookup(pid); });
+
+  if (config.sampling.stack_hz > 0) {
+    collectors::EbpfSamplerConfig ec;
+    ec.frequency_hz = static_cast<int>(config.sampling.stack_hz);
+    ec.pids = config.pids;
+    ec.kernel_stacks = config.sampling.kernel_stacks;
+    auto sampler = collectors::EbpfStackSampler::Start(ec);
+    if (sampler.ok()) {
+      s->sampler = std::move(*sampler);
+      s->info.stacks = true;
+      s->info.stacks_reason = "eBPF stack sampler on " + s->sampler->stats().event + " at " +
+                              std::to_string(config.sampling.stack_hz) + " Hz";
+    } else {
+      s->info.stacks_reason = "eBPF stacks unavailable: " + sampler.status().message();
+    }
+  } else {
+    s->info.stacks_reason = "stack sampling off (stack_hz = 0)";
+  }
+
+  if (source == collectors::BranchSource::kPtraceBursts) {
+    for (uint32_t pid : config.pids) {
+      collectors::PtraceBurstOptions po;
+      po.pid = static_cast<pid_t>(pid);
+      po.window_taken = config.sampling.window_branches;
+      po.bursts_per_second = config.sampling.bursts_per_second;
+      po.max_stopped_fraction = config.sampling.max_stopped_fraction;
+      collectors::PtraceBurstSink sink;
+      sink.on_window = [s](const BranchBatch& b) { s->ingestor->OfferBranches(b); };
+      sink.on_note = [s, pid](const std::string& note) {
+        if (note.find("exec'd") != std::string::npos)
+          if (ProfileStore* store = s->Lookup(pid)) store->NoteExec();
+      };
+      auto collector = collectors::PtraceBurstCollector::Start(po, std::move(sink));
+      if (!collector.ok()) {
+        if (config.source == SourceChoice::kPtrace) {
+          s->bursts.clear();
+          s->ingestor->Close();
+          return collector.status();
+        }
+        reason += "; ptrace bursts failed for pid " + std::to_string(pid) + ": " +
+                  collector.status().message();
+        continue;
+      }
+      s->bursts.emplace(pid, std::move(*collector));
+    }
+    if (s->bursts.empty()) source = collectors::BranchSource::kNone;
+  }
+  s->info.source = source;
+  s->info.source_reason = reason;
+  if (!s->sampler && s->bursts.empty()) {
+    s->ingestor->Close();
+    return Status(ErrorCode::kUnavailable,
+                  "nothing to collect: " + s->info.stacks_reason + "; branches: " + reason);
+  }
+  s->control = std::thread([s] { s->ControlLoop(); });
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const std::string& Session::id() const {
+  return impl_->id;
+}
+
+SessionInfo Session::Info() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->info;
+}
+
+void Session::Stop() {
+  if (!impl_) return;
+  impl_->stop_requested.store(true);
+  if (impl_->control.joinable()) impl_->control.join();
+  bool torn;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    torn = impl_->torn_down;
+  }
+  if (!torn) impl_->TearDown(SessionState::kStopped);
+}
+
+bool Session::WaitEnded(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->ended_cv.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                                  [&] { return impl_->torn_down; });
+}
+
+bool Session::Expired(int64_t now_unix_ms) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->torn_down) return false;
+  return now_unix_ms - impl_->info.stopped_unix_ms >=
+         int64_t(impl_->config.retention_s) * 1000;
+}
+
+std::vector<std::shared_ptr<const ProfileStore>> Session::Stores() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<std::shared_ptr<const ProfileStore>> out;
+  for (const auto& [pid, store] : impl_->stores) out.push_back(store);
+  return out;
+}
+
+std::shared_ptr<const ProfileStore> Session::Store(uint32_t pid) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->stores.find(pid);
+  return it == impl_->stores.end() ? nullptr : it->second;
+}
+
+HotPathsResult Session::HotPaths(const HotPathsQuery& query) const {
+  HotPathsResult out;
+  for (const auto& store : Stores()) {
+    HotPathsResult r = store->HotPaths(query);
+    out.total += r.total;
+    out.paths_distinct += r.paths_distinct;
+    out.as_of_unix_ms = std::max(out.as_of_unix_ms, r.as_of_unix_ms);
+    if (out.estimator.empty()) out.estimator = r.estimator;
+    for (HotPath& p : r.paths) out.paths.push_back(std::move(p));
+  }
+  std::stable_sort(out.paths.begin(), out.paths.end(), [](const HotPath& a, const HotPath& b) {
+    return a.estimate.value > b.estimate.value;
+  });
+  if (out.paths.size() > query.top_k) out.paths.resize(query.top_k);
+  for (HotPath& p : out.paths) p.estimate.share = out.total > 0 ? p.estimate.value / out.total : 0;
+  return out;
+}
+
+HotSubpathsResult Session::HotSubpaths(const HotSubpathsQuery& query) const {
+  HotSubpathsResult out;
+  for (const auto& store : Stores()) {
+    HotSubpathsResult r = store->HotSubpaths(query);
+    out.sampling_frequency = std::max(out.sampling_frequency, r.sampling_frequency);
+    for (Subpath& p : r.subpaths) out.subpaths.push_back(std::move(p));
+  }
+  std::stable_sort(out.subpaths.begin(), out.subpaths.end(), [](const Subpath& a, const Subpath& b) {
+    return a.estimate.value > b.estimate.value;
+  });
+  if (query.threshold <= 0 && out.subpaths.size() > query.top_k) out.subpaths.resize(query.top_k);
+  return out;
+}
+
+CallingContextTree Session::Cct(const CctQuery& query) const {
+  CallingContextTree out;
+  uint64_t base = 0;
+  for (const auto& store : Stores()) {
+    CallingContextTree t = store->Cct(query);
+    out.total_weight += t.total_weight;
+    out.samples += t.samples;
+    uint64_t max_id = 0;
+    for (CctNode& n : t.nodes) {
+      max_id = std::max(max_id, n.id);
+      n.id += base;
+      if (n.parent_id != 0) n.parent_id += base;
+      out.nodes.push_back(std::move(n));
+    }
+    base += max_id;
+  }
+  return out;
+}
+
+HotCallPairsResult Session::HotCallPairs(uint32_t top_k) const {
+  HotCallPairsResult out;
+  for (const auto& store : Stores())
+    for (CallPair& p : store->HotCallPairs(top_k).pairs) out.pairs.push_back(std::move(p));
+  std::stable_sort(out.pairs.begin(), out.pairs.end(), [](const CallPair& a, const CallPair& b) {
+    return a.estimate.value > b.estimate.value;
+  });
+  if (out.pairs.size() > top_k) out.pairs.resize(top_k);
+  return out;
+}
+
+HotMethodsResult Session::HotMethods(uint32_t top_k) const {
+  HotMethodsResult out;
+  for (const auto& store : Stores()) {
+    HotMethodsResult r = store->HotMethods(top_k);
+    out.hot_data_streams_unsupported = r.hot_data_streams_unsupported;
+    for (HotMethod& m : r.methods) out.methods.push_back(std::move(m));
+  }
+  std::stable_sort(out.methods.begin(), out.methods.end(),
+                   [](const HotMethod& a, const HotMethod& b) {
+                     return a.self.value != b.self.value ? a.self.value > b.self.value
+                                                         : a.entries.value > b.entries.value;
+                   });
+  if (out.methods.size() > top_k) out.methods.resize(top_k);
+  return out;
+}
+
+std::vector<TargetStats> Session::Stats() const {
+  std::vector<TargetStats> out;
+  for (const auto& store : Stores()) out.push_back(store->Stats());
+  return out;
+}
+
+Result<uint64_t> Session::SaveBaseline(const std::string& name) {
+  if (name.empty()) return Status(ErrorCode::kInvalidArgument, "baseline name is empty");
+  std::set<PathKey> keys;
+  for (const auto& store : Stores())
+    for (const PathKey& k : store->PathKeys()) keys.insert(k);
+  const uint64_t n = keys.size();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->baselines[name] = std::move(keys);
+  return n;
+}
+
+Result<ResidualPathsResult> Session::ResidualPaths(const std::string& baseline,
+                                                   uint32_t top_k) const {
+  std::set<PathKey> base;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->baselines.find(baseline);
+    if (it == impl_->baselines.end())
+      return Status(ErrorCode::kNotFound, "no baseline named '" + baseline +
+                                              "' in session " + impl_->id + "; save one first");
+    base = it->second;
+  }
+  ResidualPathsResult out;
+  HotPathsQuery q;
+  q.top_k = UINT32_MAX;
+  q.with_blocks = false;
+  for (HotPath& p : HotPaths(q).paths) {
+    const PathKey key{p.pid, p.start.address, p.length, p.outcomes};
+    if (base.contains(key)) {
+      ++out.known;
+    } else if (out.residual.size() < top_k) {
+      out.residual.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+Result<std::string> Session::ExportPprof(bool include_paths) const {
+  namespace pp = profiles::pprof;
+  pp::ProfileOptions options;
+  options.sample_types = {{"samples", "count"}};
+  if (include_paths) options.sample_types.push_back({"path_count", "count"});
+  options.period_type = {"cpu", "nanoseconds"};
+  const uint32_t hz = std::max(1u, impl_->config.sampling.stack_hz);
+  options.period = 1000000000LL / hz;
+  options.time_nanos = impl_->info.started_unix_ms * 1000000LL;
+  options.default_sample_type = "samples";
+  auto builder = pp::ProfileBuilder::Create(options);
+  if (!builder.ok()) return builder.status();
+  auto to_pprof = [](const Location& l) {
+    pp::Location out;
+    out.address = l.address;
+    out.mapping.file = l.image;
+    out.mapping.build_id = l.build_id;
+    if (l.inlined_by.empty()) {
+      if (!l.function.empty()) out.frames.push_back({l.function, "", l.file, l.line, 0});
+    } else {
+      for (const Location& f : l.inlined_by)
+        out.frames.push_back({f.function, "", f.file, f.line, 0});
+    }
+    return out;
+  };
+  CctQuery q;
+  q.max_depth = 4096;
+  q.max_nodes = 1000000;
+  const CallingContextTree tree = Cct(q);
+  std::map<uint64_t, const CctNode*> by_id;
+  for (const CctNode& n : tree.nodes) by_id[n.id] = &n;
+  for (const CctNode& n : tree.nodes) {
+    if (n.self_weight <= 0) continue;
+    pp::Sample sample;
+    for (const CctNode* c = &n; c != nullptr;) {
+      sample.stack.push_back(to_pprof(c->function));
+      auto it = by_id.find(c->parent_id);
+      c = it == by_id.end() ? nullptr : it->second;
+    }
+    sample.values = {int64_t(n.self_weight)};
+    if (include_paths) sample.values.push_back(0);
+    sample.num_labels.push_back({"pid", int64_t(n.pid), ""});
+    PATHPROF_RETURN_IF_ERROR(builder->AddSample(sample));
+  }
+  if (include_paths) {
+    HotPathsQuery hq;
+    hq.top_k = 1000;
+    hq.with_blocks = false;
+    for (const HotPath& p : HotPaths(hq).paths) {
+      pp::Sample sample;
+      sample.stack.push_back(to_pprof(p.start));
+      sample.values = {0, int64_t(p.estimate.value + 0.5)};
+      sample.num_labels.push_back({"pid", int64_t(p.pid), ""});
+      sample.num_labels.push_back({"path_length", int64_t(p.length), ""});
+      sample.num_labels.push_back({"path_outcomes", int64_t(p.outcomes), ""});
+      PATHPROF_RETURN_IF_ERROR(builder->AddSample(sample));
+    }
+  }
+  return builder->SerializeGzip();
+}
+
+}  // namespace pathprof::pipeline

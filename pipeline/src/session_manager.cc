@@ -1,0 +1,106 @@
+#include "pathprof/pipeline/session_manager.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+namespace pathprof::pipeline {
+namespace {
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+SessionManager::SessionManager(SessionManagerOptions options)
+    : SessionManager(options, options.probe_capabilities ? collectors::ProbeHostCapabilities()
+                                                         : collectors::HostCapabilities{}) {}
+
+SessionManager::SessionManager(SessionManagerOptions options, collectors::HostCapabilities caps)
+    : options_(options), caps_(std::move(caps)), symbols_(std::make_shared<SymbolService>()) {}
+
+SessionManager::~SessionManager() {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& s : sessions) s->Stop();
+}
+
+Result<std::shared_ptr<Session>> SessionManager::Start(SessionConfig config) {
+  ReapExpired();
+  std::string id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sessions_.size() >= options_.max_sessions)
+      return Status(ErrorCode::kResourceExhausted,
+                    "session limit reached (" + std::to_string(options_.max_sessions) +
+                        "); stop a session or wait for ended ones to expire");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "s%llu-%04x", static_cast<unsigned long long>(next_id_++),
+                  static_cast<unsigned>(std::random_device{}() & 0xffff));
+    id = buf;
+  }
+  auto session = Session::Start(id, std::move(config), caps_, symbols_);
+  if (!session.ok()) return session.status();
+  std::shared_ptr<Session> shared(std::move(*session));
+  std::lock_guard<std::mutex> lock(mu_);
+  sessions_.push_back(shared);
+  return shared;
+}
+
+Result<SessionInfo> SessionManager::Stop(const std::string& id) {
+  std::shared_ptr<Session> s = Get(id);
+  if (s == nullptr) return Status(ErrorCode::kNotFound, "no session with id '" + id + "'");
+  s->Stop();
+  return s->Info();
+}
+
+std::vector<SessionInfo> SessionManager::List() const {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions = sessions_;
+  }
+  std::vector<SessionInfo> out;
+  for (const auto& s : sessions) out.push_back(s->Info());
+  return out;
+}
+
+std::shared_ptr<Session> SessionManager::Get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& s : sessions_)
+    if (s->id() == id) return s;
+  return nullptr;
+}
+
+std::vector<std::string> SessionManager::SessionsFor(uint32_t pid) const {
+  std::vector<std::string> out;
+  for (const SessionInfo& info : List())
+    for (uint32_t p : info.pids)
+      if (p == pid) out.push_back(info.id);
+  return out;
+}
+
+size_t SessionManager::ReapExpired() {
+  const int64_t now = NowUnixMs();
+  std::vector<std::shared_ptr<Session>> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if ((*it)->Expired(now)) {
+        expired.push_back(*it);
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return expired.size();
+}
+
+}  // namespace pathprof::pipeline

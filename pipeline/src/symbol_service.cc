@@ -1,0 +1,166 @@
+#include "pathprof/pipeline/symbol_service.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "pathprof/decoders/image_store.h"
+#include "pathprof/decoders/symbolizer.h"
+
+namespace pathprof::pipeline {
+namespace {
+
+struct KernelSymbol {
+  uint64_t address;
+  std::string name;
+  std::string module;
+};
+
+// /proc/kallsyms text symbols, sorted. Addresses read as 0 without CAP_SYSLOG (kptr_restrict):
+// then the table is empty and kernel frames show as raw addresses.
+std::vector<KernelSymbol> ReadKallsyms() {
+  std::vector<KernelSymbol> out;
+  std::ifstream in("/proc/kallsyms");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string addr, type, name, module;
+    if (!(fields >> addr >> type >> name)) continue;
+    fields >> module;
+    if (type != "t" && type != "T" && type != "w" && type != "W") continue;
+    const uint64_t a = std::strtoull(addr.c_str(), nullptr, 16);
+    if (a == 0) continue;
+    if (!module.empty() && module.front() == '[') module = module.substr(1, module.size() - 2);
+    out.push_back({a, std::move(name), std::move(module)});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const KernelSymbol& a, const KernelSymbol& b) { return a.address < b.address; });
+  return out;
+}
+
+}  // namespace
+
+struct SymbolService::Impl {
+  std::mutex mu;
+  decoders::ImageStore images;
+  decoders::Symbolizer symbolizer;
+  std::map<const decoders::ElfImage*, std::string> debug_files;
+  bool kallsyms_loaded = false;
+  std::vector<KernelSymbol> kallsyms;
+
+  // The image and image vaddr of a runtime address; nullptr when no file backs it.
+  std::shared_ptr<const decoders::ElfImage> ImageFor(uint32_t pid,
+                                                     const decoders::AddressSpace& space,
+                                                     uint64_t address, uint64_t* vaddr,
+                                                     const decoders::Mapping** mapping) {
+    const decoders::Mapping* m = space.Find(address);
+    *mapping = m;
+    if (m == nullptr) return nullptr;
+    std::shared_ptr<const decoders::ElfImage> image;
+    if (m->IsVdso()) {
+      auto r = images.GetVdso(static_cast<int>(pid), m->start, m->len);
+      if (!r.ok()) return nullptr;
+      image = *r;
+      // The vdso image is read from memory starting at the mapping: file offset = address - start.
+      if (!image->FileOffsetToVaddr(address - m->start, vaddr)) return nullptr;
+      return image;
+    }
+    if (m->IsSpecial()) return nullptr;
+    auto r = images.Get(m->path, m->build_id);
+    if (!r.ok()) return nullptr;
+    image = *r;
+    if (!image->FileOffsetToVaddr(address - m->start + m->pgoff, vaddr)) return nullptr;
+    return image;
+  }
+
+  const std::string& DebugFile(const std::shared_ptr<const decoders::ElfImage>& image) {
+    auto it = debug_files.find(image.get());
+    if (it == debug_files.end())
+      it = debug_files.emplace(image.get(), images.FindDebugFile(*image)).first;
+    return it->second;
+  }
+
+  const KernelSymbol* Kernel(uint64_t address) {
+    if (!kallsyms_loaded) {
+      kallsyms = ReadKallsyms();
+      kallsyms_loaded = true;
+    }
+    auto it = std::upper_bound(kallsyms.begin(), kallsyms.end(), address,
+                               [](uint64_t a, const KernelSymbol& s) { return a < s.address; });
+    if (it == kallsyms.begin()) return nullptr;
+    return &*std::prev(it);
+  }
+};
+
+SymbolService::SymbolService() : impl_(std::make_unique<Impl>()) {}
+SymbolService::~SymbolService() = default;
+
+Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& space,
+                                  uint64_t address) {
+  if (decoders::IsKernelAddress(address)) return SymbolizeKernel(address);
+  Location loc;
+  loc.address = address;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  uint64_t vaddr = 0;
+  const decoders::Mapping* m = nullptr;
+  auto image = impl_->ImageFor(pid, space, address, &vaddr, &m);
+  if (m != nullptr) loc.image = m->path;
+  if (image == nullptr) return loc;
+  loc.build_id = image->build_id();
+  auto sym = impl_->symbolizer.Symbolize(image, vaddr, impl_->DebugFile(image));
+  if (!sym.ok()) return loc;
+  loc.function = sym->function;
+  loc.offset = sym->offset;
+  loc.file = sym->file;
+  loc.line = static_cast<uint32_t>(std::max(0, sym->line));
+  // frames[0] is the code at the address; the ones after it are the functions it was inlined
+  // into (the last is the out-of-line function).
+  if (sym->frames.size() > 1) {
+    for (size_t i = 0; i < sym->frames.size(); ++i) {
+      Location inl;
+      inl.address = address;
+      inl.function = sym->frames[i].function;
+      inl.file = sym->frames[i].file;
+      inl.line = static_cast<uint32_t>(std::max(0, sym->frames[i].line));
+      loc.inlined_by.push_back(std::move(inl));
+    }
+  }
+  return loc;
+}
+
+uint64_t SymbolService::FunctionStart(uint32_t pid, const decoders::AddressSpace& space,
+                                      uint64_t address) {
+  if (decoders::IsKernelAddress(address)) return KernelFunctionStart(address);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  uint64_t vaddr = 0;
+  const decoders::Mapping* m = nullptr;
+  auto image = impl_->ImageFor(pid, space, address, &vaddr, &m);
+  if (image == nullptr) return address;
+  auto sym = impl_->symbolizer.Symbolize(image, vaddr, impl_->DebugFile(image));
+  if (!sym.ok() || sym->function.empty() || sym->offset > address) return address;
+  return address - sym->offset;
+}
+
+Location SymbolService::SymbolizeKernel(uint64_t address) {
+  Location loc;
+  loc.address = address;
+  loc.image = "[kernel.kallsyms]";
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (const KernelSymbol* s = impl_->Kernel(address)) {
+    loc.function = s->name;
+    loc.offset = address - s->address;
+    if (!s->module.empty()) loc.image = "[" + s->module + "]";
+  }
+  return loc;
+}
+
+uint64_t SymbolService::KernelFunctionStart(uint64_t address) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const KernelSymbol* s = impl_->Kernel(address);
+  return s ? s->address : address;
+}
+
+}  // namespace pathprof::pipeline

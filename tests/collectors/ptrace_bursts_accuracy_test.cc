@@ -1,0 +1,187 @@
+// Hot paths from ptrace bursts against the exact trace of the same deterministic program.
+//
+// example_hotloop_static runs identical rounds, so exact traces of a 2-round and a 1-round run
+// differ by exactly one round: the path mix of a long run. The bursts watch the same binary
+// (static, not PIE: same addresses) for 5 s at the default settings (W = 32, default rate). Both go
+// through hwmodel's Ball-Larus path stack: the exact trace counted whole, the windows through the
+// window estimator (DESIGN.md section 5). Overlap = sum over paths of min(share in one, share in
+// the other), the metric of profiles/accuracy.h, computed inline here (collectors tests do not link
+// profiles).
+#include <fcntl.h>
+#include <gelf.h>
+#include <gtest/gtest.h>
+#include <libelf.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "pathprof/collectors/exact_tracer.h"
+#include "pathprof/collectors/ptrace_bursts.h"
+#include "pathprof/hwmodel/exact_path_profile.h"
+#include "pathprof/hwmodel/path_stack.h"
+#include "pathprof/hwmodel/window_estimator.h"
+#include "ptrace_burst_test_util.h"
+
+namespace pathprof::collectors {
+namespace {
+
+using hwmodel::PathDescriptor;
+using Shares = std::unordered_map<PathDescriptor, double, hwmodel::PathDescriptorHash>;
+
+// [value, value + size) of a function symbol (the binary is not PIE: link address = runtime).
+std::pair<uint64_t, uint64_t> FunctionRange(const std::string& path, const std::string& name) {
+  std::pair<uint64_t, uint64_t> out{0, 0};
+  elf_version(EV_CURRENT);
+  int fd = open(path.c_str(), O_RDONLY);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    gelf_getshdr(scn, &sh);
+    if (sh.sh_type != SHT_SYMTAB) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Sym sym;
+      gelf_getsym(data, static_cast<int>(i), &sym);
+      if (name == elf_strptr(elf, sh.sh_link, sym.st_name))
+        out = {sym.st_value, sym.st_value + sym.st_size};
+    }
+  }
+  elf_end(elf);
+  close(fd);
+  return out;
+}
+
+Shares Normalize(const std::vector<std::pair<PathDescriptor, double>>& weights) {
+  double total = 0;
+  for (const auto& [p, w] : weights) total += w;
+  Shares s;
+  for (const auto& [p, w] : weights) s[p] += w / total;
+  return s;
+}
+
+double Overlap(const Shares& a, const Shares& b) {
+  double sum = 0;
+  for (const auto& [p, share] : a) {
+    auto it = b.find(p);
+    if (it != b.end()) sum += std::min(share, it->second);
+  }
+  return sum;
+}
+
+std::vector<std::pair<PathDescriptor, double>> Top(const Shares& s, size_t k) {
+  std::vector<std::pair<PathDescriptor, double>> v(s.begin(), s.end());
+  std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  if (v.size() > k) v.resize(k);
+  return v;
+}
+
+// Exact path counts (Ball-Larus preset) of a run of `rounds` rounds, start-up and exit included.
+hwmodel::ExactPathProfile ExactProfile(const std::string& exe, int rounds) {
+  auto stack = hwmodel::PathStack::Create(hwmodel::BallLarusPreset());
+  EXPECT_TRUE(stack.ok());
+  hwmodel::ExactPathProfile profile;
+  ExactTraceSink sink;
+  sink.on_batch = [&](const BranchBatch& b) {
+    stack->ProcessBatch(b, [&](const hwmodel::CompletedPath& p) { profile.Record(p); });
+    return Status::Ok();
+  };
+  ExactTraceOptions options;
+  options.argv = {exe, std::to_string(rounds)};
+  auto stats = TraceExact(options, sink);
+  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+  return profile;
+}
+
+// The steady-state mix of one round: run(2 rounds) - run(1 round). Start-up and exit paths
+// (a long run never shows them in proportion) cancel out exactly, as the program is deterministic.
+Shares ExactRoundShares(const std::string& exe) {
+  hwmodel::ExactPathProfile two = ExactProfile(exe, 2), one = ExactProfile(exe, 1);
+  std::vector<std::pair<PathDescriptor, double>> w;
+  for (const auto& [p, m] : two.paths()) {
+    const double d = static_cast<double>(m.count) - static_cast<double>(one.Get(p).count);
+    EXPECT_GE(d, 0) << hwmodel::FormatPathDescriptor(p);
+    if (d > 0) w.emplace_back(p, d);
+  }
+  return Normalize(w);
+}
+
+struct BurstRun {
+  Shares shares;
+  PtraceBurstStats stats;
+  uint64_t whole_paths = 0;
+};
+
+BurstRun BurstShares(const std::string& exe, int seconds) {
+  BurstRun run;
+  pid_t target = testing::Spawn({exe, "0"});
+  EXPECT_GT(target, 0);
+  auto est = hwmodel::WindowEstimator::Create(hwmodel::WindowEstimatorConfig{});
+  EXPECT_TRUE(est.ok());
+  std::mutex mu;
+  PtraceBurstSink sink;
+  sink.on_window = [&](const BranchBatch& b) {
+    std::lock_guard<std::mutex> lock(mu);
+    est->AddWindow(b);
+  };
+  PtraceBurstOptions options;  // the defaults: W = 32, default rate
+  options.pid = target;
+  options.seed = 42;
+  auto c = PtraceBurstCollector::Start(options, sink);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (c.ok()) {
+    sleep(static_cast<unsigned>(seconds));
+    run.stats = (*c)->Stop();
+  }
+  testing::KillAndReap(target);
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<std::pair<PathDescriptor, double>> w;
+  for (const auto& e : est->Estimates()) w.emplace_back(e.path, e.estimate);
+  run.whole_paths = est->stats().whole_paths;
+  run.shares = Normalize(w);
+  return run;
+}
+
+TEST(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
+  const std::string exe = testing::Bin("example_hotloop_static");
+  Shares exact = ExactRoundShares(exe);
+  ASSERT_FALSE(exact.empty());
+  BurstRun bursts = BurstShares(exe, 5);
+  ASSERT_GT(bursts.stats.windows, 0u);
+
+  auto exact_top = Top(exact, 5);
+  auto burst_top = Top(bursts.shares, 5);
+  for (size_t i = 0; i < exact_top.size(); ++i)
+    std::printf("exact  #%zu %5.1f%% %s\n", i + 1, 100 * exact_top[i].second,
+                hwmodel::FormatPathDescriptor(exact_top[i].first).c_str());
+  for (size_t i = 0; i < burst_top.size(); ++i)
+    std::printf("bursts #%zu %5.1f%% %s\n", i + 1, 100 * burst_top[i].second,
+                hwmodel::FormatPathDescriptor(burst_top[i].first).c_str());
+  const double overlap = Overlap(exact, bursts.shares);
+  const auto& s = bursts.stats;
+  std::printf(
+      "overlap %.1f%%: %llu windows (%llu bursts, %llu whole paths) in %.1f s, %llu steps, "
+      "stopped %.2f%% of wall time\n",
+      100 * overlap, (unsigned long long)s.windows, (unsigned long long)s.bursts,
+      (unsigned long long)bursts.whole_paths, s.elapsed_ns / 1e9, (unsigned long long)s.steps,
+      100.0 * static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns));
+
+  // The known hot path: the exact profile's top path lies in hot(), and the bursts rank it top 3.
+  auto [lo, hi] = FunctionRange(exe, "hot");
+  ASSERT_NE(lo, 0u);
+  const PathDescriptor hottest = exact_top[0].first;
+  EXPECT_GE(hottest.start, lo);
+  EXPECT_LT(hottest.start, hi);
+  auto top3 = Top(bursts.shares, 3);
+  EXPECT_TRUE(std::any_of(top3.begin(), top3.end(), [&](const auto& x) {
+    return x.first == hottest;
+  })) << "the exact trace's hottest path is not in the bursts' top 3";
+  // The bar.
+  EXPECT_GE(overlap, 0.85);
+  EXPECT_TRUE(s.detached);
+}
+
+}  // namespace
+}  // namespace pathprof::collectors

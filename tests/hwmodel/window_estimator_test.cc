@@ -1,0 +1,106 @@
+#include "pathprof/hwmodel/window_estimator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <unordered_map>
+
+#include "pathprof/hwmodel/exact_path_profile.h"
+#include "synthetic_stream.h"
+#include "test_streams.h"
+
+namespace pathprof::hwmodel {
+namespace {
+
+using testing::Cond;
+using testing::P;
+
+TEST(WindowEstimatorTest, WeightsOneWholePathByWindowPositions) {
+  WindowEstimatorConfig c;
+  c.sampling_period = 1.5;
+  auto est = WindowEstimator::Create(c);
+  ASSERT_TRUE(est.ok());
+  // W = 4 taken branches. The back-edge at 0 starts the path (taken ordinal 1); it ends at the
+  // back-edge with ordinal 3: k = 3, seen whole by 4 - 3 + 1 = 2 of 4 positions -> weight
+  // 1.5 * 4 / 2 = 3. The base before it and the path open at the end are partial.
+  const std::vector<BranchEvent> window = {Cond(0x2030, 0x2000, true), Cond(0x2004, 0x2010, true),
+                                           Cond(0x2030, 0x2000, true), Cond(0x2004, 0x2010, true)};
+  est->AddWindow(window);
+  const PathEstimate e = est->Estimate(P(0x2000, 2, 0b11));
+  EXPECT_DOUBLE_EQ(e.estimate, 3.0);
+  EXPECT_EQ(e.observations, 1u);
+  EXPECT_EQ(est->stats().whole_paths, 1u);
+  EXPECT_EQ(est->stats().stack.unknown_start, 1u);
+  est->AddWindow(std::vector<BranchEvent>{});  // reset drops the open path
+  EXPECT_EQ(est->stats().stack.truncated, 1u);
+  EXPECT_EQ(est->stats().empty_windows, 1u);
+}
+
+TEST(WindowEstimatorTest, SlicesLbrLikeWindows) {
+  // Taken at indices 0, 2, 3, 5, 6. W = 2, spacing 3: ordinals 1-2 and 4-5; the not-taken
+  // branch between ordinals 1 and 2 belongs to the first, the one at 4 lies between windows.
+  const std::vector<BranchEvent> events = {Cond(0x10, 0x20, true),  Cond(0x24, 0x26, false),
+                                           Cond(0x30, 0x40, true),  Cond(0x44, 0x50, true),
+                                           Cond(0x54, 0x56, false), Cond(0x60, 0x70, true),
+                                           Cond(0x74, 0x80, true)};
+  using Ranges = std::vector<std::pair<size_t, size_t>>;
+  EXPECT_EQ(SliceTakenWindows(events, 2, 3, 0), (Ranges{{0, 3}, {5, 7}}));
+  EXPECT_EQ(SliceTakenWindows(events, 2, 3, 1), (Ranges{{2, 4}}));
+  EXPECT_EQ(SliceRandomTakenWindows(events, 2, 1.0, 9), (Ranges{{0, 3}, {2, 4}, {3, 6}, {5, 7}}));
+}
+
+TEST(WindowEstimatorTest, ConvergesToExactCountsWithinItsInterval) {
+  const auto stream = testing::SyntheticStream(42).Generate(400000);
+  // Exact counts (and mean taken span) from the whole stream.
+  auto full = PathStack::Create(BallLarusPreset());
+  ASSERT_TRUE(full.ok());
+  ExactPathProfile exact;
+  std::unordered_map<PathDescriptor, double, PathDescriptorHash> span_sum;
+  for (const BranchEvent& e : stream) {
+    full->Process(e, [&](const CompletedPath& c) {
+      exact.Record(c);
+      span_sum[c.path] += static_cast<double>(c.TakenSpan());
+    });
+  }
+
+  constexpr uint64_t kW = 16, kSpacing = 40;
+  WindowEstimatorConfig config;
+  config.sampling_period = static_cast<double>(kSpacing) / kW;
+  config.z = 3;
+  auto est = WindowEstimator::Create(config);
+  ASSERT_TRUE(est.ok());
+  for (const auto& [begin, end] : SliceRandomTakenWindows(stream, kW, kSpacing, 7)) {
+    est->AddWindow(std::span<const BranchEvent>(stream).subspan(begin, end - begin));
+  }
+  EXPECT_GT(est->stats().windows, 3000u);
+
+  const auto top = exact.Sorted(Metric::kCount);
+  ASSERT_GE(top.size(), 10u);
+  const PathDescriptor* long_path = nullptr;
+  double long_span = 0;
+  for (size_t i = 0; i < 10; ++i) {
+    const auto& [path, m] = top[i];
+    const double truth = static_cast<double>(m.count);
+    const PathEstimate e = est->Estimate(path);
+    EXPECT_GT(e.std_error, 0) << FormatPathDescriptor(path);
+    EXPECT_LE(e.ci_low, truth) << FormatPathDescriptor(path) << " estimate " << e.estimate;
+    EXPECT_GE(e.ci_high, truth) << FormatPathDescriptor(path) << " estimate " << e.estimate;
+    const double mean_span = span_sum[path] / truth;
+    if (mean_span > long_span) {
+      long_span = mean_span;
+      long_path = &top[i].first;
+    }
+  }
+  // Without the W / (W - k + 1) correction a long path is badly under-counted.
+  ASSERT_NE(long_path, nullptr);
+  ASSERT_GE(long_span, 6.0);
+  const PathEstimate e = est->Estimate(*long_path);
+  const double naive = static_cast<double>(e.observations) * config.sampling_period;
+  const double truth = static_cast<double>(exact.Get(*long_path).count);
+  EXPECT_LT(naive, e.ci_low) << "span " << long_span;
+  EXPECT_LT(naive, 0.8 * truth);
+  EXPECT_NEAR(e.estimate, truth, 0.1 * truth);
+}
+
+}  // namespace
+}  // namespace pathprof::hwmodel
