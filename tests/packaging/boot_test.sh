@@ -214,13 +214,26 @@ else
   fail "no socket at $sock"
 fi
 
-# pathctl inside the container, over the daemon's socket, as root.
-pathctl_out="$(ct timeout 20 pathctl caps --socket "$sock" 2>&1)"
-if [ $? -eq 0 ] && [ -n "$pathctl_out" ]; then
+# pathctl inside the container asks the daemon (GetCapabilities over the socket). The daemon's
+# own probe must find ptrace working: that needs the unit's CAP_SYS_PTRACE and its seccomp
+# filter letting ptrace through.
+pathctl_out="$(ct timeout 20 pathctl caps --json --socket "$sock" 2>&1)"
+if [ $? -eq 0 ] && grep -q '"daemon"' <<<"$pathctl_out"; then
   pass "pathctl caps --socket answered by the daemon"
   printf '%s\n' "$pathctl_out" | sed 's/^/  | /'
+  if grep -Eq '"ptrace_bursts": *\{ *"available": *true' <<<"$pathctl_out"; then
+    pass "the daemon can ptrace (CAP_SYS_PTRACE and the syscall filter work)"
+  else
+    fail "the daemon reports ptrace bursts unavailable"
+  fi
 else
-  fail "pathctl caps --socket $sock: $pathctl_out"
+  fail "pathctl caps --json --socket $sock: $pathctl_out"
+fi
+ps_out="$(ct timeout 20 pathctl ps --socket "$sock" 2>&1)"
+if [ $? -eq 0 ] && grep -q 'systemd' <<<"$ps_out"; then
+  pass "pathctl ps --socket lists the container's processes (PID 1 included)"
+else
+  fail "pathctl ps --socket $sock: $ps_out"
 fi
 
 wd="$(ct systemctl show -P WatchdogTimestampMonotonic pathprofd.service)"
