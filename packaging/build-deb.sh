@@ -48,10 +48,11 @@ cp -rL "$repo/packaging/debian" "$stage/debian"
 export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-} nocheck parallel=$(nproc)"
 if [ -n "$prebuilt" ]; then
   export PATHPROF_PREBUILT_BIN="$prebuilt"
-  # The prebuilt binaries are a test build: no debug-symbol package, fast compression.
+  # The prebuilt binaries are a test build: no debug-symbol package (and, in debian/rules,
+  # fast compression).
   export DEB_BUILD_OPTIONS="$DEB_BUILD_OPTIONS noddebs"
-  export DH_COMPRESS_ARGS=""
-  builddeb_opts=(-Zgzip -z1)
+  # -d: the compilers and -dev packages of Build-Depends are not used in this mode.
+  builddeb_opts=(-d)
 else
   unset PATHPROF_PREBUILT_BIN
   builddeb_opts=()
