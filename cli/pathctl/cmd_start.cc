@@ -86,6 +86,7 @@ int RunStart(Args& args) {
     std::printf("%s\n", w.str().c_str());
   } else {
     std::printf("%s\n", resp.id().c_str());
+    std::fflush(stdout);  // the id first, so `ID=$(pathctl start ...)` and `| head -1` work
     std::fprintf(stderr, "session %s on %d process(es), branch source %s (%s)\n", resp.id().c_str(),
                  resp.pids_size(), BranchSourceName(resp.source()), resp.source_reason().c_str());
   }

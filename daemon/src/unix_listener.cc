@@ -96,7 +96,8 @@ void UnixListener::Loop() {
       return;
     }
     if (fds[1].revents) return;
-    int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    // gRPC expects a non-blocking fd (it polls it; a blocking read would hang its poller).
+    int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) {
       if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
         Log(kLogWarning, "accept on %s: %s", path_.c_str(), std::strerror(errno));

@@ -1,0 +1,204 @@
+// pathprofd end to end: the real daemon binary, the real pathctl binary, a raw gRPC client.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/client_unary_call.h>
+#include <grpcpp/support/sync_stream.h>
+#include <gtest/gtest.h>
+
+#include "daemon_harness.h"
+
+namespace pathprof::daemon::testing {
+namespace {
+
+// The "function" of the first hot path in `pathctl paths --json` output.
+std::string FirstFunction(const std::string& json, const std::string& array_key) {
+  auto at = json.find("\"" + array_key + "\":[");
+  if (at == std::string::npos) return "";
+  auto f = json.find("\"function\":\"", at);
+  if (f == std::string::npos) return "";
+  f += 12;
+  return json.substr(f, json.find('"', f) - f);
+}
+
+class DaemonSession : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(daemon_.Ready()) << daemon_.Log();
+    auto r = daemon_.Ctl("start --pid " + std::to_string(loop_.pid()));
+    ASSERT_EQ(r.rc, 0) << r.out << daemon_.Log();
+    id_ = FirstLine(r.out);
+    // Enough bursts and stack samples for a stable top entry (ptrace bursts at 20/s, stacks 99 Hz).
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+  }
+  Daemon daemon_;
+  HotLoop loop_;
+  std::string id_;
+};
+
+TEST_F(DaemonSession, HotPathTreeAndMethodsNameTheHotLoop) {
+  auto paths = daemon_.Ctl("paths " + id_ + " --top 5 --json");
+  ASSERT_EQ(paths.rc, 0) << paths.out;
+  // hot()'s loop paths are in the top 3. (Which single path ranks first is up to the window
+  // estimator: 3 s of ptrace bursts give ~60 windows, and warm()'s one path can edge out hot()'s
+  // commonest one within the error bounds.)
+  auto top3 = daemon_.Ctl("paths " + id_ + " --top 3 --json");
+  EXPECT_NE(top3.out.find("\"function\":\"hot\""), std::string::npos) << top3.out;
+  EXPECT_NE(paths.out.find("\"estimator\":\"window-estimator\""), std::string::npos);
+
+  auto methods = daemon_.Ctl("methods " + id_ + " --top 3 --json");
+  ASSERT_EQ(methods.rc, 0) << methods.out;
+  EXPECT_EQ(FirstFunction(methods.out, "methods"), "hot") << methods.out;
+
+  auto tree = daemon_.Ctl("tree " + id_ + " --json");
+  ASSERT_EQ(tree.rc, 0) << tree.out;
+  // Both loops are in the tree (the example has no frame pointers, so hot and warm hang under
+  // the libc start frame rather than main).
+  EXPECT_NE(tree.out.find("\"function\":\"hot\""), std::string::npos) << tree.out;
+  EXPECT_NE(tree.out.find("\"function\":\"warm\""), std::string::npos) << tree.out;
+  EXPECT_NE(tree.out.find("\"samples\":"), std::string::npos);
+
+  auto stats = daemon_.Ctl("stats " + id_ + " --json");
+  ASSERT_EQ(stats.rc, 0) << stats.out;
+  EXPECT_NE(stats.out.find("\"pid\":" + std::to_string(loop_.pid())), std::string::npos);
+
+  auto table = daemon_.Ctl("paths " + id_ + " --top 3");
+  ASSERT_EQ(table.rc, 0);
+  EXPECT_NE(table.out.find("hot+0x"), std::string::npos) << table.out;
+}
+
+TEST_F(DaemonSession, ExportPassesGoPprofWithHotFirst) {
+  std::string file = daemon_.dir() + "/profile.pb.gz";
+  auto r = daemon_.Ctl("export " + id_ + " -o " + file + " --paths");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto top = Sh("go tool pprof -top " + file);
+  ASSERT_EQ(top.rc, 0) << top.out;
+  // The first row after the header names the hottest function.
+  auto header = top.out.find("flat%");
+  ASSERT_NE(header, std::string::npos) << top.out;
+  std::string first_row = FirstLine(top.out.substr(top.out.find('\n', header) + 1));
+  EXPECT_NE(first_row.find(" hot"), std::string::npos) << top.out;
+}
+
+TEST_F(DaemonSession, AbsurdSizesAreInvalidArgument) {
+  auto r = daemon_.Ctl("paths " + id_ + " --top 1000000000");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("invalid request: top_k 1000000000 is above the server maximum 1000"),
+            std::string::npos)
+      << r.out;
+  r = daemon_.Ctl("tree " + id_ + " --depth 100000");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("max_depth"), std::string::npos) << r.out;
+  r = daemon_.Ctl("start --pid " + std::to_string(loop_.pid()) + " --hpt-entries 4000000000");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("engine.hpt_entries"), std::string::npos) << r.out;
+  r = daemon_.Ctl("watch " + id_ + " --interval 1");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("min_watch_interval_ms"), std::string::npos) << r.out;
+  r = daemon_.Ctl("paths no-such-session");
+  EXPECT_EQ(r.rc, 6) << r.out;
+  EXPECT_TRUE(daemon_.Alive());
+}
+
+// A raw gRPC client: health and reflection need no generated code (hand-encoded protobuf).
+grpc::ByteBuffer Bytes(const std::string& s) {
+  grpc::Slice slice(s);
+  return grpc::ByteBuffer(&slice, 1);
+}
+std::string Str(const grpc::ByteBuffer& b) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!b.Dump(&slices).ok()) return out;
+  for (const auto& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
+}
+
+TEST(DaemonGrpc, HealthAndReflectionAnswer) {
+  Daemon d;
+  ASSERT_TRUE(d.Ready()) << d.Log();
+  auto channel = grpc::CreateChannel("unix:" + d.socket(), grpc::InsecureChannelCredentials());
+  {
+    std::string service = "pathprof.v1.PathProfiler";
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer resp;
+    auto s = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+        channel.get(),
+        grpc::internal::RpcMethod("/grpc.health.v1.Health/Check",
+                                  grpc::internal::RpcMethod::NORMAL_RPC),
+        &ctx, Bytes(std::string("\x0a") + char(service.size()) + service), &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(Str(resp), std::string("\x08\x01", 2));  // status: SERVING
+  }
+  {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
+        grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+            channel.get(),
+            grpc::internal::RpcMethod(
+                "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                grpc::internal::RpcMethod::BIDI_STREAMING),
+            &ctx));
+    ASSERT_TRUE(stream->Write(Bytes(std::string("\x3a\x00", 2))));  // list_services: ""
+    stream->WritesDone();
+    grpc::ByteBuffer resp;
+    ASSERT_TRUE(stream->Read(&resp));
+    std::string listed = Str(resp);
+    EXPECT_NE(listed.find("pathprof.v1.PathProfiler"), std::string::npos);
+    EXPECT_NE(listed.find("grpc.health.v1.Health"), std::string::npos);
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+}
+
+TEST(DaemonAuth, NonRootUserSeesOnlyItsOwnProcesses) {
+  std::string as = EnsureTestUser();
+  Daemon d("", {"--socket-group", kTestGroup, "--admin-group", "pathprof-test-admins"});
+  ASSERT_TRUE(d.Ready()) << d.Log();
+  HotLoop roots;  // owned by root
+  pid_t mine = Spawn({"/usr/bin/setpriv", std::string("--reuid=") + kTestUser,
+                      std::string("--regid=") + kTestGroup, "--clear-groups",
+                      kBin + "/example_hotloop", "0"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  auto denied = d.Ctl("start --pid " + std::to_string(roots.pid()), as);
+  EXPECT_EQ(denied.rc, 5) << denied.out << d.Log();
+  EXPECT_NE(denied.out.find("permission denied: pid " + std::to_string(roots.pid()) +
+                            " belongs to uid 0"),
+            std::string::npos)
+      << denied.out;
+
+  auto allowed = d.Ctl("start --pid " + std::to_string(mine) + " --stack-hz 0", as);
+  EXPECT_EQ(allowed.rc, 0) << allowed.out << d.Log();
+
+  auto ps = d.Ctl("ps --json", as);
+  EXPECT_EQ(ps.rc, 0) << ps.out;
+  EXPECT_NE(ps.out.find("\"pid\":" + std::to_string(mine) + ","), std::string::npos) << ps.out;
+  EXPECT_EQ(ps.out.find("\"pid\":" + std::to_string(roots.pid()) + ","), std::string::npos);
+
+  // Root's session is invisible and inaccessible to the user.
+  auto root_session = d.Ctl("start --pid " + std::to_string(roots.pid()) + " --stack-hz 0");
+  ASSERT_EQ(root_session.rc, 0) << root_session.out;
+  std::string rid = FirstLine(root_session.out);
+  auto peek = d.Ctl("paths " + rid, as);
+  EXPECT_EQ(peek.rc, 5) << peek.out;
+  EXPECT_NE(peek.out.find("belongs to uid 0"), std::string::npos) << peek.out;
+  auto list = d.Ctl("sessions", as);
+  EXPECT_EQ(list.out.find(rid), std::string::npos) << list.out;
+  // Root sees both.
+  auto all = d.Ctl("sessions");
+  EXPECT_NE(all.out.find(rid), std::string::npos);
+  EXPECT_NE(all.out.find(FirstLine(allowed.out)), std::string::npos);
+
+  kill(mine, SIGKILL);
+  waitpid(mine, nullptr, 0);
+}
+
+TEST(DaemonClient, HelpfulErrorWhenDaemonIsNotRunning) {
+  auto r = Sh(kBin + "/pathctl sessions --socket /tmp/pathprof-no-such-dir/x.sock --timeout 2");
+  EXPECT_EQ(r.rc, 4) << r.out;
+  EXPECT_NE(r.out.find("daemon not running at /tmp/pathprof-no-such-dir/x.sock (start it with: "
+                       "systemctl start pathprofd)"),
+            std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace pathprof::daemon::testing
