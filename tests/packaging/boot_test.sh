@@ -109,8 +109,11 @@ mkdir -p "$root" "$cache/archives/partial"
 tar -C "$root" -xf "$tarball"
 pass "clean $suite root unpacked"
 
+# nspawn's own bounding set and seccomp filter leave out CAP_BPF, CAP_PERFMON, bpf(2) and
+# perf_event_open(2); the container must have them for the unit's grants to mean anything.
 nspawn_common=(-q -D "$root" --register=no --keep-unit
-  --capability=CAP_BPF,CAP_PERFMON,CAP_SYS_PTRACE,CAP_DAC_READ_SEARCH)
+  --capability=CAP_BPF,CAP_PERFMON,CAP_SYS_PTRACE,CAP_DAC_READ_SEARCH
+  --system-call-filter="bpf perf_event_open")
 
 # 3. Install, as an administrator would: apt resolves the package's dependencies.
 mkdir -p "$root/var/tmp/pkg"
@@ -225,6 +228,18 @@ if [ $? -eq 0 ] && grep -q '"daemon"' <<<"$pathctl_out"; then
     pass "the daemon can ptrace (CAP_SYS_PTRACE and the syscall filter work)"
   else
     fail "the daemon reports ptrace bursts unavailable"
+  fi
+  # The same probe as root outside the unit tells what the host and container allow; whatever
+  # root can do here, the unit's capabilities and filter must let the daemon do too.
+  local_out="$(ct timeout 20 pathctl caps --json 2>&1)"
+  if grep -Eq '"ebpf_stacks": *\{ *"available": *true' <<<"$local_out"; then
+    if grep -Eq '"ebpf_stacks": *\{ *"available": *true' <<<"$pathctl_out"; then
+      pass "the daemon can load and attach eBPF (CAP_BPF, CAP_PERFMON, bpf in the filter)"
+    else
+      fail "root in the container can use eBPF but the daemon cannot"
+    fi
+  else
+    log "eBPF unavailable even to root in this container; not checked: $local_out"
   fi
 else
   fail "pathctl caps --json --socket $sock: $pathctl_out"
