@@ -54,6 +54,7 @@ cleanup() {
   [ -d "$root" ] && rm -rf --one-file-system "$root"
 }
 trap cleanup EXIT
+trap 'log "interrupted"; exit 1' TERM INT HUP
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, systemd-nspawn)"
 for b in pathprofd pathctl; do
