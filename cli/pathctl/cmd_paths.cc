@@ -27,7 +27,7 @@ int RunPaths(Args& args) {
   v1::GetHotPathsRequest req;
   req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20)));
   req.set_with_blocks(args.Has("blocks"));
-  v1::Metric metric;
+  v1::Metric metric = v1::METRIC_COUNT;
   auto problems = args.Problems();
   if (!ParseMetric(args.Get("metric", "count"), &metric))
     problems.push_back("--metric is count, instructions, cycles or mispredictions");

@@ -56,11 +56,11 @@ int RunStart(Args& args) {
     ++targets;
   }
   if (targets != 1) problems.push_back("give exactly one of --pid, --name, --cgroup");
-  v1::BranchSource src;
+  v1::BranchSource src = v1::BRANCH_SOURCE_UNSPECIFIED;
   if (!ParseSource(args.Get("source", "auto"), &src))
     problems.push_back("--source is auto, none, ptrace, lbr or pt");
   req.set_source(src);
-  v1::PathKind kind;
+  v1::PathKind kind = v1::PATH_KIND_UNSPECIFIED;
   if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
     problems.push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
   req.mutable_engine()->set_path_kind(kind);

@@ -124,9 +124,12 @@ grpc::Status ProfilerService::Run(const char* method, grpc::ServerContext* conte
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Denials are worth a line each (an audit trail); rate-limit refusals come in floods, so only
+  // at debug level (they are counted in /metrics).
   if (!s.ok() && s.error_code() != StatusCode::CANCELLED)
-    Log(kLogInfo, "%s from %s: %d %s", method, context->peer().c_str(),
-        static_cast<int>(s.error_code()), s.error_message().c_str());
+    Log(s.error_code() == StatusCode::RESOURCE_EXHAUSTED ? kLogDebug : kLogInfo,
+        "%s from %s: %d %s", method, context->peer().c_str(), static_cast<int>(s.error_code()),
+        s.error_message().c_str());
   std::lock_guard<std::mutex> lock(mu_);
   RpcMetrics& m = metrics_[method];
   ++m.by_code[static_cast<int>(s.error_code())];
