@@ -1,12 +1,14 @@
 # pathprof: thin wrapper over CMake + Ninja. `make` builds, `make test` installs what is missing
-# and runs every test under ASan+UBSan, `make demo` shows it working, `make bench` measures.
+# and runs every test under ASan+UBSan, `make demo` shows it working, `make bench` measures,
+# `make deb` builds the Debian package (and runs lintian on it).
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+DEB_BUILD  ?= build-deb
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 export CCACHE_DIR ?= $(CURDIR)/.cache/ccache
 
-.PHONY: all deps configure test test-release bench demo format clean
+.PHONY: all deps configure test test-release bench demo deb format clean
 
 all: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -35,8 +37,13 @@ bench: all
 demo: all
 	scripts/demo.sh $(BUILD)
 
+# A release build of its own in $(DEB_BUILD)/stage (incremental on reruns); the .deb and
+# lintian.txt land in $(DEB_BUILD). See docs/operations.md.
+deb: deps
+	packaging/build-deb.sh $(DEB_BUILD)
+
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(DEB_BUILD)
