@@ -254,5 +254,47 @@ TEST(PtSource, ATruncatedAuxRecordSplitsTheTraceWithAGap) {
   EXPECT_EQ((*source)->counters().drops.at("pt_aux_truncated"), 1u);
 }
 
+TEST(PtSource, ChunkedPollsDecodeFromPsbToPsbWithoutErrors) {
+  SKIP_WITHOUT_TRACE();
+  const Fixture& f = Get();
+  const std::vector<uint8_t>& bytes = f.trace.bytes;
+  const std::vector<BranchEvent> want = Flatten(DecodeDirectly(bytes));
+  testing::FakePerfMmap mmap(64 * 1024, AuxSizeFor(bytes.size()));
+  std::vector<BranchBatch> got;
+  PtSourceOptions options;
+  options.seed_from_proc_maps = false;
+  options.decode_chunk_bytes = 2048;  // the trace has a PSB every 4 KiB
+  auto source = PtSource::OverRing(&mmap.ring(), SidebandAttr(), options,
+                                   [&](const BranchBatch& b) { got.push_back(b); });
+  ASSERT_TRUE(source.ok());
+  WriteSideband(mmap, f);
+  const size_t parts = 8, step = (bytes.size() + parts - 1) / parts;
+  size_t polls_with_output = 0;
+  for (size_t at = 0; at < bytes.size(); at += step) {
+    const size_t n = std::min(step, bytes.size() - at);
+    mmap.WriteAux(std::span(bytes).subspan(at, n));
+    WriteAuxRecord(mmap, at, n, 0);
+    const size_t before = got.size();
+    (*source)->Poll();
+    polls_with_output += got.size() > before;
+  }
+  (*source)->Flush();
+  EXPECT_GE(polls_with_output, 2u)
+      << "pieces are decoded as the trace arrives; bytes " << bytes.size();
+  const LiveSourceCounters c = (*source)->counters();
+  EXPECT_TRUE(c.decode_errors.empty()) << "every piece starts at a PSB";
+  // A piece boundary can only lose the branch that ended the piece's last block (at most one
+  // per boundary, counted as pt_unresolved_branch); everything else is as one decode gives.
+  const std::vector<BranchEvent> events = Flatten(got);
+  ASSERT_LE(events.size(), want.size());
+  EXPECT_GE(events.size() + parts, want.size());
+  const size_t lost = want.size() - events.size();
+  EXPECT_LE(lost, c.drops.contains("pt_unresolved_branch") ? c.drops.at("pt_unresolved_branch") : 0)
+      << "every event a boundary cost is counted";
+  ASSERT_FALSE(got.empty());
+  for (size_t i = 0; i < got[0].events.size(); ++i)
+    EXPECT_TRUE(events[i].from == want[i].from && events[i].to == want[i].to) << i;
+}
+
 }  // namespace
 }  // namespace pathprof::collectors
