@@ -312,6 +312,18 @@ int RunRun(Args& args) {
   if (pid_arg != 0 && !args.rest().empty()) problems.push_back("give either --pid or a command");
   if (!problems.empty()) return UsageError("run", problems);
 
+  // A branch source the host cannot give fails here, with the probe's reason, before any
+  // command is started for nothing.
+  const pathprof::collectors::HostCapabilities caps = pathprof::collectors::ProbeHostCapabilities();
+  {
+    std::string reason;
+    auto source = pl::ChooseBranchSource(config.source, caps, &reason);
+    if (!source.ok()) {
+      std::fprintf(stderr, "pathctl run: %s\n", source.status().ToString().c_str());
+      return kExitError;
+    }
+  }
+
   pid_t child = -1;
   if (pid_arg != 0) {
     config.pids = {static_cast<uint32_t>(pid_arg)};
@@ -325,7 +337,6 @@ int RunRun(Args& args) {
     config.pids = {static_cast<uint32_t>(child)};
   }
 
-  const pathprof::collectors::HostCapabilities caps = pathprof::collectors::ProbeHostCapabilities();
   auto session = pl::Session::Start("run", config, caps, nullptr);
   if (!session.ok()) {
     std::fprintf(stderr, "pathctl run: cannot profile pid %u: %s\n", config.pids[0],

@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "pathprof/collectors/ebpf_stack_sampler.h"
+#include "pathprof/collectors/lbr_source.h"
+#include "pathprof/collectors/pt_source.h"
 #include "pathprof/collectors/ptrace_bursts.h"
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/profiles/pprof_export.h"
@@ -112,6 +114,12 @@ struct Session::Impl {
   std::map<uint32_t, std::unique_ptr<collectors::PtraceBurstCollector>> bursts;
   std::map<uint32_t, collectors::PtraceBurstStats> burst_seen;  // for drop deltas
   collectors::EbpfSamplerStats sampler_seen;
+  // The live perf sources (one kind per session), polled by `live`.
+  std::map<uint32_t, std::unique_ptr<collectors::LbrSource>> lbr;
+  std::map<uint32_t, std::unique_ptr<collectors::PtSource>> pt;
+  std::map<uint32_t, collectors::LiveSourceCounters> live_seen;  // for drop deltas
+  std::thread live;
+  std::atomic<bool> live_stop{false};
 
   std::thread control;
   std::atomic<bool> stop_requested{false};
@@ -154,6 +162,64 @@ struct Session::Impl {
                                               st.aborted_decode - seen.aborted_decode);
       seen = st;
     }
+    for (auto& [pid, source] : lbr) AccountLive(pid, source->counters());
+    for (auto& [pid, source] : pt) AccountLive(pid, source->counters());
+  }
+
+  void AccountLive(uint32_t pid, const collectors::LiveSourceCounters& now) {
+    ProfileStore* store = Lookup(pid);
+    if (store == nullptr) return;
+    collectors::LiveSourceCounters& seen = live_seen[pid];
+    for (const auto& [reason, n] : now.drops)
+      if (n > seen.drops[reason]) store->accounting().drops.Add(reason, n - seen.drops[reason]);
+    for (const auto& [reason, n] : now.decode_errors)
+      if (n > seen.decode_errors[reason])
+        store->accounting().decode_errors.Add(reason, n - seen.decode_errors[reason]);
+    seen = now;
+  }
+
+  // Opens the LBR or PT event on every target. All or nothing: a target that cannot be traced
+  // fails the lot, naming it.
+  Status StartLiveSources(collectors::BranchSource source) {
+    auto sink = [this](const BranchBatch& b) { ingestor->OfferBranches(b); };
+    for (uint32_t pid : config.pids) {
+      Status st;
+      if (source == collectors::BranchSource::kLbr) {
+        collectors::LbrSourceOptions o;
+        o.pid = static_cast<pid_t>(pid);
+        o.sample_period = config.sampling.lbr_period;
+        auto started = collectors::LbrSource::Start(o, sink);
+        if (started.ok()) lbr.emplace(pid, std::move(*started));
+        st = started.status();
+      } else {
+        collectors::PtSourceOptions o;
+        o.pid = static_cast<pid_t>(pid);
+        auto started = collectors::PtSource::Start(o, sink);
+        if (started.ok()) pt.emplace(pid, std::move(*started));
+        st = started.status();
+      }
+      if (!st.ok()) {
+        lbr.clear();
+        pt.clear();
+        return Status(st.code(), std::string(collectors::BranchSourceName(source)) +
+                                     " could not start on pid " + std::to_string(pid) + ": " +
+                                     st.message());
+      }
+    }
+    return Status::Ok();
+  }
+
+  void PollLive() {
+    for (auto& [pid, source] : lbr) source->Poll();
+    for (auto& [pid, source] : pt) source->Poll();
+  }
+
+  // Drains the rings often enough that a busy target does not overrun them between polls.
+  void LiveLoop() {
+    while (!live_stop.load()) {
+      PollLive();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
 
   void DrainSampler() {
@@ -166,9 +232,15 @@ struct Session::Impl {
   void TearDown(SessionState final_state) {
     std::map<uint32_t, collectors::PtraceBurstStats> final;
     for (auto& [pid, collector] : bursts) final[pid] = collector->Stop();
+    live_stop.store(true);
+    if (live.joinable()) live.join();
+    for (auto& [pid, source] : lbr) source->Poll();
+    for (auto& [pid, source] : pt) source->Flush();
     DrainSampler();
     AccountCollectors(&final);
     sampler.reset();
+    lbr.clear();
+    pt.clear();
     ingestor->Flush();
     ingestor->Close();
     std::lock_guard<std::mutex> lock(mu);
@@ -224,6 +296,10 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
                                                 const collectors::HostCapabilities& caps,
                                                 std::shared_ptr<SymbolService> symbols) {
   PATHPROF_RETURN_IF_ERROR(config.Validate());
+  // What the host cannot do is said before anything about the targets.
+  std::string reason;
+  auto chosen = ChooseBranchSource(config.source, caps, &reason);
+  if (!chosen.ok()) return chosen.status();
   for (uint32_t pid : config.pids) {
     if (!ProcessAlive(pid))
       return Status(ErrorCode::kNotFound, "process " + std::to_string(pid) +
@@ -241,22 +317,20 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
   s->info.config = config;
   s->info.started_unix_ms = NowUnixMs();
 
-  std::string reason;
-  auto chosen = ChooseBranchSource(config.source, caps, &reason);
-  if (!chosen.ok()) return chosen.status();
   collectors::BranchSource source = *chosen;
   if (source == collectors::BranchSource::kLbr || source == collectors::BranchSource::kIntelPt) {
-    // The live LBR/PT feeds exist as collectors (PerfEventSource) and decoders, but the pipeline
-    // does not drive them yet; say so instead of pretending.
-    const std::string why = std::string(collectors::BranchSourceName(source)) +
-                            " is available but the pipeline does not drive it yet";
-    if (config.source != SourceChoice::kAuto) return Status(ErrorCode::kUnsupported, why);
-    if (caps.ptrace.available) {
-      source = collectors::BranchSource::kPtraceBursts;
-      reason = "ptrace: auto (" + why + ")";
-    } else {
-      source = collectors::BranchSource::kNone;
-      reason = "none: auto (" + why + "; ptrace unavailable: " + caps.ptrace.detail + ")";
+    // The sinks reach the ingestor only once the live thread polls, after it exists.
+    const Status st = s->StartLiveSources(source);
+    if (!st.ok()) {
+      if (config.source != SourceChoice::kAuto) return st;
+      if (caps.ptrace.available) {
+        source = collectors::BranchSource::kPtraceBursts;
+        reason = "ptrace: auto (" + st.message() + ")";
+      } else {
+        source = collectors::BranchSource::kNone;
+        reason =
+            "none: auto (" + st.message() + "; ptrace unavailable: " + caps.ptrace.detail + ")";
+      }
     }
   }
   const bool windowed =
@@ -317,11 +391,12 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
   }
   s->info.source = source;
   s->info.source_reason = reason;
-  if (!s->sampler && s->bursts.empty()) {
+  if (!s->sampler && s->bursts.empty() && s->lbr.empty() && s->pt.empty()) {
     s->ingestor->Close();
     return Status(ErrorCode::kUnavailable,
                   "nothing to collect: " + s->info.stacks_reason + "; branches: " + reason);
   }
+  if (!s->lbr.empty() || !s->pt.empty()) s->live = std::thread([s] { s->LiveLoop(); });
   s->control = std::thread([s] { s->ControlLoop(); });
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }

@@ -79,4 +79,31 @@ TEST_F(RunTest, BadUsageAndMissingCommandsAreClearErrors) {
   EXPECT_EQ(missing.rc, 1);
 }
 
+// Not a RunTest: it needs neither eBPF nor ptrace, only a host without the PMU.
+TEST(RunSourceTest, LbrAndPtWithoutAPmuFailWithTheProbesReason) {
+  const auto caps = pathprof::collectors::ProbeHostCapabilities();
+  int checked = 0;
+  for (const auto& [name, cap] :
+       {std::pair<std::string, pathprof::collectors::SourceCapability>{"lbr", caps.lbr},
+        {"pt", caps.intel_pt}}) {
+    if (cap.available) continue;
+    ++checked;
+    const std::string cmd =
+        std::string(PATHPROF_BIN_DIR) + "/pathctl run --source " + name + " -- true 2>&1";
+    CmdResult r;
+    FILE* f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+    const int status = pclose(f);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    EXPECT_NE(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find(cap.detail), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("cannot profile pid"), std::string::npos)
+        << "the host's limit comes before any target: " << r.out;
+  }
+  if (checked == 0) GTEST_SKIP() << "this host has both LBR and PT";
+}
+
 }  // namespace
