@@ -18,7 +18,18 @@ class PcctChildTable {
  public:
   static constexpr uint32_t kNone = UINT32_MAX;
 
-  static uint64_t Hash(uint32_t parent, uint64_t function, uint64_t call_site);
+  // Inline: it runs once per new frame of every sample.
+  static uint64_t Hash(uint32_t parent, uint64_t function, uint64_t call_site) {
+    // Odd multipliers spread the three fields, then a splitmix64 finalizer mixes the high bits
+    // (the tag) with the low ones.
+    uint64_t x = function * 0x9e3779b97f4a7c15ULL ^ call_site * 0xc2b2ae3d27d4eb4fULL ^
+                 static_cast<uint64_t>(parent) * 0x165667b19e3779f9ULL;
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
 
   // The id whose key equals the probed one (is_key(id) == true), or kNone.
   template <typename IsKey>
