@@ -259,14 +259,6 @@ std::vector<PcctNode> Pcct::TopBySelf(size_t k) const {
   return out;
 }
 
-void Pcct::MarkEdgeChanged(PcctNodeId id) {
-  edge_changes_.push_back(id);
-  edge_change_pos_[id] = static_cast<uint32_t>(edge_changes_.size());
-  // Bounds the log's memory by the tree's size; replaying it costs O(1) per entry, so the
-  // amortized cost per change stays O(1).
-  if (edge_changes_.size() >= 4 * nodes_.size() + 4096) FlushEdgeIndexLocked();
-}
-
 void Pcct::FlushEdgeIndexLocked() const {
   for (size_t i = 0; i < edge_changes_.size(); ++i) {
     const PcctNodeId id = edge_changes_[i];
@@ -275,6 +267,9 @@ void Pcct::FlushEdgeIndexLocked() const {
     by_edge_.Set(id, nodes_[id].edge);
   }
   edge_changes_.clear();
+  // Bounds the log's memory by the tree's size; replaying it costs O(1) per entry, so the
+  // amortized cost per change stays O(1).
+  edge_flush_at_ = 4 * nodes_.size() + 4096;
 }
 
 std::vector<PcctNode> Pcct::TopByEdge(size_t k) const {

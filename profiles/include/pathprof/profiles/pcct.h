@@ -181,7 +181,12 @@ class Pcct {
   ThreadState& ThreadFor(uint32_t tid);
   void RebuildIndexesLocked();
   void PurgeLocked();
-  void MarkEdgeChanged(PcctNodeId id);
+  // Inline: it runs once per new frame of every sample.
+  void MarkEdgeChanged(PcctNodeId id) {
+    edge_changes_.push_back(id);
+    edge_change_pos_[id] = static_cast<uint32_t>(edge_changes_.size());
+    if (edge_changes_.size() >= edge_flush_at_) FlushEdgeIndexLocked();
+  }
   void FlushEdgeIndexLocked() const;
 
   const uint32_t pid_;
@@ -203,6 +208,7 @@ class Pcct {
   mutable std::vector<PcctNodeId> edge_changes_;  // ids, in the order their edge weight changed
   // Per node slot: 1 + the position of the node's latest entry in edge_changes_, 0 if none.
   mutable std::vector<uint32_t> edge_change_pos_;
+  mutable size_t edge_flush_at_ = 4096;  // log length that triggers a replay
   PcctStats stats_;
 };
 
