@@ -259,6 +259,14 @@ std::vector<PcctNode> Pcct::TopBySelf(size_t k) const {
   return out;
 }
 
+// Out of line on purpose: inlined into Add it made the unchanged-stack case ~30% slower (same
+// instruction count, code layout), for a ~10% gain on all-new samples.
+void Pcct::MarkEdgeChanged(PcctNodeId id) {
+  edge_changes_.push_back(id);
+  edge_change_pos_[id] = static_cast<uint32_t>(edge_changes_.size());
+  if (edge_changes_.size() >= edge_flush_at_) FlushEdgeIndexLocked();
+}
+
 void Pcct::FlushEdgeIndexLocked() const {
   for (size_t i = 0; i < edge_changes_.size(); ++i) {
     const PcctNodeId id = edge_changes_[i];

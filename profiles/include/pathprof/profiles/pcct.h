@@ -181,12 +181,7 @@ class Pcct {
   ThreadState& ThreadFor(uint32_t tid);
   void RebuildIndexesLocked();
   void PurgeLocked();
-  // Inline: it runs once per new frame of every sample.
-  void MarkEdgeChanged(PcctNodeId id) {
-    edge_changes_.push_back(id);
-    edge_change_pos_[id] = static_cast<uint32_t>(edge_changes_.size());
-    if (edge_changes_.size() >= edge_flush_at_) FlushEdgeIndexLocked();
-  }
+  void MarkEdgeChanged(PcctNodeId id);
   void FlushEdgeIndexLocked() const;
 
   const uint32_t pid_;
