@@ -8,35 +8,25 @@
 namespace pathprof::profiles {
 namespace {
 
-uint64_t Mix(uint64_t x) {
-  // splitmix64 finalizer: spreads nearby addresses over the hash table.
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 uint64_t Scale(uint64_t v, uint64_t num, uint64_t den) {
   return static_cast<uint64_t>(static_cast<unsigned __int128>(v) * num / den);
 }
 
 }  // namespace
 
-size_t Pcct::ChildKeyHash::operator()(const ChildKey& k) const {
-  return Mix(k.function ^ Mix(k.call_site ^ (static_cast<uint64_t>(k.parent) << 1)));
-}
+static_assert(PcctChildTable::kNone == kPcctNoNode);
 
 Pcct::Pcct(uint32_t pid, PcctOptions options) : pid_(pid), options_(options) {
   options_.max_walk = std::max<uint32_t>(options_.max_walk, 1);
   options_.max_nodes = std::max<uint32_t>(options_.max_nodes, 4 * options_.max_walk + 2);
   options_.max_threads = std::max<uint32_t>(options_.max_threads, 1);
   nodes_.resize(2);
+  edge_change_pos_.resize(2, 0);
   for (NodeRec& r : nodes_) r.live = 1;
   nodes_[kTruncatedRoot].truncated_tree = 1;
 }
 
-PcctNodeId Pcct::NewNode(PcctNodeId parent, const StackFrame& frame) {
+PcctNodeId Pcct::NewNode(PcctNodeId parent, const StackFrame& frame, uint64_t hash) {
   PcctNodeId id;
   if (!free_.empty()) {
     id = free_.back();
@@ -44,6 +34,7 @@ PcctNodeId Pcct::NewNode(PcctNodeId parent, const StackFrame& frame) {
   } else {
     id = static_cast<PcctNodeId>(nodes_.size());
     nodes_.emplace_back();
+    edge_change_pos_.push_back(0);
   }
   NodeRec& n = nodes_[id];
   NodeRec& p = nodes_[parent];
@@ -58,17 +49,25 @@ PcctNodeId Pcct::NewNode(PcctNodeId parent, const StackFrame& frame) {
   n.next_sibling = p.first_child;
   if (p.first_child != kPcctNoNode) nodes_[p.first_child].prev_sibling = id;
   p.first_child = id;
-  child_of_.emplace(ChildKey{parent, frame.function, frame.call_site}, id);
+  children_.Insert(hash, id);
   ++live_;
   ++stats_.nodes_created;
   return id;
 }
 
+PcctNodeId Pcct::FindChildLocked(PcctNodeId parent, const StackFrame& frame, uint64_t hash) const {
+  return children_.Find(hash, [&](uint32_t id) {
+    const NodeRec& n = nodes_[id];
+    return n.parent == parent && n.frame == frame;
+  });
+}
+
 PcctNodeId Pcct::FindOrCreateChild(PcctNodeId parent, const StackFrame& frame, bool* created) {
-  auto it = child_of_.find(ChildKey{parent, frame.function, frame.call_site});
-  if (it != child_of_.end()) return it->second;
+  const uint64_t hash = PcctChildTable::Hash(parent, frame.function, frame.call_site);
+  const PcctNodeId id = FindChildLocked(parent, frame, hash);
+  if (id != kPcctNoNode) return id;
   *created = true;
-  return NewNode(parent, frame);
+  return NewNode(parent, frame, hash);
 }
 
 void Pcct::FreeNode(PcctNodeId id) {
@@ -80,9 +79,10 @@ void Pcct::FreeNode(PcctNodeId id) {
     p.first_child = n.next_sibling;
   }
   if (n.next_sibling != kPcctNoNode) nodes_[n.next_sibling].prev_sibling = n.prev_sibling;
-  child_of_.erase(ChildKey{n.parent, n.frame.function, n.frame.call_site});
+  children_.Erase(PcctChildTable::Hash(n.parent, n.frame.function, n.frame.call_site), id);
   by_self_.Erase(id);
   by_edge_.Erase(id);
+  edge_change_pos_[id] = 0;  // its pending change, if any, is void
   n.live = 0;
   ++n.stamp;
   free_.push_back(id);
@@ -210,12 +210,14 @@ Status Pcct::Add(const StackSample& s) {
   bool created = false;
   for (size_t i = start; i < n; ++i) {
     const StackFrame& fr = frame_at(i);
-    const PcctNodeId id = created ? NewNode(parent, fr) : FindOrCreateChild(parent, fr, &created);
+    const PcctNodeId id =
+        created ? NewNode(parent, fr, PcctChildTable::Hash(parent, fr.function, fr.call_site))
+                : FindOrCreateChild(parent, fr, &created);
     NodeRec& nd = nodes_[id];
     nd.total += w;
     if (i >= p) {
       nd.edge += w;
-      by_edge_.Set(id, nd.edge);
+      MarkEdgeChanged(id);
       ++stats_.new_frames;
     } else {
       ++stats_.old_frames;
@@ -257,8 +259,30 @@ std::vector<PcctNode> Pcct::TopBySelf(size_t k) const {
   return out;
 }
 
+// Out of line on purpose: inlined into Add it made the unchanged-stack case ~30% slower (same
+// instruction count, code layout), for a ~10% gain on all-new samples.
+void Pcct::MarkEdgeChanged(PcctNodeId id) {
+  edge_changes_.push_back(id);
+  edge_change_pos_[id] = static_cast<uint32_t>(edge_changes_.size());
+  if (edge_changes_.size() >= edge_flush_at_) FlushEdgeIndexLocked();
+}
+
+void Pcct::FlushEdgeIndexLocked() const {
+  for (size_t i = 0; i < edge_changes_.size(); ++i) {
+    const PcctNodeId id = edge_changes_[i];
+    if (edge_change_pos_[id] != i + 1) continue;  // a later entry, or a freed node
+    edge_change_pos_[id] = 0;
+    by_edge_.Set(id, nodes_[id].edge);
+  }
+  edge_changes_.clear();
+  // Bounds the log's memory by the tree's size; replaying it costs O(1) per entry, so the
+  // amortized cost per change stays O(1).
+  edge_flush_at_ = 4 * nodes_.size() + 4096;
+}
+
 std::vector<PcctNode> Pcct::TopByEdge(size_t k) const {
   std::lock_guard<std::mutex> lock(mu_);
+  FlushEdgeIndexLocked();
   std::vector<PcctNode> out;
   for (const auto& [id, w] : by_edge_.Top(k)) out.push_back(ViewLocked(id));
   return out;
@@ -311,9 +335,8 @@ std::optional<PcctNode> Pcct::Find(const std::vector<StackFrame>& path, PcctNode
   if (root != kRoot && root != kTruncatedRoot) return std::nullopt;
   PcctNodeId id = root;
   for (const StackFrame& f : path) {
-    auto it = child_of_.find(ChildKey{id, f.function, f.call_site});
-    if (it == child_of_.end()) return std::nullopt;
-    id = it->second;
+    id = FindChildLocked(id, f, PcctChildTable::Hash(id, f.function, f.call_site));
+    if (id == kPcctNoNode) return std::nullopt;
   }
   return ViewLocked(id);
 }
@@ -371,6 +394,8 @@ PcctStats Pcct::stats() const {
 void Pcct::RebuildIndexesLocked() {
   by_self_.Clear();
   by_edge_.Clear();
+  edge_changes_.clear();
+  std::fill(edge_change_pos_.begin(), edge_change_pos_.end(), 0);
   for (PcctNodeId id = 2; id < nodes_.size(); ++id) {
     if (!nodes_[id].live) continue;
     by_self_.Set(id, nodes_[id].self);
@@ -398,9 +423,11 @@ void Pcct::PurgeLocked() {
     r.first_child = kPcctNoNode;
     r.self = r.total = r.edge = 0;
   }
-  child_of_.clear();
+  children_.Clear();
   by_self_.Clear();
   by_edge_.Clear();
+  edge_changes_.clear();
+  std::fill(edge_change_pos_.begin(), edge_change_pos_.end(), 0);
   live_ = 0;
   samples_since_purge_ = 0;
   ++stats_.purges;

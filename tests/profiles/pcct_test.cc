@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <random>
 #include <thread>
 
 namespace pathprof::profiles {
@@ -331,6 +332,36 @@ TEST(Pcct, ReadableWhileWritten) {
   EXPECT_EQ(t.stats().samples, 2000u);
   EXPECT_EQ(t.Find({kM})->total, 2000u);
   EXPECT_GT(reads, 0u);
+}
+
+// The edge index is updated lazily; querying after every sample (eager) and only at the end must
+// give the same ranking, ties included (most recently incremented first), also across evictions.
+TEST(Pcct, EdgeRankingDoesNotDependOnWhenItIsQueried) {
+  PcctOptions o;
+  o.max_walk = 8;
+  o.max_nodes = 64;
+  Pcct eager(42, o), lazy(42, o);
+  std::mt19937 rng(11);
+  std::vector<std::vector<StackFrame>> stacks(3, std::vector<StackFrame>{kM});
+  for (int i = 0; i < 3000; ++i) {
+    auto& st = stacks[rng() % 3];
+    const size_t keep = 1 + rng() % st.size();
+    st.resize(keep);
+    while (st.size() < 1 + rng() % 6) st.push_back({0x100 + rng() % 3, 0x10 + rng() % 2});
+    const uint32_t tid = static_cast<uint32_t>(&st - stacks.data()) + 1;
+    ASSERT_TRUE(eager.Add(Sample(st, tid)).ok());
+    ASSERT_TRUE(lazy.Add(Sample(st, tid)).ok());
+    (void)eager.TopByEdge(1);
+  }
+  EXPECT_GT(lazy.stats().nodes_evicted, 0u);
+  auto a = eager.TopByEdge(1000);
+  auto b = lazy.TopByEdge(1000);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GT(a.size(), 10u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].id, b[i].id) << "rank " << i;
+    EXPECT_EQ(a[i].edge, b[i].edge) << "rank " << i;
+  }
 }
 
 }  // namespace

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "pathprof/core/status.h"
+#include "pathprof/profiles/pcct_child_table.h"
 #include "pathprof/profiles/pcct_weight_index.h"
 
 namespace pathprof::profiles {
@@ -163,15 +164,6 @@ class Pcct {
   };
   static_assert(sizeof(NodeRec) == 64);
 
-  struct ChildKey {
-    PcctNodeId parent;
-    uint64_t function;
-    uint64_t call_site;
-    bool operator==(const ChildKey&) const = default;
-  };
-  struct ChildKeyHash {
-    size_t operator()(const ChildKey& k) const;
-  };
   struct ThreadState {
     std::vector<StackFrame> frames;  // previous sample, root-side first
     std::vector<PcctNodeId> nodes;   // its node per frame, kPcctNoNode where not placed
@@ -181,13 +173,16 @@ class Pcct {
   };
 
   PcctNode ViewLocked(PcctNodeId id) const;
+  PcctNodeId FindChildLocked(PcctNodeId parent, const StackFrame& frame, uint64_t hash) const;
   PcctNodeId FindOrCreateChild(PcctNodeId parent, const StackFrame& frame, bool* created);
-  PcctNodeId NewNode(PcctNodeId parent, const StackFrame& frame);
+  PcctNodeId NewNode(PcctNodeId parent, const StackFrame& frame, uint64_t hash);
   void FreeNode(PcctNodeId id);
   void EvictForLocked(size_t needed);
   ThreadState& ThreadFor(uint32_t tid);
   void RebuildIndexesLocked();
   void PurgeLocked();
+  void MarkEdgeChanged(PcctNodeId id);
+  void FlushEdgeIndexLocked() const;
 
   const uint32_t pid_;
   PcctOptions options_;
@@ -195,12 +190,20 @@ class Pcct {
   std::vector<NodeRec> nodes_;
   std::vector<PcctNodeId> free_;
   size_t live_ = 0;  // roots excluded
-  std::unordered_map<ChildKey, PcctNodeId, ChildKeyHash> child_of_;
+  PcctChildTable children_;
   std::unordered_map<uint32_t, ThreadState> threads_;
   uint64_t clock_ = 0;
   uint64_t samples_since_purge_ = 0;
   WeightIndex by_self_;
-  WeightIndex by_edge_;
+  // The edge index is brought up to date lazily (before a query, or when the change log grows
+  // past a bound): an all-new 64-frame sample changes 64 edge weights, and re-filing each of them
+  // every sample cost more than the rest of the update. Replaying only each node's latest change,
+  // in change order, leaves the index exactly as eager updates would (same ties order).
+  mutable WeightIndex by_edge_;
+  mutable std::vector<PcctNodeId> edge_changes_;  // ids, in the order their edge weight changed
+  // Per node slot: 1 + the position of the node's latest entry in edge_changes_, 0 if none.
+  mutable std::vector<uint32_t> edge_change_pos_;
+  mutable size_t edge_flush_at_ = 4096;  // log length that triggers a replay
   PcctStats stats_;
 };
 
