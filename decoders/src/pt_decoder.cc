@@ -1,5 +1,6 @@
 #include "pathprof/decoders/pt_decoder.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -43,6 +44,8 @@ Result<std::unique_ptr<PtBranchDecoder>> PtBranchDecoder::Create(std::span<const
   d->batch_.pid = pid;
   d->batch_.tid = tid;
   d->batch_.gap_before = true;
+  d->options_.batch_events = std::max<size_t>(1, d->options_.batch_events);
+  d->Grow();
   return d;
 }
 
@@ -178,16 +181,17 @@ int PtBranchDecoder::DecodeFromSync(int status) {
 
 [[gnu::always_inline]] inline void PtBranchDecoder::Emit(uint64_t from, uint64_t to,
                                                          BranchKind kind, bool taken) {
-  BranchEvent& e = batch_.events.emplace_back();
-  e.from = from;
-  e.to = to;
-  e.kind = kind;
-  e.taken = taken;
-  e.instructions = static_cast<uint16_t>(insns_ > 0xffff ? 0xffff : insns_);
+  BranchEvent* e = out_;
+  e->from = from;
+  e->to = to;
+  e->cycles = 0;
+  e->instructions = static_cast<uint16_t>(insns_ > 0xffff ? 0xffff : insns_);
+  e->kind = kind;
+  e->taken = taken;
+  e->mispredicted = false;
   insns_ = 0;
-  ++stats_.branches;
-  if (batch_.events.size() >= options_.batch_events) [[unlikely]]
-    FlushFull();
+  if (++out_ == out_end_) [[unlikely]]
+    Full();
 }
 
 [[gnu::always_inline]] inline void PtBranchDecoder::Resolve(uint64_t next_ip) {
@@ -198,7 +202,7 @@ int PtBranchDecoder::DecodeFromSync(int status) {
   Emit(pending_.from, next_ip, pending_.kind, taken);
 }
 
-void PtBranchDecoder::HandleBlock(const pt_block& block) {
+[[gnu::always_inline]] inline void PtBranchDecoder::HandleBlock(const pt_block& block) {
   ++stats_.blocks;
   stats_.instructions += block.ninsn;
   Resolve(block.ip);
@@ -277,17 +281,43 @@ void PtBranchDecoder::HandleEvent(const pt_event& ev) {
   }
 }
 
-[[gnu::noinline]] void PtBranchDecoder::FlushFull() {
-  {
-    BranchBatch out;
-    out.pid = batch_.pid;
-    out.tid = batch_.tid;
-    out.gap_before = batch_.gap_before;
-    out.events.swap(batch_.events);
-    batch_.events.reserve(options_.batch_events);
-    batch_.gap_before = false;
-    if (sink_status_.ok()) sink_status_ = (*on_batch_)(std::move(out));
+// The writable area starts small and doubles up to a full batch, so that short stretches between
+// gaps do not pay for a whole batch.
+void PtBranchDecoder::Grow() {
+  const size_t n = static_cast<size_t>(out_ - batch_.events.data());
+  const size_t size = std::min(options_.batch_events, std::max<size_t>(16, 2 * n));
+  batch_.events.resize(size);
+  out_ = batch_.events.data() + n;
+  out_end_ = batch_.events.data() + batch_.events.size();
+}
+
+[[gnu::noinline]] void PtBranchDecoder::Full() {
+  if (static_cast<size_t>(out_ - batch_.events.data()) >= options_.batch_events) {
+    FlushFull();
+  } else {
+    Grow();
   }
+}
+
+// Cuts batch_.events to what was written and hands the batch over; batch_ is left empty.
+void PtBranchDecoder::HandOver() {
+  const size_t n = static_cast<size_t>(out_ - batch_.events.data());
+  batch_.events.resize(n);
+  stats_.branches += n;
+  BranchBatch out = std::move(batch_);
+  batch_ = BranchBatch{};
+  batch_.pid = out.pid;
+  batch_.tid = out.tid;
+  out_ = out_end_ = nullptr;
+  if (sink_status_.ok()) sink_status_ = (*on_batch_)(std::move(out));
+}
+
+void PtBranchDecoder::FlushFull() {
+  HandOver();
+  batch_.gap_before = false;
+  batch_.events.resize(options_.batch_events);
+  out_ = batch_.events.data();
+  out_end_ = out_ + batch_.events.size();
 }
 
 void PtBranchDecoder::MarkGap() {
@@ -296,12 +326,9 @@ void PtBranchDecoder::MarkGap() {
   async_from_valid_ = false;
   disabled_ = false;
   insns_ = 0;
-  if (!batch_.events.empty()) {
-    BranchBatch out = std::move(batch_);
-    batch_ = BranchBatch{};
-    batch_.pid = out.pid;
-    batch_.tid = out.tid;
-    if (sink_status_.ok()) sink_status_ = (*on_batch_)(std::move(out));
+  if (out_ != batch_.events.data()) {
+    HandOver();
+    Grow();
     ++stats_.gaps;
   }
   batch_.gap_before = true;

@@ -93,7 +93,10 @@ class PtBranchDecoder {
   const PtBlockSummary& Walk(const pt_block& block, PtBlockSummary& s);
   void Resolve(uint64_t next_ip);
   void Emit(uint64_t from, uint64_t to, BranchKind kind, bool taken);
+  void Grow();
+  void Full();
   void FlushFull();
+  void HandOver();
   void MarkGap();
   void RecordError(int code, uint64_t offset, std::string reason);
 
@@ -103,7 +106,11 @@ class PtBranchDecoder {
   const std::function<Status(BranchBatch&&)>* on_batch_ = nullptr;
   Status sink_status_;
   PtDecodeStats stats_;
+  // batch_.events is sized to the writable area; events go through out_ (no per-event size or
+  // capacity bookkeeping, which cost more instructions than writing the event itself).
   BranchBatch batch_;
+  BranchEvent* out_ = nullptr;      // the next event to write; always < out_end_
+  BranchEvent* out_end_ = nullptr;  // batch_.events.data() + batch_.events.size()
   uint32_t insns_ = 0;
   Pending pending_;
   bool disabled_ = false;
