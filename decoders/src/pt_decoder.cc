@@ -45,7 +45,9 @@ Result<std::unique_ptr<PtBranchDecoder>> PtBranchDecoder::Create(std::span<const
   d->batch_.tid = tid;
   d->batch_.gap_before = true;
   d->options_.batch_events = std::max<size_t>(1, d->options_.batch_events);
-  d->Grow();
+  d->events_ = std::make_unique<BranchEvent[]>(d->options_.batch_events);
+  d->out_ = d->events_.get();
+  d->out_end_ = d->out_ + d->options_.batch_events;
   return d;
 }
 
@@ -191,7 +193,7 @@ int PtBranchDecoder::DecodeFromSync(int status) {
   e->mispredicted = false;
   insns_ = 0;
   if (++out_ == out_end_) [[unlikely]]
-    Full();
+    FlushFull();
 }
 
 [[gnu::always_inline]] inline void PtBranchDecoder::Resolve(uint64_t next_ip) {
@@ -281,43 +283,22 @@ void PtBranchDecoder::HandleEvent(const pt_event& ev) {
   }
 }
 
-// The writable area starts small and doubles up to a full batch, so that short stretches between
-// gaps do not pay for a whole batch.
-void PtBranchDecoder::Grow() {
-  const size_t n = static_cast<size_t>(out_ - batch_.events.data());
-  const size_t size = std::min(options_.batch_events, std::max<size_t>(16, 2 * n));
-  batch_.events.resize(size);
-  out_ = batch_.events.data() + n;
-  out_end_ = batch_.events.data() + batch_.events.size();
-}
-
-[[gnu::noinline]] void PtBranchDecoder::Full() {
-  if (static_cast<size_t>(out_ - batch_.events.data()) >= options_.batch_events) {
-    FlushFull();
-  } else {
-    Grow();
-  }
-}
-
-// Cuts batch_.events to what was written and hands the batch over; batch_ is left empty.
+// Copies what was written into batch_ and hands it over; batch_ is left empty.
 void PtBranchDecoder::HandOver() {
-  const size_t n = static_cast<size_t>(out_ - batch_.events.data());
-  batch_.events.resize(n);
+  const size_t n = static_cast<size_t>(out_ - events_.get());
   stats_.branches += n;
+  batch_.events.assign(events_.get(), out_);
+  out_ = events_.get();
   BranchBatch out = std::move(batch_);
   batch_ = BranchBatch{};
   batch_.pid = out.pid;
   batch_.tid = out.tid;
-  out_ = out_end_ = nullptr;
   if (sink_status_.ok()) sink_status_ = (*on_batch_)(std::move(out));
 }
 
-void PtBranchDecoder::FlushFull() {
+[[gnu::noinline]] void PtBranchDecoder::FlushFull() {
   HandOver();
   batch_.gap_before = false;
-  batch_.events.resize(options_.batch_events);
-  out_ = batch_.events.data();
-  out_end_ = out_ + batch_.events.size();
 }
 
 void PtBranchDecoder::MarkGap() {
@@ -326,9 +307,8 @@ void PtBranchDecoder::MarkGap() {
   async_from_valid_ = false;
   disabled_ = false;
   insns_ = 0;
-  if (out_ != batch_.events.data()) {
+  if (out_ != events_.get()) {
     HandOver();
-    Grow();
     ++stats_.gaps;
   }
   batch_.gap_before = true;

@@ -93,8 +93,6 @@ class PtBranchDecoder {
   const PtBlockSummary& Walk(const pt_block& block, PtBlockSummary& s);
   void Resolve(uint64_t next_ip);
   void Emit(uint64_t from, uint64_t to, BranchKind kind, bool taken);
-  void Grow();
-  void Full();
   void FlushFull();
   void HandOver();
   void MarkGap();
@@ -106,11 +104,12 @@ class PtBranchDecoder {
   const std::function<Status(BranchBatch&&)>* on_batch_ = nullptr;
   Status sink_status_;
   PtDecodeStats stats_;
-  // batch_.events is sized to the writable area; events go through out_ (no per-event size or
-  // capacity bookkeeping, which cost more instructions than writing the event itself).
+  // Events are written into one reused buffer and copied into a batch when it is handed over:
+  // cheaper than per-event push_back bookkeeping, and than value-initializing a fresh batch.
   BranchBatch batch_;
-  BranchEvent* out_ = nullptr;      // the next event to write; always < out_end_
-  BranchEvent* out_end_ = nullptr;  // batch_.events.data() + batch_.events.size()
+  std::unique_ptr<BranchEvent[]> events_;
+  BranchEvent* out_ = nullptr;      // the next event to write in events_; always < out_end_
+  BranchEvent* out_end_ = nullptr;  // events_ + options_.batch_events
   uint32_t insns_ = 0;
   Pending pending_;
   bool disabled_ = false;
