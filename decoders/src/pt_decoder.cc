@@ -126,16 +126,18 @@ int PtBranchDecoder::DecodeFromSync(int status) {
   if (inserted) Walk(block, it->second);
   const PtBlockSummary& s = it->second;
   slot.key = key;
-  slot.ok = s.ok;
   slot.inner = s.inner.data();  // the map's nodes (and their vectors) never move
   slot.inner_count = static_cast<uint32_t>(s.inner.size());
   slot.tail_insns = s.tail_insns;
-  slot.last_is_branch = s.last_is_branch;
-  slot.last_direct = s.last_direct;
   slot.last_kind = s.last_kind;
   slot.last_ip = s.last_ip;
-  slot.last_next = s.last_next;
-  slot.last_target = s.last_target;
+  using End = PtBlockSlot::End;
+  slot.end = !s.ok               ? End::kUnwalkable
+             : !s.last_is_branch ? End::kFallThrough
+             : s.last_direct     ? End::kDirect
+                                 : End::kPending;
+  slot.after = slot.end == End::kDirect ? s.last_target : s.last_next;
+  slot.pending_next = s.last_kind == BranchKind::kConditional ? s.last_next : ~0ull;
   return slot;
 }
 
@@ -200,8 +202,8 @@ int PtBranchDecoder::DecodeFromSync(int status) {
   last_ip_ = next_ip;
   if (!pending_.valid) return;
   pending_.valid = false;
-  const bool taken = pending_.kind == BranchKind::kConditional ? next_ip != pending_.next : true;
-  Emit(pending_.from, next_ip, pending_.kind, taken);
+  // pending_.next is ~0 (never an instruction address) for all but conditionals: always taken.
+  Emit(pending_.from, next_ip, pending_.kind, next_ip != pending_.next);
 }
 
 [[gnu::always_inline]] inline void PtBranchDecoder::HandleBlock(const pt_block& block) {
@@ -209,7 +211,7 @@ int PtBranchDecoder::DecodeFromSync(int status) {
   stats_.instructions += block.ninsn;
   Resolve(block.ip);
   const PtBlockSlot& s = Summarize(block);
-  if (!s.ok) [[unlikely]] {
+  if (s.end == PtBlockSlot::End::kUnwalkable) [[unlikely]] {
     ++stats_.walk_mismatches;
     last_ip_ = block.end_ip;
     MarkGap();
@@ -221,14 +223,12 @@ int PtBranchDecoder::DecodeFromSync(int status) {
     Emit(b.from, b.to, b.kind, true);
   }
   insns_ += s.tail_insns;
-  last_ip_ = s.last_next;
-  if (!s.last_is_branch) return;
-  if (s.last_direct) {
-    last_ip_ = s.last_target;
-    Emit(s.last_ip, s.last_target, s.last_kind, true);
-    return;
+  last_ip_ = s.after;
+  if (s.end == PtBlockSlot::End::kDirect) {
+    Emit(s.last_ip, s.after, s.last_kind, true);
+  } else if (s.end == PtBlockSlot::End::kPending) {
+    pending_ = Pending{true, s.last_ip, s.pending_next, s.last_kind};
   }
-  pending_ = Pending{true, s.last_ip, s.last_next, s.last_kind};
 }
 
 void PtBranchDecoder::HandleEvent(const pt_event& ev) {

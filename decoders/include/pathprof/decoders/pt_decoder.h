@@ -80,7 +80,8 @@ class PtBranchDecoder {
  private:
   struct Pending {
     bool valid = false;
-    uint64_t from = 0, next = 0;
+    uint64_t from = 0;
+    uint64_t next = 0;  // a conditional's not-taken address; ~0 for every other kind
     BranchKind kind = BranchKind::kUnknown;
   };
 
