@@ -38,7 +38,7 @@ Result<std::unique_ptr<PtBranchDecoder>> PtBranchDecoder::Create(std::span<const
   if (err < 0)
     return Error(ErrorCode::kInternal,
                  std::string("libipt: cannot set the image: ") + pt_errstr(pt_errcode(err)));
-  d->fast_ = &image->block_slots();
+  d->slots_ = image->block_slots().data();
   d->image_ = std::move(image);
   d->options_ = options;
   d->batch_.pid = pid;
@@ -118,7 +118,7 @@ int PtBranchDecoder::DecodeFromSync(int status) {
 
 [[gnu::always_inline]] inline const PtBlockSlot& PtBranchDecoder::Summarize(const pt_block& block) {
   const uint64_t key = block.ip ^ (static_cast<uint64_t>(block.ninsn) << 48);
-  PtBlockSlot& slot = (*fast_)[(key * 0x9E3779B97F4A7C15ull) >> (64 - kPtBlockSlotsLog2)];
+  PtBlockSlot& slot = slots_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kPtBlockSlotsLog2)];
   if (slot.key == key) [[likely]]
     return slot;
   ++stats_.block_slot_misses;

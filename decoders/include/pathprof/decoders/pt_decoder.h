@@ -117,7 +117,7 @@ class PtBranchDecoder {
   bool async_from_valid_ = false;
   uint64_t async_from_ = 0;
   uint64_t last_ip_ = 0;
-  std::vector<PtBlockSlot>* fast_ = nullptr;  // the image's
+  PtBlockSlot* slots_ = nullptr;  // the image's (its size is fixed once made)
 };
 
 struct PtPacketStats {
