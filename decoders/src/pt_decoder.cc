@@ -1,5 +1,6 @@
 #include "pathprof/decoders/pt_decoder.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -37,12 +38,16 @@ Result<std::unique_ptr<PtBranchDecoder>> PtBranchDecoder::Create(std::span<const
   if (err < 0)
     return Error(ErrorCode::kInternal,
                  std::string("libipt: cannot set the image: ") + pt_errstr(pt_errcode(err)));
-  d->fast_ = &image->block_slots();
+  d->slots_ = image->block_slots().data();
   d->image_ = std::move(image);
   d->options_ = options;
   d->batch_.pid = pid;
   d->batch_.tid = tid;
   d->batch_.gap_before = true;
+  d->options_.batch_events = std::max<size_t>(1, d->options_.batch_events);
+  d->events_ = std::make_unique<BranchEvent[]>(d->options_.batch_events);
+  d->out_ = d->events_.get();
+  d->out_end_ = d->out_ + d->options_.batch_events;
   return d;
 }
 
@@ -113,7 +118,7 @@ int PtBranchDecoder::DecodeFromSync(int status) {
 
 [[gnu::always_inline]] inline const PtBlockSlot& PtBranchDecoder::Summarize(const pt_block& block) {
   const uint64_t key = block.ip ^ (static_cast<uint64_t>(block.ninsn) << 48);
-  PtBlockSlot& slot = (*fast_)[(key * 0x9E3779B97F4A7C15ull) >> (64 - kPtBlockSlotsLog2)];
+  PtBlockSlot& slot = slots_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kPtBlockSlotsLog2)];
   if (slot.key == key) [[likely]]
     return slot;
   ++stats_.block_slot_misses;
@@ -121,16 +126,18 @@ int PtBranchDecoder::DecodeFromSync(int status) {
   if (inserted) Walk(block, it->second);
   const PtBlockSummary& s = it->second;
   slot.key = key;
-  slot.ok = s.ok;
   slot.inner = s.inner.data();  // the map's nodes (and their vectors) never move
   slot.inner_count = static_cast<uint32_t>(s.inner.size());
   slot.tail_insns = s.tail_insns;
-  slot.last_is_branch = s.last_is_branch;
-  slot.last_direct = s.last_direct;
   slot.last_kind = s.last_kind;
   slot.last_ip = s.last_ip;
-  slot.last_next = s.last_next;
-  slot.last_target = s.last_target;
+  using End = PtBlockSlot::End;
+  slot.end = !s.ok               ? End::kUnwalkable
+             : !s.last_is_branch ? End::kFallThrough
+             : s.last_direct     ? End::kDirect
+                                 : End::kPending;
+  slot.after = slot.end == End::kDirect ? s.last_target : s.last_next;
+  slot.pending_next = s.last_kind == BranchKind::kConditional ? s.last_next : ~0ull;
   return slot;
 }
 
@@ -178,15 +185,16 @@ int PtBranchDecoder::DecodeFromSync(int status) {
 
 [[gnu::always_inline]] inline void PtBranchDecoder::Emit(uint64_t from, uint64_t to,
                                                          BranchKind kind, bool taken) {
-  BranchEvent& e = batch_.events.emplace_back();
-  e.from = from;
-  e.to = to;
-  e.kind = kind;
-  e.taken = taken;
-  e.instructions = static_cast<uint16_t>(insns_ > 0xffff ? 0xffff : insns_);
+  BranchEvent* e = out_;
+  e->from = from;
+  e->to = to;
+  e->cycles = 0;
+  e->instructions = static_cast<uint16_t>(insns_ > 0xffff ? 0xffff : insns_);
+  e->kind = kind;
+  e->taken = taken;
+  e->mispredicted = false;
   insns_ = 0;
-  ++stats_.branches;
-  if (batch_.events.size() >= options_.batch_events) [[unlikely]]
+  if (++out_ == out_end_) [[unlikely]]
     FlushFull();
 }
 
@@ -194,16 +202,16 @@ int PtBranchDecoder::DecodeFromSync(int status) {
   last_ip_ = next_ip;
   if (!pending_.valid) return;
   pending_.valid = false;
-  const bool taken = pending_.kind == BranchKind::kConditional ? next_ip != pending_.next : true;
-  Emit(pending_.from, next_ip, pending_.kind, taken);
+  // pending_.next is ~0 (never an instruction address) for all but conditionals: always taken.
+  Emit(pending_.from, next_ip, pending_.kind, next_ip != pending_.next);
 }
 
-void PtBranchDecoder::HandleBlock(const pt_block& block) {
+[[gnu::always_inline]] inline void PtBranchDecoder::HandleBlock(const pt_block& block) {
   ++stats_.blocks;
   stats_.instructions += block.ninsn;
   Resolve(block.ip);
   const PtBlockSlot& s = Summarize(block);
-  if (!s.ok) [[unlikely]] {
+  if (s.end == PtBlockSlot::End::kUnwalkable) [[unlikely]] {
     ++stats_.walk_mismatches;
     last_ip_ = block.end_ip;
     MarkGap();
@@ -215,14 +223,12 @@ void PtBranchDecoder::HandleBlock(const pt_block& block) {
     Emit(b.from, b.to, b.kind, true);
   }
   insns_ += s.tail_insns;
-  last_ip_ = s.last_next;
-  if (!s.last_is_branch) return;
-  if (s.last_direct) {
-    last_ip_ = s.last_target;
-    Emit(s.last_ip, s.last_target, s.last_kind, true);
-    return;
+  last_ip_ = s.after;
+  if (s.end == PtBlockSlot::End::kDirect) {
+    Emit(s.last_ip, s.after, s.last_kind, true);
+  } else if (s.end == PtBlockSlot::End::kPending) {
+    pending_ = Pending{true, s.last_ip, s.pending_next, s.last_kind};
   }
-  pending_ = Pending{true, s.last_ip, s.last_next, s.last_kind};
 }
 
 void PtBranchDecoder::HandleEvent(const pt_event& ev) {
@@ -277,17 +283,22 @@ void PtBranchDecoder::HandleEvent(const pt_event& ev) {
   }
 }
 
+// Copies what was written into batch_ and hands it over; batch_ is left empty.
+void PtBranchDecoder::HandOver() {
+  const size_t n = static_cast<size_t>(out_ - events_.get());
+  stats_.branches += n;
+  batch_.events.assign(events_.get(), out_);
+  out_ = events_.get();
+  BranchBatch out = std::move(batch_);
+  batch_ = BranchBatch{};
+  batch_.pid = out.pid;
+  batch_.tid = out.tid;
+  if (sink_status_.ok()) sink_status_ = (*on_batch_)(std::move(out));
+}
+
 [[gnu::noinline]] void PtBranchDecoder::FlushFull() {
-  {
-    BranchBatch out;
-    out.pid = batch_.pid;
-    out.tid = batch_.tid;
-    out.gap_before = batch_.gap_before;
-    out.events.swap(batch_.events);
-    batch_.events.reserve(options_.batch_events);
-    batch_.gap_before = false;
-    if (sink_status_.ok()) sink_status_ = (*on_batch_)(std::move(out));
-  }
+  HandOver();
+  batch_.gap_before = false;
 }
 
 void PtBranchDecoder::MarkGap() {
@@ -296,12 +307,8 @@ void PtBranchDecoder::MarkGap() {
   async_from_valid_ = false;
   disabled_ = false;
   insns_ = 0;
-  if (!batch_.events.empty()) {
-    BranchBatch out = std::move(batch_);
-    batch_ = BranchBatch{};
-    batch_.pid = out.pid;
-    batch_.tid = out.tid;
-    if (sink_status_.ok()) sink_status_ = (*on_batch_)(std::move(out));
+  if (out_ != events_.get()) {
+    HandOver();
     ++stats_.gaps;
   }
   batch_.gap_before = true;

@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace pathprof::decoders {
 
 Result<std::shared_ptr<PtSectionCache>> PtSectionCache::Create() {
@@ -41,7 +43,8 @@ Status PtImage::AddFile(const std::string& path, uint64_t file_offset, uint64_t 
                  "libipt cannot add " + path + " to the image: " + pt_errstr(pt_errcode(err)));
   ++stats_.sections;
   summaries_.clear();
-  slots_.clear();
+  // Emptied in place, not freed: decoders of this image hold a pointer to the slots.
+  std::fill(slots_.begin(), slots_.end(), PtBlockSlot{});
   return Status::Ok();
 }
 

@@ -80,7 +80,8 @@ class PtBranchDecoder {
  private:
   struct Pending {
     bool valid = false;
-    uint64_t from = 0, next = 0;
+    uint64_t from = 0;
+    uint64_t next = 0;  // a conditional's not-taken address; ~0 for every other kind
     BranchKind kind = BranchKind::kUnknown;
   };
 
@@ -94,6 +95,7 @@ class PtBranchDecoder {
   void Resolve(uint64_t next_ip);
   void Emit(uint64_t from, uint64_t to, BranchKind kind, bool taken);
   void FlushFull();
+  void HandOver();
   void MarkGap();
   void RecordError(int code, uint64_t offset, std::string reason);
 
@@ -103,14 +105,19 @@ class PtBranchDecoder {
   const std::function<Status(BranchBatch&&)>* on_batch_ = nullptr;
   Status sink_status_;
   PtDecodeStats stats_;
+  // Events are written into one reused buffer and copied into a batch when it is handed over:
+  // cheaper than per-event push_back bookkeeping, and than value-initializing a fresh batch.
   BranchBatch batch_;
+  std::unique_ptr<BranchEvent[]> events_;
+  BranchEvent* out_ = nullptr;      // the next event to write in events_; always < out_end_
+  BranchEvent* out_end_ = nullptr;  // events_ + options_.batch_events
   uint32_t insns_ = 0;
   Pending pending_;
   bool disabled_ = false;
   bool async_from_valid_ = false;
   uint64_t async_from_ = 0;
   uint64_t last_ip_ = 0;
-  std::vector<PtBlockSlot>* fast_ = nullptr;  // the image's
+  PtBlockSlot* slots_ = nullptr;  // the image's (its size is fixed once made)
 };
 
 struct PtPacketStats {

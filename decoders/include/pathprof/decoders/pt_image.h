@@ -62,12 +62,21 @@ struct PtBlockSummary {
 // line: libipt's own block cache evicts ours between blocks, so a second pointer chase per block
 // (slot -> map node) was the largest cost of decoding on top of libipt.
 struct alignas(64) PtBlockSlot {
+  // How the block ends, decided once when the slot is filled so the hot path takes one branch.
+  enum class End : uint8_t {
+    kUnwalkable,   // the summary's walk failed
+    kFallThrough,  // the last instruction is no branch
+    kDirect,       // a direct jump or call: a taken event now
+    kPending,      // resolved by where execution continues
+  };
   uint64_t key = ~0ull;
-  uint64_t last_ip = 0, last_next = 0, last_target = 0;
+  uint64_t last_ip = 0;
+  uint64_t after = 0;         // where execution goes when it can be known now
+  uint64_t pending_next = 0;  // a conditional's not-taken address; ~0 for every other kind
   const PtBlockSummary::Inner* inner = nullptr;
   uint32_t inner_count = 0;
   uint32_t tail_insns = 0;
-  bool ok = false, last_is_branch = false, last_direct = false;
+  End end = End::kUnwalkable;
   BranchKind last_kind = BranchKind::kUnknown;
 };
 inline constexpr size_t kPtBlockSlotsLog2 = 12;
