@@ -141,6 +141,12 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
       return Bad(key, "unknown key (see packaging/pathprofd.toml)");
     }
   }
+  // A branch source on every process of the host would ptrace (or PMU-sample) all of them,
+  // the daemon's neighbours included: only on processes someone named.
+  if (c.source != "none" && c.units.empty() && c.cgroups.empty() && c.executables.empty())
+    return Bad("source", "'" + c.source +
+                             "' needs units, cgroups or executables (a branch source is never "
+                             "run on every process); use \"none\" for host-wide stacks");
   return Status::Ok();
 }
 

@@ -79,6 +79,7 @@ TEST(ContinuousConfigTest, RefusesBadValuesNamingTheKey) {
       {"window_s = 0", "continuous.window_s"},
       {"stack_hz = 5000", "continuous.stack_hz"},
       {"source = \"magic\"", "continuous.source"},
+      {"source = \"ptrace\"", "continuous.source"},  // no selector: not on every process
       {"cgroups = [\"relative\"]", "continuous.cgroups"},
       {"cgroups = [\"/a/../b\"]", "continuous.cgroups"},
       {"keep_windows = 0", "continuous.keep_windows"},
@@ -92,6 +93,9 @@ TEST(ContinuousConfigTest, RefusesBadValuesNamingTheKey) {
     ASSERT_FALSE(c.ok()) << line;
     EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
   }
+  auto host_wide_branches = ParseConfigText("[continuous]\nsource = \"auto\"\n", "test");
+  ASSERT_FALSE(host_wide_branches.ok());
+  EXPECT_NE(host_wide_branches.status().message().find("continuous.source"), std::string::npos);
   auto bad_url = ParseConfigText("[continuous.pyroscope]\nurl = \"ftp://x\"\n", "test");
   EXPECT_FALSE(bad_url.ok());
   auto bad_parca = ParseConfigText("[continuous.parca]\nport = 1\n", "test");
