@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "pathprof/daemon/config.h"
+#include "pathprof/daemon/continuous.h"
 #include "pathprof/daemon/log.h"
 #include "pathprof/daemon/metrics.h"
 #include "pathprof/daemon/peer.h"
@@ -121,6 +122,20 @@ int Main(int argc, char** argv) {
   PeerRegistry peers;
   ProfilerService service(&sessions, &peers, config);
 
+  std::unique_ptr<ContinuousProfiler> continuous;
+  if (config.continuous.enabled) {
+    auto created = ContinuousProfiler::Create(config.continuous, sessions.capabilities());
+    if (!created.ok()) {
+      Log(kLogError, "continuous mode: %s", created.status().message().c_str());
+      return 1;
+    }
+    continuous = std::move(created.value());
+    service.SetContinuous(continuous.get());
+    continuous->Start();
+    Log(kLogNotice, "continuous mode: %u s windows at %u Hz into %s", config.continuous.window_s,
+        config.continuous.stack_hz, config.continuous.archive_dir.c_str());
+  }
+
   UnixListener unix_listener;
   if (Status s = unix_listener.Bind(config.socket_path, config.socket_group); !s.ok()) {
     Log(kLogError, "%s", s.message().c_str());
@@ -224,6 +239,7 @@ int Main(int argc, char** argv) {
   for (const auto& info : sessions.List())
     if (info.state == pipeline::SessionState::kRunning && sessions.Stop(info.id).ok()) ++stopped;
   metrics.Stop();
+  if (continuous) continuous->Stop();
   Log(kLogNotice, "pathprofd stopped (%zu session(s) stopped)", stopped);
   return 0;
 }

@@ -1,7 +1,12 @@
-// pathprofd_load: drives GetHotPaths from many concurrent connections at a target rate and reports
-// latency percentiles, achieved qps, errors, and the daemon's CPU and memory over the run.
+// pathprofd_load: drives one query (GetHotPaths by default) from many concurrent connections at a
+// target rate and reports latency percentiles, achieved qps, errors, and the daemon's CPU and
+// memory over the run.
 // usage: pathprofd_load --socket PATH --session ID [--connections 50] [--qps 500] [--seconds 20]
 //                       [--top 50] [--daemon-pid PID]      (--qps 0: as fast as possible)
+//                       [--query paths|methods|cpu-share] [--root FUNCTION]
+// The scheduler queries (docs/schedulers.md): `methods` is GetHotMethods(top), "the hottest
+// methods of this unit"; `cpu-share` is GetCallingContextTree(root_function=FUNCTION,
+// max_depth=1), "the share of CPU under FUNCTION", read from the re-rooted roots' total weight.
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -59,8 +64,9 @@ ProcSample ReadProc(int pid) {
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> opt = {
-      {"connections", "50"}, {"qps", "500"}, {"seconds", "20"}, {"top", "50"},
-      {"daemon-pid", "0"},   {"socket", ""}, {"session", ""}};
+      {"connections", "50"}, {"qps", "500"},      {"seconds", "20"},
+      {"top", "50"},         {"daemon-pid", "0"}, {"socket", ""},
+      {"session", ""},       {"query", "paths"},  {"root", "hot"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || !opt.count(k.substr(2))) {
@@ -93,11 +99,43 @@ int main(int argc, char** argv) {
   req.set_session_id(opt["session"]);
   req.set_top_k(static_cast<uint32_t>(std::atoi(opt["top"].c_str())));
 
+  const std::string query = opt["query"];
+  if (query != "paths" && query != "methods" && query != "cpu-share") {
+    std::fprintf(stderr, "pathprofd_load: --query is paths, methods or cpu-share\n");
+    return 2;
+  }
+  pathprof::v1::GetHotMethodsRequest methods_req;
+  methods_req.set_session_id(opt["session"]);
+  methods_req.set_top_k(req.top_k());
+  pathprof::v1::GetCallingContextTreeRequest tree_req;
+  tree_req.set_session_id(opt["session"]);
+  tree_req.set_root_function(opt["root"]);
+  tree_req.set_max_depth(1);
+  // One call of the chosen query; returns its status and how many entries the reply held.
+  auto call = [&](pathprof::v1::PathProfiler::Stub& stub, uint64_t* entries) {
+    grpc::ClientContext ctx;
+    if (query == "methods") {
+      pathprof::v1::HotMethods resp;
+      grpc::Status st = stub.GetHotMethods(&ctx, methods_req, &resp);
+      *entries = resp.methods_size();
+      return st;
+    }
+    if (query == "cpu-share") {
+      pathprof::v1::CallingContextTree resp;
+      grpc::Status st = stub.GetCallingContextTree(&ctx, tree_req, &resp);
+      *entries = resp.nodes_size();
+      return st;
+    }
+    pathprof::v1::HotPaths resp;
+    grpc::Status st = stub.GetHotPaths(&ctx, req, &resp);
+    *entries = resp.paths_size();
+    return st;
+  };
+
   // Warm up every connection once (connection setup is not what we measure).
   for (auto& s : stubs) {
-    grpc::ClientContext ctx;
-    pathprof::v1::HotPaths resp;
-    grpc::Status st = s->GetHotPaths(&ctx, req, &resp);
+    uint64_t unused = 0;
+    grpc::Status st = call(*s, &unused);
     if (!st.ok()) {
       std::fprintf(stderr, "pathprofd_load: warm-up failed: %s\n", st.error_message().c_str());
       return 1;
@@ -126,10 +164,9 @@ int main(int argc, char** argv) {
           next +=
               std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period));
         }
-        grpc::ClientContext ctx;
-        pathprof::v1::HotPaths resp;
+        uint64_t entries = 0;
         auto a = Clock::now();
-        grpc::Status st = stubs[i]->GetHotPaths(&ctx, req, &resp);
+        grpc::Status st = call(*stubs[i], &entries);
         auto b = Clock::now();
         if (!st.ok()) {
           ++errors;
@@ -137,7 +174,7 @@ int main(int argc, char** argv) {
           ++codes[st.error_code()];
           continue;
         }
-        paths_seen += resp.paths_size();
+        paths_seen += entries;
         lat[i].push_back(std::chrono::duration<double, std::milli>(b - a).count());
       }
     });
@@ -158,9 +195,9 @@ int main(int argc, char** argv) {
     std::printf(" [code %d: %llu]", c, static_cast<unsigned long long>(n));
   std::printf(
       "\n  achieved %.0f qps; latency ms p50 %.2f p90 %.2f p99 %.2f max %.2f; "
-      "%.1f paths per reply\n",
+      "%.1f entries per reply (%s)\n",
       all.size() / wall, pct(0.50), pct(0.90), pct(0.99), all.empty() ? 0 : all.back(),
-      all.empty() ? 0 : static_cast<double>(paths_seen) / all.size());
+      all.empty() ? 0 : static_cast<double>(paths_seen) / all.size(), query.c_str());
   if (pid > 0)
     std::printf("  daemon: %.0f%% of one core (%.2f CPU s over %.1f s), RSS %.1f -> %.1f MiB\n",
                 100 * (after.cpu_s - before.cpu_s) / wall, after.cpu_s - before.cpu_s, wall,

@@ -176,6 +176,11 @@ Status Walk(const toml::table& table, const std::string& prefix, DaemonConfig& c
             const std::string& origin) {
   for (const auto& [k, node] : table) {
     std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (key == "continuous") {
+      Status s = ReadContinuousTable(node.as_table(), c.continuous);
+      if (!s.ok()) return Error(s.code(), origin + ": " + s.message());
+      continue;
+    }
     if (key == "tcp.clients") {
       PATHPROF_RETURN_IF_ERROR(ReadIdentities(node, c));
       continue;

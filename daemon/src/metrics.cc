@@ -1,5 +1,7 @@
 #include "pathprof/daemon/metrics.h"
 
+#include "pathprof/daemon/continuous.h"
+
 #include <httplib.h>
 
 #include <cstdio>
@@ -72,6 +74,41 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
   w.Sample("pathprofd_watch_streams", "", service.streams());
   w.Family("pathprofd_rate_limited_total", "counter", "calls refused by per-client rate limits");
   w.Sample("pathprofd_rate_limited_total", "", static_cast<double>(service.rate_limited()));
+
+  if (const ContinuousProfiler* c = service.continuous()) {
+    v1::ContinuousStats cs;
+    c->FillStats(&cs);
+    w.Family("pathprofd_continuous_windows_total", "counter",
+             "continuous-mode windows by outcome (failed_* are dropped windows)");
+    w.Sample("pathprofd_continuous_windows_total", Label("outcome", "exported"),
+             static_cast<double>(cs.windows_exported()));
+    w.Sample("pathprofd_continuous_windows_total", Label("outcome", "failed_start"),
+             static_cast<double>(cs.windows_failed_start()));
+    w.Sample("pathprofd_continuous_windows_total", Label("outcome", "failed_export"),
+             static_cast<double>(cs.windows_failed_export()));
+    w.Family("pathprofd_continuous_archive_windows", "gauge", "windows kept on disk");
+    w.Sample("pathprofd_continuous_archive_windows", "", static_cast<double>(cs.archive_windows()));
+    w.Family("pathprofd_continuous_archive_bytes", "gauge", "bytes of the windows kept on disk");
+    w.Sample("pathprofd_continuous_archive_bytes", "", static_cast<double>(cs.archive_bytes()));
+    w.Family("pathprofd_continuous_archive_dropped_total", "counter",
+             "windows deleted or never stored by the archive, by reason");
+    w.Sample("pathprofd_continuous_archive_dropped_total", Label("reason", "evicted"),
+             static_cast<double>(cs.archive_evicted()));
+    w.Sample("pathprofd_continuous_archive_dropped_total", Label("reason", "rejected"),
+             static_cast<double>(cs.archive_rejected()));
+    w.Sample("pathprofd_continuous_archive_dropped_total", Label("reason", "write_error"),
+             static_cast<double>(cs.archive_write_errors()));
+    w.Family("pathprofd_continuous_push_windows_total", "counter",
+             "windows per fleet backend by outcome");
+    for (const auto& p : cs.push()) {
+      w.Sample("pathprofd_continuous_push_windows_total",
+               Label("sink", p.sink()) + "," + Label("outcome", "sent"),
+               static_cast<double>(p.sent()));
+      w.Sample("pathprofd_continuous_push_windows_total",
+               Label("sink", p.sink()) + "," + Label("outcome", "dropped"),
+               static_cast<double>(p.dropped()));
+    }
+  }
 
   auto rpcs = service.rpc_metrics();
   w.Family("pathprofd_rpcs_total", "counter", "gRPC calls by method and status code");

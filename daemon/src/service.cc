@@ -1,5 +1,7 @@
 #include "pathprof/daemon/service.h"
 
+#include "pathprof/daemon/continuous.h"
+
 #include <sys/resource.h>
 
 #include <chrono>
@@ -638,6 +640,7 @@ grpc::Status ProfilerService::GetStats(grpc::ServerContext* ctx, const v1::GetSt
     resp->set_daemon_rss_bytes(DaemonRssBytes());
     resp->set_streams(streams_.total());
     resp->set_clients(static_cast<uint32_t>(connected_clients_ ? connected_clients_() : 0));
+    if (continuous_) continuous_->FillStats(resp->mutable_continuous());
     return grpc::Status::OK;
   });
 }

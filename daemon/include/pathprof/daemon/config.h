@@ -44,6 +44,38 @@ struct TlsIdentity {
   uint32_t uid = 0;
 };
 
+// Continuous mode ([continuous] in the TOML; docs/fleet.md): profile the selected processes at a
+// low rate all the time, cut the profile into windows, keep the newest on disk and push each one.
+struct PyroscopePushConfig {
+  std::string url;  // empty: no Pyroscope push
+  std::string app_name = "pathprof";
+  std::string tenant_id, bearer_token, basic_user, basic_password;
+};
+struct ParcaPushConfig {
+  std::string target;  // host:port; empty: no Parca push
+  bool use_tls = false;
+  std::string bearer_token;
+};
+struct ContinuousConfig {
+  bool enabled = false;
+  uint32_t window_s = 60;       // one pprof window per this many seconds (1..3600)
+  uint32_t stack_hz = 19;       // eBPF stack sampling rate (1..1000)
+  std::string source = "none";  // branch source: none (stacks only), auto, ptrace, lbr, pt
+  // What to profile; all three empty: every process. Each entry is its own window series.
+  std::vector<std::string> units;        // systemd units, e.g. "nginx.service"
+  std::vector<std::string> cgroups;      // cgroup v2 paths, e.g. "/system.slice/foo.service"
+  std::vector<std::string> executables;  // comm or executable basename
+  uint32_t max_pids = 1024;              // per series and window; more are skipped, counted
+  std::string host;                      // the host label; empty: gethostname()
+  std::string archive_dir = "/var/lib/pathprof/windows";
+  uint32_t keep_windows = 60;              // newest windows kept on disk (at least 1)
+  uint64_t max_disk_bytes = 256ull << 20;  // bytes of all kept windows (at least 4096)
+  uint32_t push_queue = 16;                // windows waiting per backend
+  uint32_t push_attempts = 5;              // per window, first try included
+  PyroscopePushConfig pyroscope;
+  ParcaPushConfig parca;
+};
+
 struct DaemonConfig {
   std::string socket_path = "/run/pathprof/pathprofd.sock";
   std::string socket_group = "pathprof";  // owns the socket (mode 0660); missing group: root only
@@ -58,7 +90,12 @@ struct DaemonConfig {
 
   int log_level = 6;  // syslog priority: messages above this are not written (7 = debug)
   Limits limits;
+  ContinuousConfig continuous;
 };
+
+// Reads the [continuous] table (with its [continuous.pyroscope] and [continuous.parca]) into
+// `c`, checking ranges; unknown keys are errors like everywhere else.
+Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c);
 
 // Reads a TOML file over `base` (keys absent from the file keep base's values). Unknown keys are
 // errors, so a typo never silently falls back to a default.

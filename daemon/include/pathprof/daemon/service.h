@@ -20,6 +20,8 @@
 
 namespace pathprof::daemon {
 
+class ContinuousProfiler;
+
 // Per-method call counts by status code and a latency histogram, for /metrics.
 struct RpcMetrics {
   static constexpr double kBuckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
@@ -46,6 +48,9 @@ class ProfilerService final : public v1::PathProfiler::Service {
   pipeline::SessionManager* sessions() const { return sessions_; }
   // How many client connections are open (for GetStats and /metrics).
   void SetClientCounter(std::function<size_t()> f) { connected_clients_ = std::move(f); }
+  // Continuous mode, when on (its counters go into GetStats and /metrics). Set before serving.
+  void SetContinuous(const ContinuousProfiler* c) { continuous_ = c; }
+  const ContinuousProfiler* continuous() const { return continuous_; }
 
   grpc::Status GetCapabilities(grpc::ServerContext*, const v1::GetCapabilitiesRequest*,
                                v1::Capabilities*) override;
@@ -99,6 +104,7 @@ class ProfilerService final : public v1::PathProfiler::Service {
   std::mutex start_mu_;  // quota checks and Start happen as one step
 
   std::function<size_t()> connected_clients_;
+  const ContinuousProfiler* continuous_ = nullptr;
 
   std::mutex shutdown_mu_;
   std::condition_variable shutdown_cv_;

@@ -1,0 +1,80 @@
+// Continuous mode: a thread that, every window_s, profiles each configured series (a systemd
+// unit, a cgroup, an executable name, or every process) with a low-rate session of its own,
+// exports the window as pprof with the series' labels, stores it in a fleet::ProfileArchive
+// (bounded disk) and hands it to the configured fleet::Pushers. Config: ContinuousConfig.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pathprof/core/status.h"
+#include "pathprof/daemon/config.h"
+#include "pathprof/daemon/procfs.h"
+#include "pathprof/fleet/archive.h"
+#include "pathprof/fleet/push_queue.h"
+#include "pathprof/fleet/window.h"
+#include "pathprof/pipeline/session_manager.h"
+#include "pathprof/v1/profiler.pb.h"
+
+namespace pathprof::daemon {
+
+// One selector of the config and what it resolved to this period.
+struct Series {
+  std::string unit, cgroup, executable;  // the selector (at most one set; none: every process)
+  std::vector<uint32_t> pids;
+  fleet::WindowIdentity identity;
+};
+
+// Resolves the selectors over `processes` (every process when there is none). A unit matches
+// processes whose cgroup's last component is the unit name; the identity's executable and
+// build_id are filled when every process of the series runs the same executable.
+std::vector<Series> ResolveSeries(const ContinuousConfig& config,
+                                  const std::vector<ProcessEntry>& processes,
+                                  const std::string& host);
+
+class ContinuousProfiler {
+ public:
+  // Opens the archive and the push sinks; starts nothing yet.
+  static Result<std::unique_ptr<ContinuousProfiler>> Create(
+      const ContinuousConfig& config, const collectors::HostCapabilities& caps);
+  ~ContinuousProfiler();  // Stop()
+
+  void Start();
+  // Ends the current window early (it is still exported and archived), then drains the pushers
+  // for up to 2 s. Idempotent.
+  void Stop();
+
+  // For GetStats and /metrics.
+  void FillStats(v1::ContinuousStats* out) const;
+
+ private:
+  ContinuousProfiler() = default;
+  void Run();
+  void Window(int64_t start_ns);
+
+  ContinuousConfig config_;
+  collectors::HostCapabilities caps_;
+  std::shared_ptr<pipeline::SymbolService> symbols_;
+  std::string host_;
+  std::vector<std::unique_ptr<fleet::Pusher>> pushers_;
+
+  mutable std::mutex mu_;  // guards archive_ and the counters below
+  std::unique_ptr<fleet::ProfileArchive> archive_;
+  uint64_t exported_ = 0, failed_start_ = 0, failed_export_ = 0, empty_series_ = 0,
+           pids_over_limit_ = 0;
+  std::string last_error_;
+  std::map<std::string, std::string> build_ids_;  // executable -> GNU build-id, read once
+
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace pathprof::daemon

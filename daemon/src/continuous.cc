@@ -1,0 +1,305 @@
+#include "pathprof/daemon/continuous.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "pathprof/daemon/log.h"
+#include "pathprof/decoders/elf_image.h"
+#include "pathprof/fleet/parca.h"
+#include "pathprof/fleet/pyroscope.h"
+#include "pathprof/pipeline/session.h"
+
+namespace pathprof::daemon {
+namespace {
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string LastComponent(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool CgroupWithin(const std::string& cgroup, const std::string& prefix) {
+  if (prefix == "/") return true;
+  return cgroup == prefix || cgroup.rfind(prefix + "/", 0) == 0;
+}
+
+bool UnitOf(const std::string& cgroup, const std::string& unit) {
+  // A unit's processes sit in .../<unit> or, with delegated sub-groups, .../<unit>/...
+  return cgroup.size() >= unit.size() + 1 &&
+         (LastComponent(cgroup) == unit || cgroup.find("/" + unit + "/") != std::string::npos);
+}
+
+std::string Basename(std::string exe) {
+  exe = LastComponent(exe);
+  if (exe.size() > 10 && exe.compare(exe.size() - 10, 10, " (deleted)") == 0)
+    exe.resize(exe.size() - 10);
+  return exe;
+}
+
+void Finish(Series& s, const std::vector<const ProcessEntry*>& members, const std::string& host) {
+  std::set<std::string> exes, cgroups;
+  for (const ProcessEntry* p : members) {
+    s.pids.push_back(p->pid);
+    exes.insert(p->executable);
+    cgroups.insert(p->cgroup);
+  }
+  s.identity.host = host;
+  s.identity.unit = s.unit;
+  s.identity.cgroup = !s.cgroup.empty() ? s.cgroup : cgroups.size() == 1 ? *cgroups.begin() : "";
+  if (exes.size() == 1) s.identity.executable = *exes.begin();
+}
+
+}  // namespace
+
+std::vector<Series> ResolveSeries(const ContinuousConfig& config,
+                                  const std::vector<ProcessEntry>& processes,
+                                  const std::string& host) {
+  std::vector<Series> out;
+  auto add = [&](Series s, auto&& match) {
+    std::vector<const ProcessEntry*> members;
+    for (const ProcessEntry& p : processes)
+      if (match(p)) members.push_back(&p);
+    Finish(s, members, host);
+    out.push_back(std::move(s));
+  };
+  for (const std::string& u : config.units) {
+    Series s;
+    s.unit = u;
+    add(std::move(s), [&](const ProcessEntry& p) { return UnitOf(p.cgroup, u); });
+  }
+  for (const std::string& g : config.cgroups) {
+    Series s;
+    s.cgroup = g;
+    add(std::move(s), [&](const ProcessEntry& p) { return CgroupWithin(p.cgroup, g); });
+  }
+  for (const std::string& e : config.executables) {
+    Series s;
+    s.executable = e;
+    add(std::move(s),
+        [&](const ProcessEntry& p) { return p.comm == e || Basename(p.executable) == e; });
+  }
+  if (out.empty()) add(Series{}, [](const ProcessEntry&) { return true; });
+  return out;
+}
+
+Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
+    const ContinuousConfig& config, const collectors::HostCapabilities& caps) {
+  std::unique_ptr<ContinuousProfiler> p(new ContinuousProfiler());
+  p->config_ = config;
+  p->caps_ = caps;
+  p->symbols_ = std::make_shared<pipeline::SymbolService>();
+  p->host_ = config.host;
+  if (p->host_.empty()) {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) == 0) p->host_ = name;
+  }
+  fleet::ArchiveOptions ao;
+  ao.directory = config.archive_dir;
+  ao.max_windows = config.keep_windows;
+  ao.max_bytes = config.max_disk_bytes;
+  auto archive = fleet::ProfileArchive::Open(ao);
+  if (!archive.ok())
+    return Error(archive.status().code(), "continuous.archive_dir: " + archive.status().message());
+  p->archive_ = std::make_unique<fleet::ProfileArchive>(std::move(archive.value()));
+
+  fleet::PushOptions po;
+  po.queue_capacity = config.push_queue;
+  po.max_attempts = config.push_attempts;
+  auto add_pusher = [&](Result<std::unique_ptr<fleet::Sink>> sink,
+                        const std::string& key) -> Status {
+    if (!sink.ok()) return Error(sink.status().code(), key + ": " + sink.status().message());
+    auto pusher = fleet::Pusher::Start(std::move(sink.value()), po);
+    if (!pusher.ok()) return Error(pusher.status().code(), key + ": " + pusher.status().message());
+    p->pushers_.push_back(std::move(pusher.value()));
+    return Status::Ok();
+  };
+  if (!config.pyroscope.url.empty()) {
+    fleet::PyroscopeOptions o;
+    o.url = config.pyroscope.url;
+    o.app_name = config.pyroscope.app_name;
+    o.auth.tenant_id = config.pyroscope.tenant_id;
+    o.auth.bearer_token = config.pyroscope.bearer_token;
+    o.auth.basic_user = config.pyroscope.basic_user;
+    o.auth.basic_password = config.pyroscope.basic_password;
+    auto sink = fleet::PyroscopeSink::Create(std::move(o));
+    Result<std::unique_ptr<fleet::Sink>> as_sink =
+        sink.ok() ? Result<std::unique_ptr<fleet::Sink>>(std::move(sink.value()))
+                  : Result<std::unique_ptr<fleet::Sink>>(sink.status());
+    PATHPROF_RETURN_IF_ERROR(add_pusher(std::move(as_sink), "continuous.pyroscope"));
+  }
+  if (!config.parca.target.empty()) {
+    fleet::ParcaOptions o;
+    o.target = config.parca.target;
+    o.use_tls = config.parca.use_tls;
+    o.bearer_token = config.parca.bearer_token;
+    auto sink = fleet::ParcaSink::Create(std::move(o));
+    Result<std::unique_ptr<fleet::Sink>> as_sink =
+        sink.ok() ? Result<std::unique_ptr<fleet::Sink>>(std::move(sink.value()))
+                  : Result<std::unique_ptr<fleet::Sink>>(sink.status());
+    PATHPROF_RETURN_IF_ERROR(add_pusher(std::move(as_sink), "continuous.parca"));
+  }
+  return p;
+}
+
+ContinuousProfiler::~ContinuousProfiler() {
+  Stop();
+}
+
+void ContinuousProfiler::Start() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+}
+
+void ContinuousProfiler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  for (auto& p : pushers_) p->Stop(std::chrono::milliseconds(2000));
+}
+
+void ContinuousProfiler::Run() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(stop_mu_);
+      if (stopping_) return;
+    }
+    Window(NowNanos());
+  }
+}
+
+void ContinuousProfiler::Window(int64_t start_ns) {
+  pipeline::SourceChoice source = pipeline::SourceChoice::kNone;
+  pipeline::ParseSourceChoice(config_.source, &source);
+  std::vector<Series> series = ResolveSeries(config_, ListProcesses(), host_);
+  const uint32_t self = static_cast<uint32_t>(getpid());
+
+  struct Running {
+    Series series;
+    std::unique_ptr<pipeline::Session> session;
+  };
+  std::vector<Running> running;
+  uint64_t seq = 0;
+  for (Series& s : series) {
+    std::vector<uint32_t> pids;
+    uint64_t over = 0;
+    for (uint32_t pid : s.pids) {
+      if (pid == self || kill(static_cast<pid_t>(pid), 0) != 0) continue;  // never ourselves
+      if (pids.size() >= config_.max_pids) {
+        ++over;
+        continue;
+      }
+      pids.push_back(pid);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    pids_over_limit_ += over;
+    if (pids.empty()) {
+      ++empty_series_;
+      continue;
+    }
+    pipeline::SessionConfig sc;
+    sc.pids = pids;
+    sc.source = source;
+    sc.sampling.stack_hz = config_.stack_hz;
+    auto session =
+        pipeline::Session::Start("continuous-" + std::to_string(++seq), sc, caps_, symbols_);
+    if (!session.ok()) {
+      ++failed_start_;
+      last_error_ = "series " + fleet::PercentEncode(s.unit + s.cgroup + s.executable) + ": " +
+                    session.status().message();
+      Log(kLogWarning, "continuous: %s", last_error_.c_str());
+      continue;
+    }
+    running.push_back({std::move(s), std::move(session.value())});
+  }
+
+  {
+    std::unique_lock<std::mutex> lock(stop_mu_);
+    stop_cv_.wait_until(lock,
+                        std::chrono::steady_clock::now() + std::chrono::seconds(config_.window_s),
+                        [this] { return stopping_; });
+  }
+  const int64_t end_ns = NowNanos();
+
+  for (Running& r : running) {
+    uint64_t before_stop = 0;
+    for (const auto& t : r.session->Stats()) before_stop += t.stack_samples;
+    r.session->Stop();
+    uint64_t samples = 0, drops = 0;
+    for (const auto& t : r.session->Stats()) {
+      samples += t.stack_samples;
+      for (const auto& [reason, n] : t.drops) drops += n;
+    }
+    Log(kLogDebug,
+        "continuous: window of %zu pid(s): %llu stack samples (%llu before stop), %llu dropped",
+        r.series.pids.size(), static_cast<unsigned long long>(samples),
+        static_cast<unsigned long long>(before_stop), static_cast<unsigned long long>(drops));
+    auto pprof = r.session->ExportPprof(source != pipeline::SourceChoice::kNone);
+    r.session.reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pprof.ok()) {
+      ++failed_export_;
+      last_error_ = "export: " + pprof.status().message();
+      continue;
+    }
+    if (!r.series.identity.executable.empty()) {
+      auto it = build_ids_.find(r.series.identity.executable);
+      if (it == build_ids_.end()) {
+        auto elf = decoders::ElfImage::Open(r.series.identity.executable);
+        it = build_ids_.emplace(r.series.identity.executable, elf.ok() ? (*elf)->build_id() : "")
+                 .first;
+      }
+      r.series.identity.build_id = it->second;
+    }
+    fleet::ProfileWindow w;
+    w.pprof = std::move(pprof.value());
+    w.labels = fleet::ToLabels(r.series.identity);
+    w.start_unix_nanos = start_ns;
+    w.end_unix_nanos = end_ns;
+    w.sample_rate_hz = config_.stack_hz;
+    ++exported_;
+    if (Status s = archive_->Add(w); !s.ok()) last_error_ = "archive: " + s.message();
+    for (auto& p : pushers_) (void)p->Enqueue(w);  // refusals are counted in its PushStats
+  }
+}
+
+void ContinuousProfiler::FillStats(v1::ContinuousStats* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  out->set_window_seconds(config_.window_s);
+  out->set_windows_exported(exported_);
+  out->set_windows_failed_start(failed_start_);
+  out->set_windows_failed_export(failed_export_);
+  out->set_series_without_processes(empty_series_);
+  out->set_pids_over_limit(pids_over_limit_);
+  const fleet::ArchiveStats& a = archive_->stats();
+  out->set_archive_windows(archive_->windows().size());
+  out->set_archive_bytes(archive_->total_bytes());
+  out->set_archive_evicted(a.windows_deleted_count_limit + a.windows_deleted_byte_limit);
+  out->set_archive_rejected(a.windows_rejected_too_large + a.windows_rejected_invalid);
+  out->set_archive_write_errors(a.write_errors);
+  out->set_last_error(last_error_);
+  for (const auto& p : pushers_) {
+    fleet::PushStats s = p->stats();
+    v1::PushStats* ps = out->add_push();
+    ps->set_sink(p->sink().Describe());
+    ps->set_enqueued(s.enqueued);
+    ps->set_sent(s.sent);
+    ps->set_retries(s.retries);
+    ps->set_dropped(s.dropped_invalid + s.dropped_queue_full + s.dropped_retries_exhausted +
+                    s.dropped_rejected + s.dropped_shutdown);
+    ps->set_queued(p->queued());
+    ps->set_last_error(s.last_error);
+  }
+}
+
+}  // namespace pathprof::daemon

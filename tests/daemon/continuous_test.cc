@@ -1,0 +1,294 @@
+// Continuous mode: its [continuous] config, the series a config resolves to, and the real
+// pathprofd rotating short windows into a bounded archive and pushing them to a fake Pyroscope.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <mutex>
+#include <thread>
+
+#include "daemon_harness.h"
+#include "pathprof/daemon/config.h"
+#include "pathprof/daemon/continuous.h"
+
+namespace pathprof::daemon {
+namespace {
+
+using testing::Daemon;
+using testing::HotLoop;
+using testing::Sh;
+
+TEST(ContinuousConfigTest, ReadsEveryKey) {
+  auto c = ParseConfigText(R"(
+[continuous]
+enabled = true
+window_s = 2
+stack_hz = 49
+source = "auto"
+units = ["nginx.service"]
+cgroups = ["/system.slice/db.service"]
+executables = ["example_hotloop"]
+max_pids = 10
+host = "web-1"
+archive_dir = "/tmp/w"
+keep_windows = 5
+max_disk_bytes = 100000
+push_queue = 4
+push_attempts = 2
+[continuous.pyroscope]
+url = "http://127.0.0.1:4040"
+app_name = "svc"
+tenant_id = "t1"
+[continuous.parca]
+target = "127.0.0.1:7070"
+use_tls = false
+)",
+                           "test");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const ContinuousConfig& k = c->continuous;
+  EXPECT_TRUE(k.enabled);
+  EXPECT_EQ(k.window_s, 2u);
+  EXPECT_EQ(k.stack_hz, 49u);
+  EXPECT_EQ(k.source, "auto");
+  EXPECT_EQ(k.units, std::vector<std::string>{"nginx.service"});
+  EXPECT_EQ(k.cgroups, std::vector<std::string>{"/system.slice/db.service"});
+  EXPECT_EQ(k.executables, std::vector<std::string>{"example_hotloop"});
+  EXPECT_EQ(k.max_pids, 10u);
+  EXPECT_EQ(k.host, "web-1");
+  EXPECT_EQ(k.keep_windows, 5u);
+  EXPECT_EQ(k.max_disk_bytes, 100000u);
+  EXPECT_EQ(k.push_queue, 4u);
+  EXPECT_EQ(k.push_attempts, 2u);
+  EXPECT_EQ(k.pyroscope.url, "http://127.0.0.1:4040");
+  EXPECT_EQ(k.pyroscope.app_name, "svc");
+  EXPECT_EQ(k.pyroscope.tenant_id, "t1");
+  EXPECT_EQ(k.parca.target, "127.0.0.1:7070");
+}
+
+TEST(ContinuousConfigTest, DefaultsAreLowRateStacksOnly) {
+  ContinuousConfig k;
+  EXPECT_FALSE(k.enabled);
+  EXPECT_EQ(k.window_s, 60u);
+  EXPECT_EQ(k.stack_hz, 19u);
+  EXPECT_EQ(k.source, "none");
+}
+
+TEST(ContinuousConfigTest, RefusesBadValuesNamingTheKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"window_s = 0", "continuous.window_s"},
+      {"stack_hz = 5000", "continuous.stack_hz"},
+      {"source = \"magic\"", "continuous.source"},
+      {"source = \"ptrace\"", "continuous.source"},  // no selector: not on every process
+      {"cgroups = [\"relative\"]", "continuous.cgroups"},
+      {"cgroups = [\"/a/../b\"]", "continuous.cgroups"},
+      {"keep_windows = 0", "continuous.keep_windows"},
+      {"max_disk_bytes = 10", "continuous.max_disk_bytes"},
+      {"archive_dir = \"rel\"", "continuous.archive_dir"},
+      {"units = \"nginx\"", "continuous.units"},
+      {"typo = 1", "continuous.typo"},
+  };
+  for (const auto& [line, key] : cases) {
+    auto c = ParseConfigText(std::string("[continuous]\n") + line + "\n", "test");
+    ASSERT_FALSE(c.ok()) << line;
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
+  }
+  auto host_wide_branches = ParseConfigText("[continuous]\nsource = \"auto\"\n", "test");
+  ASSERT_FALSE(host_wide_branches.ok());
+  EXPECT_NE(host_wide_branches.status().message().find("continuous.source"), std::string::npos);
+  auto bad_url = ParseConfigText("[continuous.pyroscope]\nurl = \"ftp://x\"\n", "test");
+  EXPECT_FALSE(bad_url.ok());
+  auto bad_parca = ParseConfigText("[continuous.parca]\nport = 1\n", "test");
+  EXPECT_FALSE(bad_parca.ok());
+}
+
+std::vector<ProcessEntry> FakeHost() {
+  return {
+      {1, 0, "systemd", "/usr/lib/systemd/systemd", "/init.scope"},
+      {10, 0, "nginx", "/usr/sbin/nginx", "/system.slice/nginx.service"},
+      {11, 33, "nginx", "/usr/sbin/nginx", "/system.slice/nginx.service"},
+      {20, 0, "postgres", "/usr/bin/postgres", "/system.slice/db.service/main"},
+      {21, 0, "sh", "/bin/sh", "/system.slice/db.service/helper"},
+      {30, 1000, "hot", "/opt/bin/hot", "/user.slice/user-1000.slice/session-1.scope"},
+  };
+}
+
+TEST(ResolveSeriesTest, NoSelectorMeansOneSeriesOfEveryProcess) {
+  auto s = ResolveSeries(ContinuousConfig{}, FakeHost(), "h");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].pids, (std::vector<uint32_t>{1, 10, 11, 20, 21, 30}));
+  EXPECT_EQ(s[0].identity.host, "h");
+  EXPECT_EQ(s[0].identity.executable, "");  // several executables: no label
+  EXPECT_EQ(s[0].identity.cgroup, "");
+}
+
+TEST(ResolveSeriesTest, EachSelectorIsASeriesWithItsLabels) {
+  ContinuousConfig c;
+  c.units = {"nginx.service", "db.service", "absent.service"};
+  c.cgroups = {"/system.slice/db.service"};
+  c.executables = {"hot"};
+  auto s = ResolveSeries(c, FakeHost(), "h");
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].pids, (std::vector<uint32_t>{10, 11}));
+  EXPECT_EQ(s[0].identity.unit, "nginx.service");
+  EXPECT_EQ(s[0].identity.cgroup, "/system.slice/nginx.service");
+  EXPECT_EQ(s[0].identity.executable, "/usr/sbin/nginx");
+  EXPECT_EQ(s[1].pids, (std::vector<uint32_t>{20, 21}));  // the unit's sub-groups too
+  EXPECT_EQ(s[1].identity.executable, "");
+  EXPECT_TRUE(s[2].pids.empty());
+  EXPECT_EQ(s[3].pids, (std::vector<uint32_t>{20, 21}));
+  EXPECT_EQ(s[3].identity.cgroup, "/system.slice/db.service");
+  EXPECT_EQ(s[3].identity.unit, "");
+  EXPECT_EQ(s[4].pids, (std::vector<uint32_t>{30}));
+  EXPECT_EQ(s[4].identity.executable, "/opt/bin/hot");
+  auto labels = fleet::ToLabels(s[4].identity);
+  ASSERT_GE(labels.size(), 3u);
+  EXPECT_EQ(labels[0].name, "host");
+}
+
+std::vector<std::string> ArchiveFiles(const std::string& dir, const std::string& suffix,
+                                      uint64_t* bytes) {
+  std::vector<std::string> out;
+  *bytes = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      struct stat st;
+      if (stat((dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) *bytes += st.st_size;
+      if (name.size() > suffix.size() &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        out.push_back(dir + "/" + name);
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+TEST(ContinuousDaemonTest, RotatesWindowsIntoABoundedArchiveAndPushesThem) {
+  char tmpl[] = "/tmp/pathprof-continuous-XXXXXX";
+  const std::string work = mkdtemp(tmpl);
+  // A copy of example_hotloop under a name of its own: other tests on this machine may run
+  // example_hotloop too, and a series of two binaries carries no executable label.
+  const std::string name = "hl" + std::to_string(getpid());
+  const std::string exe = work + "/" + name;
+  ASSERT_EQ(Sh("cp " + testing::kBin + "/example_hotloop " + exe).rc, 0);
+  const pid_t loop = testing::Spawn({exe, "0"});
+  ASSERT_GT(loop, 0);
+  httplib::Server pyroscope;
+  std::mutex mu;
+  std::vector<std::string> names;
+  std::vector<size_t> profile_sizes;
+  pyroscope.Post("/ingest", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    names.push_back(req.get_param_value("name"));
+    profile_sizes.push_back(req.has_file("profile") ? req.get_file_value("profile").content.size()
+                                                    : 0);
+    res.status = 200;
+  });
+  const int port = pyroscope.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serve([&] { pyroscope.listen_after_bind(); });
+
+  const std::string archive = work + "/windows";
+  const uint64_t kMaxBytes = 1 << 20;
+  {
+    Daemon daemon(
+        "[metrics]\naddress = \"127.0.0.1:0\"\n"
+        "[continuous]\nenabled = true\nwindow_s = 1\nstack_hz = 99\n"
+        "source = \"auto\"\nexecutables = [\"" +
+        name +
+        "\"]\nhost = \"test-host\"\n"
+        "archive_dir = \"" +
+        archive + "\"\nkeep_windows = 3\nmax_disk_bytes = " + std::to_string(kMaxBytes) +
+        "\n[continuous.pyroscope]\nurl = \"http://127.0.0.1:" + std::to_string(port) + "\"\n");
+    ASSERT_TRUE(daemon.Ready()) << daemon.Log();
+    // Five 1 s windows: more than keep_windows, so the archive must have evicted.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5500));
+
+    const std::string log = daemon.Log();
+    auto at = log.find("(port ");
+    ASSERT_NE(at, std::string::npos) << log;
+    const int metrics_port = std::atoi(log.c_str() + at + 6);
+    httplib::Client client("127.0.0.1", metrics_port);
+    auto metrics = client.Get("/metrics");
+    ASSERT_TRUE(metrics) << log;
+    EXPECT_NE(metrics->body.find("pathprofd_continuous_windows_total{outcome=\"exported\"}"),
+              std::string::npos)
+        << metrics->body;
+    EXPECT_NE(metrics->body.find("pathprofd_continuous_windows_total{outcome=\"failed_start\"} 0"),
+              std::string::npos)
+        << metrics->body << log;
+    EXPECT_NE(metrics->body.find("pathprofd_continuous_archive_windows 3"), std::string::npos)
+        << metrics->body;
+    EXPECT_EQ(daemon.Signal(SIGTERM), 0) << daemon.Log();
+  }
+  pyroscope.stop();
+  serve.join();
+
+  uint64_t bytes = 0;
+  auto profiles = ArchiveFiles(archive, ".pb.gz", &bytes);
+  EXPECT_EQ(profiles.size(), 3u);  // keep_windows
+  EXPECT_LE(bytes, kMaxBytes);
+  const std::string go_env = "GOCACHE=" + work + "/gocache HOME=" + work + " ";
+  for (const std::string& f : profiles) {
+    EXPECT_NE(f.find("executable="), std::string::npos) << f;
+    auto top = Sh(go_env + "go tool pprof -top " + f);
+    EXPECT_EQ(top.rc, 0) << f << "\n" << top.out;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_GE(names.size(), 4u);  // every window, including the one cut short by SIGTERM
+    for (size_t i = 0; i < names.size(); ++i) {
+      EXPECT_EQ(names[i].rfind("pathprof{host=test-host,", 0), 0u) << names[i];
+      EXPECT_NE(names[i].find("executable=" + exe), std::string::npos) << names[i];
+      EXPECT_GT(profile_sizes[i], 0u);
+    }
+  }
+  kill(loop, SIGKILL);
+  waitpid(loop, nullptr, 0);
+  Sh("rm -rf " + work);
+}
+
+// Every number following `"key":` in `json`, in order.
+std::vector<double> Numbers(const std::string& json, const std::string& key) {
+  std::vector<double> out;
+  const std::string needle = "\"" + key + "\":";
+  for (size_t at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1))
+    out.push_back(std::atof(json.c_str() + at + needle.size()));
+  return out;
+}
+
+// The two questions of docs/schedulers.md, asked the way a scheduler asks them: a session on the
+// workload's selector (here its executable name; a unit or cgroup works the same), then
+// "hottest methods" and "share of CPU under function X".
+TEST(SchedulerQueriesTest, HottestMethodsAndCpuShareOfAFunction) {
+  HotLoop loop;
+  Daemon daemon;
+  ASSERT_TRUE(daemon.Ready()) << daemon.Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto started = daemon.Ctl("start --name example_hotloop --source none");
+  ASSERT_EQ(started.rc, 0) << started.out << daemon.Log();
+  const std::string id = testing::FirstLine(started.out);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+
+  auto methods = daemon.Ctl("methods " + id + " --top 3 --json");
+  ASSERT_EQ(methods.rc, 0) << methods.out;
+  // hot() runs 2000 iterations per round against warm()'s 500: it is the hottest method.
+  auto first = methods.out.find("\"function\":\"");
+  ASSERT_NE(first, std::string::npos) << methods.out;
+  EXPECT_EQ(methods.out.compare(first + 12, 4, "hot\""), 0) << methods.out;
+
+  auto tree = daemon.Ctl("tree " + id + " --root hot --depth 1 --json");
+  ASSERT_EQ(tree.rc, 0) << tree.out;
+  std::vector<double> weights = Numbers(tree.out, "total_weight");
+  ASSERT_GE(weights.size(), 2u) << tree.out;  // the tree's total, then each root (a call of hot)
+  double under_hot = 0;
+  for (size_t i = 1; i < weights.size(); ++i) under_hot += weights[i];
+  ASSERT_GT(weights[0], 0);
+  const double share = under_hot / weights[0];
+  EXPECT_GT(share, 0.5) << tree.out;  // ~4/5 of the loop's work by construction
+  EXPECT_LE(share, 1.0 + 1e-9) << tree.out;
+}
+
+}  // namespace
+}  // namespace pathprof::daemon
