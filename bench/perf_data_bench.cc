@@ -44,7 +44,9 @@ void BM_ReadPropellerLbr(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadPropellerLbr)->Unit(benchmark::kMillisecond);
 
-void BM_ReadAutofdoTestLbr(benchmark::State& state) { ReadAll(state, "lbr/autofdo/test.lbr"); }
+void BM_ReadAutofdoTestLbr(benchmark::State& state) {
+  ReadAll(state, "lbr/autofdo/test.lbr");
+}
 BENCHMARK(BM_ReadAutofdoTestLbr)->Unit(benchmark::kMillisecond);
 
 }  // namespace

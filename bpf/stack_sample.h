@@ -7,13 +7,13 @@
 #define PATHPROF_MAX_TARGET_PIDS 4096
 
 enum pathprof_counter {
-  PATHPROF_COUNTER_EVENTS = 0,         // perf events that ran the program
-  PATHPROF_COUNTER_IDLE,               // the CPU was idle
-  PATHPROF_COUNTER_FILTERED,           // not a target pid / cgroup
-  PATHPROF_COUNTER_RINGBUF_FULL,       // lost: user space did not drain the ring buffer in time
-  PATHPROF_COUNTER_USER_STACK_ERROR,   // bpf_get_stack failed on the user stack
-  PATHPROF_COUNTER_KERNEL_STACK_ERROR, // bpf_get_stack failed on the kernel stack
-  PATHPROF_COUNTER_SUBMITTED,          // delivered to the ring buffer
+  PATHPROF_COUNTER_EVENTS = 0,          // perf events that ran the program
+  PATHPROF_COUNTER_IDLE,                // the CPU was idle
+  PATHPROF_COUNTER_FILTERED,            // not a target pid / cgroup
+  PATHPROF_COUNTER_RINGBUF_FULL,        // lost: user space did not drain the ring buffer in time
+  PATHPROF_COUNTER_USER_STACK_ERROR,    // bpf_get_stack failed on the user stack
+  PATHPROF_COUNTER_KERNEL_STACK_ERROR,  // bpf_get_stack failed on the kernel stack
+  PATHPROF_COUNTER_SUBMITTED,           // delivered to the ring buffer
   PATHPROF_COUNTER_COUNT,
 };
 
@@ -24,7 +24,7 @@ struct stack_sample {
   __s32 user_bytes;    // bytes of user[] filled, or a negative errno
   __s32 kernel_bytes;  // bytes of kernel[] filled, or a negative errno
   __u32 pad;
-  __u64 time_ns;       // bpf_ktime_get_ns (CLOCK_MONOTONIC)
+  __u64 time_ns;  // bpf_ktime_get_ns (CLOCK_MONOTONIC)
   __u64 period;
   char comm[16];
   __u64 user[PATHPROF_MAX_FRAMES];

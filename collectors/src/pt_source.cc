@@ -105,20 +105,27 @@ void PtSource::Poll() {
   std::sort(cuts_.begin(), cuts_.end());
   const uint64_t end = pending_base_ + pending_.size();
   while (!cuts_.empty() && cuts_.front() <= end) {
-    if (cuts_.front() >= pending_base_) DecodePiece(size_t(cuts_.front() - pending_base_));
+    if (cuts_.front() >= pending_base_) DecodePiece(size_t(cuts_.front() - pending_base_), false);
     gap_next_ = true;
+    handoff_.reset();
     cuts_.erase(cuts_.begin());
   }
   if (pending_.size() >= options_.decode_chunk_bytes) {
-    auto psb = std::find_end(pending_.begin(), pending_.end(), kPsb.begin(), kPsb.end());
-    if (psb != pending_.end() && psb != pending_.begin()) DecodePiece(psb - pending_.begin());
+    // Cut at the last PSB whose PSB+ has fully arrived (the piece is decoded through it).
+    auto search_end = pending_.end();
+    for (int tries = 0; tries < 2; ++tries) {
+      auto psb = std::find_end(pending_.begin(), search_end, kPsb.begin(), kPsb.end());
+      if (psb == search_end || psb == pending_.begin()) break;
+      if (DecodePiece(size_t(psb - pending_.begin()), true)) break;
+      search_end = psb;
+    }
   }
   SyncCounters();
 }
 
 void PtSource::Flush() {
   Poll();
-  DecodePiece(pending_.size());
+  DecodePiece(pending_.size(), false);
   SyncCounters();
 }
 
@@ -156,11 +163,27 @@ void PtSource::ReadAux() {
   if (!st.ok()) local_.decode_errors["pt_aux_read_failed"] += 1;
 }
 
-void PtSource::DecodePiece(size_t n) {
+bool PtSource::DecodePiece(size_t n, bool continues_at_psb) {
   n = std::min(n, pending_.size());
-  if (n == 0) return;
-  auto decoder = decoders::PtBranchDecoder::Create(std::span<const uint8_t>(pending_.data(), n),
-                                                   options_.decoder, image_, pid_, tid_);
+  if (n == 0) return false;
+  decoders::PtDecodeOptions decode_options;
+  decode_options.continue_from = handoff_;
+  handoff_.reset();
+  size_t bytes = n;
+  if (continues_at_psb) {
+    // The trace goes on in the piece starting at the PSB at n: decode through its PSB+ and stop
+    // where it says execution was, so the next piece neither repeats nor misses a branch.
+    const auto psb_end = decoders::PtPsbPlusEnd(pending_, n, options_.decoder);
+    if (!psb_end) {
+      handoff_ = decode_options.continue_from;
+      return false;  // its PSB+ has not fully arrived yet
+    }
+    bytes = *psb_end;
+    decode_options.stop_at_psb = n;
+  }
+  auto decoder =
+      decoders::PtBranchDecoder::Create(std::span<const uint8_t>(pending_.data(), bytes),
+                                        options_.decoder, image_, pid_, tid_, decode_options);
   if (!decoder.ok()) {
     local_.decode_errors["pt_decoder_unavailable"] += 1;
     local_.drops["pt_bytes_undecoded"] += n;
@@ -177,9 +200,11 @@ void PtSource::DecodePiece(size_t n) {
     });
     if (!st.ok()) local_.decode_errors["pt_decode_failed"] += 1;
     Merge((*decoder)->stats(), &decode_);
+    if (continues_at_psb) handoff_ = (*decoder)->handoff();
   }
   pending_.erase(pending_.begin(), pending_.begin() + std::ptrdiff_t(n));
   pending_base_ += n;
+  return true;
 }
 
 void PtSource::SyncCounters() {

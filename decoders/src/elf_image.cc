@@ -45,8 +45,8 @@ Result<std::shared_ptr<const ElfImage>> ElfImage::Open(const std::string& path) 
   in.seekg(0, std::ios::beg);
   std::vector<uint8_t> bytes(size > 0 ? static_cast<size_t>(size) : 0);
   if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) {
-    return Error(ErrorCode::kIo, "ELF image " + path + ": read failed (" +
-                                     std::strerror(errno) + ")");
+    return Error(ErrorCode::kIo,
+                 "ELF image " + path + ": read failed (" + std::strerror(errno) + ")");
   }
   return FromBytes(std::move(bytes), path);
 }

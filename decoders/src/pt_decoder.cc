@@ -79,6 +79,17 @@ Status PtBranchDecoder::Decode(const std::function<Status(BranchBatch&&)>& on_ba
     }
     ++stats_.syncs;
     MarkGap();
+    if (options_.continue_from) {
+      // The previous piece stopped at this PSB+'s address: the stream goes on without a gap.
+      uint64_t sync = 0;
+      pt_blk_get_sync_offset(decoder_, &sync);
+      if (sync == 0 && !(status & pts_ip_suppressed)) {
+        batch_.gap_before = false;
+        insns_ = options_.continue_from->instructions;
+        last_ip_ = options_.continue_from->ip;
+      }
+      options_.continue_from.reset();
+    }
     status = DecodeFromSync(status);
     if (!sink_status_.ok()) return sink_status_;
     if (status == -pte_eos) break;
@@ -93,8 +104,12 @@ Status PtBranchDecoder::Decode(const std::function<Status(BranchBatch&&)>& on_ba
     RecordError(code, off, std::move(reason));
     MarkGap();
   }
-  // Whatever is still pending has no known outcome: count it rather than guess.
-  MarkGap();
+  if (handoff_) {
+    if (out_ != events_.get()) HandOver();  // the next piece goes on from here: no gap
+  } else {
+    // Whatever is still pending has no known outcome: count it rather than guess.
+    MarkGap();
+  }
   on_batch_ = nullptr;
   return sink_status_;
 }
@@ -106,6 +121,7 @@ int PtBranchDecoder::DecodeFromSync(int status) {
       status = pt_blk_event(decoder_, &ev, sizeof ev);
       if (status < 0) return status;
       HandleEvent(ev);
+      if (handoff_) return -pte_eos;
     }
     pt_block block;
     status = pt_blk_next(decoder_, &block, sizeof block);
@@ -232,7 +248,18 @@ int PtBranchDecoder::DecodeFromSync(int status) {
 }
 
 void PtBranchDecoder::HandleEvent(const pt_event& ev) {
-  if (ev.status_update) return;  // PSB+ restating what we already know
+  if (ev.status_update) {
+    // PSB+ restating what we already know, bound to where execution was at the PSB (libipt
+    // proceeds to that address first). At the PSB that starts the next piece, stop there.
+    if (options_.stop_at_psb == UINT64_MAX || ev.ip_suppressed) return;
+    const uint64_t* ip = ev.type == ptev_exec_mode ? &ev.variant.exec_mode.ip
+                         : ev.type == ptev_tsx     ? &ev.variant.tsx.ip
+                                                   : nullptr;
+    uint64_t offset = 0;
+    pt_blk_get_offset(decoder_, &offset);
+    if (ip != nullptr && offset > options_.stop_at_psb) StopAtPsb(*ip);
+    return;
+  }
   switch (ev.type) {
     case ptev_enabled: {
       const uint64_t ip = ev.variant.enabled.ip;
@@ -301,6 +328,12 @@ void PtBranchDecoder::HandOver() {
   batch_.gap_before = false;
 }
 
+void PtBranchDecoder::StopAtPsb(uint64_t ip) {
+  // The branch that ended the last block (if any) went to `ip`: its outcome is known.
+  Resolve(ip);
+  handoff_ = PtHandoff{ip, insns_};
+}
+
 void PtBranchDecoder::MarkGap() {
   if (pending_.valid) ++stats_.unresolved;
   pending_.valid = false;
@@ -312,6 +345,29 @@ void PtBranchDecoder::MarkGap() {
     ++stats_.gaps;
   }
   batch_.gap_before = true;
+}
+
+std::optional<size_t> PtPsbPlusEnd(std::span<const uint8_t> trace, size_t psb,
+                                   const PtDecoderConfig& config) {
+  if (psb >= trace.size()) return std::nullopt;
+  pt_config cfg = MakeLibiptConfig(config, trace);
+  pt_packet_decoder* dec = pt_pkt_alloc_decoder(&cfg);
+  if (!dec) return std::nullopt;
+  std::optional<size_t> end;
+  if (pt_pkt_sync_set(dec, psb) >= 0) {
+    pt_packet packet;
+    // A PSB+ holds a handful of packets (PSB, TSC, TMA, CBR, PIP, VMCS, MODE x2, FUP, PSBEND).
+    for (int i = 0; i < 32 && pt_pkt_next(dec, &packet, sizeof packet) >= 0; ++i) {
+      if (i == 0 && packet.type != ppt_psb) break;
+      if (packet.type != ppt_psbend) continue;
+      uint64_t off = 0;
+      pt_pkt_get_offset(dec, &off);
+      end = static_cast<size_t>(off);
+      break;
+    }
+  }
+  pt_pkt_free_decoder(dec);
+  return end;
 }
 
 PtPacketStats CountPtPackets(std::span<const uint8_t> trace, const PtDecoderConfig& config) {

@@ -13,8 +13,7 @@ Result<std::string> GzipCompress(std::string_view data) {
   // windowBits 15 + 16 asks zlib for a gzip header and trailer instead of a zlib one. Fastest
   // level, as Go's runtime/pprof writes its profiles: on pprof data the default level costs
   // 1.7x the time for a 6% smaller file (docs/performance.md, "pprof export").
-  if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-      Z_OK) {
+  if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     return Error(ErrorCode::kInternal, std::string("gzip: deflateInit2 failed: ") +
                                            (zs.msg != nullptr ? zs.msg : "no message"));
   }

@@ -170,8 +170,11 @@ TEST(PtRoundTrip, DecodedStreamEqualsTheExactStream) {
   EXPECT_GT(kinds[BranchKind::kIndirectCall] + kinds[BranchKind::kIndirectJump], 0);
 }
 
-// The offset of the first packet at or after `from`, per libipt's packet decoder.
-uint64_t PacketBoundaryAfter(std::span<const uint8_t> bytes, uint64_t from) {
+// The offset of the first TIP packet at or after `from`, per libipt's packet decoder. A TIP is
+// where the decoder asks for an indirect branch's target, so damage there is met as a bad
+// packet; damage to a TNT's first byte would be met as an unexpected packet kind instead
+// (pte_bad_query), which depends on what the trace happens to hold in its middle.
+uint64_t TipPacketAfter(std::span<const uint8_t> bytes, uint64_t from) {
   pt_config cfg;
   pt_config_init(&cfg);
   cfg.begin = const_cast<uint8_t*>(bytes.data());
@@ -182,8 +185,8 @@ uint64_t PacketBoundaryAfter(std::span<const uint8_t> bytes, uint64_t from) {
   for (;;) {
     pt_pkt_get_offset(dec, &off);
     pt_packet p;
-    if (off >= from && bytes[off] != 0x02 && bytes[off] != 0x00) break;
     if (pt_pkt_next(dec, &p, sizeof p) < 0) break;
+    if (off >= from && p.type == ppt_tip) break;
   }
   pt_pkt_free_decoder(dec);
   return off;
@@ -196,7 +199,9 @@ TEST(PtRoundTrip, CorruptByteIsCountedThenDecodingResumesAtTheNextPsb) {
   const PtSynthTrace& t = f.traces[0];
   const auto& expected = f.expected.at(t.tid);
   std::vector<uint8_t> bytes = t.bytes;
-  const uint64_t at = PacketBoundaryAfter(bytes, bytes.size() / 2);
+  const uint64_t at = TipPacketAfter(bytes, bytes.size() / 2);
+  ASSERT_LT(at, bytes.size());
+  ASSERT_EQ(bytes[at] & 0x1f, 0x0d) << "a TIP opcode";
   bytes[at] = 0xad;  // a TIP with the reserved IP compression 5: not a valid packet
   Decoded d = Decode(t, bytes);
   ASSERT_EQ(d.stats.errors, 1u);

@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <intel-pt.h>
+
 #include <algorithm>
 #include <climits>
 
 #include "live_source_test_util.h"
 #include "pathprof/collectors/exact_tracer.h"
 #include "pathprof/decoders/perf_data_format.h"
+#include "pathprof/decoders/pt_decoder.h"
 #include "pathprof/decoders/pt_synth.h"
 
 namespace pathprof::collectors {
@@ -254,7 +257,41 @@ TEST(PtSource, ATruncatedAuxRecordSplitsTheTraceWithAGap) {
   EXPECT_EQ((*source)->counters().drops.at("pt_aux_truncated"), 1u);
 }
 
-TEST(PtSource, ChunkedPollsDecodeFromPsbToPsbWithoutErrors) {
+// The offsets of every PSB in `bytes`, per libipt's packet decoder.
+std::vector<size_t> PsbOffsets(std::span<const uint8_t> bytes) {
+  std::vector<size_t> out;
+  pt_config cfg;
+  pt_config_init(&cfg);
+  cfg.begin = const_cast<uint8_t*>(bytes.data());
+  cfg.end = const_cast<uint8_t*>(bytes.data() + bytes.size());
+  pt_packet_decoder* dec = pt_pkt_alloc_decoder(&cfg);
+  if (pt_pkt_sync_forward(dec) >= 0) {
+    for (;;) {
+      uint64_t off = 0;
+      pt_pkt_get_offset(dec, &off);
+      pt_packet p;
+      if (pt_pkt_next(dec, &p, sizeof p) < 0) break;
+      if (p.type == ppt_psb) out.push_back(size_t(off));
+    }
+  }
+  pt_pkt_free_decoder(dec);
+  return out;
+}
+
+// Pieces decoded as they arrive add up to one decode of the whole trace: the same events, block
+// lengths included, no gap inside, nothing unresolved or repeated at a piece boundary.
+void ExpectOneContinuousStream(const std::vector<BranchBatch>& got, const LiveSourceCounters& c,
+                               const std::vector<BranchEvent>& want) {
+  ExpectSameEvents(Flatten(got), want);
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(got[0].gap_before);
+  for (size_t i = 1; i < got.size(); ++i) EXPECT_FALSE(got[i].gap_before) << "batch " << i;
+  EXPECT_TRUE(c.decode_errors.empty());
+  EXPECT_FALSE(c.drops.contains("pt_unresolved_branch"));
+  EXPECT_EQ(c.events, want.size());
+}
+
+TEST(PtSource, ChunkedPollsDecodeFromPsbToPsbAsOneStream) {
   SKIP_WITHOUT_TRACE();
   const Fixture& f = Get();
   const std::vector<uint8_t>& bytes = f.trace.bytes;
@@ -281,19 +318,80 @@ TEST(PtSource, ChunkedPollsDecodeFromPsbToPsbWithoutErrors) {
   (*source)->Flush();
   EXPECT_GE(polls_with_output, 2u)
       << "pieces are decoded as the trace arrives; bytes " << bytes.size();
-  const LiveSourceCounters c = (*source)->counters();
-  EXPECT_TRUE(c.decode_errors.empty()) << "every piece starts at a PSB";
-  // A piece boundary can only lose the branch that ended the piece's last block (at most one
-  // per boundary, counted as pt_unresolved_branch); everything else is as one decode gives.
-  const std::vector<BranchEvent> events = Flatten(got);
-  ASSERT_LE(events.size(), want.size());
-  EXPECT_GE(events.size() + parts, want.size());
-  const size_t lost = want.size() - events.size();
-  EXPECT_LE(lost, c.drops.contains("pt_unresolved_branch") ? c.drops.at("pt_unresolved_branch") : 0)
-      << "every event a boundary cost is counted";
-  ASSERT_FALSE(got.empty());
-  for (size_t i = 0; i < got[0].events.size(); ++i)
-    EXPECT_TRUE(events[i].from == want[i].from && events[i].to == want[i].to) << i;
+  ExpectOneContinuousStream(got, (*source)->counters(), want);
+}
+
+// Every PSB of the trace as a piece boundary, each arriving with only its PSB+ after it (so the
+// piece before it ends right there): whatever the code after a PSB is (a direct call that needs
+// no packet, a conditional, a block's middle), the boundary neither repeats nor loses a branch.
+TEST(PtSource, EveryPsbAsAPieceBoundaryGivesOneStream) {
+  SKIP_WITHOUT_TRACE();
+  const Fixture& f = Get();
+  decoders::PtSynthOptions synth;
+  synth.psb_period = 64;  // hundreds of boundaries, after every kind of branch
+  auto traces = decoders::SynthesizePt(f.exact.batches, synth);
+  ASSERT_TRUE(traces.ok()) << traces.status().ToString();
+  const std::vector<uint8_t>& bytes = (*traces)[0].bytes;
+  const std::vector<BranchEvent> want = Flatten(DecodeDirectly(bytes));
+  ASSERT_EQ(want.size(), Flatten(DecodeDirectly(f.trace.bytes)).size());
+  const std::vector<size_t> psbs = PsbOffsets(bytes);
+  ASSERT_GT(psbs.size(), 200u);
+  testing::FakePerfMmap mmap(64 * 1024, AuxSizeFor(bytes.size()));
+  std::vector<BranchBatch> got;
+  PtSourceOptions options;
+  options.seed_from_proc_maps = false;
+  options.decode_chunk_bytes = 1;
+  auto source = PtSource::OverRing(&mmap.ring(), SidebandAttr(), options,
+                                   [&](const BranchBatch& b) { got.push_back(b); });
+  ASSERT_TRUE(source.ok());
+  WriteSideband(mmap, f);
+  size_t written = 0, pieces = 0;
+  for (size_t k = 1; k < psbs.size(); ++k) {
+    const auto psb_end = decoders::PtPsbPlusEnd(bytes, psbs[k], {});
+    ASSERT_TRUE(psb_end.has_value()) << "PSB at " << psbs[k];
+    const size_t n = *psb_end - written;
+    mmap.WriteAux(std::span(bytes).subspan(written, n));
+    WriteAuxRecord(mmap, written, n, 0);
+    written += n;
+    const size_t before = got.size();
+    (*source)->Poll();
+    pieces += got.size() > before;
+  }
+  mmap.WriteAux(std::span(bytes).subspan(written));
+  WriteAuxRecord(mmap, written, bytes.size() - written, 0);
+  (*source)->Flush();
+  EXPECT_GE(pieces, psbs.size() - 2) << "a piece per PSB";
+  ExpectOneContinuousStream(got, (*source)->counters(), want);
+}
+
+// A PSB+ that has not fully arrived is not cut at: the piece waits for the rest.
+TEST(PtSource, APsbWhosePsbPlusIsIncompleteIsNotCutAt) {
+  SKIP_WITHOUT_TRACE();
+  const Fixture& f = Get();
+  const std::vector<uint8_t>& bytes = f.trace.bytes;
+  const std::vector<BranchEvent> want = Flatten(DecodeDirectly(bytes));
+  const std::vector<size_t> psbs = PsbOffsets(bytes);
+  ASSERT_GT(psbs.size(), 2u);
+  testing::FakePerfMmap mmap(64 * 1024, AuxSizeFor(bytes.size()));
+  std::vector<BranchBatch> got;
+  PtSourceOptions options;
+  options.seed_from_proc_maps = false;
+  options.decode_chunk_bytes = 1;
+  auto source = PtSource::OverRing(&mmap.ring(), SidebandAttr(), options,
+                                   [&](const BranchBatch& b) { got.push_back(b); });
+  ASSERT_TRUE(source.ok());
+  WriteSideband(mmap, f);
+  const size_t cut = psbs[1] + 17;  // the PSB pattern and one byte of what follows it
+  mmap.WriteAux(std::span(bytes).first(cut));
+  WriteAuxRecord(mmap, 0, cut, 0);
+  (*source)->Poll();
+  EXPECT_TRUE(got.empty()) << "the only later PSB's PSB+ is incomplete";
+  mmap.WriteAux(std::span(bytes).subspan(cut));
+  WriteAuxRecord(mmap, cut, bytes.size() - cut, 0);
+  (*source)->Poll();
+  EXPECT_FALSE(got.empty());
+  (*source)->Flush();
+  ExpectOneContinuousStream(got, (*source)->counters(), want);
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 //
 // Decoding happens in pieces that start at a PSB (the decoder's sync point): a poll decodes the
 // pending bytes up to the last PSB once `decode_chunk_bytes` are pending and keeps the rest, so a
-// piece never starts mid-packet. A truncated or colliding AUX record is a discontinuity: what
-// came before it is decoded on its own and the next batch has gap_before.
+// piece never starts mid-packet. A piece is decoded through the next piece's PSB+ and stops at
+// the address its FUP gives, where the next piece starts: the stream runs on across pieces with
+// no gap and no branch lost or repeated. A truncated or colliding AUX record is a
+// discontinuity: what came before it is decoded on its own and the next batch has gap_before.
 //
 // Limits: the trace of one AUX buffer is decoded as one stream attributed to the thread of the
 // latest ITRACE_START; with several threads (inherit) their interleaving is not split by the
@@ -20,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -67,8 +70,9 @@ class PtSource {
            BranchWindowSink sink, std::shared_ptr<decoders::PtImage> image);
   void OnRecord(std::span<const uint8_t> record);
   void ReadAux();
-  // Decodes pending_[0, n) as one piece and drops it from pending_.
-  void DecodePiece(size_t n);
+  // Decodes pending_[0, n) as one piece and drops it from pending_. With continues_at_psb, n is
+  // the PSB the next piece starts at; false (nothing done) while its PSB+ is incomplete.
+  bool DecodePiece(size_t n, bool continues_at_psb);
   void SyncCounters();
 
   std::unique_ptr<PerfEventSource> event_;
@@ -79,10 +83,11 @@ class PtSource {
   std::shared_ptr<decoders::PtImage> image_;
   uint32_t pid_ = 0;
   uint32_t tid_ = 0;
-  std::vector<uint8_t> pending_;  // AUX bytes not decoded yet
-  uint64_t pending_base_ = 0;     // AUX stream position of pending_[0]
-  std::vector<uint64_t> cuts_;    // stream positions where the trace is discontinuous
-  bool gap_next_ = false;         // the next batch follows lost trace
+  std::vector<uint8_t> pending_;                // AUX bytes not decoded yet
+  uint64_t pending_base_ = 0;                   // AUX stream position of pending_[0]
+  std::vector<uint64_t> cuts_;                  // stream positions where the trace is discontinuous
+  bool gap_next_ = false;                       // the next batch follows lost trace
+  std::optional<decoders::PtHandoff> handoff_;  // where the last piece stopped, if at a PSB
   LiveSourceCounters local_;
   decoders::PtDecodeStats decode_;  // summed over pieces
   mutable std::mutex mu_;

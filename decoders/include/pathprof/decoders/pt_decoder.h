@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -55,10 +56,26 @@ struct PtDecodeStats {
   static constexpr size_t kMaxKeptErrors = 32;
 };
 
+// Where a piece of a continuous trace stopped (see PtDecodeOptions::stop_at_psb): the address
+// the next piece starts at, and the instructions already run in the block that address is in.
+struct PtHandoff {
+  uint64_t ip = 0;
+  uint32_t instructions = 0;
+};
+
 struct PtDecodeOptions {
   // 1024 events = 32 KiB per batch: small enough that malloc recycles it instead of mapping
   // and unmapping fresh pages for every batch (measured: that alone cost ~15% of decode time).
   size_t batch_events = 1024;
+  // For a trace decoded in pieces as it arrives (a live AUX stream): the trace continues in a
+  // piece that starts at the PSB at this offset, so decoding stops where that PSB+ says
+  // execution was (its FUP) instead of walking on without trace past direct branches, which the
+  // next piece would then decode again. The buffer must hold that PSB+ through its PSBEND.
+  uint64_t stop_at_psb = UINT64_MAX;
+  // This piece continues one that stopped at this piece's first PSB (the previous decoder's
+  // handoff()): if decoding synchronizes there, the first batch is no gap and the
+  // instructions already run in the current block count towards its first event.
+  std::optional<PtHandoff> continue_from;
 };
 
 class PtBranchDecoder {
@@ -76,6 +93,8 @@ class PtBranchDecoder {
   // fails or libipt cannot run at all.
   Status Decode(const std::function<Status(BranchBatch&&)>& on_batch);
   const PtDecodeStats& stats() const { return stats_; }
+  // Set when decoding stopped at options.stop_at_psb: what the next piece continues from.
+  const std::optional<PtHandoff>& handoff() const { return handoff_; }
 
  private:
   struct Pending {
@@ -97,6 +116,7 @@ class PtBranchDecoder {
   void FlushFull();
   void HandOver();
   void MarkGap();
+  void StopAtPsb(uint64_t ip);
   void RecordError(int code, uint64_t offset, std::string reason);
 
   pt_block_decoder* decoder_ = nullptr;
@@ -118,6 +138,7 @@ class PtBranchDecoder {
   uint64_t async_from_ = 0;
   uint64_t last_ip_ = 0;
   PtBlockSlot* slots_ = nullptr;  // the image's (its size is fixed once made)
+  std::optional<PtHandoff> handoff_;
 };
 
 struct PtPacketStats {
@@ -128,6 +149,11 @@ struct PtPacketStats {
   std::map<int, uint64_t> packets_by_type;  // libipt's pt_packet_type
   std::vector<PtDecodeError> first_errors;
 };
+
+// The offset just past the PSBEND of the PSB+ that starts at `psb`, or nothing when the buffer
+// ends before it (or holds no valid PSB+ there).
+std::optional<size_t> PtPsbPlusEnd(std::span<const uint8_t> trace, size_t psb,
+                                   const PtDecoderConfig& config);
 
 // Packet-level decode of a raw PT buffer from its first PSB on (resync after errors).
 PtPacketStats CountPtPackets(std::span<const uint8_t> trace, const PtDecoderConfig& config);
