@@ -23,8 +23,8 @@ $(ASAN_BUILD)/build.ninja: | deps
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DPATHPROF_SANITIZE=ON \
 	  -DPATHPROF_BUILD_BENCH=OFF
 
-# Tests run from the sanitizer build; the release build is made too because some tests compare
-# against it or need its tools (e.g. pathctl), and `make demo` uses it.
+# Tests run from the sanitizer build (its own pathctl, pathprofd and examples included);
+# `make demo` and `make bench` use the release build in $(BUILD).
 test: deps $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
