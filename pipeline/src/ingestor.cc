@@ -1,7 +1,6 @@
 #include "pathprof/pipeline/ingestor.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -16,9 +15,6 @@ struct Ingestor::Impl {
   std::atomic<uint64_t> not_a_target{0};
 
   std::mutex mu;
-  std::condition_variable cv;
-  bool paused = false;
-  int busy = 0;  // consumers applying an item right now
   bool closed = false;
   std::thread stack_thread, branch_thread;
 
@@ -28,25 +24,13 @@ struct Ingestor::Impl {
   template <typename T, typename Apply>
   void Consume(BoundedQueue<T>& queue, Apply apply) {
     for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return !paused || queue.closed(); });
-      }
       std::optional<T> item = queue.Pop(std::chrono::milliseconds(50));
       if (!item) {
         if (queue.closed() && queue.size() == 0) return;
         continue;
       }
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        ++busy;
-      }
       apply(*item);
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        --busy;
-      }
-      cv.notify_all();
+      queue.Done();
     }
   }
 };
@@ -98,11 +82,9 @@ bool Ingestor::OfferBranches(BranchBatch batch) {
 }
 
 void Ingestor::Flush() {
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  if (impl_->paused) return;  // nothing would drain
-  impl_->cv.wait_for(lock, std::chrono::seconds(30), [&] {
-    return impl_->busy == 0 && impl_->stacks.size() == 0 && impl_->branches.size() == 0;
-  });
+  // Each queue is idle once every item offered so far was applied (or at once while paused).
+  impl_->stacks.WaitIdle(std::chrono::seconds(30));
+  impl_->branches.WaitIdle(std::chrono::seconds(30));
 }
 
 void Ingestor::Close() {
@@ -110,21 +92,16 @@ void Ingestor::Close() {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->closed) return;
     impl_->closed = true;
-    impl_->paused = false;
   }
   impl_->stacks.Close();
   impl_->branches.Close();
-  impl_->cv.notify_all();
   if (impl_->stack_thread.joinable()) impl_->stack_thread.join();
   if (impl_->branch_thread.joinable()) impl_->branch_thread.join();
 }
 
 void Ingestor::SetPausedForTesting(bool paused) {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->paused = paused;
-  }
-  impl_->cv.notify_all();
+  impl_->stacks.Hold(paused);
+  impl_->branches.Hold(paused);
 }
 
 uint64_t Ingestor::not_a_target() const {

@@ -115,6 +115,13 @@ TEST(LbrCorpus, GzipTestLbrMatchesPerfScript) {
   for (const auto& [range, n] : ranges) total += n;
   EXPECT_EQ(total, 134677u);
   EXPECT_EQ(s.ranges_broken[static_cast<size_t>(LbrRangeBreak::kMisaligned)], 0u);
+  // perf itself, with the binary at the path its (old-style) MMAP record names.
+  SymfsDir symfs(kCorpus + "test.binary", "/export/hda3/tmp/test.binary");
+  long long mismatches = 0;
+  const long long perf = PerfInstructionLines(kCorpus + "test.lbr", symfs.path(), &mismatches);
+  if (perf < 0) GTEST_SKIP() << "perf is not installed; compared with the recorded 1,419,585 only";
+  EXPECT_EQ(static_cast<long long>(s.perf_style_instructions), perf);
+  EXPECT_EQ(mismatches, 0);
 }
 
 TEST(LbrCorpus, WrongBinaryIsDetectedNotDecoded) {

@@ -31,6 +31,43 @@ TEST(BoundedQueue, CloseDrainsThenEnds) {
   EXPECT_FALSE(q.Pop(milliseconds(1000)).has_value()) << "a closed empty queue must not wait";
 }
 
+TEST(BoundedQueue, HeldQueueHandsOutNothingEvenToAWaitingConsumer) {
+  BoundedQueue<int> q(2);
+  std::atomic<bool> got{false};
+  std::thread consumer([&] {
+    auto v = q.Pop(milliseconds(10000));  // already waiting when the queue is held
+    got = v.has_value();
+    if (v) q.Done();
+  });
+  std::this_thread::sleep_for(milliseconds(20));
+  q.Hold(true);
+  ASSERT_TRUE(q.TryPush(1));
+  ASSERT_TRUE(q.TryPush(2));
+  EXPECT_FALSE(q.TryPush(3)) << "a held queue fills as with a stalled consumer";
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(got.load());
+  EXPECT_FALSE(q.WaitIdle(milliseconds(0))) << "items are waiting";
+  q.Hold(false);
+  consumer.join();
+  EXPECT_TRUE(got.load());
+  EXPECT_EQ(q.size(), 1u);
+}
+
+TEST(BoundedQueue, WaitIdleWaitsUntilEveryPoppedItemIsDone) {
+  BoundedQueue<int> q(4);
+  ASSERT_TRUE(q.TryPush(1));
+  auto v = q.Pop(milliseconds(0));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(q.size(), 0u);
+  EXPECT_FALSE(q.WaitIdle(milliseconds(10))) << "popped but not finished";
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    q.Done();
+  });
+  EXPECT_TRUE(q.WaitIdle(milliseconds(10000)));
+  finisher.join();
+}
+
 TEST(BoundedQueue, ProducersAndAConsumerLoseNothingTheyWereNotToldAbout) {
   BoundedQueue<int> q(16);
   std::atomic<int> refused{0};

@@ -29,15 +29,44 @@ class BoundedQueue {
     return true;
   }
 
-  // Waits up to `timeout` for an item; nullopt on timeout or when closed and drained.
+  // Waits up to `timeout` for an item; nullopt on timeout or when closed and drained. Each item
+  // handed out is unfinished until the consumer calls Done() (WaitIdle waits for that).
   std::optional<T> Pop(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!ready_.wait_for(lock, timeout, [&] { return !items_.empty() || closed_; }))
+    if (!ready_.wait_for(lock, timeout, [&] { return (!items_.empty() && !held_) || closed_; }))
       return std::nullopt;
     if (items_.empty()) return std::nullopt;
     T item = std::move(items_.front());
     items_.pop_front();
+    ++unfinished_;
     return item;
+  }
+
+  // The consumer has finished with an item Pop gave it.
+  void Done() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (unfinished_ > 0) --unfinished_;
+    }
+    idle_.notify_all();
+  }
+
+  // Waits up to `timeout` until every item pushed so far was popped and finished. False on
+  // timeout, and at once while held (nothing would drain).
+  bool WaitIdle(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (held_ && !closed_) return items_.empty() && unfinished_ == 0;
+    return idle_.wait_for(lock, timeout, [&] { return items_.empty() && unfinished_ == 0; });
+  }
+
+  // While held, Pop hands out nothing (the queue fills and refuses, as with a stalled
+  // consumer); Close releases. Tests use it to make back-pressure deterministic.
+  void Hold(bool held) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_ = held;
+    }
+    ready_.notify_all();
   }
 
   // Refuses further pushes; items already queued can still be popped.
@@ -63,7 +92,10 @@ class BoundedQueue {
   const size_t capacity_;
   mutable std::mutex mu_;
   std::condition_variable ready_;
+  std::condition_variable idle_;
   std::deque<T> items_;
+  size_t unfinished_ = 0;  // popped, Done() not called yet
+  bool held_ = false;
   bool closed_ = false;
 };
 
