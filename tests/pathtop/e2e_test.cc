@@ -94,16 +94,36 @@ TEST_F(PathtopEndToEnd, ShowsTheHotLoopOfALiveProcess) {
       if (Has(Line(screen, i), text)) return true;
     return false;
   };
+  tmux.Keys("2");
+  s = tmux.WaitFor(
+      [&](const std::string& s) { return Has(s, "[2 Subpaths]") && row_has(s, " hot+0x"); }, 30);
+  Keep("e2e_subpaths", s);
+  EXPECT_TRUE(row_has(s, " hot+0x")) << s;
   tmux.Keys("3");
   s = tmux.WaitFor([&](const std::string& s) { return Has(s, "[3 CCT]") && row_has(s, "main"); },
                    30);
   Keep("e2e_cct", s);
   EXPECT_TRUE(row_has(s, "main")) << s;
-  tmux.Keys("5");
-  s = tmux.WaitFor([&](const std::string& s) { return Has(s, "[5 Methods]") && row_has(s, "hot"); },
+  tmux.Keys("4");
+  s = tmux.WaitFor([&](const std::string& s) { return Has(s, "[4 Calls]") && row_has(s, "hot"); },
                    30);
+  Keep("e2e_calls", s);
+  EXPECT_TRUE(row_has(s, "main+0x")) << s;
+  tmux.Keys("5");
+  // hot() holds most of the CPU: it is the first row under the default sort (SELF% down).
+  s = tmux.WaitFor(
+      [&](const std::string& s) { return Has(s, "[5 Methods]") && Has(Line(s, 4), "hot  "); }, 30);
   Keep("e2e_methods", s);
-  EXPECT_TRUE(Has(s, "hot")) << s;
+  EXPECT_TRUE(Has(Line(s, 4), "hot  ")) << s;
+  EXPECT_TRUE(Has(Line(s, 2), "sort SELF%-")) << s;
+  // Reversed, the hottest method goes to the bottom of the rows.
+  tmux.Keys("r");
+  s = tmux.WaitFor([&](const std::string& s) { return Has(Line(s, 2), "sort SELF%+"); }, 10);
+  Keep("e2e_methods_reversed", s);
+  EXPECT_TRUE(Has(Line(s, 2), "sort SELF%+")) << s;
+  EXPECT_FALSE(Has(Line(s, 4), "hot  ")) << s;
+  EXPECT_TRUE(row_has(s, "hot  ")) << s;
+  tmux.Keys("r");
   tmux.Keys("1 / w a r m Enter");
   s = tmux.WaitForText("/warm", 10);
   Keep("e2e_paths_warm", s);
