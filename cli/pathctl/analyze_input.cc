@@ -75,15 +75,15 @@ struct RecordedProcesses {
 
 class Stores {
  public:
-  Stores(const AnalyzeOptions& options, bool windowed, AnalyzeResult* out,
+  Stores(const AnalyzeOptions& options, pl::BranchWindows windows, AnalyzeResult* out,
          const RecordedProcesses* processes)
-      : options_(options), windowed_(windowed), out_(out), processes_(processes) {}
+      : options_(options), windows_(windows), out_(out), processes_(processes) {}
 
   // The store of `pid`, created with the recorded mappings on first use.
   Result<pl::ProfileStore*> For(uint32_t pid) {
     auto it = out_->stores.find(pid);
     if (it != out_->stores.end()) return it->second.get();
-    auto store = pl::ProfileStore::CreateOffline(pid, options_.config, windowed_, out_->symbols);
+    auto store = pl::ProfileStore::CreateOffline(pid, options_.config, windows_, out_->symbols);
     if (!store.ok()) return store.status();
     if (processes_ != nullptr) {
       if (auto m = processes_->mappings.find(pid); m != processes_->mappings.end())
@@ -114,7 +114,7 @@ class Stores {
 
  private:
   const AnalyzeOptions& options_;
-  bool windowed_;
+  pl::BranchWindows windows_;
   AnalyzeResult* out_;
   const RecordedProcesses* processes_;
 };
@@ -191,7 +191,7 @@ Status AnalyzeLbr(const std::string& path, const AnalyzeOptions& options,
   dec::LbrReplayOptions opt;
   opt.images.binary_dir = options.binary_dir;
   opt.pid = options.pid;
-  Stores stores(options, /*windowed=*/true, out, &processes);
+  Stores stores(options, pl::BranchWindows::kTakenBranches, out, &processes);
   Status sink_status;
   auto r = dec::ReplayLbr(path, opt, [&](std::vector<BranchBatch>& batches) {
     for (const BranchBatch& b : batches) {
@@ -263,7 +263,7 @@ Status AnalyzePt(const std::string& path, const AnalyzeOptions& options,
   auto cache = dec::PtSectionCache::Create();
   if (!cache.ok()) return cache.status();
   std::map<uint32_t, std::shared_ptr<dec::PtImage>> images;
-  Stores stores(options, /*windowed=*/false, out, &processes);
+  Stores stores(options, pl::BranchWindows::kNone, out, &processes);
   for (auto& [tid, bytes] : trace_of_tid) {
     auto pit = processes.pid_of_tid.find(tid);
     const uint32_t pid = pit != processes.pid_of_tid.end() ? pit->second : tid;
@@ -333,7 +333,9 @@ Status AnalyzePbs(const std::string& path, const AnalyzeOptions& options, Analyz
   }
   bool windowed = false;
   for (const BranchBatch& b : pbs->batches) windowed |= b.window;
-  Stores stores(options, windowed, out, &processes);
+  // Windows in a .pbs do not say how their starts were drawn: taken as LBR-like.
+  Stores stores(options, windowed ? pl::BranchWindows::kTakenBranches : pl::BranchWindows::kNone,
+                out, &processes);
   if (!options.pbs_via_pt) {
     d.format = "pbs";
     d.samples = pbs->batches.size();

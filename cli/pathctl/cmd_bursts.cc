@@ -1,6 +1,9 @@
 #include <signal.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -9,11 +12,25 @@
 #include "pathctl/command.h"
 #include "pathprof/collectors/ptrace_bursts.h"
 #include "pathprof/core/pbs.h"
+#include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/path_descriptor.h"
 #include "pathprof/hwmodel/window_estimator.h"
 
 namespace pathctl {
 namespace {
+
+// Up to buf.size() bytes of the target's memory at `address` (fewer where the next page is not
+// mapped), or an empty span.
+std::span<const uint8_t> ReadTargetCode(pid_t pid, uint64_t address, std::array<uint8_t, 16>& buf) {
+  const uint64_t page_end = (address | 4095) + 1;
+  const size_t first = static_cast<size_t>(std::min<uint64_t>(buf.size(), page_end - address));
+  iovec local{buf.data(), buf.size()};
+  iovec remote[2] = {{reinterpret_cast<void*>(address), first},
+                     {reinterpret_cast<void*>(page_end), buf.size() - first}};
+  const ssize_t n = process_vm_readv(pid, &local, 1, remote, first < buf.size() ? 2 : 1, 0);
+  return n > 0 ? std::span<const uint8_t>(buf.data(), static_cast<size_t>(n))
+               : std::span<const uint8_t>();
+}
 
 constexpr const char* kUsage =
     "usage: pathctl bursts --pid PID [--duration S] [--rate R] [--window W] [--max-stopped F]\n"
@@ -78,19 +95,30 @@ int RunBursts(Args& args) {
     }
     writer.emplace(std::move(*w));
   }
-  auto estimator = pathprof::hwmodel::WindowEstimator::Create([] {
-    // Bursts start where a timer interrupt lands: weight windows by branch density.
+  // Bursts start where a timer interrupt lands: weight windows by their time, from the cycles
+  // of their blocks (llvm-mca), or by their instructions where that is unavailable.
+  auto cycle_model = pathprof::decoders::CycleModel::Create();
+  if (!cycle_model.ok())
+    std::fprintf(stderr, "pathctl bursts: windows weighted by instructions: %s\n",
+                 cycle_model.status().message().c_str());
+  auto estimator = pathprof::hwmodel::WindowEstimator::Create([&] {
     pathprof::hwmodel::WindowEstimatorConfig c;
-    c.starts = pathprof::hwmodel::WindowStarts::kInstructions;
+    c.starts = cycle_model.ok() ? pathprof::hwmodel::WindowStarts::kTime
+                                : pathprof::hwmodel::WindowStarts::kInstructions;
     return c;
   }());
   if (!estimator.ok()) return kExitError;
   std::mutex mu;
   pathprof::Status write_status;
   pathprof::collectors::PtraceBurstSink sink;
+  std::array<uint8_t, 16> code{};  // one instruction at most, read from the live target
+  const auto read_code = [&](uint64_t address) { return ReadTargetCode(o.pid, address, code); };
   sink.on_window = [&](const pathprof::BranchBatch& b) {
     std::lock_guard<std::mutex> lock(mu);
-    estimator->AddWindow(b);
+    if (cycle_model.ok())
+      estimator->AddWindow(b.events, (*cycle_model)->WindowDurations(b.events, read_code));
+    else
+      estimator->AddWindow(b);
     if (writer && write_status.ok()) write_status = writer->Write(b);
   };
   sink.on_note = [](const std::string& note) {

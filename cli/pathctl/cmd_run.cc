@@ -206,6 +206,7 @@ void PrintJson(const Report& r) {
     w.EndObject();
     w.Key("pipeline_cpu_seconds").Double(t.pipeline_cpu_seconds);
     w.Key("memory_bytes").Uint(t.memory_bytes);
+    w.Key("window_weighting").String(t.window_weighting);
     w.EndObject();
   }
   w.EndArray();
@@ -288,6 +289,8 @@ void PrintText(const Report& r) {
         t.pid, static_cast<unsigned long long>(t.stack_samples),
         static_cast<unsigned long long>(t.windows), static_cast<unsigned long long>(t.branches),
         t.pipeline_cpu_seconds, static_cast<unsigned long long>(t.memory_bytes / 1024));
+    if (!t.window_weighting.empty())
+      std::printf("    windows weighted by %s\n", t.window_weighting.c_str());
     for (const auto& [k, v] : t.drops)
       std::printf("    dropped %-28s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
     for (const auto& [k, v] : t.decode_errors)

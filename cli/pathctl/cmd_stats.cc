@@ -29,6 +29,7 @@ int RunStats(Args& args) {
       w.Key("branches").Uint(t.branches());
       w.Key("pipeline_cpu_seconds").Double(t.pipeline_cpu_seconds());
       w.Key("memory_bytes").Uint(t.memory_bytes());
+      w.Key("window_weighting").String(t.window_weighting());
       w.Key("drops").BeginObject();
       for (const auto& d : t.drops()) w.Key(d.reason()).Uint(d.count());
       w.EndObject().Key("decode_errors").BeginObject();
@@ -55,6 +56,11 @@ int RunStats(Args& args) {
                 static_cast<unsigned long long>(t.windows()),
                 static_cast<unsigned long long>(t.branches()), t.pipeline_cpu_seconds(),
                 t.memory_bytes() / 1048576.0, lost.empty() ? "-" : lost.c_str());
+  }
+  for (const auto& t : resp.targets()) {
+    if (!t.window_weighting().empty())
+      std::printf("%s pid %u: windows weighted by %s\n", t.session_id().c_str(), t.pid(),
+                  t.window_weighting().c_str());
   }
   return kExitOk;
 }

@@ -32,7 +32,8 @@ Result<WindowEstimator> WindowEstimator::Create(const WindowEstimatorConfig& con
 WindowEstimator::WindowEstimator(const WindowEstimatorConfig& config, PathStack stack)
     : config_(config), stack_(std::move(stack)) {}
 
-void WindowEstimator::AddWindow(std::span<const BranchEvent> events) {
+void WindowEstimator::AddWindow(std::span<const BranchEvent> events,
+                                std::span<const double> durations) {
   stack_.Reset();
   stats_.windows += 1;
   uint64_t w = 0;
@@ -44,18 +45,24 @@ void WindowEstimator::AddWindow(std::span<const BranchEvent> events) {
   window_.clear();
   const double width = static_cast<double>(w);
   double period = config_.sampling_period;
-  if (config_.starts == WindowStarts::kInstructions) {
+  if (config_.starts != WindowStarts::kTakenBranches) {
     // Mean gap over the W - 1 whole gaps: events after the first taken branch through the last.
-    uint64_t seen = 0, gap_instructions = 0;
-    for (const BranchEvent& e : events) {
-      if (seen >= 1 && seen < w) gap_instructions += e.instructions;
-      seen += e.taken ? 1 : 0;
-    }
-    if (w < 2 || gap_instructions == 0) {
+    const bool by_time = config_.starts == WindowStarts::kTime;
+    if (by_time && durations.size() != events.size()) {
       stats_.windows_without_density += 1;
       return;
     }
-    const double mean_gap = static_cast<double>(gap_instructions) / (width - 1);
+    uint64_t seen = 0;
+    double gap = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (seen >= 1 && seen < w) gap += by_time ? durations[i] : events[i].instructions;
+      seen += events[i].taken ? 1 : 0;
+    }
+    if (w < 2 || !(gap > 0)) {
+      stats_.windows_without_density += 1;
+      return;
+    }
+    const double mean_gap = gap / (width - 1);
     period = config_.sampling_period / (width * mean_gap);
   }
   for (const BranchEvent& e : events) {

@@ -13,6 +13,7 @@
 
 #include "engine_config.h"
 #include "pathprof/decoders/address_space.h"
+#include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/profiles/hps_profiles.h"
 #include "pathprof/profiles/osp_report.h"
@@ -51,6 +52,11 @@ struct ProfileStore::Impl {
   uint32_t pid = 0;
   SessionConfig config;
   bool windowed = false;
+  BranchWindows windows = BranchWindows::kNone;
+  std::string window_weighting;  // how the estimator weights windows, and why
+  // kTime: block cycles of each window, outside `mu` (an llvm-mca run can take tens of ms).
+  std::mutex cycle_mu;
+  std::unique_ptr<decoders::CycleModel> cycles;
   bool offline = false;  // a recording: never read /proc
   std::shared_ptr<SymbolService> symbols;
 
@@ -152,21 +158,23 @@ ProfileStore::~ProfileStore() = default;
 
 Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
                                                            const SessionConfig& config,
-                                                           bool windowed,
+                                                           BranchWindows windows,
                                                            std::shared_ptr<SymbolService> symbols) {
-  return Make(pid, config, windowed, std::move(symbols), /*offline=*/false);
+  return Make(pid, config, windows, std::move(symbols), /*offline=*/false);
 }
 
 Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const SessionConfig& config,
-                                                         bool windowed,
+                                                         BranchWindows windows,
                                                          std::shared_ptr<SymbolService> symbols,
                                                          bool offline) {
+  const bool windowed = windows != BranchWindows::kNone;
   if (symbols == nullptr) return Status(ErrorCode::kInvalidArgument, "ProfileStore: no symbols");
   auto impl = std::make_unique<Impl>();
   impl->pid = pid;
   impl->offline = offline;
   impl->config = config;
   impl->windowed = windowed;
+  impl->windows = windows;
   impl->symbols = std::move(symbols);
   impl->info.pid = pid;
 
@@ -185,6 +193,20 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
   if (windowed) {
     hwmodel::WindowEstimatorConfig wc;
     wc.stack = stack_config;
+    impl->window_weighting = "taken branches (window starts uniform over taken branches)";
+    if (windows == BranchWindows::kTime) {
+      // Starts are uniform in time: weight by each window's time, from its blocks' cycles.
+      auto model = decoders::CycleModel::Create();
+      if (model.ok()) {
+        impl->cycles = std::move(*model);
+        wc.starts = hwmodel::WindowStarts::kTime;
+        impl->window_weighting = "time (block cycles from llvm-mca)";
+      } else {
+        wc.starts = hwmodel::WindowStarts::kInstructions;
+        impl->window_weighting =
+            "time, approximated by instructions (" + model.status().message() + ")";
+      }
+    }
     auto est = hwmodel::WindowEstimator::Create(wc);
     if (!est.ok()) return est.status();
     impl->estimator.emplace(std::move(*est));
@@ -216,9 +238,9 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
 }
 
 Result<std::unique_ptr<ProfileStore>> ProfileStore::CreateOffline(
-    uint32_t pid, const SessionConfig& config, bool windowed,
+    uint32_t pid, const SessionConfig& config, BranchWindows windows,
     std::shared_ptr<SymbolService> symbols) {
-  return Make(pid, config, windowed, std::move(symbols), /*offline=*/true);
+  return Make(pid, config, windows, std::move(symbols), /*offline=*/true);
 }
 
 void ProfileStore::AddMapping(const decoders::Mapping& mapping) {
@@ -329,6 +351,17 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
 void ProfileStore::AddBranches(const BranchBatch& batch) {
   const uint64_t cpu0 = ThreadCpuNanos();
   Impl& s = *impl_;
+  std::vector<double> durations;
+  if (s.cycles && batch.window && !batch.events.empty()) {
+    std::lock_guard<std::mutex> cycle_lock(s.cycle_mu);
+    std::vector<std::shared_ptr<const decoders::ElfImage>> owners;  // keep read bytes alive
+    durations = s.cycles->WindowDurations(batch.events, [&](uint64_t address) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      SymbolService::Code code = s.symbols->CodeAt(s.pid, s.space, address);
+      if (code.owner) owners.push_back(std::move(code.owner));
+      return code.bytes;
+    });
+  }
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.accounting.windows.fetch_add(1, std::memory_order_relaxed);
@@ -336,7 +369,13 @@ void ProfileStore::AddBranches(const BranchBatch& batch) {
     if (batch.events.empty()) {
       s.accounting.drops.Add("empty_window");
     } else {
-      if (s.estimator && batch.window) s.estimator->AddWindow(batch);
+      if (s.estimator && batch.window) {
+        const uint64_t unweighted = s.estimator->stats().windows_without_density;
+        s.estimator->AddWindow(batch.events, durations);
+        // Fewer than two taken branches, or no block length known: no density to weight by.
+        if (s.estimator->stats().windows_without_density > unweighted)
+          s.accounting.drops.Add("window_without_density");
+      }
       auto it = s.stacks.find(batch.tid);
       if (it == s.stacks.end()) it = s.stacks.emplace(batch.tid, *s.stack_proto).first;
       hwmodel::PathStack& stack = it->second;
@@ -628,6 +667,7 @@ TargetStats ProfileStore::Stats() const {
   mem += s.function_of.size() * 32 + s.space.mappings().size() * 96;
   if (s.estimator) mem += s.estimator->Estimates().size() * 64;
   t.memory_bytes = mem;
+  t.window_weighting = s.window_weighting;
   return t;
 }
 

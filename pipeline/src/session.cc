@@ -333,10 +333,12 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       }
     }
   }
-  const bool windowed =
-      source == collectors::BranchSource::kPtraceBursts || source == collectors::BranchSource::kLbr;
+  const BranchWindows windows =
+      source == collectors::BranchSource::kPtraceBursts ? BranchWindows::kTime
+      : source == collectors::BranchSource::kLbr        ? BranchWindows::kTakenBranches
+                                                        : BranchWindows::kNone;
   for (uint32_t pid : config.pids) {
-    auto store = ProfileStore::Create(pid, config, windowed, symbols);
+    auto store = ProfileStore::Create(pid, config, windows, symbols);
     if (!store.ok()) return store.status();
     s->stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store)));
   }

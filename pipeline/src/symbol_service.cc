@@ -147,6 +147,18 @@ uint64_t SymbolService::FunctionStart(uint32_t pid, const decoders::AddressSpace
   return address - sym->offset;
 }
 
+SymbolService::Code SymbolService::CodeAt(uint32_t pid, const decoders::AddressSpace& space,
+                                          uint64_t address) {
+  Code code;
+  if (decoders::IsKernelAddress(address)) return code;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  uint64_t vaddr = 0;
+  const decoders::Mapping* m = nullptr;
+  code.owner = impl_->ImageFor(pid, space, address, &vaddr, &m);
+  if (code.owner != nullptr) code.bytes = code.owner->CodeAt(vaddr);
+  return code;
+}
+
 Location SymbolService::SymbolizeKernel(uint64_t address) {
   Location loc;
   loc.address = address;

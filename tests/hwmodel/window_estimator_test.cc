@@ -77,6 +77,43 @@ TEST(WindowEstimatorTest, InstructionUniformStartsAreWeightedByBranchDensity) {
   EXPECT_EQ(est->Estimate(P(0x3000, 1, 0b1)).observations, 0u);
 }
 
+TEST(WindowEstimatorTest, TimeUniformStartsAreWeightedByDuration) {
+  // Both loops retire 2 instructions per iteration, but b's iterations take 4x as long (a
+  // dependency chain), so interrupts uniform in time land in b 4x as often: 2 windows of a, 8 of
+  // b, for the same 1000 iterations each. Only the durations can tell.
+  const std::vector<BranchEvent> a(4, Cond(0x1010, 0x1000, true, 2));
+  const std::vector<BranchEvent> b(4, Cond(0x2010, 0x2000, true, 2));
+  std::vector<double> da(4, 2.0), db(4, 8.0);
+  da[0] = 0.5;  // the partial gap before the first taken branch does not count
+  db[0] = 7;
+  WindowEstimatorConfig c;
+  c.starts = WindowStarts::kTime;
+  c.sampling_period = 1000;
+  auto est = WindowEstimator::Create(c);
+  ASSERT_TRUE(est.ok());
+  WindowEstimatorConfig by_instructions = c;
+  by_instructions.starts = WindowStarts::kInstructions;
+  auto naive = WindowEstimator::Create(by_instructions);
+  ASSERT_TRUE(naive.ok());
+  for (int i = 0; i < 2; ++i) {
+    est->AddWindow(a, da);
+    naive->AddWindow(a);
+  }
+  for (int i = 0; i < 8; ++i) {
+    est->AddWindow(b, db);
+    naive->AddWindow(b);
+  }
+  EXPECT_DOUBLE_EQ(est->Estimate(P(0x1000, 1, 0b1)).estimate, 1000.0);
+  EXPECT_DOUBLE_EQ(est->Estimate(P(0x2000, 1, 0b1)).estimate, 1000.0);
+  EXPECT_DOUBLE_EQ(naive->Estimate(P(0x2000, 1, 0b1)).estimate,
+                   4 * naive->Estimate(P(0x1000, 1, 0b1)).estimate);
+  // Without durations (or with none known) a window's density is unknown: counted, unused.
+  est->AddWindow(a);
+  est->AddWindow(a, std::vector<double>(4, 0.0));
+  EXPECT_EQ(est->stats().windows_without_density, 2u);
+  EXPECT_EQ(est->Estimate(P(0x1000, 1, 0b1)).observations, 6u);
+}
+
 TEST(WindowEstimatorTest, SlicesLbrLikeWindows) {
   // Taken at indices 0, 2, 3, 5, 6. W = 2, spacing 3: ordinals 1-2 and 4-5; the not-taken
   // branch between ordinals 1 and 2 belongs to the first, the one at 4 lies between windows.

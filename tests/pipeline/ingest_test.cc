@@ -29,7 +29,8 @@ pathprof::collectors::RawStackSample SampleAt(uint64_t leaf) {
 }
 
 TEST(IngestorTest, SlowConsumerDropsAreCountedByReason) {
-  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(), true,
+  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(),
+                                        pl::BranchWindows::kTakenBranches,
                                         std::make_shared<pl::SymbolService>());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   pl::ProfileStore* s = store->get();
@@ -77,7 +78,8 @@ TEST(IngestorTest, SlowConsumerDropsAreCountedByReason) {
 }
 
 TEST(IngestorTest, WindowsFeedPathsSubpathsAndCallPairs) {
-  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(), true,
+  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(),
+                                        pl::BranchWindows::kTakenBranches,
                                         std::make_shared<pl::SymbolService>());
   ASSERT_TRUE(store.ok());
   using pathprof::BranchKind;

@@ -44,13 +44,18 @@ enum class WindowStarts : uint8_t {
   // instructions per taken branch, hence more interrupts) count less. Exact when the gap is
   // constant across each window's neighbourhood; see docs/profiles.md.
   kInstructions,
+  // Uniform in time, each gap's duration given by the caller (AddWindow's `durations`, e.g. a
+  // cycle model's estimate of the block each event ends): the kInstructions weighting with time
+  // in place of instructions, so code that retires few instructions per cycle (a long
+  // dependency chain) is not over-counted, which an instruction count cannot see.
+  kTime,
 };
 
 struct WindowEstimatorConfig {
   PathStackConfig stack = BallLarusPreset();
   // kTakenBranches: stream taken branches per sampled taken branch (1 when windows tile the
-  // whole stream). kInstructions: mean instructions between window starts (S above); with
-  // shares only, any positive value does.
+  // whole stream). kInstructions / kTime: mean instructions / time between window starts (S
+  // above); with shares only, any positive value does.
   double sampling_period = 1.0;
   WindowStarts starts = WindowStarts::kTakenBranches;
   double z = 1.96;  // confidence interval half-width in standard errors (1.96: 95%)
@@ -72,8 +77,8 @@ struct WindowEstimatorStats {
   uint64_t empty_windows = 0;   // no taken branch
   uint64_t whole_paths = 0;     // observations used
   uint64_t outside_window = 0;  // started before the first or ended after the last taken branch
-  // kInstructions only: windows with fewer than 2 taken branches or no instruction counts,
-  // whose density is unknown; they add nothing to the estimates.
+  // kInstructions and kTime: windows with fewer than 2 taken branches or no instruction counts
+  // (durations), whose density is unknown; they add nothing to the estimates.
   uint64_t windows_without_density = 0;
   PathStackStats stack;  // summed over windows (unknown_start and truncated: partial)
 };
@@ -82,8 +87,10 @@ class WindowEstimator {
  public:
   static Result<WindowEstimator> Create(const WindowEstimatorConfig& config);
 
-  // One window; W is the number of taken branches in it. The path stack starts empty.
-  void AddWindow(std::span<const BranchEvent> events);
+  // One window; W is the number of taken branches in it. The path stack starts empty. With
+  // kTime, durations[i] is how long the block events[i] ends took (any unit, the same for every
+  // window); a window without them has no known density.
+  void AddWindow(std::span<const BranchEvent> events, std::span<const double> durations = {});
   // A batch is one window (whatever its gap_before / window flags say).
   void AddWindow(const BranchBatch& batch) { AddWindow(batch.events); }
 

@@ -23,17 +23,25 @@
 
 namespace pathprof::pipeline {
 
+// How a target's branch batches arrive, which decides how its hot paths are estimated.
+enum class BranchWindows : uint8_t {
+  kNone = 0,       // one continuous stream (Intel PT, exact traces): Hot Path Table counts
+  kTakenBranches,  // bounded windows starting uniformly over taken branches (LBR)
+  // Bounded windows starting uniformly in time (ptrace bursts): weighted by the time of their
+  // blocks from the cycle model (llvm-mca), or by their instructions where it is unavailable.
+  kTime,
+};
+
 class ProfileStore {
  public:
-  // `windowed`: branch batches come as bounded windows (ptrace bursts, LBR), so hot paths are
-  // estimated with the window estimator; otherwise (PT) the Hot Path Table counts are exact.
+  // With windows, hot paths come from the window estimator (DESIGN.md section 5).
   static Result<std::unique_ptr<ProfileStore>> Create(uint32_t pid, const SessionConfig& config,
-                                                      bool windowed,
+                                                      BranchWindows windows,
                                                       std::shared_ptr<SymbolService> symbols);
   // For recordings (perf.data, .pbs) analyzed offline: the pid names a process of the recording
   // host, so /proc is never read; the mappings come from the recording (AddMapping).
   static Result<std::unique_ptr<ProfileStore>> CreateOffline(
-      uint32_t pid, const SessionConfig& config, bool windowed,
+      uint32_t pid, const SessionConfig& config, BranchWindows windows,
       std::shared_ptr<SymbolService> symbols);
   ~ProfileStore();
   ProfileStore(const ProfileStore&) = delete;
@@ -83,7 +91,7 @@ class ProfileStore {
   struct Impl;
   explicit ProfileStore(std::unique_ptr<Impl> impl);
   static Result<std::unique_ptr<ProfileStore>> Make(uint32_t pid, const SessionConfig& config,
-                                                    bool windowed,
+                                                    BranchWindows windows,
                                                     std::shared_ptr<SymbolService> symbols,
                                                     bool offline);
   std::unique_ptr<Impl> impl_;

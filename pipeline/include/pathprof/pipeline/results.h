@@ -153,6 +153,7 @@ struct TargetStats {
   std::map<std::string, uint64_t> decode_errors;
   double pipeline_cpu_seconds = 0;  // CPU the pipeline's threads spent on this target
   uint64_t memory_bytes = 0;        // approximate heap held by this target's profiles
+  std::string window_weighting;     // how branch windows are weighted, and why (empty: no windows)
 };
 
 }  // namespace pathprof::pipeline

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "pathprof/decoders/address_space.h"
+#include "pathprof/decoders/elf_image.h"
 #include "pathprof/decoders/image_store.h"
 #include "pathprof/pipeline/location.h"
 
@@ -29,6 +31,14 @@ class SymbolService {
   // The runtime entry address of the function holding `address`, for keying profiles by
   // function; `address` itself when no symbol covers it. Cached per (image, address).
   uint64_t FunctionStart(uint32_t pid, const decoders::AddressSpace& space, uint64_t address);
+
+  // The code bytes at a user `address`, from the ELF image behind its mapping (to the end of its
+  // segment); empty when no readable image backs it. `owner` keeps the bytes alive.
+  struct Code {
+    std::shared_ptr<const decoders::ElfImage> owner;
+    std::span<const uint8_t> bytes;
+  };
+  Code CodeAt(uint32_t pid, const decoders::AddressSpace& space, uint64_t address);
 
   // Kernel symbols from /proc/kallsyms (read once; addresses are zero without CAP_SYSLOG).
   Location SymbolizeKernel(uint64_t address);
