@@ -15,6 +15,8 @@
 #include <limits>
 #include <sstream>
 
+#include "zydis_decoder.h"
+
 namespace pathprof::decoders {
 namespace {
 
@@ -97,15 +99,6 @@ Result<ToolOutput> RunTool(const std::vector<std::string>& argv, const std::stri
   return result;
 }
 
-const ZydisDecoder& Decoder() {
-  static const ZydisDecoder decoder = [] {
-    ZydisDecoder d;
-    ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-    return d;
-  }();
-  return decoder;
-}
-
 const ZydisFormatter& Formatter() {
   static const ZydisFormatter formatter = [] {
     ZydisFormatter f;
@@ -175,7 +168,7 @@ std::string CycleModel::Disassemble(uint64_t start, uint32_t instructions, uint6
     ZydisDecodedInstruction insn;
     ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
     if (!ZYAN_SUCCESS(
-            ZydisDecoderDecodeFull(&Decoder(), bytes.data(), bytes.size(), &insn, operands)))
+            ZydisDecoderDecodeFull(&ZydisDecoder64(), bytes.data(), bytes.size(), &insn, operands)))
       return {};
     if (i + 1 == instructions && address != last) return {};  // the walk missed the branch
     if (HasRelativeTarget(insn)) {
@@ -330,8 +323,8 @@ Result<double> CycleModel::EstimateCode(std::span<const uint8_t> code, uint64_t 
   for (size_t at = 0; at < code.size();) {
     ZydisDecodedInstruction insn;
     ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&Decoder(), code.data() + at, code.size() - at, &insn,
-                                             operands)))
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&ZydisDecoder64(), code.data() + at, code.size() - at,
+                                             &insn, operands)))
       return Error(ErrorCode::kCorrupt,
                    "cycle model: undecodable instruction at offset " + std::to_string(at));
     last = address + at;

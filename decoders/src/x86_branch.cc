@@ -5,10 +5,11 @@
 #include <cstdio>
 #include <string>
 
-namespace pathprof::decoders {
-namespace {
+#include "zydis_decoder.h"
 
-const ZydisDecoder& Decoder64() {
+namespace pathprof::decoders {
+
+const ZydisDecoder& ZydisDecoder64() {
   static const ZydisDecoder decoder = [] {
     ZydisDecoder d;
     ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
@@ -16,6 +17,8 @@ const ZydisDecoder& Decoder64() {
   }();
   return decoder;
 }
+
+namespace {
 
 // A relative immediate is what makes a jump or call "direct"; Zydis marks it in raw.imm.
 bool RelativeTarget(const ZydisDecodedInstruction& insn, uint64_t address, uint64_t* target) {
@@ -85,7 +88,7 @@ bool DecodeX86Fast(const uint8_t* bytes, size_t size, uint64_t address, X86Instr
                    bool* truncated) {
   ZydisDecodedInstruction insn;
   ZydisDecoderContext ctx;
-  const ZyanStatus st = ZydisDecoderDecodeInstruction(&Decoder64(), &ctx, bytes, size, &insn);
+  const ZyanStatus st = ZydisDecoderDecodeInstruction(&ZydisDecoder64(), &ctx, bytes, size, &insn);
   if (truncated != nullptr) *truncated = st == ZYDIS_STATUS_NO_MORE_DATA;
   if (!ZYAN_SUCCESS(st)) return false;
   X86Instruction r;

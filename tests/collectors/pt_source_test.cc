@@ -278,6 +278,33 @@ std::vector<size_t> PsbOffsets(std::span<const uint8_t> bytes) {
   return out;
 }
 
+// A PtSource over a fake ring and AUX area holding the fixture's sideband, collecting batches.
+struct FakeRingSource {
+  FakeRingSource(size_t trace_bytes, size_t decode_chunk_bytes)
+      : mmap(64 * 1024, AuxSizeFor(trace_bytes)) {
+    PtSourceOptions options;
+    options.seed_from_proc_maps = false;
+    options.decode_chunk_bytes = decode_chunk_bytes;
+    auto s = PtSource::OverRing(&mmap.ring(), SidebandAttr(), options,
+                                [this](const BranchBatch& b) { got.push_back(b); });
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) source = std::move(*s);
+    WriteSideband(mmap, Get());
+  }
+  // The AUX bytes at stream offset `at`, announced by their AUX record; then a poll. Returns
+  // whether the poll handed over batches.
+  bool Arrive(std::span<const uint8_t> bytes, size_t at) {
+    mmap.WriteAux(bytes);
+    WriteAuxRecord(mmap, at, bytes.size(), 0);
+    const size_t before = got.size();
+    source->Poll();
+    return got.size() > before;
+  }
+  testing::FakePerfMmap mmap;
+  std::vector<BranchBatch> got;
+  std::unique_ptr<PtSource> source;
+};
+
 // Pieces decoded as they arrive add up to one decode of the whole trace: the same events, block
 // lengths included, no gap inside, nothing unresolved or repeated at a piece boundary.
 void ExpectOneContinuousStream(const std::vector<BranchBatch>& got, const LiveSourceCounters& c,
@@ -293,32 +320,19 @@ void ExpectOneContinuousStream(const std::vector<BranchBatch>& got, const LiveSo
 
 TEST(PtSource, ChunkedPollsDecodeFromPsbToPsbAsOneStream) {
   SKIP_WITHOUT_TRACE();
-  const Fixture& f = Get();
-  const std::vector<uint8_t>& bytes = f.trace.bytes;
+  const std::vector<uint8_t>& bytes = Get().trace.bytes;
   const std::vector<BranchEvent> want = Flatten(DecodeDirectly(bytes));
-  testing::FakePerfMmap mmap(64 * 1024, AuxSizeFor(bytes.size()));
-  std::vector<BranchBatch> got;
-  PtSourceOptions options;
-  options.seed_from_proc_maps = false;
-  options.decode_chunk_bytes = 2048;  // the trace has a PSB every 4 KiB
-  auto source = PtSource::OverRing(&mmap.ring(), SidebandAttr(), options,
-                                   [&](const BranchBatch& b) { got.push_back(b); });
-  ASSERT_TRUE(source.ok());
-  WriteSideband(mmap, f);
+  FakeRingSource s(bytes.size(), 2048);  // the trace has a PSB every 4 KiB
+  ASSERT_TRUE(s.source);
   const size_t parts = 8, step = (bytes.size() + parts - 1) / parts;
   size_t polls_with_output = 0;
-  for (size_t at = 0; at < bytes.size(); at += step) {
-    const size_t n = std::min(step, bytes.size() - at);
-    mmap.WriteAux(std::span(bytes).subspan(at, n));
-    WriteAuxRecord(mmap, at, n, 0);
-    const size_t before = got.size();
-    (*source)->Poll();
-    polls_with_output += got.size() > before;
-  }
-  (*source)->Flush();
+  for (size_t at = 0; at < bytes.size(); at += step)
+    polls_with_output +=
+        s.Arrive(std::span(bytes).subspan(at, std::min(step, bytes.size() - at)), at);
+  s.source->Flush();
   EXPECT_GE(polls_with_output, 2u)
       << "pieces are decoded as the trace arrives; bytes " << bytes.size();
-  ExpectOneContinuousStream(got, (*source)->counters(), want);
+  ExpectOneContinuousStream(s.got, s.source->counters(), want);
 }
 
 // Every PSB of the trace as a piece boundary, each arriving with only its PSB+ after it (so the
@@ -336,62 +350,36 @@ TEST(PtSource, EveryPsbAsAPieceBoundaryGivesOneStream) {
   ASSERT_EQ(want.size(), Flatten(DecodeDirectly(f.trace.bytes)).size());
   const std::vector<size_t> psbs = PsbOffsets(bytes);
   ASSERT_GT(psbs.size(), 200u);
-  testing::FakePerfMmap mmap(64 * 1024, AuxSizeFor(bytes.size()));
-  std::vector<BranchBatch> got;
-  PtSourceOptions options;
-  options.seed_from_proc_maps = false;
-  options.decode_chunk_bytes = 1;
-  auto source = PtSource::OverRing(&mmap.ring(), SidebandAttr(), options,
-                                   [&](const BranchBatch& b) { got.push_back(b); });
-  ASSERT_TRUE(source.ok());
-  WriteSideband(mmap, f);
+  FakeRingSource s(bytes.size(), 1);
+  ASSERT_TRUE(s.source);
   size_t written = 0, pieces = 0;
   for (size_t k = 1; k < psbs.size(); ++k) {
     const auto psb_end = decoders::PtPsbPlusEnd(bytes, psbs[k], {});
     ASSERT_TRUE(psb_end.has_value()) << "PSB at " << psbs[k];
-    const size_t n = *psb_end - written;
-    mmap.WriteAux(std::span(bytes).subspan(written, n));
-    WriteAuxRecord(mmap, written, n, 0);
-    written += n;
-    const size_t before = got.size();
-    (*source)->Poll();
-    pieces += got.size() > before;
+    pieces += s.Arrive(std::span(bytes).subspan(written, *psb_end - written), written);
+    written = *psb_end;
   }
-  mmap.WriteAux(std::span(bytes).subspan(written));
-  WriteAuxRecord(mmap, written, bytes.size() - written, 0);
-  (*source)->Flush();
+  s.Arrive(std::span(bytes).subspan(written), written);
+  s.source->Flush();
   EXPECT_GE(pieces, psbs.size() - 2) << "a piece per PSB";
-  ExpectOneContinuousStream(got, (*source)->counters(), want);
+  ExpectOneContinuousStream(s.got, s.source->counters(), want);
 }
 
 // A PSB+ that has not fully arrived is not cut at: the piece waits for the rest.
 TEST(PtSource, APsbWhosePsbPlusIsIncompleteIsNotCutAt) {
   SKIP_WITHOUT_TRACE();
-  const Fixture& f = Get();
-  const std::vector<uint8_t>& bytes = f.trace.bytes;
+  const std::vector<uint8_t>& bytes = Get().trace.bytes;
   const std::vector<BranchEvent> want = Flatten(DecodeDirectly(bytes));
   const std::vector<size_t> psbs = PsbOffsets(bytes);
   ASSERT_GT(psbs.size(), 2u);
-  testing::FakePerfMmap mmap(64 * 1024, AuxSizeFor(bytes.size()));
-  std::vector<BranchBatch> got;
-  PtSourceOptions options;
-  options.seed_from_proc_maps = false;
-  options.decode_chunk_bytes = 1;
-  auto source = PtSource::OverRing(&mmap.ring(), SidebandAttr(), options,
-                                   [&](const BranchBatch& b) { got.push_back(b); });
-  ASSERT_TRUE(source.ok());
-  WriteSideband(mmap, f);
+  FakeRingSource s(bytes.size(), 1);
+  ASSERT_TRUE(s.source);
   const size_t cut = psbs[1] + 17;  // the PSB pattern and one byte of what follows it
-  mmap.WriteAux(std::span(bytes).first(cut));
-  WriteAuxRecord(mmap, 0, cut, 0);
-  (*source)->Poll();
-  EXPECT_TRUE(got.empty()) << "the only later PSB's PSB+ is incomplete";
-  mmap.WriteAux(std::span(bytes).subspan(cut));
-  WriteAuxRecord(mmap, cut, bytes.size() - cut, 0);
-  (*source)->Poll();
-  EXPECT_FALSE(got.empty());
-  (*source)->Flush();
-  ExpectOneContinuousStream(got, (*source)->counters(), want);
+  EXPECT_FALSE(s.Arrive(std::span(bytes).first(cut), 0))
+      << "the only later PSB's PSB+ is incomplete";
+  EXPECT_TRUE(s.Arrive(std::span(bytes).subspan(cut), cut));
+  s.source->Flush();
+  ExpectOneContinuousStream(s.got, s.source->counters(), want);
 }
 
 }  // namespace
