@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,19 +51,22 @@ Result<ToolOutput> RunTool(const std::vector<std::string>& argv, const std::stri
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
+  // posix_spawn rather than fork + exec: the daemon is multithreaded, and between fork and exec
+  // only async-signal-safe calls are allowed (execvp's PATH search is not one).
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in, 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 2);
+  pid_t pid = -1;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
     close(in);
     close(out[0]);
     close(out[1]);
-    return Error(ErrorCode::kInternal, std::string("fork: ") + strerror(errno));
-  }
-  if (pid == 0) {
-    dup2(in, 0);
-    dup2(out[1], 1);
-    dup2(out[1], 2);
-    execvp(args[0], args.data());
-    _exit(127);
+    return Error(spawned == ENOENT ? ErrorCode::kNotFound : ErrorCode::kInternal,
+                 "cannot run '" + argv[0] + "': " + strerror(spawned));
   }
   close(in);
   close(out[1]);
