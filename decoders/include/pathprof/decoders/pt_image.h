@@ -79,7 +79,7 @@ struct alignas(64) PtBlockSlot {
   End end = End::kUnwalkable;
   BranchKind last_kind = BranchKind::kUnknown;
 };
-inline constexpr size_t kPtBlockSlotsLog2 = 12;
+inline constexpr size_t kPtBlockSlotsLog2 = 13;
 
 // Not thread-safe: an image (and its caches) serves the decoders of one thread.
 class PtImage {
