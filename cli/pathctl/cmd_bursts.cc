@@ -1,9 +1,6 @@
 #include <signal.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -11,6 +8,7 @@
 
 #include "pathctl/command.h"
 #include "pathprof/collectors/ptrace_bursts.h"
+#include "pathprof/collectors/step_classifier.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/path_descriptor.h"
@@ -18,19 +16,6 @@
 
 namespace pathctl {
 namespace {
-
-// Up to buf.size() bytes of the target's memory at `address` (fewer where the next page is not
-// mapped), or an empty span.
-std::span<const uint8_t> ReadTargetCode(pid_t pid, uint64_t address, std::array<uint8_t, 16>& buf) {
-  const uint64_t page_end = (address | 4095) + 1;
-  const size_t first = static_cast<size_t>(std::min<uint64_t>(buf.size(), page_end - address));
-  iovec local{buf.data(), buf.size()};
-  iovec remote[2] = {{reinterpret_cast<void*>(address), first},
-                     {reinterpret_cast<void*>(page_end), buf.size() - first}};
-  const ssize_t n = process_vm_readv(pid, &local, 1, remote, first < buf.size() ? 2 : 1, 0);
-  return n > 0 ? std::span<const uint8_t>(buf.data(), static_cast<size_t>(n))
-               : std::span<const uint8_t>();
-}
 
 constexpr const char* kUsage =
     "usage: pathctl bursts --pid PID [--duration S] [--rate R] [--window W] [--max-stopped F]\n"
@@ -111,8 +96,8 @@ int RunBursts(Args& args) {
   std::mutex mu;
   pathprof::Status write_status;
   pathprof::collectors::PtraceBurstSink sink;
-  std::array<uint8_t, 16> code{};  // one instruction at most, read from the live target
-  const auto read_code = [&](uint64_t address) { return ReadTargetCode(o.pid, address, code); };
+  pathprof::collectors::InstructionReader target_code(o.pid);  // the live target's code bytes
+  const auto read_code = [&](uint64_t address) { return target_code.Bytes(address); };
   sink.on_window = [&](const pathprof::BranchBatch& b) {
     std::lock_guard<std::mutex> lock(mu);
     if (cycle_model.ok())
@@ -173,6 +158,14 @@ int RunBursts(Args& args) {
       s.elapsed_ns ? 100.0 * static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns)
                    : 0.0,
       s.target_exited ? "; target exited" : "", s.detached ? "; detached" : "");
+  if (cycle_model.ok()) {
+    const auto& c = (*cycle_model)->stats();
+    std::fprintf(stderr,
+                 "pathctl bursts: windows weighted by time: %llu blocks timed by llvm-mca, %llu "
+                 "unreadable, %llu rejected, %llu imputed at their window's cycles/instruction\n",
+                 (unsigned long long)c.blocks_estimated, (unsigned long long)c.unreadable_blocks,
+                 (unsigned long long)c.rejected_blocks, (unsigned long long)c.imputed_blocks);
+  }
   return s.windows == 0 ? kExitNoData : kExitOk;
 }
 

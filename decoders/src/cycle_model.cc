@@ -161,6 +161,10 @@ Result<std::unique_ptr<CycleModel>> CycleModel::Create(const CycleModelOptions& 
 
 CycleModel::~CycleModel() = default;
 
+std::string CycleModel::Label(uint64_t start, uint32_t instructions) {
+  return ".Lt" + std::to_string(start) + "_" + std::to_string(instructions);
+}
+
 std::string CycleModel::Disassemble(uint64_t start, uint32_t instructions, uint64_t last,
                                     const CodeReader& code) const {
   if (instructions == 0 || instructions > options_.max_block_instructions) return {};
@@ -176,9 +180,10 @@ std::string CycleModel::Disassemble(uint64_t start, uint32_t instructions, uint6
       return {};
     if (i + 1 == instructions && address != last) return {};  // the walk missed the branch
     if (HasRelativeTarget(insn)) {
-      // Where a jump goes does not change its cost; a local label keeps the text assemblable.
+      // Where a jump goes does not change its cost: the block's own label (at its end, see
+      // RunMca) keeps the text assemblable.
       text += ZydisMnemonicGetString(insn.mnemonic);
-      text += " .Lt\n";
+      text += " " + Label(start, instructions) + "\n";
     } else {
       char line[256];
       if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&Formatter(), &insn, operands,
@@ -194,20 +199,12 @@ std::string CycleModel::Disassemble(uint64_t start, uint32_t instructions, uint6
 }
 
 Result<std::vector<double>> CycleModel::RunMca(const std::vector<const Block*>& blocks) {
-  // One assembly unit with a region per block; each region's branches go to its own label.
+  // One assembly unit with a region per block, each ending at the label its branches name
+  // (blocks are distinct, so their labels are too).
   std::string input = ".intel_syntax noprefix\n";
   for (size_t i = 0; i < blocks.size(); ++i) {
-    const std::string label = ".Lt" + std::to_string(i);
-    input += "# LLVM-MCA-BEGIN b" + std::to_string(i) + "\n";
-    const std::string& text = blocks[i]->assembly;
-    for (size_t at = 0; at < text.size();) {
-      const size_t end = text.find('\n', at);
-      std::string line = text.substr(at, end - at);
-      if (line.size() > 4 && line.compare(line.size() - 4, 4, " .Lt") == 0) line += label.substr(3);
-      input += line + "\n";
-      at = end == std::string::npos ? text.size() : end + 1;
-    }
-    input += label + ":\n# LLVM-MCA-END\n";
+    input += "# LLVM-MCA-BEGIN b" + std::to_string(i) + "\n" + blocks[i]->assembly;
+    input += Label(blocks[i]->start, blocks[i]->instructions) + ":\n# LLVM-MCA-END\n";
   }
   ++stats_.mca_runs;
   auto run = RunTool({options_.llvm_mca, "-mcpu=" + options_.cpu,
@@ -215,8 +212,6 @@ Result<std::vector<double>> CycleModel::RunMca(const std::vector<const Block*>& 
                       "-resource-pressure=false", "-instruction-info=false", "-"},
                      input, options_.timeout_ms);
   if (!run.ok()) return run.status();
-  if (run->exit_code == 127)
-    return Error(ErrorCode::kNotFound, "cannot run '" + options_.llvm_mca + "'");
   if (run->exit_code != 0) {
     std::string first = run->output.substr(0, run->output.find('\n'));
     return Error(ErrorCode::kInvalidArgument, "llvm-mca failed: " + first);
@@ -276,7 +271,7 @@ std::vector<double> CycleModel::BlockCycles(std::span<const BranchEvent> events,
   for (const Block& b : fresh) pointers.push_back(&b);
   const std::vector<double> estimates = Estimate(pointers);
   for (size_t b = 0; b < fresh.size(); ++b) {
-    const double c = b < estimates.size() ? estimates[b] : kUnknown;
+    const double c = estimates[b];
     if (std::isnan(c)) {
       ++stats_.rejected_blocks;
     } else {
@@ -285,9 +280,8 @@ std::vector<double> CycleModel::BlockCycles(std::span<const BranchEvent> events,
     cache_.emplace(std::make_pair(fresh[b].start, fresh[b].instructions), c);
   }
   for (size_t i = 0; i < events.size(); ++i) {
-    if (fresh_of[i] == SIZE_MAX) continue;
-    const double c = fresh_of[i] < estimates.size() ? estimates[fresh_of[i]] : kUnknown;
-    if (!std::isnan(c)) cycles[i] = c;
+    if (fresh_of[i] != SIZE_MAX && !std::isnan(estimates[fresh_of[i]]))
+      cycles[i] = estimates[fresh_of[i]];
   }
   return cycles;
 }

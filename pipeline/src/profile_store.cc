@@ -52,7 +52,6 @@ struct ProfileStore::Impl {
   uint32_t pid = 0;
   SessionConfig config;
   bool windowed = false;
-  BranchWindows windows = BranchWindows::kNone;
   std::string window_weighting;  // how the estimator weights windows, and why
   // kTime: block cycles of each window, outside `mu` (an llvm-mca run can take tens of ms).
   std::mutex cycle_mu;
@@ -174,7 +173,6 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
   impl->offline = offline;
   impl->config = config;
   impl->windowed = windowed;
-  impl->windows = windows;
   impl->symbols = std::move(symbols);
   impl->info.pid = pid;
 
@@ -354,11 +352,12 @@ void ProfileStore::AddBranches(const BranchBatch& batch) {
   std::vector<double> durations;
   if (s.cycles && batch.window && !batch.events.empty()) {
     std::lock_guard<std::mutex> cycle_lock(s.cycle_mu);
-    std::vector<std::shared_ptr<const decoders::ElfImage>> owners;  // keep read bytes alive
+    // The model decodes each span before asking for the next: holding the last image will do.
+    std::shared_ptr<const decoders::ElfImage> owner;
     durations = s.cycles->WindowDurations(batch.events, [&](uint64_t address) {
       std::lock_guard<std::mutex> lock(s.mu);
       SymbolService::Code code = s.symbols->CodeAt(s.pid, s.space, address);
-      if (code.owner) owners.push_back(std::move(code.owner));
+      owner = std::move(code.owner);
       return code.bytes;
     });
   }

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 
 #include "pathprof/core/branch.h"
@@ -40,12 +41,16 @@ class InstructionReader {
   // The instruction at ip, or nullptr when its bytes are unreadable or do not decode (counted in
   // failures()). The pointer stays valid until Reset.
   const decoders::X86Instruction* At(uint64_t ip);
+  // The raw bytes at ip (one instruction's worth), read from the live process, uncached; empty
+  // when unreadable. Valid until the next call.
+  std::span<const uint8_t> Bytes(uint64_t ip);
   void Reset();
   uint64_t failures() const { return failures_; }
 
  private:
   pid_t pid_;
   int mem_fd_ = -1;
+  uint8_t buf_[decoders::kX86MaxInstructionLength + 1];
   uint64_t failures_ = 0;
   std::unordered_map<uint64_t, decoders::X86Instruction> cache_;
 };

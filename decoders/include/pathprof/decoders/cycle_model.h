@@ -85,11 +85,13 @@ class CycleModel {
     std::string assembly;  // one instruction per line, Intel syntax
   };
   explicit CycleModel(const CycleModelOptions& options) : options_(options) {}
+  // The assembler label a block's branches target: placed at the block's end.
+  static std::string Label(uint64_t start, uint32_t instructions);
   // The block's assembly, or empty when its code cannot be read, decoded, or does not end at
   // `last` (the branch the event names).
   std::string Disassemble(uint64_t start, uint32_t instructions, uint64_t last,
                           const CodeReader& code) const;
-  // Cycles per run of each block (NaN where llvm-mca rejected it), from one llvm-mca run.
+  // Cycles per run of each block (NaN where llvm-mca gave none), from one llvm-mca run.
   Result<std::vector<double>> RunMca(const std::vector<const Block*>& blocks);
   std::vector<double> Estimate(const std::vector<const Block*>& blocks);
 
