@@ -19,7 +19,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: pathctl bursts --pid PID [--duration S] [--rate R] [--window W] [--max-stopped F]\n"
-    "                      [--seed N] [--step-mode breakpoints|step] [-o OUT.pbs] [--top K]\n"
+    "                      [--seed N] [--step-mode auto|breakpoints|int3|step] [-o OUT.pbs]\n"
+    "                      [--top K]\n"
     "\n"
     "Software LBR for hosts without a PMU: seizes every thread of PID with ptrace and, R times\n"
     "a second on average, steps one thread through W taken branches. Prints the hottest\n"
@@ -31,7 +32,9 @@ constexpr const char* kUsage =
     "  --window W         taken branches per window (default 32, like LBR)\n"
     "  --max-stopped F    cap on the fraction of wall time threads spend stopped (default 0.04)\n"
     "  --seed N           seed of the jitter (default: from the clock)\n"
-    "  --step-mode M      breakpoints (default: debug-register block stepping, ~8x fewer stops)\n"
+    "  --step-mode M      auto (default: what `pathctl caps` says works best here),\n"
+    "                     breakpoints (debug-register block stepping, ~8x fewer stops than step),\n"
+    "                     int3 (block stepping with int3 bytes, where debug registers never fire)\n"
     "                     or step (PTRACE_SINGLESTEP every instruction)\n"
     "  -o OUT.pbs         also write the windows to a .pbs file\n"
     "  --top K            hot paths to print (default 10; 0: none)";
@@ -49,7 +52,7 @@ int RunBursts(Args& args) {
   o.window_taken = static_cast<uint32_t>(args.GetInt("window", o.window_taken));
   o.max_stopped_fraction = args.GetDouble("max-stopped", o.max_stopped_fraction);
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0));
-  const std::string mode = args.Get("step-mode", "breakpoints");
+  const std::string mode = args.Get("step-mode", "auto");
   const long long top = args.GetInt("top", 10);
   std::string out = args.Get("output");
   std::vector<std::string> extra;
@@ -63,8 +66,13 @@ int RunBursts(Args& args) {
   }
   auto problems = args.Problems();
   if (o.pid <= 0) problems.push_back("--pid PID is required");
-  if (!pathprof::collectors::ParseStepMode(mode, &o.step_mode))
-    problems.push_back("--step-mode must be 'breakpoints' or 'step', not '" + mode + "'");
+  pathprof::collectors::StepMode step_mode;
+  if (mode == "auto")
+    o.step_mode.reset();
+  else if (pathprof::collectors::ParseStepMode(mode, &step_mode))
+    o.step_mode = step_mode;
+  else
+    problems.push_back("--step-mode must be auto, breakpoints, int3 or step, not '" + mode + "'");
   if (duration < 0) problems.push_back("--duration must not be negative");
   if (top < 0) problems.push_back("--top must not be negative");
   if (!extra.empty()) problems.push_back("unexpected argument '" + extra[0] + "'");
@@ -140,23 +148,28 @@ int RunBursts(Args& args) {
   const double elapsed = static_cast<double>(s.elapsed_ns) / 1e9;
   std::fprintf(
       stderr,
-      "pathctl bursts: %.1f s, %llu bursts, %llu windows (%llu short), %llu steps, %llu breakpoint "
-      "legs (mode %s, %llu fallbacks), %llu branches "
-      "(%llu taken); aborted: %llu syscall, %llu signal, %llu exit, %llu steps, %llu decode; "
-      "%llu threads attached, %llu signals forwarded, %llu execs; threads stopped %.2f%% of "
-      "wall time%s%s\n",
+      "pathctl bursts: %.1f s, %llu bursts, %llu windows (%llu short), %llu steps (%llu lost "
+      "traps decoded across), %llu breakpoint legs (mode %s, %llu fallbacks), %llu branches "
+      "(%llu taken); aborted: %llu syscall, %llu signal, %llu exit, %llu steps, %llu decode, "
+      "%llu timed out, %llu over the cap; %llu deferred by the cap; %llu threads attached, "
+      "%llu signals forwarded, %llu execs; threads stopped %.2f%% of wall time (%.2f%% in the "
+      "worst second, %llu event stops)%s%s\n",
       elapsed, (unsigned long long)s.bursts, (unsigned long long)s.windows,
       (unsigned long long)s.windows_short, (unsigned long long)s.steps,
-      (unsigned long long)s.breakpoint_legs,
-      std::string(pathprof::collectors::StepModeName(o.step_mode)).c_str(),
+      (unsigned long long)s.lost_step_traps, (unsigned long long)s.breakpoint_legs,
+      std::string(pathprof::collectors::StepModeName(
+                      static_cast<pathprof::collectors::StepMode>(s.step_mode)))
+          .c_str(),
       (unsigned long long)s.step_mode_fallbacks, (unsigned long long)s.events,
       (unsigned long long)s.taken, (unsigned long long)s.aborted_syscall,
       (unsigned long long)s.aborted_signal, (unsigned long long)s.aborted_exit,
       (unsigned long long)s.aborted_steps, (unsigned long long)s.aborted_decode,
-      (unsigned long long)s.threads_attached, (unsigned long long)s.signals_forwarded,
+      (unsigned long long)s.aborted_timeout, (unsigned long long)s.aborted_budget,
+      (unsigned long long)s.deferred_cap, (unsigned long long)s.threads_attached, (unsigned long long)s.signals_forwarded,
       (unsigned long long)s.execs,
       s.elapsed_ns ? 100.0 * static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns)
                    : 0.0,
+      static_cast<double>(s.max_stopped_ppm_1s) / 1e4, (unsigned long long)s.event_stops,
       s.target_exited ? "; target exited" : "", s.detached ? "; detached" : "");
   if (cycle_model.ok()) {
     const auto& c = (*cycle_model)->stats();

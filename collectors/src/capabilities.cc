@@ -14,6 +14,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "pathprof/core/host_quirks.h"
+
 namespace pathprof::collectors {
 namespace {
 
@@ -137,16 +139,30 @@ void ProbePtrace(HostCapabilities* h) {
   if (rc == 0) ptrace(PTRACE_DETACH, child, nullptr, nullptr);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
-  h->ptrace.available = rc == 0;
   if (rc != 0) {
     h->ptrace.detail = std::string("PTRACE_SEIZE refused: ") + std::strerror(err);
-  } else if (h->yama_ptrace_scope >= 1 && !h->cap_sys_ptrace) {
-    h->ptrace.detail =
-        "works on own children only (Yama ptrace_scope=" + std::to_string(h->yama_ptrace_scope) +
-        "; CAP_SYS_PTRACE lifts it)";
-  } else {
-    h->ptrace.detail = "PTRACE_SEIZE works";
+    return;
   }
+  // Seizing works; whether a thread can then be stepped is the hypervisor's business.
+  h->step_probe = CachedStepProbe();
+  const StepProbeResult& p = h->step_probe;
+  if (!p.ran || !p.AnyWorks()) {
+    h->ptrace.detail = "PTRACE_SEIZE works, but no way to step a thread does: " +
+                       (p.ran ? p.single_step.detail : p.error);
+    return;
+  }
+  h->ptrace.available = true;
+  h->ptrace.detail = "PTRACE_SEIZE works; bursts step with " +
+                     std::string(StepModeName(p.BestMode()));
+  if (!p.dr_breakpoints.works) h->ptrace.detail += " (debug-register breakpoints never fire here)";
+  if (!p.lost_trap_after.empty()) {
+    std::string names;
+    for (const std::string& n : p.lost_trap_after) names += (names.empty() ? "" : ", ") + n;
+    h->ptrace.detail += "; single-step trap lost after " + names + " (decoded across)";
+  }
+  if (h->yama_ptrace_scope >= 1 && !h->cap_sys_ptrace)
+    h->ptrace.detail += "; works on own children only (Yama ptrace_scope=" +
+                        std::to_string(h->yama_ptrace_scope) + "; CAP_SYS_PTRACE lifts it)";
 }
 
 }  // namespace
@@ -190,6 +206,7 @@ HostCapabilities ProbeHostCapabilities() {
   h.perf_event_paranoid = ReadIntFile("/proc/sys/kernel/perf_event_paranoid", 2);
   h.yama_ptrace_scope = ReadIntFile("/proc/sys/kernel/yama/ptrace_scope", -1);
   h.is_root = geteuid() == 0;
+  h.simulated_quirks = SimulatedQuirks().ToString();
   ReadCapabilities(&h);
   ProbeEbpf(&h);
   ProbeLbr(&h);

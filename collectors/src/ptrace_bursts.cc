@@ -8,15 +8,20 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <string>
 
-#include "burst_tracer.h"
 #include "burst_wire.h"
+#include "pathprof/collectors/tracer_helper.h"
 
 namespace pathprof::collectors {
 namespace {
+
+constexpr int kStartTimeoutMs = 10000;  // probe (first time per boot) and seizing every thread
+constexpr int kQuitTimeoutMs = 600;     // the tracer's own detach is bounded at 400 ms
+constexpr int kKillTimeoutMs = 400;
 
 // "Name:\tvalue" from /proc/PID/status; empty when absent.
 std::string StatusField(pid_t pid, const std::string& name) {
@@ -37,6 +42,24 @@ std::string CommandName(pid_t pid) {
   std::string name;
   std::getline(in, name);
   return name.empty() ? "?" : name;
+}
+
+pid_t ParentOf(pid_t pid) {
+  return static_cast<pid_t>(std::strtol(StatusField(pid, "PPid").c_str(), nullptr, 10));
+}
+
+std::string ExitText(int status) {
+  if (WIFSIGNALED(status))
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "ended";
+}
+
+std::string Format(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
 
 }  // namespace
@@ -69,6 +92,22 @@ Status CheckTraceable(pid_t pid) {
                  "ptrace bursts: " + std::to_string(pid) +
                      " is a thread, not a process; give its process id (Tgid " +
                      StatusField(pid, "Tgid") + ")");
+  if (pid == getpid())
+    return Error(ErrorCode::kInvalidArgument,
+                 "ptrace bursts: refusing to trace process " + std::to_string(pid) +
+                     " (" + CommandName(pid) + "): it is pathprof itself");
+  for (pid_t a = getppid(); a > 0; a = ParentOf(a)) {
+    if (a == pid)
+      return Error(ErrorCode::kInvalidArgument,
+                   "ptrace bursts: refusing to trace process " + std::to_string(pid) + " (" +
+                       CommandName(pid) +
+                       "): it is an ancestor of pathprof, which would then wait on itself");
+    if (a == 1) break;
+  }
+  if (IsOwnHelper(pid) || IsOwnHelper(ParentOf(pid)))
+    return Error(ErrorCode::kInvalidArgument,
+                 "ptrace bursts: refusing to trace process " + std::to_string(pid) +
+                     ": it is one of pathprof's own helper processes");
   const long tracer_pid = std::strtol(tracer.c_str(), nullptr, 10);
   if (tracer_pid != 0)
     return Error(ErrorCode::kUnavailable,
@@ -84,51 +123,71 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
     const PtraceBurstOptions& options, PtraceBurstSink sink) {
   PATHPROF_RETURN_IF_ERROR(options.Validate());
   PATHPROF_RETURN_IF_ERROR(CheckTraceable(options.pid));
-  int data[2], control[2];
-  if (pipe2(data, O_CLOEXEC) != 0)
-    return Error(ErrorCode::kResourceExhausted,
-                 std::string("ptrace bursts: pipe failed: ") + std::strerror(errno));
-  if (pipe2(control, O_CLOEXEC) != 0) {
-    close(data[0]);
-    close(data[1]);
-    return Error(ErrorCode::kResourceExhausted,
-                 std::string("ptrace bursts: pipe failed: ") + std::strerror(errno));
-  }
-  pid_t child = fork();
-  if (child < 0) {
-    for (int fd : {data[0], data[1], control[0], control[1]}) close(fd);
-    return Error(ErrorCode::kResourceExhausted,
-                 std::string("ptrace bursts: fork failed: ") + std::strerror(errno));
-  }
-  if (child == 0) {
-    // Keep only our two pipe ends: a copy of another session's control pipe held here would
-    // keep that session's tracer from ever seeing its stop request.
-    const unsigned lo = static_cast<unsigned>(std::min(control[0], data[1]));
-    const unsigned hi = static_cast<unsigned>(std::max(control[0], data[1]));
-    close_range(3, lo - 1, 0);
-    close_range(lo + 1, hi - 1, 0);
-    close_range(hi + 1, ~0u, 0);
-    _exit(RunBurstTracer(options, control[0], data[1]));
-  }
-  close(data[1]);
-  close(control[0]);
+  const std::vector<std::string> args = {
+      "bursts",
+      "--parent", std::to_string(getpid()),
+      "--pid", std::to_string(options.pid),
+      "--window", std::to_string(options.window_taken),
+      "--rate", Format(options.bursts_per_second),
+      "--cap", Format(options.max_stopped_fraction),
+      "--max-steps", std::to_string(options.max_steps_per_burst),
+      "--step-mode", options.step_mode ? std::string(StepModeName(*options.step_mode)) : "auto",
+      "--seed", std::to_string(options.seed)};
+  auto helper = SpawnTracerHelper(args);
+  if (!helper.ok()) return helper.status();
   std::unique_ptr<PtraceBurstCollector> c(new PtraceBurstCollector());
   c->sink_ = std::move(sink);
-  c->tracer_pid_ = child;
-  c->data_fd_ = data[0];
-  c->control_fd_ = control[1];
-  // The first message says whether every thread was seized.
+  c->tracer_pid_ = helper->pid;
+  c->pidfd_ = helper->pidfd;
+  c->data_fd_ = helper->data_fd;
+  c->control_fd_ = helper->control_fd;
+  fcntl(c->control_fd_, F_SETFL, O_NONBLOCK);
+
+  // The hello, then ready (every thread seized) or the reason it could not be.
   wire::Header h{};
   std::vector<uint8_t> payload;
-  if (!wire::Receive(c->data_fd_, &h, &payload) || h.type != wire::Type::kReady) {
-    std::string why = h.type == wire::Type::kError
-                          ? std::string(payload.begin(), payload.end())
-                          : "ptrace bursts: the tracer process exited before attaching";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStartTimeoutMs);
+  auto receive = [&]() {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    return wire::Receive(c->data_fd_, static_cast<int>(std::max<long>(left, 1)), &h, &payload);
+  };
+  auto fail = [&](ErrorCode code, const std::string& why) {
     c->Stop();
-    ErrorCode code =
-        why.find("EPERM") != std::string::npos ? ErrorCode::kPermission : ErrorCode::kUnavailable;
-    return Error(code, why);
+    const std::string exit = c->tracer_status_ >= 0 ? " (the tracer " + ExitText(c->tracer_status_) + ")" : "";
+    return Error(code, why + exit);
+  };
+  wire::ReceiveResult r = receive();
+  const wire::Hello ours = wire::OurHello();
+  wire::Hello theirs{};
+  if (r != wire::ReceiveResult::kMessage || h.type != wire::Type::kHello ||
+      payload.size() != sizeof theirs)
+    return fail(ErrorCode::kUnavailable,
+                r == wire::ReceiveResult::kTimeout
+                    ? "ptrace bursts: the tracer helper did not answer within 10 s"
+                    : "ptrace bursts: the tracer helper ended before it said hello");
+  std::memcpy(&theirs, payload.data(), sizeof theirs);
+  if (std::memcmp(&theirs, &ours, sizeof ours) != 0)
+    return fail(ErrorCode::kUnsupported,
+                "ptrace bursts: the tracer helper speaks protocol " +
+                    std::to_string(theirs.version) + ", this build " +
+                    std::to_string(ours.version) +
+                    ": it is from another pathprof build; reinstall pathprof");
+  r = receive();
+  if (r == wire::ReceiveResult::kMessage && h.type == wire::Type::kError &&
+      payload.size() >= sizeof(wire::ErrorHeader)) {
+    wire::ErrorHeader eh{};
+    std::memcpy(&eh, payload.data(), sizeof eh);
+    return fail(static_cast<ErrorCode>(eh.code),
+                std::string(payload.begin() + sizeof eh, payload.end()));
   }
+  if (r != wire::ReceiveResult::kMessage || h.type != wire::Type::kReady || payload.size() != 1)
+    return fail(ErrorCode::kUnavailable,
+                r == wire::ReceiveResult::kTimeout
+                    ? "ptrace bursts: the tracer did not seize the target within 10 s"
+                    : "ptrace bursts: the tracer ended before it seized the target");
+  c->step_mode_ = static_cast<StepMode>(payload[0]);
   c->reader_ = std::thread([p = c.get()] { p->ReadLoop(); });
   return c;
 }
@@ -136,7 +195,10 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
 void PtraceBurstCollector::ReadLoop() {
   wire::Header h{};
   std::vector<uint8_t> payload;
-  while (wire::Receive(data_fd_, &h, &payload)) {
+  for (;;) {
+    const wire::ReceiveResult r = wire::Receive(data_fd_, 200, &h, &payload);
+    if (r == wire::ReceiveResult::kTimeout) continue;
+    if (r != wire::ReceiveResult::kMessage) break;
     switch (h.type) {
       case wire::Type::kWindow:
         if (sink_.on_window) sink_.on_window(wire::DecodeWindow(payload));
@@ -148,20 +210,54 @@ void PtraceBurstCollector::ReadLoop() {
         }
         break;
       case wire::Type::kNote:
-      case wire::Type::kError:
         if (sink_.on_note) sink_.on_note(std::string(payload.begin(), payload.end()));
         break;
+      case wire::Type::kExec:
+        if (sink_.on_exec) sink_.on_exec();
+        break;
+      case wire::Type::kError:
+        if (sink_.on_note && payload.size() >= sizeof(wire::ErrorHeader))
+          sink_.on_note(std::string(payload.begin() + sizeof(wire::ErrorHeader), payload.end()));
+        break;
+      case wire::Type::kHello:
       case wire::Type::kReady:
         break;
     }
   }
+  Reap(kQuitTimeoutMs + kKillTimeoutMs);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stats_.detached && failure_.empty())
+    failure_ = tracer_status_ >= 0 ? "the tracer process " + ExitText(tracer_status_)
+                                   : "the tracer process stopped reporting";
   finished_.store(true);
+  finished_cv_.notify_all();
+}
+
+// Waits (bounded) for the tracer process to exit and collects its status.
+void PtraceBurstCollector::Reap(int timeout_ms) {
+  if (tracer_pid_ <= 0 || tracer_status_ >= 0) return;
+  if (pidfd_ >= 0) {
+    pollfd p{pidfd_, POLLIN, 0};
+    while (poll(&p, 1, timeout_ms) < 0 && errno == EINTR) {
+    }
+  }
+  int st = 0;
+  for (int waited = 0;; waited += 5) {
+    const pid_t r = waitpid(tracer_pid_, &st, WNOHANG);
+    if (r == tracer_pid_) {
+      tracer_status_ = st;
+      ForgetHelper(tracer_pid_);
+      return;
+    }
+    if ((r < 0 && errno != EINTR) || waited >= timeout_ms) return;
+    usleep(5000);
+  }
 }
 
 bool PtraceBurstCollector::WaitFinished(int timeout_ms) {
-  // The reader thread flips finished_ at EOF; poll it (no condition variable on the hot path).
-  for (int waited = 0; !finished_.load() && waited < timeout_ms; waited += 10) usleep(10000);
-  return finished_.load();
+  std::unique_lock<std::mutex> lock(mu_);
+  return finished_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                               [&] { return finished_.load(); });
 }
 
 PtraceBurstStats PtraceBurstCollector::stats() const {
@@ -169,28 +265,47 @@ PtraceBurstStats PtraceBurstCollector::stats() const {
   return stats_;
 }
 
+std::string PtraceBurstCollector::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
 PtraceBurstStats PtraceBurstCollector::Stop() {
   if (stopped_) return stats();
   stopped_ = true;
-  // Closing the control pipe is the stop request; the tracer detaches, reports and exits.
-  if (control_fd_ >= 0) close(control_fd_);
-  control_fd_ = -1;
-  if (reader_.joinable()) {
-    reader_.join();
-  } else if (data_fd_ >= 0) {
+  // The stop request: a 'q', and the pipe's end for good measure.
+  if (control_fd_ >= 0) {
+    (void)!write(control_fd_, "q", 1);
+    close(control_fd_);
+    control_fd_ = -1;
+  }
+  const bool reading = reader_.joinable();
+  if (!reading) {
     // Start failed before the reader began: drain to EOF so the tracer can finish writing.
     wire::Header h{};
     std::vector<uint8_t> payload;
-    while (wire::Receive(data_fd_, &h, &payload)) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kQuitTimeoutMs);
+    while (std::chrono::steady_clock::now() < deadline &&
+           wire::Receive(data_fd_, 50, &h, &payload) != wire::ReceiveResult::kEof) {
     }
   }
-  if (tracer_pid_ > 0) {
-    int st;
-    while (waitpid(tracer_pid_, &st, 0) < 0 && errno == EINTR) {
-    }
+  if (!(reading ? WaitFinished(kQuitTimeoutMs) : (Reap(kQuitTimeoutMs), tracer_status_ >= 0))) {
+    // Wedged beyond its own deadlines: end it. The kernel then detaches every thread.
+    if (tracer_pid_ > 0) kill(tracer_pid_, SIGKILL);
+    killed_ = true;
+    if (reading) WaitFinished(kKillTimeoutMs);
+  }
+  if (reader_.joinable()) reader_.join();
+  Reap(kKillTimeoutMs);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (killed_) failure_ = "the tracer did not detach in time and was killed";
   }
   if (data_fd_ >= 0) close(data_fd_);
   data_fd_ = -1;
+  if (pidfd_ >= 0) close(pidfd_);
+  pidfd_ = -1;
   finished_.store(true);
   return stats();
 }

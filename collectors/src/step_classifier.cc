@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "pathprof/collectors/software_breakpoints.h"
+
 namespace pathprof::collectors {
 
 ClassifiedStep ClassifyStep(const decoders::X86Instruction& pending, uint64_t rip) {
@@ -37,6 +39,60 @@ ClassifiedStep ClassifyStep(const decoders::X86Instruction& pending, uint64_t ri
   return out;
 }
 
+namespace {
+
+bool SearchLostTraps(InstructionReader& reader, uint64_t pos, uint64_t rip, int depth_left,
+                     bool allow_indirect, std::vector<ClassifiedStep>* path) {
+  const decoders::X86Instruction* insn = reader.At(pos);
+  if (insn == nullptr || depth_left <= 0) return false;
+  if (!insn->is_branch) {
+    path->push_back(ClassifiedStep{});  // kRetired
+    if (insn->next() == rip ||
+        SearchLostTraps(reader, insn->next(), rip, depth_left - 1, allow_indirect, path))
+      return true;
+    path->pop_back();
+    return false;
+  }
+  if (insn->kind == BranchKind::kFarTransfer) return false;  // a syscall ends any step
+  auto try_target = [&](uint64_t to, bool taken) {
+    ClassifiedStep step;
+    step.result = StepResult::kBranch;
+    step.event.from = insn->address;
+    step.event.to = to;
+    step.event.kind = insn->kind;
+    step.event.taken = taken;
+    path->push_back(step);
+    if (to == rip || SearchLostTraps(reader, to, rip, depth_left - 1, allow_indirect, path))
+      return true;
+    path->pop_back();
+    return false;
+  };
+  if (insn->kind == BranchKind::kConditional)
+    return try_target(insn->next(), false) ||
+           (insn->has_direct_target && try_target(insn->direct_target, true));
+  if (insn->has_direct_target) return try_target(insn->direct_target, true);
+  // Indirect jump, indirect call or return: its target is unknowable here, so it may only be
+  // the last instruction of the chain, landing where the thread stopped.
+  if (!allow_indirect) return false;
+  ClassifiedStep step;
+  step.result = StepResult::kBranch;
+  step.event.from = insn->address;
+  step.event.to = rip;
+  step.event.kind = insn->kind;
+  step.event.taken = true;
+  path->push_back(step);
+  return true;
+}
+
+}  // namespace
+
+bool ResolveLostTraps(InstructionReader& reader, const decoders::X86Instruction& pending,
+                      uint64_t rip, int max_extra, std::vector<ClassifiedStep>* out) {
+  out->clear();
+  if (pending.is_branch || rip == pending.next() || rip == pending.address) return false;
+  return SearchLostTraps(reader, pending.next(), rip, max_extra, pending.may_be_emulated, out);
+}
+
 InstructionReader::~InstructionReader() {
   if (mem_fd_ >= 0) close(mem_fd_);
 }
@@ -56,8 +112,10 @@ std::span<const uint8_t> InstructionReader::Bytes(uint64_t ip) {
     if (mem_fd_ < 0) mem_fd_ = open(("/proc/" + std::to_string(pid_) + "/mem").c_str(), O_RDONLY);
     n = mem_fd_ >= 0 ? pread(mem_fd_, buf_, sizeof buf_, static_cast<off_t>(ip)) : -1;
   }
-  return n > 0 ? std::span<const uint8_t>(buf_, static_cast<size_t>(n))
-               : std::span<const uint8_t>();
+  if (n <= 0) return {};
+  if (breakpoints_ != nullptr && breakpoints_->planted_count() > 0)
+    breakpoints_->Unpatch(ip, std::span<uint8_t>(buf_, static_cast<size_t>(n)));
+  return std::span<const uint8_t>(buf_, static_cast<size_t>(n));
 }
 
 const decoders::X86Instruction* InstructionReader::At(uint64_t ip) {

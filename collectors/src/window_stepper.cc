@@ -2,64 +2,38 @@
 
 #include <signal.h>
 #include <sys/ptrace.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
-#include <ctime>
+#include <functional>
+#include <span>
+
+#include "pathprof/collectors/ptrace_primitives.h"
+#include "pathprof/collectors/software_breakpoints.h"
+#include "pathprof/core/clock.h"
 
 namespace pathprof::collectors {
 namespace {
 
-constexpr uint64_t kResumeFlag = 1ull << 16;  // EFLAGS.RF: skip instruction breakpoints once
-constexpr uint64_t kDr7EnableAll = 0x55;      // L0..L3, execute, length 1
-constexpr size_t kMaxTakenTargets = 3;        // the 4th register is the terminal
-constexpr size_t kMaxWalk = 512;              // instructions predicted per leg
-#ifndef TRAP_HWBKPT
-constexpr int TRAP_HWBKPT = 4;
-#endif
+constexpr uint64_t kDr7EnableAll = 0x55;  // L0..L3, execute, length 1
+constexpr size_t kMaxWalk = 512;          // instructions predicted per leg
+constexpr int kMaxLostTraps = 3;          // instructions a late step may have run unseen
+constexpr uint64_t kBudgetCheckEvery = 8;  // stops between clock reads for the budget
 
-long DrOffset(int i) {
-  return static_cast<long>(offsetof(struct user, u_debugreg) +
-                           static_cast<size_t>(i) * sizeof(long));
-}
-
-bool PokeDr(pid_t tid, int i, uint64_t value) {
-  return ptrace(PTRACE_POKEUSER, tid, reinterpret_cast<void*>(DrOffset(i)),
-                reinterpret_cast<void*>(value)) == 0;
-}
-
-bool ReadRip(pid_t tid, uint64_t* rip) {
-  errno = 0;
-  long v = ptrace(PTRACE_PEEKUSER, tid, reinterpret_cast<void*>(offsetof(user_regs_struct, rip)),
-                  nullptr);
-  if (errno != 0) return false;
-  *rip = static_cast<uint64_t>(v);
-  return true;
-}
-
-bool SetResumeFlag(pid_t tid) {
-  const auto off = reinterpret_cast<void*>(offsetof(user_regs_struct, eflags));
-  errno = 0;
-  long v = ptrace(PTRACE_PEEKUSER, tid, off, nullptr);
-  if (errno != 0) return false;
-  return ptrace(PTRACE_POKEUSER, tid, off,
-                reinterpret_cast<void*>(static_cast<uint64_t>(v) | kResumeFlag)) == 0;
-}
-
-bool WaitFor(pid_t tid, int* st) {
-  for (;;) {
-    pid_t r = waitpid(tid, st, __WALL);
-    if (r == tid) return true;
-    if (r < 0 && errno == EINTR) continue;
-    return false;
-  }
+// How many breakpoints a leg may use (the last is the terminal) and whether its own start may
+// carry one (the debug registers' resume flag).
+struct Capacity {
+  size_t targets;
+  bool start_reusable;
+};
+Capacity CapacityOf(StepMode mode) {
+  return mode == StepMode::kBreakpoints ? Capacity{3, true} : Capacity{7, false};
 }
 
 // The prediction of one leg (see the header). Events are as if every conditional fell through;
-// the breakpoint of taken_targets[k] flips events[event_index] to taken.
+// the breakpoint of targets[k] flips events[event_index] to taken.
 struct TakenTarget {
   uint64_t address;
   size_t event_index;
@@ -68,6 +42,7 @@ struct Plan {
   enum class Start : uint8_t { kRun, kSingleStep, kSyscall, kDecode } start = Start::kRun;
   std::vector<BranchEvent> events;
   std::vector<TakenTarget> targets;
+  std::vector<uint64_t> runs;  // every address the prediction executes, start first
   uint64_t terminal = 0;
   uint32_t tail_instructions = 0;  // after the last event, before the terminal
 };
@@ -76,18 +51,21 @@ bool Contains(const std::vector<uint64_t>& v, uint64_t a) {
   return std::find(v.begin(), v.end(), a) != v.end();
 }
 
-Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left) {
+using CanPlant = std::function<bool(uint64_t)>;
+
+Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left, Capacity cap,
+              const CanPlant& can_plant) {
   Plan plan;
-  std::vector<uint64_t> executed;  // addresses the prediction runs, in order (start first)
+  std::vector<uint64_t>& executed = plan.runs;
   auto is_target = [&](uint64_t a) {
     return std::any_of(plan.targets.begin(), plan.targets.end(),
                        [a](const TakenTarget& t) { return t.address == a; });
   };
   struct Snapshot {
-    size_t events, targets;
+    size_t events, targets, runs;
     uint32_t n;
   };
-  Snapshot before_last{0, 0, 0};
+  Snapshot before_last{0, 0, 0, 0};
   uint64_t last = 0;
   uint32_t n = 0;  // instructions since the last event
   uint32_t certain_taken = 0;
@@ -100,16 +78,24 @@ Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left) {
     }
     plan.events.resize(before_last.events);
     plan.targets.resize(before_last.targets);
+    executed.resize(before_last.runs);
     n = before_last.n;
     plan.terminal = last;
+  };
+  // Ends the leg at `pos`, or before `last` when no breakpoint can go at `pos`.
+  auto end_at = [&](uint64_t at) {
+    if (can_plant(at))
+      plan.terminal = at;
+    else
+      stop_before_last();
   };
   for (;;) {
     const bool first = pos == start && executed.empty();
     if (!first) {
       if (Contains(executed, pos)) {
-        // A loop closed. The start runs its first time with RF set, so a breakpoint there
-        // fires on the revisit; any other address already ran, so stop before the jump back.
-        if (pos == start && !is_target(start))
+        // A loop closed. With the resume flag the start runs its first time unhindered, so a
+        // breakpoint there fires on the revisit; otherwise stop before the jump back.
+        if (pos == start && cap.start_reusable && !is_target(start))
           plan.terminal = start;
         else
           stop_before_last();
@@ -120,19 +106,30 @@ Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left) {
         break;
       }
       if (executed.size() >= kMaxWalk || certain_taken >= taken_left) {
-        plan.terminal = pos;
+        end_at(pos);
         break;
       }
     }
     const decoders::X86Instruction* insn = reader.At(pos);
     if (!insn) {
-      if (first) plan.start = Plan::Start::kDecode;
-      plan.terminal = pos;  // the next leg starts there and reports the decode failure
+      if (first) {
+        plan.start = Plan::Start::kDecode;
+      } else if (cap.start_reusable) {
+        plan.terminal = pos;  // the next leg starts there and reports the decode failure
+      } else {
+        stop_before_last();  // never write an int3 over bytes that are not an instruction
+      }
+      break;
+    }
+    if (first && !can_plant(pos)) {  // this code takes no int3 (JIT, writable): step it
+      plan.start = Plan::Start::kSingleStep;
       break;
     }
     if (insn->is_branch && insn->kind == BranchKind::kFarTransfer) {
-      if (first) plan.start = Plan::Start::kSyscall;
-      plan.terminal = pos;
+      if (first)
+        plan.start = Plan::Start::kSyscall;
+      else
+        end_at(pos);
       break;
     }
     if (insn->is_branch) {
@@ -140,18 +137,19 @@ Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left) {
       bool plannable = insn->has_direct_target;
       if (plannable && conditional) {
         const uint64_t t = insn->direct_target;
-        plannable = plan.targets.size() < kMaxTakenTargets && t != insn->next() && !is_target(t) &&
-                    (t == start || !Contains(executed, t)) && t != pos;
+        const bool revisit_ok = cap.start_reusable && t == start;
+        plannable = plan.targets.size() < cap.targets && t != insn->next() && !is_target(t) &&
+                    (revisit_ok || !Contains(executed, t)) && t != pos && can_plant(t);
       }
       if (!plannable) {
         if (first)
           plan.start = Plan::Start::kSingleStep;
         else
-          plan.terminal = pos;
+          end_at(pos);
         break;
       }
     }
-    before_last = Snapshot{plan.events.size(), plan.targets.size(), n};
+    before_last = Snapshot{plan.events.size(), plan.targets.size(), executed.size(), n};
     last = pos;
     executed.push_back(pos);
     ++n;
@@ -181,55 +179,11 @@ Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left) {
   return plan;
 }
 
-}  // namespace
-
-std::string_view StepModeName(StepMode mode) {
-  return mode == StepMode::kBreakpoints ? "breakpoints" : "step";
-}
-
-bool ParseStepMode(std::string_view text, StepMode* out) {
-  if (text == "step") {
-    *out = StepMode::kSingleStep;
-    return true;
-  }
-  if (text == "breakpoints") {
-    *out = StepMode::kBreakpoints;
-    return true;
-  }
-  return false;
-}
-
-bool DisarmDebugRegisters(pid_t tid, DebugRegisterCache* dr) {
-  if (!dr->armed) return true;
-  if (!PokeDr(tid, 7, 0)) return false;
-  dr->armed = false;
-  return true;
-}
-
-namespace {
-
-bool ArmRegisters(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegisterCache* dr);
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-bool Arm(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegisterCache* dr,
-         uint64_t* setup_ns) {
-  const bool first_use = !dr->valid && !dr->armed;
-  const uint64_t t0 = first_use ? MonotonicNs() : 0;
-  const bool ok = ArmRegisters(tid, addresses, dr);
-  if (first_use) *setup_ns += MonotonicNs() - t0;
-  return ok;
-}
-
 bool ArmRegisters(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegisterCache* dr) {
   for (int i = 0; i < 4; ++i) {
     if (dr->valid && dr->address[static_cast<size_t>(i)] == addresses[static_cast<size_t>(i)])
       continue;
-    if (!PokeDr(tid, i, addresses[static_cast<size_t>(i)])) {
+    if (!PokeDebugRegister(tid, i, addresses[static_cast<size_t>(i)])) {
       dr->valid = false;
       return false;
     }
@@ -237,10 +191,19 @@ bool ArmRegisters(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegi
   }
   dr->valid = true;
   if (!dr->armed) {
-    if (!PokeDr(tid, 7, kDr7EnableAll)) return false;
+    if (!PokeDebugRegister(tid, 7, kDr7EnableAll)) return false;
     dr->armed = true;
   }
   return true;
+}
+
+bool ArmDebugRegisters(pid_t tid, const std::array<uint64_t, 4>& addresses,
+                       DebugRegisterCache* dr, uint64_t* setup_ns) {
+  const bool first_use = !dr->valid && !dr->armed;
+  const uint64_t t0 = first_use ? MonotonicNs() : 0;
+  const bool ok = ArmRegisters(tid, addresses, dr);
+  if (first_use) *setup_ns += MonotonicNs() - t0;
+  return ok;
 }
 
 class WindowBuilder {
@@ -268,129 +231,298 @@ class WindowBuilder {
   uint32_t carry_ = 0;
 };
 
-// One PTRACE_SINGLESTEP of the instruction at rip. False when the window ended (out->end set).
-bool SingleStep(pid_t tid, uint64_t* rip, InstructionReader& reader, SteppedWindow* out,
-                WindowBuilder* b) {
-  const decoders::X86Instruction* pending = reader.At(*rip);
-  if (!pending) {
-    out->end = WindowEnd::kDecode;
-    return false;
-  }
-  if (pending->is_branch && pending->kind == BranchKind::kFarTransfer) {
-    out->end = WindowEnd::kSyscall;
-    return false;
-  }
-  if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) {
-    out->end = WindowEnd::kPtraceError;
-    return false;
-  }
-  int st = 0;
-  if (!WaitFor(tid, &st) || WIFEXITED(st) || WIFSIGNALED(st)) {
-    out->end = WindowEnd::kExited;
-    out->wait_status = st;
-    return false;
-  }
-  if (!(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0)) {
-    out->end = WindowEnd::kSignal;
-    out->wait_status = st;
-    return false;
-  }
-  ++out->single_steps;
-  if (!ReadRip(tid, rip)) {
-    out->end = WindowEnd::kPtraceError;
-    return false;
-  }
-  ClassifiedStep c = ClassifyStep(*pending, *rip);
-  if (c.result != StepResult::kRepeat) b->AddInstructions(1);
-  if (c.result == StepResult::kBranch || c.result == StepResult::kUnexpected) b->Add(c.event);
-  return true;
+bool IsSigTrapStop(int st) {
+  return WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0;
 }
 
-// Runs one planned leg. False when the window ended (out->end set).
-bool RunLeg(pid_t tid, uint64_t* rip, const Plan& plan, SteppedWindow* out, WindowBuilder* b,
-            DebugRegisterCache* dr) {
-  std::array<uint64_t, 4> a;
-  a.fill(plan.terminal);
-  for (size_t i = 0; i < plan.targets.size(); ++i) a[i] = plan.targets[i].address;
-  if (!Arm(tid, a, dr, &out->setup_ns) || !SetResumeFlag(tid) ||
-      ptrace(PTRACE_CONT, tid, nullptr, nullptr) != 0) {
-    out->end = WindowEnd::kPtraceError;
+class Stepper {
+ public:
+  Stepper(pid_t tid, const StepContext& ctx, const WindowStepOptions& o, SteppedWindow* out)
+      : tid_(tid), ctx_(ctx), o_(o), out_(out), b_(out, o.window_taken) {}
+
+  void Run(uint64_t rip) {
+    const uint64_t t0 = o_.budget_ns ? MonotonicNs() : 0;
+    bool going = true;
+    while (going && !b_.full()) {
+      const uint64_t stops = out_->single_steps + out_->breakpoint_legs;
+      if (stops >= o_.max_stops) {
+        out_->end = WindowEnd::kStopLimit;
+        break;
+      }
+      if (o_.budget_ns && stops % kBudgetCheckEvery == kBudgetCheckEvery - 1 &&
+          MonotonicNs() - t0 > o_.budget_ns) {
+        out_->end = WindowEnd::kBudget;
+        break;
+      }
+      if (o_.mode == StepMode::kSingleStep) {
+        going = SingleStep(&rip);
+        continue;
+      }
+      const Capacity cap = CapacityOf(o_.mode);
+      const Plan plan = o_.mode == StepMode::kInt3
+                            ? MakePlan(rip, *ctx_.reader, o_.window_taken - out_->taken, cap,
+                                       [this](uint64_t a) { return ctx_.int3->Plantable(a); })
+                            : MakePlan(rip, *ctx_.reader, o_.window_taken - out_->taken, cap,
+                                       [](uint64_t) { return true; });
+      switch (plan.start) {
+        case Plan::Start::kDecode:
+          out_->end = WindowEnd::kDecode;
+          going = false;
+          break;
+        case Plan::Start::kSyscall:
+          out_->end = WindowEnd::kSyscall;
+          going = false;
+          break;
+        case Plan::Start::kSingleStep:
+          going = SingleStep(&rip);
+          break;
+        case Plan::Start::kRun:
+          going = RunLeg(&rip, plan);
+          break;
+      }
+    }
+    b_.Finish();
+    if (out_->thread_stopped && o_.mode == StepMode::kBreakpoints && ctx_.debug_registers &&
+        !DisarmDebugRegisters(tid_, ctx_.debug_registers) && out_->end == WindowEnd::kComplete)
+      out_->end = WindowEnd::kPtraceError;
+  }
+
+ private:
+  // Waits for the stop a step or leg asked for. False when the window ended (out_->end set).
+  bool AwaitStop(int* st) {
+    switch (WaitStop(tid_, st, o_.stop_timeout_ns)) {
+      case StopWait::kStopped:
+        return true;
+      case StopWait::kExited:
+        out_->end = WindowEnd::kExited;
+        out_->wait_status = *st;
+        out_->thread_stopped = false;
+        return false;
+      case StopWait::kGone:
+        out_->end = WindowEnd::kPtraceError;
+        out_->thread_stopped = false;
+        return false;
+      case StopWait::kTimedOut:
+        Interrupt();
+        return false;
+    }
     return false;
   }
-  int st = 0;
-  if (!WaitFor(tid, &st) || WIFEXITED(st) || WIFSIGNALED(st)) {
-    out->end = WindowEnd::kExited;
-    out->wait_status = st;
+
+  // The stop never came: the breakpoint did not fire or the trap was lost. Interrupt the thread
+  // and wait (bounded) for it to stop; whatever it stops for is handled here or handed back.
+  void Interrupt() {
+    out_->end = WindowEnd::kTimedOut;
+    if (ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0) {
+      out_->thread_stopped = false;
+      return;
+    }
+    int st = 0;
+    const StopWait w = WaitStop(tid_, &st, o_.stop_timeout_ns);
+    if (w == StopWait::kExited) {
+      out_->end = WindowEnd::kExited;
+      out_->wait_status = st;
+      out_->thread_stopped = false;
+      return;
+    }
+    if (w != StopWait::kStopped) {
+      out_->thread_stopped = false;  // still running; its interrupt stop comes later
+      return;
+    }
+    if ((st >> 16) == PTRACE_EVENT_STOP) return;  // the interrupt itself
+    uint64_t at = 0;
+    if (OurTrap(st, &at)) {
+      // A late breakpoint or step: ours, so swallow it. The interrupt is still pending and
+      // stops the thread again once it runs; the caller's event loop resumes it then.
+      if (o_.mode == StepMode::kInt3) WriteRip(tid_, at);
+      return;
+    }
+    out_->wait_status = st;  // the program's own signal: the caller delivers it
+  }
+
+  // True when the SIGTRAP stop `st` is one of ours; *at is where the thread is to resume.
+  bool OurTrap(int st, uint64_t* at) {
+    if (!IsSigTrapStop(st)) return false;
+    siginfo_t si{};
+    if (!StopSigInfo(tid_, &si) || !ReadRip(tid_, at)) return false;
+    if (si.si_code == kTrapTrace || si.si_code == kTrapHwBkpt) return true;
+    if (si.si_code == kTrapInt3 && ctx_.int3 != nullptr && ctx_.int3->OwnsTrap(*at)) {
+      *at -= 1;
+      return true;
+    }
     return false;
   }
-  siginfo_t si{};
-  if (!(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0) ||
-      ptrace(PTRACE_GETSIGINFO, tid, nullptr, &si) != 0 || si.si_code != TRAP_HWBKPT) {
-    out->end = WindowEnd::kSignal;  // the program's own signal (an int3 is SIGTRAP too)
-    out->wait_status = st;
-    return false;
-  }
-  ++out->breakpoint_legs;
-  if (!ReadRip(tid, rip)) {
-    out->end = WindowEnd::kPtraceError;
-    return false;
-  }
-  for (const TakenTarget& t : plan.targets) {
-    if (t.address != *rip) continue;
-    for (size_t i = 0; i < t.event_index; ++i) b->Add(plan.events[i]);
-    BranchEvent e = plan.events[t.event_index];
-    e.taken = true;
-    e.to = t.address;
-    b->Add(e);
+
+  // One PTRACE_SINGLESTEP of the instruction at rip. False when the window ended.
+  bool SingleStep(uint64_t* rip) {
+    const decoders::X86Instruction* pending = ctx_.reader->At(*rip);
+    if (!pending) {
+      out_->end = WindowEnd::kDecode;
+      return false;
+    }
+    if (pending->is_branch && pending->kind == BranchKind::kFarTransfer) {
+      out_->end = WindowEnd::kSyscall;
+      return false;
+    }
+    if (ctx_.int3 != nullptr) {
+      // The step must run the real instruction, and a late trap (lost after an emulated
+      // instruction) must not run into an int3 of ours either.
+      const uint64_t clear[2] = {*rip, pending->next()};
+      ctx_.int3->Update({}, std::span<const uint64_t>(clear, pending->may_be_emulated ? 2 : 1));
+    }
+    if (!SingleStepThread(tid_)) {
+      out_->end = WindowEnd::kPtraceError;
+      return false;
+    }
+    int st = 0;
+    if (!AwaitStop(&st)) return false;
+    if (!IsSigTrapStop(st)) {
+      out_->end = WindowEnd::kSignal;
+      out_->wait_status = st;
+      return false;
+    }
+    ++out_->single_steps;
+    if (!ReadRip(tid_, rip)) {
+      out_->end = WindowEnd::kPtraceError;
+      return false;
+    }
+    const ClassifiedStep c = ClassifyStep(*pending, *rip);
+    if (c.result == StepResult::kUnexpected &&
+        ResolveLostTraps(*ctx_.reader, *pending, *rip, kMaxLostTraps, &lost_)) {
+      ++out_->lost_step_traps;
+      b_.AddInstructions(1);
+      for (const ClassifiedStep& extra : lost_) {
+        b_.AddInstructions(1);
+        if (extra.result == StepResult::kBranch) b_.Add(extra.event);
+      }
+      return true;
+    }
+    if (c.result != StepResult::kRepeat) b_.AddInstructions(1);
+    if (c.result == StepResult::kBranch || c.result == StepResult::kUnexpected) b_.Add(c.event);
     return true;
   }
-  if (*rip != plan.terminal) {
-    out->end = WindowEnd::kPtraceError;  // cannot happen: addresses are distinct by design
-    return false;
+
+  // Plants the leg's breakpoints and lets the thread run to one. False when the window ended.
+  bool RunLeg(uint64_t* rip, const Plan& plan) {
+    bool armed;
+    if (o_.mode == StepMode::kBreakpoints) {
+      std::array<uint64_t, 4> a;
+      a.fill(plan.terminal);
+      for (size_t i = 0; i < plan.targets.size(); ++i) a[i] = plan.targets[i].address;
+      armed = ArmDebugRegisters(tid_, a, ctx_.debug_registers, &out_->setup_ns) &&
+              SetResumeFlag(tid_);
+    } else {
+      std::vector<uint64_t> plant{plan.terminal};
+      for (const TakenTarget& t : plan.targets) plant.push_back(t.address);
+      armed = ctx_.int3->Update(plant, plan.runs);
+    }
+    if (!armed || ptrace(PTRACE_CONT, tid_, nullptr, nullptr) != 0) {
+      out_->end = WindowEnd::kPtraceError;
+      return false;
+    }
+    int st = 0;
+    if (!AwaitStop(&st)) return false;
+    uint64_t at = 0;
+    if (!OurTrap(st, &at) || (o_.mode == StepMode::kInt3 && !ctx_.int3->planted(at))) {
+      out_->end = WindowEnd::kSignal;  // the program's own signal (its own int3 included)
+      out_->wait_status = st;
+      return false;
+    }
+    if (o_.mode == StepMode::kInt3 && !WriteRip(tid_, at)) {
+      out_->end = WindowEnd::kPtraceError;
+      return false;
+    }
+    ++out_->breakpoint_legs;
+    *rip = at;
+    for (const TakenTarget& t : plan.targets) {
+      if (t.address != at) continue;
+      for (size_t i = 0; i < t.event_index; ++i) b_.Add(plan.events[i]);
+      BranchEvent e = plan.events[t.event_index];
+      e.taken = true;
+      e.to = t.address;
+      b_.Add(e);
+      return true;
+    }
+    if (at != plan.terminal) {
+      out_->end = WindowEnd::kPtraceError;  // cannot happen: addresses are distinct by design
+      return false;
+    }
+    for (const BranchEvent& e : plan.events) b_.Add(e);
+    b_.AddInstructions(plan.tail_instructions);
+    return true;
   }
-  for (const BranchEvent& e : plan.events) b->Add(e);
-  b->AddInstructions(plan.tail_instructions);
-  return true;
-}
+
+  const pid_t tid_;
+  const StepContext& ctx_;
+  const WindowStepOptions& o_;
+  SteppedWindow* out_;
+  WindowBuilder b_;
+  std::vector<ClassifiedStep> lost_;
+};
 
 }  // namespace
 
-SteppedWindow StepThreadWindow(pid_t tid, uint64_t rip, InstructionReader& reader,
-                               const WindowStepOptions& options, DebugRegisterCache* dr) {
-  SteppedWindow out;
-  WindowBuilder b(&out, options.window_taken);
-  bool going = true;
-  while (going && !b.full()) {
-    if (out.single_steps + out.breakpoint_legs >= options.max_stops) {
-      out.end = WindowEnd::kStopLimit;
+std::string_view StepModeName(StepMode mode) {
+  switch (mode) {
+    case StepMode::kBreakpoints:
+      return "breakpoints";
+    case StepMode::kInt3:
+      return "int3";
+    case StepMode::kSingleStep:
       break;
-    }
-    if (options.mode == StepMode::kSingleStep) {
-      going = SingleStep(tid, &rip, reader, &out, &b);
-      continue;
-    }
-    const Plan plan = MakePlan(rip, reader, options.window_taken - out.taken);
-    switch (plan.start) {
-      case Plan::Start::kDecode:
-        out.end = WindowEnd::kDecode;
-        going = false;
-        break;
-      case Plan::Start::kSyscall:
-        out.end = WindowEnd::kSyscall;
-        going = false;
-        break;
-      case Plan::Start::kSingleStep:
-        going = SingleStep(tid, &rip, reader, &out, &b);
-        break;
-      case Plan::Start::kRun:
-        going = RunLeg(tid, &rip, plan, &out, &b, dr);
-        break;
-    }
   }
-  b.Finish();
-  if (out.end != WindowEnd::kExited && !DisarmDebugRegisters(tid, dr) &&
-      out.end == WindowEnd::kComplete)
-    out.end = WindowEnd::kPtraceError;
+  return "step";
+}
+
+bool ParseStepMode(std::string_view text, StepMode* out) {
+  if (text == "step") {
+    *out = StepMode::kSingleStep;
+  } else if (text == "breakpoints" || text == "dr") {
+    *out = StepMode::kBreakpoints;
+  } else if (text == "int3") {
+    *out = StepMode::kInt3;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string_view WindowEndName(WindowEnd end) {
+  switch (end) {
+    case WindowEnd::kComplete:
+      return "complete";
+    case WindowEnd::kSyscall:
+      return "syscall";
+    case WindowEnd::kSignal:
+      return "signal";
+    case WindowEnd::kExited:
+      return "exited";
+    case WindowEnd::kStopLimit:
+      return "stop-limit";
+    case WindowEnd::kBudget:
+      return "budget";
+    case WindowEnd::kDecode:
+      return "decode";
+    case WindowEnd::kPtraceError:
+      return "ptrace-error";
+    case WindowEnd::kTimedOut:
+      return "timed-out";
+  }
+  return "?";
+}
+
+bool DisarmDebugRegisters(pid_t tid, DebugRegisterCache* dr) {
+  if (!dr->armed) return true;
+  if (!PokeDebugRegister(tid, 7, 0)) return false;
+  dr->armed = false;
+  return true;
+}
+
+SteppedWindow StepThreadWindow(pid_t tid, uint64_t rip, const StepContext& context,
+                               const WindowStepOptions& options) {
+  SteppedWindow out;
+  Stepper stepper(tid, context, options, &out);
+  stepper.Run(rip);
   return out;
 }
 

@@ -68,6 +68,35 @@ void FillCapability(const collectors::SourceCapability& in, v1::SourceCapability
   out->set_detail(in.detail);
 }
 
+void FillMechanism(const collectors::MechanismResult& in, v1::SourceCapability* out) {
+  out->set_available(in.works);
+  out->set_detail(in.detail);
+}
+
+v1::StepMode StepModeToProto(collectors::StepMode m) {
+  switch (m) {
+    case collectors::StepMode::kBreakpoints:
+      return v1::STEP_MODE_BREAKPOINTS;
+    case collectors::StepMode::kInt3:
+      return v1::STEP_MODE_INT3;
+    case collectors::StepMode::kSingleStep:
+      break;
+  }
+  return v1::STEP_MODE_SINGLE_STEP;
+}
+
+void FillStepMechanisms(const collectors::StepProbeResult& p, v1::StepMechanisms* out) {
+  FillMechanism(p.single_step, out->mutable_single_step());
+  FillMechanism(p.dr_breakpoints, out->mutable_dr_breakpoints());
+  FillMechanism(p.int3_breakpoints, out->mutable_int3_breakpoints());
+  FillMechanism(p.block_step, out->mutable_block_step());
+  for (const std::string& n : p.lost_trap_after) out->add_lost_trap_after(n);
+  out->set_single_step_us(static_cast<double>(p.single_step_ns) / 1000.0);
+  out->set_int3_leg_us(static_cast<double>(p.int3_leg_ns) / 1000.0);
+  out->set_dr_leg_us(static_cast<double>(p.dr_leg_ns) / 1000.0);
+  out->set_auto_step_mode(StepModeToProto(p.BestMode()));
+}
+
 }  // namespace
 
 uint64_t EstimateSessionBytes(const pipeline::SessionConfig& c) {
@@ -179,6 +208,8 @@ grpc::Status ProfilerService::GetCapabilities(grpc::ServerContext* ctx,
     FillCapability(c.ptrace, resp->mutable_ptrace_bursts());
     resp->set_best_branch_source(ToProto(c.BestBranchSource()));
     resp->set_daemon_version(PATHPROF_VERSION);
+    if (c.step_probe.ran) FillStepMechanisms(c.step_probe, resp->mutable_step_mechanisms());
+    resp->set_simulated_quirks(c.simulated_quirks);
     return grpc::Status::OK;
   });
 }
@@ -302,6 +333,20 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
     if (sm.max_stopped_fraction() < 0 || sm.max_stopped_fraction() > 0.5)
       return Invalid("sampling.max_stopped_fraction must be in [0, 0.5]");
     if (sm.max_stopped_fraction() > 0) c.sampling.max_stopped_fraction = sm.max_stopped_fraction();
+    switch (sm.step_mode()) {
+      case v1::STEP_MODE_SINGLE_STEP:
+        c.sampling.step_mode = pipeline::StepChoice::kStep;
+        break;
+      case v1::STEP_MODE_BREAKPOINTS:
+        c.sampling.step_mode = pipeline::StepChoice::kBreakpoints;
+        break;
+      case v1::STEP_MODE_INT3:
+        c.sampling.step_mode = pipeline::StepChoice::kInt3;
+        break;
+      default:
+        c.sampling.step_mode = pipeline::StepChoice::kAuto;
+        break;
+    }
     const auto& o = req->osp();
     if (o.memory_entries() > l.max_osp_entries)
       return AboveLimit("osp.memory_entries", o.memory_entries(), l.max_osp_entries,

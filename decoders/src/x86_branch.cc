@@ -82,6 +82,45 @@ void Classify(const ZydisDecodedInstruction& insn, uint64_t address, X86Instruct
   }
 }
 
+// Instructions that cause a VM exit on common hypervisors (always, or under common settings) and
+// run from user mode: the ones whose single-step trap a buggy emulation can drop.
+bool MayBeEmulated(ZydisMnemonic m) {
+  switch (m) {
+    case ZYDIS_MNEMONIC_CPUID:
+    case ZYDIS_MNEMONIC_RDTSC:
+    case ZYDIS_MNEMONIC_RDTSCP:
+    case ZYDIS_MNEMONIC_RDPMC:
+    case ZYDIS_MNEMONIC_RDRAND:
+    case ZYDIS_MNEMONIC_RDSEED:
+    case ZYDIS_MNEMONIC_RDPID:
+    case ZYDIS_MNEMONIC_XGETBV:
+    case ZYDIS_MNEMONIC_SGDT:
+    case ZYDIS_MNEMONIC_SIDT:
+    case ZYDIS_MNEMONIC_SLDT:
+    case ZYDIS_MNEMONIC_SMSW:
+    case ZYDIS_MNEMONIC_STR:
+    case ZYDIS_MNEMONIC_PAUSE:
+    case ZYDIS_MNEMONIC_MONITOR:
+    case ZYDIS_MNEMONIC_MWAIT:
+    case ZYDIS_MNEMONIC_UMONITOR:
+    case ZYDIS_MNEMONIC_UMWAIT:
+    case ZYDIS_MNEMONIC_TPAUSE:
+    case ZYDIS_MNEMONIC_IN:
+    case ZYDIS_MNEMONIC_OUT:
+    case ZYDIS_MNEMONIC_INSB:
+    case ZYDIS_MNEMONIC_INSW:
+    case ZYDIS_MNEMONIC_INSD:
+    case ZYDIS_MNEMONIC_OUTSB:
+    case ZYDIS_MNEMONIC_OUTSW:
+    case ZYDIS_MNEMONIC_OUTSD:
+    case ZYDIS_MNEMONIC_VMCALL:
+    case ZYDIS_MNEMONIC_VMMCALL:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 bool DecodeX86Fast(const uint8_t* bytes, size_t size, uint64_t address, X86Instruction* out,
@@ -95,6 +134,7 @@ bool DecodeX86Fast(const uint8_t* bytes, size_t size, uint64_t address, X86Instr
   r.address = address;
   r.length = insn.length;
   Classify(insn, address, &r);
+  r.may_be_emulated = MayBeEmulated(insn.mnemonic);
   *out = r;
   return true;
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -37,6 +38,20 @@ bool ProcessAlive(uint32_t pid) {
   if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
   const char state = stat[paren + 2];
   return state != 'Z' && state != 'X';
+}
+
+std::optional<collectors::StepMode> ToStepMode(StepChoice c) {
+  switch (c) {
+    case StepChoice::kStep:
+      return collectors::StepMode::kSingleStep;
+    case StepChoice::kBreakpoints:
+      return collectors::StepMode::kBreakpoints;
+    case StepChoice::kInt3:
+      return collectors::StepMode::kInt3;
+    case StepChoice::kAuto:
+      break;
+  }
+  return std::nullopt;
 }
 
 std::string ShortDetail(const std::string& detail) {
@@ -265,6 +280,17 @@ struct Session::Impl {
       if (now - last_liveness < std::chrono::milliseconds(100)) continue;
       last_liveness = now;
       AccountCollectors();
+      // A tracer that died (killed, or failed) leaves the session without branches: say so.
+      for (auto& [pid, collector] : bursts) {
+        if (!collector->finished() || collector->failure().empty() || !ProcessAlive(pid)) continue;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          info.error = "the ptrace tracer of pid " + std::to_string(pid) +
+                       " ended: " + collector->failure();
+        }
+        TearDown(SessionState::kFailed);
+        return;
+      }
       bool any_alive = false;
       for (uint32_t pid : config.pids) {
         if (ProcessAlive(pid)) {
@@ -370,11 +396,11 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       po.window_taken = config.sampling.window_branches;
       po.bursts_per_second = config.sampling.bursts_per_second;
       po.max_stopped_fraction = config.sampling.max_stopped_fraction;
+      po.step_mode = ToStepMode(config.sampling.step_mode);
       collectors::PtraceBurstSink sink;
       sink.on_window = [s](const BranchBatch& b) { s->ingestor->OfferBranches(b); };
-      sink.on_note = [s, pid](const std::string& note) {
-        if (note.find("exec'd") != std::string::npos)
-          if (ProfileStore* store = s->Lookup(pid)) store->NoteExec();
+      sink.on_exec = [s, pid] {
+        if (ProfileStore* store = s->Lookup(pid)) store->NoteExec();
       };
       auto collector = collectors::PtraceBurstCollector::Start(po, std::move(sink));
       if (!collector.ok()) {
@@ -389,7 +415,12 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       }
       s->bursts.emplace(pid, std::move(*collector));
     }
-    if (s->bursts.empty()) source = collectors::BranchSource::kNone;
+    if (s->bursts.empty()) {
+      source = collectors::BranchSource::kNone;
+    } else {
+      reason += "; windows stepped with " +
+                std::string(collectors::StepModeName(s->bursts.begin()->second->step_mode()));
+    }
   }
   s->info.source = source;
   s->info.source_reason = reason;

@@ -32,6 +32,12 @@ constexpr std::array<std::pair<SourceChoice, std::string_view>, 5> kSources{{
     {SourceChoice::kLbr, "lbr"},
     {SourceChoice::kIntelPt, "pt"},
 }};
+constexpr std::array<std::pair<StepChoice, std::string_view>, 4> kStepChoices{{
+    {StepChoice::kAuto, "auto"},
+    {StepChoice::kStep, "step"},
+    {StepChoice::kBreakpoints, "breakpoints"},
+    {StepChoice::kInt3, "int3"},
+}};
 constexpr std::array<std::pair<PathKind, std::string_view>, 4> kKinds{{
     {PathKind::kBallLarus, "ball-larus"},
     {PathKind::kWpp, "wpp"},
@@ -56,6 +62,12 @@ std::string_view SourceChoiceName(SourceChoice s) {
 }
 bool ParseSourceChoice(std::string_view name, SourceChoice* out) {
   return ParseName(kSources, name, out);
+}
+std::string_view StepChoiceName(StepChoice s) {
+  return NameOf(kStepChoices, s);
+}
+bool ParseStepChoice(std::string_view name, StepChoice* out) {
+  return ParseName(kStepChoices, name, out);
 }
 std::string_view PathKindName(PathKind k) {
   return NameOf(kKinds, k);

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "pathprof/collectors/step_probe.h"
+
 namespace pathprof::collectors {
 
 struct SourceCapability {
@@ -26,6 +28,10 @@ struct HostCapabilities {
   SourceCapability lbr;   // perf_event_open with PERF_SAMPLE_BRANCH_STACK
   SourceCapability intel_pt;
   SourceCapability ptrace;  // software LBR (bursts) and the exact tracer
+  // How threads can be stepped here (probed on a throwaway child; empty when ptrace itself is
+  // refused). `ptrace` is available only when some step mechanism works.
+  StepProbeResult step_probe;
+  std::string simulated_quirks;  // PATHPROF_SIMULATE_QUIRKS in effect (tests only), or ""
 
   // PT > LBR > ptrace bursts, the best branch source that works here.
   BranchSource BestBranchSource() const;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <vector>
 
 #include "pathprof/core/branch.h"
 #include "pathprof/decoders/x86_branch.h"
@@ -29,6 +30,20 @@ struct ClassifiedStep {
 // `pending` is the instruction that was at rip before the step, `rip` the thread's rip after.
 ClassifiedStep ClassifyStep(const decoders::X86Instruction& pending, uint64_t rip);
 
+class InstructionReader;
+class SoftwareBreakpoints;
+
+// Some hypervisors drop the single-step trap after an instruction they emulate (CPUID at
+// least): the step stops one instruction (or more) late. When a step from the non-branch
+// `pending` lands at `rip` instead of pending.next(), this finds the instructions that ran in
+// between by decoding forward from pending.next(), both ways at each conditional, up to
+// `max_extra` instructions. On success `out` holds one ClassifiedStep per extra instruction, in
+// order (kRetired or kBranch). An indirect branch or return can only end such a chain when
+// `pending` is one a hypervisor emulates (its target is then taken to be rip). False when no
+// chain explains rip: a real unexplained transfer (signal handler, fault).
+bool ResolveLostTraps(InstructionReader& reader, const decoders::X86Instruction& pending,
+                      uint64_t rip, int max_extra, std::vector<ClassifiedStep>* out);
+
 // Decodes instructions of one process by address, with a cache (text is assumed not to change
 // under us; call Reset after exec, which replaces the images).
 class InstructionReader {
@@ -46,9 +61,13 @@ class InstructionReader {
   std::span<const uint8_t> Bytes(uint64_t ip);
   void Reset();
   uint64_t failures() const { return failures_; }
+  // Bytes read from the live process show our own int3s where they are planted: with this set,
+  // the original bytes are put back in what the reader decodes and returns.
+  void SetBreakpoints(const SoftwareBreakpoints* breakpoints) { breakpoints_ = breakpoints; }
 
  private:
   pid_t pid_;
+  const SoftwareBreakpoints* breakpoints_ = nullptr;
   int mem_fd_ = -1;
   uint8_t buf_[decoders::kX86MaxInstructionLength + 1];
   uint64_t failures_ = 0;

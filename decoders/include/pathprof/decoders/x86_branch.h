@@ -25,6 +25,9 @@ struct X86Instruction {
   bool has_direct_target = false;
   uint64_t direct_target = 0;  // valid when has_direct_target (rel8/rel32 jumps, calls, jcc)
   uint64_t address = 0;
+  // An instruction hypervisors intercept and emulate (CPUID, RDTSC, RDRAND, SGDT, ...). Some
+  // lose the single-step trap after emulating one: the step then stops one instruction late.
+  bool may_be_emulated = false;
 
   uint64_t next() const { return address + length; }
 };

@@ -17,6 +17,12 @@ enum class SourceChoice : uint8_t { kAuto = 0, kNone, kPtrace, kLbr, kIntelPt };
 std::string_view SourceChoiceName(SourceChoice s);  // "auto", "none", "ptrace", "lbr", "pt"
 bool ParseSourceChoice(std::string_view name, SourceChoice* out);
 
+// How ptrace bursts step a window (collectors/window_stepper.h). kAuto: what the host's step
+// probe says works best (debug-register breakpoints > int3 > single step).
+enum class StepChoice : uint8_t { kAuto = 0, kStep, kBreakpoints, kInt3 };
+std::string_view StepChoiceName(StepChoice s);  // "auto", "step", "breakpoints", "int3"
+bool ParseStepChoice(std::string_view name, StepChoice* out);
+
 enum class PathKind : uint8_t {
   kBallLarus = 0,  // acyclic, intra-procedural (thesis table 5.1)
   kWpp,            // whole-program-path pieces (table 5.2)
@@ -45,7 +51,8 @@ struct SamplingSettings {
   uint32_t stack_hz = 99;              // eBPF stack sampling; 0 = no stacks
   uint32_t window_branches = 32;       // W: taken branches per burst / LBR window
   double bursts_per_second = 20;       // ptrace bursts: mean rate
-  double max_stopped_fraction = 0.04;  // ptrace bursts: cap on wall time threads spend stopped
+  double max_stopped_fraction = 0.04;  // ptrace bursts: cap on any second threads spend stopped
+  StepChoice step_mode = StepChoice::kAuto;  // ptrace bursts: how windows are stepped
   uint64_t lbr_period = 100003;        // LBR: cycles between samples
   bool kernel_stacks = true;
 };
