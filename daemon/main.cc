@@ -124,7 +124,9 @@ int Main(int argc, char** argv) {
 
   std::unique_ptr<ContinuousProfiler> continuous;
   if (config.continuous.enabled) {
-    auto created = ContinuousProfiler::Create(config.continuous, sessions.capabilities());
+    ContinuousConfig cc = config.continuous;
+    cc.step_mode = config.step_mode;
+    auto created = ContinuousProfiler::Create(cc, sessions.capabilities());
     if (!created.ok()) {
       Log(kLogError, "continuous mode: %s", created.status().message().c_str());
       return 1;
@@ -235,9 +237,7 @@ int Main(int argc, char** argv) {
   service.BeginShutdown();
   unix_listener.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  size_t stopped = 0;
-  for (const auto& info : sessions.List())
-    if (info.state == pipeline::SessionState::kRunning && sessions.Stop(info.id).ok()) ++stopped;
+  const size_t stopped = sessions.StopAll();  // in parallel: each detaches within ~1 s
   metrics.Stop();
   if (continuous) continuous->Stop();
   Log(kLogNotice, "pathprofd stopped (%zu session(s) stopped)", stopped);

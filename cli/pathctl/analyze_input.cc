@@ -109,10 +109,14 @@ class Stores {
       d.instructions += e.instructions;
     }
     (*store)->AddBranches(batch);
+    cpu_.Note(&(*store)->accounting());
+    if (cpu_.pending() >= 1024) cpu_.Flush();
     return Status::Ok();
   }
+  ~Stores() { cpu_.Flush(); }  // the last batch's CPU, before anyone reads the stats
 
  private:
+  pl::CpuCharger cpu_;
   const AnalyzeOptions& options_;
   pl::BranchWindows windows_;
   AnalyzeResult* out_;

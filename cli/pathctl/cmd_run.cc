@@ -59,6 +59,19 @@ pid_t Spawn(const std::vector<std::string>& argv, std::string* error) {
   return pid;
 }
 
+// Waits up to `ms` for the child to exit, then kills it; its exit status (128 + signal).
+int ReapWithin(pid_t child, int ms) {
+  int status = 0;
+  for (int waited = 0; waited < ms; waited += 10) {
+    if (waitpid(child, &status, WNOHANG) == child)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    usleep(10000);
+  }
+  kill(child, SIGKILL);
+  if (waitpid(child, &status, 0) != child) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 void LocationJson(JsonWriter& w, const pl::Location& l) {
   w.BeginObject();
   w.Key("address").Uint(l.address);
@@ -303,6 +316,8 @@ int RunRun(Args& args) {
   pl::SessionConfig config;
   if (!pl::ParseSourceChoice(args.Get("source", "auto"), &config.source))
     return UsageError("run", {"--source must be auto, pt, lbr, ptrace or none"});
+  if (!pl::ParseStepChoice(args.Get("step-mode", "auto"), &config.sampling.step_mode))
+    return UsageError("run", {"--step-mode must be auto, breakpoints, int3 or step"});
   config.sampling.stack_hz = static_cast<uint32_t>(args.GetInt("stack-hz", 99));
   config.sampling.bursts_per_second = args.GetDouble("burst-rate", 20);
   config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32));
@@ -344,7 +359,10 @@ int RunRun(Args& args) {
   if (!session.ok()) {
     std::fprintf(stderr, "pathctl run: cannot profile pid %u: %s\n", config.pids[0],
                  session.status().ToString().c_str());
-    if (child > 0) waitpid(child, nullptr, 0);  // the command still runs to its end
+    if (child > 0) {  // nothing to profile it with: do not leave it running unwatched
+      kill(child, SIGTERM);
+      ReapWithin(child, 1000);
+    }
     return kExitError;
   }
   if (!json)
@@ -355,11 +373,10 @@ int RunRun(Args& args) {
   }
   Report r;
   if (child > 0) {
-    // The duration ended with the command still running: it is not ours to keep alive.
-    if ((*session)->Info().state == pl::SessionState::kStopped) kill(child, SIGTERM);
-    int status = 0;
-    if (waitpid(child, &status, 0) == child)
-      r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    // The duration ended with the command still running: it is not ours to keep alive. One
+    // that ignores SIGTERM gets SIGKILL after a second: run returns within D + 2 s.
+    if ((*session)->Info().state != pl::SessionState::kTargetExited) kill(child, SIGTERM);
+    r.exit_status = ReapWithin(child, 1000);
   }
   const uint32_t k = static_cast<uint32_t>(top);
   r.info = (*session)->Info();
@@ -387,14 +404,18 @@ int RunRun(Args& args) {
 PATHCTL_COMMAND(Command{
     "run",
     "profile a command (or --pid) with the embedded pipeline and print its hot paths",
-    "usage: pathctl run [--source auto|pt|lbr|ptrace|none] [--stack-hz N] [--duration S]\n"
-    "                   [--top K] [--burst-rate R] [--window W] [--json] -- CMD [ARGS]\n"
+    "usage: pathctl run [--source auto|pt|lbr|ptrace|none] [--step-mode auto|breakpoints|int3|step]\n"
+    "                   [--stack-hz N] [--duration S] [--top K] [--burst-rate R] [--window W]\n"
+    "                   [--json] -- CMD [ARGS]\n"
     "       pathctl run [options] --pid P\n\n"
     "Runs CMD (or attaches to process P), profiles it with eBPF stack samples and the best\n"
     "branch source (PT > LBR > ptrace bursts unless --source says otherwise), and prints its hot\n"
     "paths with their blocks' functions and lines, hot subpaths, hot call pairs, hot methods and\n"
     "the top of its calling context tree when it exits or --duration seconds pass (then CMD is\n"
-    "sent SIGTERM; a --pid target is left running).",
+    "sent SIGTERM, and SIGKILL a second later; a --pid target is left running).\n"
+    "--step-mode says how ptrace bursts step a window: auto (what `pathctl caps` found works\n"
+    "best here), breakpoints (debug registers), int3 (int3 bytes in the text, for hosts whose\n"
+    "debug registers never fire) or step (one stop per instruction).",
     {"json"},
     RunRun});
 

@@ -60,6 +60,17 @@ int RunStart(Args& args) {
   if (!ParseSource(args.Get("source", "auto"), &src))
     problems.push_back("--source is auto, none, ptrace, lbr or pt");
   req.set_source(src);
+  const std::string step = args.Get("step-mode", "auto");
+  if (step == "auto")
+    req.mutable_sampling()->set_step_mode(v1::STEP_MODE_UNSPECIFIED);
+  else if (step == "breakpoints")
+    req.mutable_sampling()->set_step_mode(v1::STEP_MODE_BREAKPOINTS);
+  else if (step == "int3")
+    req.mutable_sampling()->set_step_mode(v1::STEP_MODE_INT3);
+  else if (step == "step")
+    req.mutable_sampling()->set_step_mode(v1::STEP_MODE_SINGLE_STEP);
+  else
+    problems.push_back("--step-mode is auto, breakpoints, int3 or step");
   v1::PathKind kind = v1::PATH_KIND_UNSPECIFIED;
   if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
     problems.push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
@@ -98,6 +109,8 @@ PATHCTL_COMMAND(Command{
     "start a profiling session in the daemon (prints its id)",
     "usage: pathctl start (--pid N | --name EXE | --cgroup PATH) [options]\n\n"
     "  --source auto|none|ptrace|lbr|pt   branch source (default auto: the best the host has)\n"
+    "  --step-mode auto|breakpoints|int3|step   how ptrace bursts step (default: the daemon's\n"
+    "                    [ptrace] step_mode, auto: what `pathctl caps` found works best)\n"
     "  --path-kind ball-larus|wpp|extended-loops|extended-calls, --extension N\n"
     "  --max-length N    branches per path (1..64)      --hpt-entries N   Hot Path Table size\n"
     "  --stack-hz N      eBPF stack sampling (0: off)   --window N        branches per window\n"

@@ -54,11 +54,14 @@ int RunTrace(Args& args) {
   std::fprintf(
       stderr,
       "pathctl trace: %llu instructions stepped, %llu branches (%llu taken), %llu threads, "
-      "%llu images, %llu signals forwarded, %llu decode failures%s; program exit status "
+      "%llu images, %llu signals forwarded, %llu decode failures, %llu unexplained transfers, "
+      "%llu lost traps decoded across, %llu steps that never trapped%s; program exit status "
       "%d; wrote %s\n",
       (unsigned long long)s.steps, (unsigned long long)s.branches, (unsigned long long)s.taken,
       (unsigned long long)s.threads, (unsigned long long)s.images,
       (unsigned long long)s.signals_forwarded, (unsigned long long)s.decode_failures,
+      (unsigned long long)s.unexpected_transfers, (unsigned long long)s.lost_step_traps,
+      (unsigned long long)s.step_timeouts,
       s.step_limit_hit ? ", stopped at --max-steps" : "", s.exit_code, out.c_str());
   return s.branches == 0 ? kExitNoData : kExitOk;
 }

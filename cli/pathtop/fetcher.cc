@@ -129,6 +129,8 @@ Status Fetcher::EstablishSession(const TargetSpec& target) {
   } else {
     req.set_executable_name(target.comm);
   }
+  req.set_source(options_.source);
+  req.mutable_sampling()->set_step_mode(options_.step_mode);
   auto started = client_->StartSession(req);
   if (!started.ok()) return started.status();
   std::lock_guard<std::mutex> lock(mu_);

@@ -29,6 +29,9 @@ struct FetcherOptions {
   double interval_s = 2.0;
   uint32_t top_k = 50;
   bool stop_owned_session = true;  // stop, at exit, a session this pathtop started
+  // For a session pathtop starts: the branch source and how ptrace bursts step (unset: auto).
+  v1::BranchSource source = v1::BRANCH_SOURCE_UNSPECIFIED;
+  v1::StepMode step_mode = v1::STEP_MODE_UNSPECIFIED;
   double max_backoff_s = 8.0;
 };
 

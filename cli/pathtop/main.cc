@@ -16,6 +16,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: pathtop [--pid PID | --comm NAME] [--socket PATH | --address HOST:PORT]\n"
     "               [--interval SECONDS] [--top N] [--keep]\n"
+    "               [--source auto|none|ptrace|lbr|pt] [--step-mode auto|breakpoints|int3|step]\n"
     "\n"
     "A live view of a process's hot paths, hot subpaths, calling-context tree, hot call pairs\n"
     "and hot methods from pathprofd. Starts a session for the process or joins a running one;\n"
@@ -28,6 +29,9 @@ constexpr const char* kUsage =
     "  --interval SECONDS  refresh period (default 2)\n"
     "  --top N             rows asked per view (default 50)\n"
     "  --keep              leave a session pathtop started running when it exits\n"
+    "  --source S          branch source of a session pathtop starts (default auto)\n"
+    "  --step-mode M       how its ptrace bursts step (default: the daemon's; auto: what\n"
+    "                      `pathctl caps` found works best here)\n"
     "\n"
     "Keys: 1-5 views, < > sort, r reverse, / filter, p or space pause, ? help, q quit.\n";
 
@@ -83,6 +87,21 @@ int main(int argc, char** argv) {
         return Usage("--pid needs a process id");
       }
       target.pid = static_cast<uint32_t>(number);
+    } else if (a == "--source") {
+      const std::string s = v;
+      if (s == "auto") options.source = pathprof::v1::BRANCH_SOURCE_UNSPECIFIED;
+      else if (s == "none") options.source = pathprof::v1::BRANCH_SOURCE_NONE;
+      else if (s == "ptrace") options.source = pathprof::v1::BRANCH_SOURCE_PTRACE;
+      else if (s == "lbr") options.source = pathprof::v1::BRANCH_SOURCE_LBR;
+      else if (s == "pt") options.source = pathprof::v1::BRANCH_SOURCE_INTEL_PT;
+      else return Usage("--source is auto, none, ptrace, lbr or pt");
+    } else if (a == "--step-mode") {
+      const std::string s = v;
+      if (s == "auto") options.step_mode = pathprof::v1::STEP_MODE_UNSPECIFIED;
+      else if (s == "breakpoints") options.step_mode = pathprof::v1::STEP_MODE_BREAKPOINTS;
+      else if (s == "int3") options.step_mode = pathprof::v1::STEP_MODE_INT3;
+      else if (s == "step") options.step_mode = pathprof::v1::STEP_MODE_SINGLE_STEP;
+      else return Usage("--step-mode is auto, breakpoints, int3 or step");
     } else if (a == "--comm") {
       target.comm = v;
     } else if (a == "--socket") {

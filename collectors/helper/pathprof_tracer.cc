@@ -89,6 +89,7 @@ int RunBursts(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);  // a collector gone away is seen as EPIPE, not death
   if (argc < 2) return Usage("say what to run");
   const std::string what = argv[1];
   if (what == "bursts") return RunBursts(argc, argv);

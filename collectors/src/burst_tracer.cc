@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,7 +139,7 @@ class StopWindow {
 
 struct Thread {
   bool group_stopped = false;
-  bool fork_traced = false;  // PTRACE_O_TRACEFORK|VFORK set on it
+  long options = 0;  // the ptrace options set on it (DesiredOptions() when up to date)
   DebugRegisterCache debug_registers;
 };
 
@@ -227,11 +228,22 @@ class BurstTracer {
     window_cost_ns_ = 0;
   }
 
-  long SeizeOptions() const {
+  // int3s are in text every thread runs, so under kInt3 no thread may run untraced: new threads
+  // are attached at birth (PTRACE_O_TRACECLONE, two stops per thread created, charged to the
+  // cap), and fork children, which get a copy of the text with our bytes in it, are cleaned.
+  // Other modes leave the text alone and need neither: thread creation then costs no stop.
+  long DesiredOptions() const {
     long opts = PTRACE_O_TRACEEXEC;
-    // A fork child gets a copy of the text with our int3s in it: trace forks to clean it.
-    if (mode_ == StepMode::kInt3) opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
+    if (mode_ == StepMode::kInt3)
+      opts |= PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
     return opts;
+  }
+
+  // A stopped thread whose options are not the current mode's gets them now.
+  void UpdateOptions(pid_t tid, Thread& t) {
+    if (t.options == DesiredOptions()) return;
+    if (ptrace(PTRACE_SETOPTIONS, tid, nullptr, reinterpret_cast<void*>(DesiredOptions())) == 0)
+      t.options = DesiredOptions();
   }
 
   bool SetUpSignals() {
@@ -252,7 +264,7 @@ class BurstTracer {
       const size_t before = threads_.size();
       for (pid_t tid : ListTasks(options_.pid)) {
         if (threads_.count(tid)) continue;
-        if (ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(SeizeOptions())) != 0) {
+        if (ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(DesiredOptions())) != 0) {
           if (errno == ESRCH) continue;  // exited meanwhile
           if (threads_.empty()) {
             *err = errno;
@@ -265,7 +277,7 @@ class BurstTracer {
           }
           continue;
         }
-        threads_[tid].fork_traced = mode_ == StepMode::kInt3;
+        threads_[tid].options = DesiredOptions();
         ++stats_.threads_attached;
       }
       if (threads_.size() == before) break;
@@ -278,17 +290,18 @@ class BurstTracer {
     return true;
   }
 
-  // New threads since the last scan: seized without stopping them.
-  void ScanThreads() {
+  // New threads since the last scan: seized without stopping them. Returns how many.
+  size_t ScanThreads() {
     size_t seized = 0;
     for (pid_t tid : ListTasks(options_.pid)) {
       if (threads_.count(tid)) continue;
-      if (ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(SeizeOptions())) != 0)
+      if (ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(DesiredOptions())) != 0)
         continue;
-      threads_[tid].fork_traced = mode_ == StepMode::kInt3;
+      threads_[tid].options = DesiredOptions();
       ++stats_.threads_attached;
       if (++seized == kMaxSeizePerScan) break;
     }
+    return seized;
   }
 
   static std::string PermissionHint() {
@@ -333,6 +346,7 @@ class BurstTracer {
       ScanThreads();
       const uint64_t used = window_.InLastSecond(now);
       const uint64_t cap = static_cast<uint64_t>(options_.max_stopped_fraction * kSecondNs);
+      CheckEventLoad(now, cap);
       // Room for a whole window as long as the last ones took: a window cut short by the cap
       // costs its stops and yields nothing.
       const uint64_t min_room =
@@ -392,13 +406,31 @@ class BurstTracer {
     stats_.event_stopped_ns += ns;
     stats_.stopped_ns += ns;
     window_.Add(now, ns);
+    event_window_.Add(now, ns);
+  }
+
+  // Under int3 every thread's creation stops two threads. A program that creates threads fast
+  // enough for those stops alone to take half the cap is better served by a mode that leaves
+  // thread creation alone; each thread drops the clone tracing at its next stop.
+  void CheckEventLoad(uint64_t now, uint64_t cap) {
+    if (mode_ != StepMode::kInt3 || event_window_.InLastSecond(now) <= cap / 2) return;
+    ++stats_.step_mode_fallbacks;
+    SetMode(probe_.dr_breakpoints.works ? StepMode::kBreakpoints : StepMode::kSingleStep);
+    Note("ptrace bursts: the target creates threads or processes too fast for int3 stepping "
+         "(their stops alone took " +
+         std::to_string(event_window_.InLastSecond(now) / 1000000) +
+         " ms of the last second); stepping with " + std::string(StepModeName(mode_)) +
+         " from now on");
   }
 
   void OnExit(pid_t tid, int st) {
     if (threads_.erase(tid)) ++stats_.threads_exited;
     guests_.erase(tid);
     if (tid == options_.pid) {
+      // The leader is reported last, once every thread is gone: the process has exited.
       stats_.target_exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      stats_.threads_exited += threads_.size();
+      threads_.clear();
     }
     if (threads_.empty()) stats_.target_exited = true;
   }
@@ -439,11 +471,28 @@ class BurstTracer {
       return HandleGuest(tid, st);
     const int sig = WSTOPSIG(st);
     const int event = st >> 16;
-    if (threads_.emplace(tid, Thread{}).second) ++stats_.threads_attached;
+    if (threads_.emplace(tid, Thread{}).second) {
+      ++stats_.threads_attached;  // attached at birth (PTRACE_O_TRACECLONE): its first stop
+      threads_[tid].options = -1;  // inherited from its creator; set ours below
+    }
     Thread& t = threads_[tid];
     // A leg given up with its debug registers armed: disarm at the first chance.
     if (t.debug_registers.armed) DisarmDebugRegisters(tid, &t.debug_registers);
+    UpdateOptions(tid, t);  // after a change of mode, each thread at its next stop
     switch (event) {
+      case PTRACE_EVENT_CLONE: {
+        unsigned long child = 0;
+        ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &child);
+        // Its exit may have been reaped before this event: never remember a thread that is gone
+        // (the loop ends when no thread is left).
+        if (child != 0 && syscall(SYS_tgkill, options_.pid, child, 0) == 0 &&
+            threads_.emplace(static_cast<pid_t>(child), Thread{}).second) {
+          ++stats_.threads_attached;
+          threads_[static_cast<pid_t>(child)].options = -1;
+        }
+        Resume(tid, 0);
+        return true;
+      }
       case PTRACE_EVENT_EXEC:
         OnExec();
         Resume(tid, 0);
@@ -667,7 +716,13 @@ class BurstTracer {
       Resume(tid, 0);
       return true;
     }
-    if (mode_ == StepMode::kInt3 && !EnsureForkTracing()) SetMode(StepMode::kSingleStep);
+    if (mode_ == StepMode::kInt3 && !EnsureInt3Safe(tid)) {
+      // A thread could not be brought under the int3 options: never risk an untraced one
+      // meeting our bytes.
+      ++stats_.step_mode_fallbacks;
+      SetMode(StepMode::kSingleStep);
+      Note("ptrace bursts: could not trace every thread's creation; stepping with single steps");
+    }
     WindowStepOptions wo;
     wo.mode = mode_;
     wo.window_taken = options_.window_taken;
@@ -753,28 +808,40 @@ class BurstTracer {
          " from now on");
   }
 
-  // Before int3s go into a multithreaded process, every thread must report forks (a fork child
-  // inherits the text with our bytes in it). Threads seized in another mode are switched over
-  // now, each at the cost of one stop. False when that failed: int3s are not safe here.
-  bool EnsureForkTracing() {
-    if (threads_.size() <= 1) return true;
-    for (auto& [tid, t] : threads_) {
-      if (t.fork_traced) continue;
+  // Before int3s go into the text, every thread must be traced with the int3 options: a thread
+  // that runs untraced into one of our bytes dies of SIGTRAP. Scans until no new thread turns
+  // up (new ones are seized with the options), then switches over the threads seized in
+  // another mode, each at the cost of one stop. False when that failed: int3s are not safe.
+  bool EnsureInt3Safe(pid_t stopped) {
+    for (int pass = 0; pass < 10 && ScanThreads() > 0; ++pass) {
+    }
+    std::vector<pid_t> behind;
+    for (auto& [tid, t] : threads_)
+      if (t.options != DesiredOptions()) behind.push_back(tid);
+    for (pid_t tid : behind) {
+      auto it = threads_.find(tid);
+      if (it == threads_.end()) continue;
+      Thread& t = it->second;
+      if (tid == stopped) {  // the burst's own thread, in its interrupt stop already
+        UpdateOptions(tid, t);
+        if (t.options != DesiredOptions()) return false;
+        continue;
+      }
       if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) return false;
       int st = 0;
       if (WaitStop(tid, &st, kStopTimeoutNs) != StopWait::kStopped) return false;
       if ((st >> 16) != PTRACE_EVENT_STOP) {
-        HandleEvent(tid, st);
-        return false;
+        HandleEvent(tid, st);  // sets the options too, and resumes it
+        auto again = threads_.find(tid);
+        if (again == threads_.end() || again->second.options != DesiredOptions()) return false;
+        continue;
       }
-      const bool set = ptrace(PTRACE_SETOPTIONS, tid, nullptr,
-                              reinterpret_cast<void*>(SeizeOptions())) == 0;
+      UpdateOptions(tid, t);
       Resume(tid, 0);
       ChargeEventStops(1, stop_cost_ns_ * 2, MonotonicNs());
-      if (!set) return false;
-      t.fork_traced = true;
+      if (t.options != DesiredOptions()) return false;
     }
-    return true;
+    return ScanThreads() == 0;
   }
 
   void EmitWindow(pid_t tid, uint64_t t0, SteppedWindow w) {
@@ -888,7 +955,8 @@ class BurstTracer {
   std::mt19937_64 rng_;
   std::unordered_map<pid_t, Thread> threads_;
   std::unordered_map<pid_t, Guest> guests_;
-  StopWindow window_;
+  StopWindow window_;        // every stop we caused
+  StopWindow event_window_;  // of which, event stops
   PtraceBurstStats stats_;
 };
 

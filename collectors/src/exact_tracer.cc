@@ -5,6 +5,7 @@
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,9 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "pathprof/collectors/ptrace_primitives.h"
+#include "pathprof/collectors/step_classifier.h"
+#include "pathprof/core/clock.h"
 #include "pathprof/decoders/x86_branch.h"
 
 namespace pathprof::collectors {
@@ -26,11 +30,11 @@ using X86Insn = decoders::X86Instruction;
 // The forked child's exit status when it could not ask to be traced.
 constexpr int kExitNoPtrace = 126;
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+// A thread single-stepped this long without a stop has lost its trap for good (a hypervisor
+// that clears the trap flag): it is stopped by force and its stream marked discontinuous.
+constexpr uint64_t kStepStallNs = 2'000'000'000;
+constexpr int kMaxLostTraps = 3;
+constexpr uint64_t kLaunchTimeoutNs = 10'000'000'000;
 
 std::string ErrnoText() {
   return std::strerror(errno);
@@ -71,6 +75,7 @@ struct ThreadState {
   X86Insn pending;
   bool pending_valid = false;
   uint32_t insns = 0;  // instructions retired since the last branch's target
+  bool forced_stop = false;  // a SIGSTOP of ours is on its way (the step never trapped)
   BranchBatch batch;
 };
 
@@ -81,16 +86,17 @@ class Tracer {
 
   ~Tracer() {
     if (child_ > 0 && !child_reaped_) {
-      // Failure path: never leave the program stopped or running behind us.
+      // Failure path: never leave the program stopped or running behind us. PTRACE_O_EXITKILL
+      // is set, and SIGKILL ends every thread even mid-stop; reap them (bounded).
       kill(child_, SIGKILL);
       int st;
-      while (waitpid(-1, &st, __WALL) > 0 || errno == EINTR) {
+      while (WaitStop(-1, &st, 1'000'000'000) != StopWait::kGone) {
       }
     }
-    if (mem_fd_ >= 0) close(mem_fd_);
   }
 
   Result<ExactTraceStats> Run() {
+    WaitTicker ticker;  // bounds every wait below
     PATHPROF_RETURN_IF_ERROR(Launch());
     PATHPROF_RETURN_IF_ERROR(Loop());
     PATHPROF_RETURN_IF_ERROR(Emit(MetaRecord{"exit_status", std::to_string(stats_.exit_code)}));
@@ -114,8 +120,8 @@ class Tracer {
       _exit(127);
     }
     int st = 0;
-    if (waitpid(child_, &st, 0) != child_)
-      return Error(ErrorCode::kInternal, "exact trace: waitpid failed: " + ErrnoText());
+    if (WaitStop(child_, &st, kLaunchTimeoutNs) == StopWait::kTimedOut)
+      return Error(ErrorCode::kInternal, "exact trace: the child did not stop within 10 s");
     if (WIFEXITED(st) && WEXITSTATUS(st) == kExitNoPtrace) {
       child_reaped_ = true;
       return Error(ErrorCode::kPermission,
@@ -133,8 +139,10 @@ class Tracer {
     if (ptrace(PTRACE_CONT, child_, nullptr, nullptr) != 0)
       return Error(ErrorCode::kInternal, "exact trace: PTRACE_CONT failed: " + ErrnoText());
     for (;;) {
-      if (waitpid(child_, &st, 0) != child_)
-        return Error(ErrorCode::kInternal, "exact trace: waitpid failed: " + ErrnoText());
+      if (WaitStop(child_, &st, kLaunchTimeoutNs) != StopWait::kStopped &&
+          !(WIFEXITED(st) || WIFSIGNALED(st)))
+        return Error(ErrorCode::kInternal, "exact trace: '" + options_.argv[0] +
+                                               "' did not reach its exec within 10 s");
       if (WIFEXITED(st) || WIFSIGNALED(st)) {
         child_reaped_ = true;
         return Error(ErrorCode::kNotFound,
@@ -158,7 +166,7 @@ class Tracer {
     ++stats_.execs;
     for (auto& [t, state] : threads_) PATHPROF_RETURN_IF_ERROR(Flush(state));
     threads_.clear();
-    insn_cache_.clear();
+    reader_ = std::make_unique<InstructionReader>(child_);
     known_.clear();
     last_image_ = nullptr;
     PATHPROF_RETURN_IF_ERROR(RefreshMaps());
@@ -173,27 +181,22 @@ class Tracer {
     t.batch.pid = static_cast<uint32_t>(child_);
     t.batch.tid = static_cast<uint32_t>(tid);
     t.batch.gap_before = true;
-    t.batch.time_ns = NowNs();
+    t.batch.time_ns = MonotonicNs();
     uint64_t rip;
-    PATHPROF_RETURN_IF_ERROR(ReadRip(tid, &rip));
+    PATHPROF_RETURN_IF_ERROR(Rip(tid, &rip));
     SetPending(t, rip);
     return Step(tid, 0);
   }
 
-  Status ReadRip(pid_t tid, uint64_t* rip) {
-    errno = 0;
-    long v = ptrace(PTRACE_PEEKUSER, tid, reinterpret_cast<void*>(offsetof(user_regs_struct, rip)),
-                    nullptr);
-    if (errno != 0)
+  Status Rip(pid_t tid, uint64_t* rip) {
+    if (!ReadRip(tid, rip))
       return Error(ErrorCode::kInternal, "exact trace: reading rip of thread " +
                                              std::to_string(tid) + ": " + ErrnoText());
-    *rip = static_cast<uint64_t>(v);
     return Status::Ok();
   }
 
   Status Step(pid_t tid, int sig) {
-    if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) !=
-        0) {
+    if (!SingleStepThread(tid, sig)) {
       // The thread may have been killed under us (exit_group from another thread); its exit
       // status arrives through waitpid.
       if (errno == ESRCH) return Status::Ok();
@@ -202,36 +205,20 @@ class Tracer {
     return Status::Ok();
   }
 
-  // Decodes the instruction at ip, caching by address (text does not change under us; JIT code
-  // that rewrites itself would need invalidation, which this tracer does not attempt).
+  // Decodes the instruction at ip (the reader caches by address: text does not change under
+  // us; JIT code that rewrites itself would need invalidation, which this tracer does not
+  // attempt).
   void SetPending(ThreadState& t, uint64_t ip) {
     t.pending_ip = ip;
-    auto it = insn_cache_.find(ip);
-    if (it != insn_cache_.end()) {
-      t.pending = it->second;
-      t.pending_valid = true;
-      return;
-    }
     EnsureImageFor(ip);
-    uint8_t buf[16];
-    iovec local{buf, sizeof buf}, remote{reinterpret_cast<void*>(ip), sizeof buf};
-    ssize_t n = process_vm_readv(child_, &local, 1, &remote, 1, 0);
-    if (n <= 0) n = PreadMem(ip, buf, sizeof buf);
-    X86Insn insn;
-    if (n <= 0 || !decoders::DecodeX86Fast(buf, static_cast<size_t>(n), ip, &insn)) {
+    const X86Insn* insn = reader_->At(ip);
+    if (insn == nullptr) {
       ++stats_.decode_failures;
       t.pending_valid = false;
       return;
     }
-    insn_cache_.emplace(ip, insn);
-    t.pending = insn;
+    t.pending = *insn;
     t.pending_valid = true;
-  }
-
-  ssize_t PreadMem(uint64_t ip, uint8_t* buf, size_t n) {
-    if (mem_fd_ < 0) mem_fd_ = open(("/proc/" + std::to_string(child_) + "/mem").c_str(), O_RDONLY);
-    if (mem_fd_ < 0) return -1;
-    return pread(mem_fd_, buf, n, static_cast<off_t>(ip));
   }
 
   void EnsureImageFor(uint64_t ip) {
@@ -286,14 +273,14 @@ class Tracer {
       t.batch.events.clear();
       t.batch.gap_before = false;
     }
-    t.batch.time_ns = NowNs();
+    t.batch.time_ns = MonotonicNs();
     return Status::Ok();
   }
 
   Status OnStep(pid_t tid, ThreadState& t) {
     ++stats_.steps;
     uint64_t rip;
-    PATHPROF_RETURN_IF_ERROR(ReadRip(tid, &rip));
+    PATHPROF_RETURN_IF_ERROR(Rip(tid, &rip));
     if (t.async_next) {
       // The injected signal's handler was entered before the pending instruction ran.
       t.async_next = false;
@@ -310,6 +297,16 @@ class Tracer {
         if (in.is_branch) {
           bool taken = in.kind == BranchKind::kConditional ? rip != next : true;
           PATHPROF_RETURN_IF_ERROR(Record(t, p, rip, in.kind, taken));
+        } else if (rip != next && ResolveLostTraps(*reader_, in, rip, kMaxLostTraps, &lost_)) {
+          // The trap after `in` was lost (an emulated instruction on a quirky hypervisor): the
+          // instructions in between are known by decoding, so the stream stays exact.
+          ++stats_.lost_step_traps;
+          for (const ClassifiedStep& extra : lost_) {
+            ++t.insns;
+            if (extra.result == StepResult::kBranch)
+              PATHPROF_RETURN_IF_ERROR(Record(t, extra.event.from, extra.event.to,
+                                              extra.event.kind, extra.event.taken));
+          }
         } else if (rip != next) {
           ++stats_.unexpected_transfers;
           PATHPROF_RETURN_IF_ERROR(Record(t, p, rip, BranchKind::kFarTransfer, true));
@@ -345,18 +342,19 @@ class Tracer {
         threads_.clear();
         kill(child_, SIGKILL);
         int st;
-        while (waitpid(-1, &st, __WALL) > 0) {
-        }
+        pid_t any = -1;
+        while (WaitAnyStop(&any, &st, kStepStallNs) != StopWait::kGone) any = -1;
         child_reaped_ = true;
         stats_.exit_code = 128 + SIGKILL;
         return Status::Ok();
       }
       int st = 0;
-      pid_t tid = waitpid(-1, &st, __WALL);
-      if (tid < 0) {
-        if (errno == EINTR) continue;
-        if (errno == ECHILD) break;
-        return Error(ErrorCode::kInternal, "exact trace: waitpid failed: " + ErrnoText());
+      pid_t tid = -1;
+      const StopWait w = WaitAnyStop(&tid, &st, kStepStallNs);
+      if (w == StopWait::kGone) break;  // nothing left to trace
+      if (w == StopWait::kTimedOut) {
+        StopStalledThreads();
+        continue;
       }
       if (WIFEXITED(st) || WIFSIGNALED(st)) {
         auto it = threads_.find(tid);
@@ -392,6 +390,18 @@ class Tracer {
         PATHPROF_RETURN_IF_ERROR(StartThread(tid, t));
         continue;
       }
+      if (t.forced_stop && event == 0 && sig == SIGSTOP) {
+        // Our own SIGSTOP for a step that never trapped: what ran meanwhile is unknown.
+        t.forced_stop = false;
+        PATHPROF_RETURN_IF_ERROR(Flush(t));
+        t.batch.gap_before = true;
+        t.insns = 0;
+        uint64_t rip;
+        PATHPROF_RETURN_IF_ERROR(Rip(tid, &rip));
+        SetPending(t, rip);
+        PATHPROF_RETURN_IF_ERROR(Step(tid, 0));
+        continue;
+      }
       if (sig == SIGTRAP && event == 0) {
         PATHPROF_RETURN_IF_ERROR(OnStep(tid, t));
         PATHPROF_RETURN_IF_ERROR(Step(tid, 0));
@@ -410,6 +420,26 @@ class Tracer {
     return Status::Ok();
   }
 
+  // No stop for kStepStallNs: a thread that is running (not blocked in a system call, where a
+  // long wait is normal) was stepped and never trapped. Stop it by force (counted); its stream
+  // gets a gap there.
+  void StopStalledThreads() {
+    for (auto& [tid, t] : threads_) {
+      if (!t.started || t.forced_stop) continue;
+      std::ifstream in("/proc/" + std::to_string(child_) + "/task/" + std::to_string(tid) +
+                       "/stat");
+      std::string stat;
+      std::getline(in, stat);
+      const size_t paren = stat.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'R')
+        continue;
+      if (syscall(SYS_tgkill, child_, tid, SIGSTOP) == 0) {
+        t.forced_stop = true;
+        ++stats_.step_timeouts;
+      }
+    }
+  }
+
   Status Emit(const MetaRecord& m) { return sink_.on_meta ? sink_.on_meta(m) : Status::Ok(); }
   Status Emit(const ImageRecord& m) { return sink_.on_image ? sink_.on_image(m) : Status::Ok(); }
 
@@ -418,9 +448,9 @@ class Tracer {
   ExactTraceStats stats_;
   pid_t child_ = -1;
   bool child_reaped_ = false;
-  int mem_fd_ = -1;
   std::unordered_map<pid_t, ThreadState> threads_;
-  std::unordered_map<uint64_t, X86Insn> insn_cache_;
+  std::unique_ptr<InstructionReader> reader_;
+  std::vector<ClassifiedStep> lost_;
   std::vector<Mapping> known_;
   const Mapping* last_image_ = nullptr;
 };

@@ -270,15 +270,27 @@ std::string PtraceBurstCollector::failure() const {
   return failure_;
 }
 
+void PtraceBurstCollector::RequestStop() {
+  // The stop request: a 'q', and the pipe's end for good measure. The tracer may be gone
+  // already: a write to its closed pipe must not SIGPIPE the process we live in.
+  if (control_fd_ < 0) return;
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  if (write(control_fd_, "q", 1) < 0 && errno == EPIPE) {
+    const timespec none{0, 0};
+    sigtimedwait(&pipe_set, nullptr, &none);  // consume the SIGPIPE we just caused
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  close(control_fd_);
+  control_fd_ = -1;
+}
+
 PtraceBurstStats PtraceBurstCollector::Stop() {
   if (stopped_) return stats();
   stopped_ = true;
-  // The stop request: a 'q', and the pipe's end for good measure.
-  if (control_fd_ >= 0) {
-    (void)!write(control_fd_, "q", 1);
-    close(control_fd_);
-    control_fd_ = -1;
-  }
+  RequestStop();
   const bool reading = reader_.joinable();
   if (!reading) {
     // Start failed before the reader began: drain to EOF so the tracer can finish writing.

@@ -90,13 +90,31 @@ WaitTicker::~WaitTicker() {
 }
 
 StopWait WaitStop(pid_t tid, int* status, uint64_t timeout_ns) {
-  if (TakePending(tid, status)) return Classify(*status);
+  pid_t who = tid;
+  return WaitAnyStop(&who, status, timeout_ns);
+}
+
+StopWait WaitAnyStop(pid_t* who, int* status, uint64_t timeout_ns) {
+  const pid_t tid = *who;  // -1: any
+  if (tid > 0 && TakePending(tid, status)) return Classify(*status);
+  if (tid < 0) {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    if (!g_pending.empty()) {
+      *who = g_pending.begin()->first;
+      *status = g_pending.begin()->second;
+      g_pending.erase(g_pending.begin());
+      return Classify(*status);
+    }
+  }
   if (t_tickers == 0) {
     const uint64_t deadline_ns = MonotonicNs() + timeout_ns;
     // No ticker on this thread: poll, backing off to 1 ms. Bounded, only slower.
     for (long sleep_ns = 2000;; sleep_ns = std::min(sleep_ns * 2, 1000000L)) {
       const pid_t r = waitpid(tid, status, __WALL | WNOHANG);
-      if (r == tid) return Classify(*status);
+      if (r > 0) {
+        *who = r;
+        return Classify(*status);
+      }
       if (r < 0 && errno != EINTR) return StopWait::kGone;
       if (MonotonicNs() >= deadline_ns) return StopWait::kTimedOut;
       timespec ts{0, sleep_ns};
@@ -108,7 +126,10 @@ StopWait WaitStop(pid_t tid, int* status, uint64_t timeout_ns) {
   const uint64_t ticks = timeout_ns / t_tick_period_ns + 2;
   for (uint64_t seen = 0;;) {
     const pid_t r = waitpid(tid, status, __WALL);
-    if (r == tid) return Classify(*status);
+    if (r > 0) {
+      *who = r;
+      return Classify(*status);
+    }
     if (r < 0 && errno == EINTR) {
       if (++seen >= ticks) return StopWait::kTimedOut;
       continue;

@@ -380,24 +380,17 @@ std::string ReadFirstLine(const char* path) {
   return line;
 }
 
-std::string CacheKey() {
-  utsname u{};
-  uname(&u);
-  return "v" + std::to_string(kProbeVersion) + "/" + ReadFirstLine("/proc/sys/kernel/random/boot_id") +
-         "/" + u.release + "/" + SimulatedQuirks().ToString();
-}
 
 // Where the cache lives, or "" for none (see the header).
 std::string CachePath() {
   if (const char* env = std::getenv("PATHPROF_STEP_PROBE_CACHE"))
     return std::string(env) == "off" ? "" : env;
-  if (geteuid() == 0) {
-    mkdir("/run/pathprof", 0755);
-    struct stat st {};
-    if (stat("/run/pathprof", &st) == 0 && st.st_uid == 0 && !(st.st_mode & 022))
-      return "/run/pathprof/step-probe";
-    return "";
-  }
+  // The daemon's runtime directory when it is ours alone to write (root, or the pathprof
+  // user the unit runs as); nobody else's file is ever trusted.
+  if (geteuid() == 0) mkdir("/run/pathprof", 0755);
+  struct stat run {};
+  if (stat("/run/pathprof", &run) == 0 && run.st_uid == geteuid() && !(run.st_mode & 022))
+    return "/run/pathprof/step-probe";
   if (const char* xdg = std::getenv("XDG_RUNTIME_DIR")) {
     struct stat st {};
     if (stat(xdg, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 077))
@@ -426,6 +419,14 @@ std::vector<std::string> Split(const std::string& s) {
 }
 
 }  // namespace
+
+std::string StepProbeCacheKey(const HostQuirks& quirks) {
+  utsname u{};
+  uname(&u);
+  return "v" + std::to_string(kProbeVersion) + "/" +
+         ReadFirstLine("/proc/sys/kernel/random/boot_id") + "/" + u.release + "/" +
+         quirks.ToString();
+}
 
 bool StepProbeResult::Works(StepMode mode) const {
   return Of(mode).works;
@@ -510,7 +511,7 @@ StepProbeResult RunStepProbe() {
 
 StepProbeResult CachedStepProbe() {
   const std::string path = CachePath();
-  const std::string key = CacheKey();
+  const std::string key = StepProbeCacheKey(SimulatedQuirks());
   if (!path.empty()) {
     std::ifstream in(path);
     std::string first;

@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 
+#include "pathprof/pipeline/session_config.h"
+
 namespace pathprof::daemon {
 namespace {
 
@@ -106,6 +108,19 @@ const std::map<std::string, Key>& Keys() {
                            return SetLogLevel(*v, c);
                          },
                          SetLogLevel};
+    auto step_mode = [](const std::string& v, DaemonConfig& c) -> Status {
+      pipeline::StepChoice unused;
+      if (!pipeline::ParseStepChoice(v, &unused))
+        return Bad("ptrace.step_mode", "expects auto, breakpoints, int3 or step, got '" + v + "'");
+      c.step_mode = v;
+      return Status::Ok();
+    };
+    k["ptrace.step_mode"] = Key{[step_mode](const toml::node& n, DaemonConfig& c) -> Status {
+                                  auto v = n.value<std::string>();
+                                  if (!v) return Bad("ptrace.step_mode", "expects a string");
+                                  return step_mode(*v, c);
+                                },
+                                step_mode};
     k["limits.max_top_k"] = UintKey("limits.max_top_k", &Limits::max_top_k, 1u << 20);
     k["limits.default_top_k"] = UintKey("limits.default_top_k", &Limits::default_top_k, 1u << 20);
     k["limits.max_depth"] = UintKey("limits.max_depth", &Limits::max_depth, 1u << 16);

@@ -119,6 +119,7 @@ void ProfilerService::Configure(const DaemonConfig& config) {
   rate_.Reconfigure(config.limits.rate_qps, config.limits.rate_burst);
   std::lock_guard<std::mutex> lock(mu_);
   limits_ = config.limits;
+  pipeline::ParseStepChoice(config.step_mode, &default_step_mode_);  // validated on load
 }
 
 Limits ProfilerService::limits() const {
@@ -343,9 +344,11 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
       case v1::STEP_MODE_INT3:
         c.sampling.step_mode = pipeline::StepChoice::kInt3;
         break;
-      default:
-        c.sampling.step_mode = pipeline::StepChoice::kAuto;
+      default: {
+        std::lock_guard<std::mutex> lock(mu_);
+        c.sampling.step_mode = default_step_mode_;
         break;
+      }
     }
     const auto& o = req->osp();
     if (o.memory_entries() > l.max_osp_entries)

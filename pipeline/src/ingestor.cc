@@ -21,15 +21,21 @@ struct Ingestor::Impl {
   Impl(const QueueSettings& q, StoreLookup l)
       : lookup(std::move(l)), stacks(q.stack_queue), branches(q.window_queue) {}
 
+  // Applies items as they come; CPU time is charged per run of items (up to kChargeEvery, or
+  // until the queue runs dry), not per item.
   template <typename T, typename Apply>
   void Consume(BoundedQueue<T>& queue, Apply apply) {
+    constexpr size_t kChargeEvery = 64;
+    CpuCharger charger;
     for (;;) {
       std::optional<T> item = queue.Pop(std::chrono::milliseconds(50));
       if (!item) {
+        charger.Flush();
         if (queue.closed() && queue.size() == 0) return;
         continue;
       }
-      apply(*item);
+      if (ProfileStore* store = apply(*item)) charger.Note(&store->accounting());
+      if (charger.pending() >= kChargeEvery || queue.size() == 0) charger.Flush();
       queue.Done();
     }
   }
@@ -40,18 +46,22 @@ Ingestor::Ingestor(const QueueSettings& queues, StoreLookup lookup)
   Impl* s = impl_.get();
   s->stack_thread = std::thread([s] {
     s->Consume(s->stacks, [s](const collectors::RawStackSample& sample) {
-      if (ProfileStore* store = s->lookup(sample.pid))
+      ProfileStore* store = s->lookup(sample.pid);
+      if (store)
         store->AddStackSample(sample);
       else
         s->not_a_target.fetch_add(1, std::memory_order_relaxed);
+      return store;
     });
   });
   s->branch_thread = std::thread([s] {
     s->Consume(s->branches, [s](const BranchBatch& batch) {
-      if (ProfileStore* store = s->lookup(batch.pid))
+      ProfileStore* store = s->lookup(batch.pid);
+      if (store)
         store->AddBranches(batch);
       else
         s->not_a_target.fetch_add(1, std::memory_order_relaxed);
+      return store;
     });
   });
 }

@@ -298,7 +298,6 @@ void ProfileStore::NoteExit() {
 }
 
 void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
-  const uint64_t cpu0 = ThreadCpuNanos();
   Impl& s = *impl_;
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -343,11 +342,9 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
     }
   }
   s.generation.fetch_add(1, std::memory_order_relaxed);
-  s.accounting.pipeline_cpu_ns.fetch_add(ThreadCpuNanos() - cpu0, std::memory_order_relaxed);
 }
 
 void ProfileStore::AddBranches(const BranchBatch& batch) {
-  const uint64_t cpu0 = ThreadCpuNanos();
   Impl& s = *impl_;
   std::vector<double> durations;
   if (s.cycles && batch.window && !batch.events.empty()) {
@@ -402,7 +399,6 @@ void ProfileStore::AddBranches(const BranchBatch& batch) {
     }
   }
   s.generation.fetch_add(1, std::memory_order_relaxed);
-  s.accounting.pipeline_cpu_ns.fetch_add(ThreadCpuNanos() - cpu0, std::memory_order_relaxed);
 }
 
 TargetInfo ProfileStore::Info() const {

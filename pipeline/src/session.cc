@@ -246,6 +246,7 @@ struct Session::Impl {
   // thread or from Stop().
   void TearDown(SessionState final_state) {
     std::map<uint32_t, collectors::PtraceBurstStats> final;
+    for (auto& [pid, collector] : bursts) collector->RequestStop();  // they detach in parallel
     for (auto& [pid, collector] : bursts) final[pid] = collector->Stop();
     live_stop.store(true);
     if (live.joinable()) live.join();

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <thread>
 
 namespace pathprof::pipeline {
 namespace {
@@ -23,12 +24,20 @@ SessionManager::SessionManager(SessionManagerOptions options, collectors::HostCa
     : options_(options), caps_(std::move(caps)), symbols_(std::make_shared<SymbolService>()) {}
 
 SessionManager::~SessionManager() {
-  std::vector<std::shared_ptr<Session>> sessions;
+  StopAll();
+}
+
+size_t SessionManager::StopAll() {
+  std::vector<std::shared_ptr<Session>> running;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    sessions.swap(sessions_);
+    for (const auto& s : sessions_)
+      if (s->Info().state == SessionState::kRunning) running.push_back(s);
   }
-  for (auto& s : sessions) s->Stop();
+  std::vector<std::thread> stoppers;
+  for (auto& s : running) stoppers.emplace_back([s] { s->Stop(); });
+  for (auto& t : stoppers) t.join();
+  return running.size();
 }
 
 Result<std::shared_ptr<Session>> SessionManager::Start(SessionConfig config) {

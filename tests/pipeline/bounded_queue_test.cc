@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "pathprof/core/clock.h"
 #include "pathprof/pipeline/accounting.h"
 
 namespace pathprof::pipeline {
@@ -103,11 +104,26 @@ TEST(BoundedQueue, ProducersAndAConsumerLoseNothingTheyWereNotToldAbout) {
   EXPECT_EQ(popped_sum, pushed_sum.load());
 }
 
-TEST(Accounting, ThreadCpuTimeAdvancesWithWork) {
-  uint64_t t0 = ThreadCpuNanos();
+// CPU time is split among the targets worked for, by item count, with one clock read per flush.
+TEST(Accounting, CpuChargerSplitsOneReadAmongTheTargets) {
+  TargetAccounting a, b;
+  CpuCharger charger;
+  const uint64_t reads = ClockReads();
   volatile double x = 0;
-  for (int i = 0; i < 2000000; ++i) x = x + i * 0.5;
-  EXPECT_GT(ThreadCpuNanos(), t0);
+  for (int i = 0; i < 3000000; ++i) {
+    x = x + i * 0.5;
+    if (i % 1000000 == 0) charger.Note(i == 0 ? &b : &a);  // a: 2 items, b: 1
+  }
+  EXPECT_EQ(charger.pending(), 3u);
+  charger.Flush();
+  EXPECT_EQ(ClockReads() - reads, 1u) << "one clock read for the whole batch";
+  EXPECT_EQ(charger.pending(), 0u);
+  const uint64_t ta = a.pipeline_cpu_ns.load(), tb = b.pipeline_cpu_ns.load();
+  EXPECT_GT(tb, 0u);
+  EXPECT_NEAR(static_cast<double>(ta), 2.0 * static_cast<double>(tb), 2.0) << "2:1 by items";
+  charger.Flush();  // nothing noted: no read, nothing charged
+  EXPECT_EQ(ClockReads() - reads, 1u);
+  EXPECT_EQ(a.pipeline_cpu_ns.load(), ta);
 }
 
 }  // namespace

@@ -30,6 +30,8 @@ struct ExactTraceStats {
   uint64_t signals_forwarded = 0;     // signals re-injected into the program
   uint64_t async_transfers = 0;       // signal handler entries recorded as far transfers
   uint64_t unexpected_transfers = 0;  // a non-branch instruction not followed by its successor
+  uint64_t lost_step_traps = 0;       // a step that stopped late (trap lost), decoded across
+  uint64_t step_timeouts = 0;         // a step that never trapped: stopped by force, gap marked
   uint64_t decode_failures = 0;       // instruction bytes unreadable or undecodable
   uint64_t maps_reads = 0;            // times /proc/PID/maps was (re)read
   uint64_t images = 0;                // image records emitted

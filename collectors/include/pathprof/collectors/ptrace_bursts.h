@@ -123,6 +123,9 @@ class PtraceBurstCollector {
   // it, at most ~1 s: a tracer that has not exited by then is killed (counted in killed()).
   // Returns the final counters. Idempotent.
   PtraceBurstStats Stop();
+  // The stop request alone, without waiting: a session stopping many collectors asks them all
+  // first, so that they detach in parallel. Idempotent; Stop() still waits.
+  void RequestStop();
   // Counters as of the last burst the tracer reported.
   PtraceBurstStats stats() const;
   // True once the tracer has ended (target exited, or the tracer died: see failure()).

@@ -41,6 +41,9 @@ enum class StopWait : uint8_t {
 // WaitTicker on this thread the timeout is counted in ticks: no clock is read per stop.
 StopWait WaitStop(pid_t tid, int* status, uint64_t timeout_ns);
 
+// The same for any tracee of this thread: *tid says which one stopped or exited.
+StopWait WaitAnyStop(pid_t* tid, int* status, uint64_t timeout_ns);
+
 // Registers, to resume it, a thread that is in a ptrace stop we took out of order (see
 // SingleStepThread under the lost-trap quirk); WaitStop returns it first.
 void PushPendingStatus(pid_t tid, int status);

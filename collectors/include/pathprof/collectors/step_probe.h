@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pathprof/collectors/window_stepper.h"
+#include "pathprof/core/host_quirks.h"
 
 namespace pathprof::collectors {
 
@@ -54,6 +55,9 @@ struct StepProbeResult {
   std::string Serialize() const;
   static bool Parse(const std::string& text, StepProbeResult* out);
 };
+
+// The cache's key for this boot and kernel under `quirks` (tests write caches of their own).
+std::string StepProbeCacheKey(const HostQuirks& quirks);
 
 // Runs the probe now (~50 ms when every mechanism works, up to ~0.5 s when some time out).
 StepProbeResult RunStepProbe();

@@ -61,6 +61,7 @@ struct ContinuousConfig {
   uint32_t window_s = 60;       // one pprof window per this many seconds (1..3600)
   uint32_t stack_hz = 19;       // eBPF stack sampling rate (1..1000)
   std::string source = "none";  // branch source: none (stacks only), auto, ptrace, lbr, pt
+  std::string step_mode = "auto";  // copied from [ptrace] step_mode when the config is built
   // What to profile; all three empty: every process. Each entry is its own window series.
   std::vector<std::string> units;        // systemd units, e.g. "nginx.service"
   std::vector<std::string> cgroups;      // cgroup v2 paths, e.g. "/system.slice/foo.service"
@@ -89,6 +90,9 @@ struct DaemonConfig {
   std::string metrics_address;  // host:port for Prometheus text at /metrics; empty: off
 
   int log_level = 6;  // syslog priority: messages above this are not written (7 = debug)
+  // [ptrace] step_mode: how bursts step a window when a session leaves it unset (and in
+  // continuous mode): auto (what the step probe found works best), breakpoints, int3, step.
+  std::string step_mode = "auto";
   Limits limits;
   ContinuousConfig continuous;
 };

@@ -39,6 +39,9 @@ class SessionManager {
   std::shared_ptr<Session> Get(const std::string& id) const;
   // Sessions profiling `pid`.
   std::vector<std::string> SessionsFor(uint32_t pid) const;
+  // Stops every running session, all at once (each within its own ~1 s bound); returns how many
+  // were running.
+  size_t StopAll();
   // Drops ended sessions past their retention; returns how many. Start calls it too.
   size_t ReapExpired();
 
