@@ -35,7 +35,9 @@ test: deps $(ASAN_BUILD)/build.ninja
 bench: all
 	scripts/run-benchmarks.sh $(BUILD)
 
-demo: all
+# Builds only what the demo runs.
+demo: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target pathctl pathprof-tracer example_hotloop
 	scripts/demo.sh $(BUILD)
 
 # A release build of its own in $(DEB_BUILD)/stage (incremental on reruns); the .deb and

@@ -1,6 +1,9 @@
 // pathctl caps: what this host can collect and why not. Probes locally, or asks the daemon
 // (GetCapabilities) when --socket or --address names one.
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "pathctl/client.h"
 #include "pathctl/command.h"
@@ -12,6 +15,33 @@ namespace {
 
 using pathprof::collectors::HostCapabilities;
 using pathprof::collectors::SourceCapability;
+
+const char* StepModeWord(pathprof::v1::StepMode m) {
+  switch (m) {
+    case pathprof::v1::STEP_MODE_BREAKPOINTS:
+      return "breakpoints";
+    case pathprof::v1::STEP_MODE_INT3:
+      return "int3";
+    default:
+      return "step";
+  }
+}
+
+std::vector<std::pair<const char*, const pathprof::v1::SourceCapability*>> RemoteMechanisms(
+    const pathprof::v1::StepMechanisms& m) {
+  return {{"breakpoints", &m.dr_breakpoints()},
+          {"int3", &m.int3_breakpoints()},
+          {"step", &m.single_step()},
+          {"block_step", &m.block_step()}};
+}
+
+std::vector<std::pair<const char*, const pathprof::collectors::MechanismResult*>> LocalMechanisms(
+    const pathprof::collectors::StepProbeResult& p) {
+  return {{"breakpoints", &p.dr_breakpoints},
+          {"int3", &p.int3_breakpoints},
+          {"step", &p.single_step},
+          {"block_step", &p.block_step}};
+}
 
 int RunRemoteCaps(Client& client, bool json) {
   pathprof::v1::Capabilities c;
@@ -37,6 +67,22 @@ int RunRemoteCaps(Client& client, bool json) {
       w.EndObject();
     }
     w.Key("best_branch_source").String(BranchSourceName(c.best_branch_source()));
+    if (c.has_step_mechanisms()) {
+      const auto& m = c.step_mechanisms();
+      w.Key("step_mechanisms").BeginObject();
+      for (const auto& [name, cap] : RemoteMechanisms(m)) {
+        w.Key(name).BeginObject();
+        w.Key("works").Bool(cap->available());
+        w.Key("detail").String(cap->detail());
+        w.EndObject();
+      }
+      w.Key("lost_trap_after").BeginArray();
+      for (const std::string& n : m.lost_trap_after()) w.String(n);
+      w.EndArray();
+      w.Key("auto").String(StepModeWord(m.auto_step_mode()));
+      w.EndObject();
+    }
+    w.Key("simulated_quirks").String(c.simulated_quirks());
     w.EndObject();
     std::printf("%s\n", w.str().c_str());
     return kExitOk;
@@ -47,6 +93,17 @@ int RunRemoteCaps(Client& client, bool json) {
   for (const auto& [name, cap] : sources)
     std::printf("  %-14s %-4s %s\n", name, cap->available() ? "yes" : "no", cap->detail().c_str());
   std::printf("\nbranch source for --source auto: %s\n", BranchSourceName(c.best_branch_source()));
+  if (c.has_step_mechanisms()) {
+    std::printf("\nhow ptrace bursts can step a thread here (probed on a throwaway child):\n");
+    for (const auto& [name, cap] : RemoteMechanisms(c.step_mechanisms()))
+      std::printf("  %-14s %-4s %s\n", name, cap->available() ? "yes" : "no",
+                  cap->detail().c_str());
+    std::printf("step mode for --step-mode auto: %s\n",
+                StepModeWord(c.step_mechanisms().auto_step_mode()));
+  }
+  if (!c.simulated_quirks().empty())
+    std::printf("\nSIMULATED host quirks (PATHPROF_SIMULATE_QUIRKS, for tests): %s\n",
+                c.simulated_quirks().c_str());
   return kExitOk;
 }
 
@@ -75,6 +132,26 @@ int RunCaps(Args& args) {
       w.EndObject();
     }
     w.Key("best_branch_source").String(best);
+    const auto& p = h.step_probe;
+    if (p.ran) {
+      w.Key("step_mechanisms").BeginObject();
+      for (const auto& [name, m] : LocalMechanisms(p)) {
+        w.Key(name).BeginObject();
+        w.Key("works").Bool(m->works);
+        w.Key("detail").String(m->detail);
+        w.EndObject();
+      }
+      w.Key("lost_trap_after").BeginArray();
+      for (const std::string& n : p.lost_trap_after) w.String(n);
+      w.EndArray();
+      w.Key("auto").String(std::string(pathprof::collectors::StepModeName(p.BestMode())));
+      w.Key("single_step_us").Double(static_cast<double>(p.single_step_ns) / 1000);
+      w.Key("int3_leg_us").Double(static_cast<double>(p.int3_leg_ns) / 1000);
+      w.Key("dr_leg_us").Double(static_cast<double>(p.dr_leg_ns) / 1000);
+      w.Key("cached").Bool(p.from_cache);
+      w.EndObject();
+    }
+    w.Key("simulated_quirks").String(h.simulated_quirks);
     w.EndObject();
     std::printf("%s\n", w.str().c_str());
     return kExitOk;
@@ -84,6 +161,22 @@ int RunCaps(Args& args) {
   for (const auto& [name, cap] : sources)
     std::printf("  %-14s %-4s %s\n", name, cap->available ? "yes" : "no", cap->detail.c_str());
   std::printf("\nbranch source for --source auto: %s\n", best);
+  if (h.step_probe.ran) {
+    std::printf("\nhow ptrace bursts can step a thread here (probed on a throwaway child%s):\n",
+                h.step_probe.from_cache ? ", cached for this boot" : "");
+    for (const auto& [name, m] : LocalMechanisms(h.step_probe))
+      std::printf("  %-14s %-4s %s\n", name, m->works ? "yes" : "no", m->detail.c_str());
+    if (!h.step_probe.not_probed.empty()) {
+      std::string names;
+      for (const std::string& n : h.step_probe.not_probed) names += " " + n;
+      std::printf("  (refused by this CPU, not probed:%s)\n", names.c_str());
+    }
+    std::printf("step mode for --step-mode auto: %s\n",
+                std::string(pathprof::collectors::StepModeName(h.step_probe.BestMode())).c_str());
+  }
+  if (!h.simulated_quirks.empty())
+    std::printf("\nSIMULATED host quirks (PATHPROF_SIMULATE_QUIRKS, for tests): %s\n",
+                h.simulated_quirks.c_str());
   return kExitOk;
 }
 

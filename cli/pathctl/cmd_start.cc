@@ -82,6 +82,7 @@ int RunStart(Args& args) {
     req.mutable_sampling()->set_stack_hz(static_cast<uint32_t>(args.GetInt("stack-hz", 99)));
   req.mutable_sampling()->set_window_branches(static_cast<uint32_t>(args.GetInt("window", 0)));
   req.mutable_sampling()->set_bursts_per_second(args.GetDouble("bursts-per-second", 0));
+  req.mutable_sampling()->set_max_stopped_fraction(args.GetDouble("max-stopped", 0));
   req.mutable_osp()->set_memory_entries(static_cast<uint32_t>(args.GetInt("osp-entries", 0)));
   req.mutable_pcct()->set_max_depth(static_cast<uint32_t>(args.GetInt("max-depth", 0)));
   req.set_duration_s(static_cast<uint32_t>(args.GetInt("duration", 0)));
@@ -115,6 +116,7 @@ PATHCTL_COMMAND(Command{
     "  --max-length N    branches per path (1..64)      --hpt-entries N   Hot Path Table size\n"
     "  --stack-hz N      eBPF stack sampling (0: off)   --window N        branches per window\n"
     "  --bursts-per-second X                            --osp-entries N   OSP memory bound\n"
+    "  --max-stopped F   ptrace bursts: cap on the share of any second threads spend stopped\n"
     "  --max-depth N     PCCT depth bound               --duration SEC    stop after "
     "SEC\n" PATHCTL_CLIENT_USAGE,
     {"json"},

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <string>
 
@@ -70,6 +72,20 @@ TEST_F(RunTest, ACommandThatExitsEndsTheSessionWithItsStatus) {
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(FirstString(r.out, "state", 0), "target-exited");
   EXPECT_NE(r.out.find("\"exit_status\":0"), std::string::npos) << r.out.substr(0, 400);
+}
+
+// --duration D returns within D + 2 s whatever the command does: here it ignores SIGTERM (it
+// gets SIGKILL a second later) and the tracer steps it the whole time.
+TEST_F(RunTest, DurationBoundsTheRunEvenForACommandThatIgnoresSigterm) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const CmdResult r = Pathctl(
+      "run --json --duration 2 --top 3 -- /bin/sh -c 'trap \"\" TERM; while :; do :; done'");
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_LT(took, 4.0) << "pathctl run --duration 2 took " << took << " s";
+  EXPECT_NE(r.out.find("\"exit_status\":" + std::to_string(128 + SIGKILL)), std::string::npos)
+      << r.out.substr(0, 400);
 }
 
 TEST_F(RunTest, BadUsageAndMissingCommandsAreClearErrors) {
