@@ -4,7 +4,8 @@
 # `pathctl bursts` attached, as ratios. One line per burst rate, plus the default settings.
 #   usage: scripts/bench-ptrace-overhead.sh [BUILD_DIR] [ROUNDS] [REPEATS] [RATES...]
 # Rates in the sweep run with --max-stopped 1 (no cap), so they show the raw cost of a rate;
-# the "default" line uses pathctl's defaults (rate 20/s, stopped-time cap 4%).
+# the "default" lines use pathctl's defaults (rate 20/s, stopped-time cap 4%), once per step
+# mode that works on this host (pathctl caps), and once with auto.
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-400000}
@@ -59,3 +60,11 @@ report() {
 }
 for r in $RATES; do report "$r" "--rate $r --max-stopped 1"; done
 report "default(20)" "--seed 1"
+caps=$("$PATHCTL" caps --json 2>/dev/null || true)
+for mode in breakpoints int3 step; do
+  if grep -q "\"$mode\":{\"works\":true" <<<"$caps"; then
+    report "default $mode" "--seed 1 --step-mode $mode"
+  else
+    printf "%-14s (does not work here)\n" "default $mode"
+  fi
+done

@@ -99,8 +99,6 @@ class Stores {
       out_->decode.counters["batches_other_pid"]++;
       return Status::Ok();
     }
-    auto store = For(batch.pid);
-    if (!store.ok()) return store.status();
     DecodeSummary& d = out_->decode;
     d.windows++;
     d.events += batch.events.size();
@@ -108,6 +106,9 @@ class Stores {
       (e.taken ? d.taken : d.not_taken)++;
       d.instructions += e.instructions;
     }
+    if (options_.decode_only) return Status::Ok();
+    auto store = For(batch.pid);
+    if (!store.ok()) return store.status();
     (*store)->AddBranches(batch);
     cpu_.Note(&(*store)->accounting());
     if (cpu_.pending() >= 1024) cpu_.Flush();

@@ -25,6 +25,9 @@ struct AnalyzeOptions {
   // .pbs only: encode the stream as Intel PT packets and analyze what the PT decoder gives back
   // (exercises the PT route on hosts without PT hardware).
   bool pbs_via_pt = false;
+  // Decode only: rebuild and count the branch stream, build no profile (to compare the decoder
+  // alone with perf script, which builds none either).
+  bool decode_only = false;
   pathprof::pipeline::SessionConfig config;
 };
 

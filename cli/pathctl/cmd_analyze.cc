@@ -222,6 +222,7 @@ int RunAnalyze(Args& args) {
   const long long top = args.GetInt("top", 10);
   const bool json = args.Has("json");
   opt.pbs_via_pt = args.Has("via-pt");
+  opt.decode_only = args.Has("decode-only");
   opt.config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32));
   auto problems = args.Problems();
   if (top < 1 || top > 1000) problems.push_back("--top must be 1..1000");
@@ -265,6 +266,7 @@ PATHCTL_COMMAND(Command{
     "analyze",
     "hot paths, subpaths and call pairs of a recording (perf.data LBR or Intel PT, or .pbs)",
     "usage: pathctl analyze FILE [--binary-dir DIR] [--pid P] [--top K] [--json] [--via-pt]\n"
+    "                            [--decode-only]\n"
     "  FILE              perf.data with LBR samples (perf record -b) or Intel PT (-e "
     "intel_pt//u),\n"
     "                    or a .pbs branch stream (pathctl trace)\n"
@@ -275,8 +277,10 @@ PATHCTL_COMMAND(Command{
     "  --window W        LBR depth assumed for subpath lengths (default 32)\n"
     "  --via-pt          .pbs only: encode the stream as Intel PT and analyze the PT decoder's\n"
     "                    output (checks the PT route without PT hardware)\n"
+    "  --decode-only     rebuild and count the branch stream only: no profiles (what perf\n"
+    "                    script -F ip,brstackinsn does, for comparisons)\n"
     "  --json            one JSON object: decode statistics and, per process, every table",
-    {"json", "via-pt"},
+    {"json", "via-pt", "decode-only"},
     RunAnalyze});
 
 }  // namespace

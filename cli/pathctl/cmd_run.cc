@@ -374,9 +374,9 @@ int RunRun(Args& args) {
   Report r;
   if (child > 0) {
     // The duration ended with the command still running: it is not ours to keep alive. One
-    // that ignores SIGTERM gets SIGKILL after a second: run returns within D + 2 s.
+    // that ignores SIGTERM gets SIGKILL half a second later: run returns within D + 2 s.
     if ((*session)->Info().state != pl::SessionState::kTargetExited) kill(child, SIGTERM);
-    r.exit_status = ReapWithin(child, 1000);
+    r.exit_status = ReapWithin(child, 500);
   }
   const uint32_t k = static_cast<uint32_t>(top);
   r.info = (*session)->Info();
@@ -412,7 +412,7 @@ PATHCTL_COMMAND(Command{
     "branch source (PT > LBR > ptrace bursts unless --source says otherwise), and prints its hot\n"
     "paths with their blocks' functions and lines, hot subpaths, hot call pairs, hot methods and\n"
     "the top of its calling context tree when it exits or --duration seconds pass (then CMD is\n"
-    "sent SIGTERM, and SIGKILL a second later; a --pid target is left running).\n"
+    "sent SIGTERM, and SIGKILL half a second later; a --pid target is left running).\n"
     "--step-mode says how ptrace bursts step a window: auto (what `pathctl caps` found works\n"
     "best here), breakpoints (debug registers), int3 (int3 bytes in the text, for hosts whose\n"
     "debug registers never fire) or step (one stop per instruction).",

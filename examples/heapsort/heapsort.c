@@ -1,6 +1,9 @@
 /* Heap sort of pseudo-random integers (the OSP paper's heap sort workload, small).
- * Hot loop: the sift-down loop in sift_down(). */
+ * Hot loop: the sift-down loop in sift_down().
+ * Usage: example_heapsort [SORTS]: sorts SORTS arrays (default 1), each from where the random
+ * sequence left off, so a longer run has the same path mix with more of each path. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #define N 1000
 
@@ -32,13 +35,16 @@ static void heap_sort(int* a, int n) {
   }
 }
 
-int main(void) {
+int main(int argc, char** argv) {
   static int a[N];
   unsigned seed = 42;
-  for (int i = 0; i < N; ++i) a[i] = (int)(lcg(&seed) >> 8);
-  heap_sort(a, N);
-  for (int i = 1; i < N; ++i)
-    if (a[i - 1] > a[i]) return 1;
-  printf("heapsort: sorted %d\n", N);
+  const int sorts = argc > 1 ? atoi(argv[1]) : 1;
+  for (int s = 0; s < sorts; ++s) {
+    for (int i = 0; i < N; ++i) a[i] = (int)(lcg(&seed) >> 8);
+    heap_sort(a, N);
+    for (int i = 1; i < N; ++i)
+      if (a[i - 1] > a[i]) return 1;
+  }
+  printf("heapsort: sorted %d x %d\n", sorts, N);
   return 0;
 }

@@ -75,7 +75,7 @@ TEST_F(RunTest, ACommandThatExitsEndsTheSessionWithItsStatus) {
 }
 
 // --duration D returns within D + 2 s whatever the command does: here it ignores SIGTERM (it
-// gets SIGKILL a second later) and the tracer steps it the whole time.
+// gets SIGKILL half a second later) and the tracer steps it the whole time.
 TEST_F(RunTest, DurationBoundsTheRunEvenForACommandThatIgnoresSigterm) {
   const auto t0 = std::chrono::steady_clock::now();
   const CmdResult r = Pathctl(

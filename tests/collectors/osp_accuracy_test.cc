@@ -184,7 +184,8 @@ std::vector<BlockId> ExampleBlocks(const std::string& example, const std::string
   const std::string exe = std::string(PATHPROF_BIN_DIR) + "/" + example;
   const std::string pbs =
       std::string(PATHPROF_BIN_DIR) + "/" + example + "-" + arg + ".osp-test.pbs";
-  if (ModifiedAt(pbs) <= ModifiedAt(exe)) {
+  // Traced again when the example or this test (which holds the exact tracer) is newer.
+  if (ModifiedAt(pbs) <= std::max(ModifiedAt(exe), ModifiedAt("/proc/self/exe"))) {
     collectors::ExactTraceOptions o;
     o.argv = {exe};
     if (!arg.empty()) o.argv.push_back(arg);
@@ -238,7 +239,10 @@ INSTANTIATE_TEST_SUITE_P(
     // FFT: 16 rounds (177k blocks; ~3.5 min to trace once per build directory). Its top 10
     // reach length 32, sampled with P(32) = 1/31 even at f = 1: the 2 default rounds keep too
     // few samples for a 2% median (1.7-2.9% over seeds 1-4 and 7), 16 give 0.9-1.4%.
-    ::testing::Values(Example{"example_fft_static", "16"}, Example{"example_heapsort_static", ""}),
+        // Heap sort: 4 sorts (255k blocks). Its exact ranks 3-5 tie and the 6th is 7% below them;
+    // one sort leaves each count a ~5% error bound, so which of them made the top 5 was a coin
+    // toss that a change of start-up code could flip; four sorts halve the bound.
+    ::testing::Values(Example{"example_fft_static", "16"}, Example{"example_heapsort_static", "4"}),
     [](const ::testing::TestParamInfo<Example>& info) {
       return std::string(info.param.binary) + (info.param.arg[0] ? "_" : "") + info.param.arg;
     });

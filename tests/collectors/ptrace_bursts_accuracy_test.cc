@@ -16,10 +16,12 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "pathprof/collectors/exact_tracer.h"
 #include "pathprof/collectors/ptrace_bursts.h"
+#include "pathprof/collectors/step_probe.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/hwmodel/exact_path_profile.h"
@@ -124,7 +126,7 @@ Shares SharesOf(const hwmodel::WindowEstimator& est) {
   return Normalize(w);
 }
 
-BurstRun BurstShares(const std::string& exe, int seconds) {
+BurstRun BurstShares(const std::string& exe, int seconds, std::optional<StepMode> mode) {
   BurstRun run;
   pid_t target = testing::Spawn({exe, "0"});
   EXPECT_GT(target, 0);
@@ -151,9 +153,10 @@ BurstRun BurstShares(const std::string& exe, int seconds) {
     est->AddWindow(b.events, durations);
     by_instructions->AddWindow(b.events);
   };
-  PtraceBurstOptions options;  // the defaults: W = 32, default rate
+  PtraceBurstOptions options;  // the defaults: W = 32, default rate, default cap
   options.pid = target;
   options.seed = 42;
+  options.step_mode = mode;
   auto c = PtraceBurstCollector::Start(options, sink);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   if (c.ok()) {
@@ -169,12 +172,30 @@ BurstRun BurstShares(const std::string& exe, int seconds) {
   return run;
 }
 
-TEST(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
+// One run per step mode that works here: auto (what the probe picked), then each other working
+// mode for the record. The bar (85% over 10 s at the default overhead) holds for auto,
+// whatever mechanism it is on this host; the others print their figures for
+// docs/performance.md (single steps at the same 4% cap give far fewer windows).
+class PtraceBurstsAccuracyTest : public ::testing::TestWithParam<std::optional<StepMode>> {};
+
+const Shares& ExactShares(const std::string& exe) {
+  static const Shares exact = ExactRoundShares(exe);
+  return exact;
+}
+
+TEST_P(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
+  const std::optional<StepMode> mode = GetParam();
+  const StepProbeResult probe = CachedStepProbe();
+  if (mode && !probe.Works(*mode))
+    GTEST_SKIP() << StepModeName(*mode) << " does not work here: " << probe.Of(*mode).detail;
+  if (mode && *mode == probe.BestMode()) GTEST_SKIP() << "the auto run covers it";
   const std::string exe = testing::Bin("example_hotloop_static");
-  Shares exact = ExactRoundShares(exe);
+  const Shares& exact = ExactShares(exe);
   ASSERT_FALSE(exact.empty());
-  BurstRun bursts = BurstShares(exe, 10);
+  BurstRun bursts = BurstShares(exe, 10, mode);
   ASSERT_GT(bursts.stats.windows, 0u);
+  std::printf("step mode %s\n",
+              std::string(StepModeName(static_cast<StepMode>(bursts.stats.step_mode))).c_str());
 
   auto exact_top = Top(exact, 5);
   auto burst_top = Top(bursts.shares, 5);
@@ -194,10 +215,15 @@ TEST(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
               (unsigned long long)cm.rejected_blocks, (unsigned long long)cm.imputed_blocks);
   std::printf(
       "overlap %.1f%%: %llu windows (%llu bursts, %llu whole paths) in %.1f s, %llu steps, "
-      "stopped %.2f%% of wall time\n",
+      "%llu breakpoint legs, stopped %.2f%% of wall time (%.2f%% in the worst second)\n",
       100 * overlap, (unsigned long long)s.windows, (unsigned long long)s.bursts,
       (unsigned long long)bursts.whole_paths, s.elapsed_ns / 1e9, (unsigned long long)s.steps,
-      100.0 * static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns));
+      (unsigned long long)s.breakpoint_legs,
+      100.0 * static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns),
+      static_cast<double>(s.max_stopped_ppm_1s) / 1e4);
+  // The cap holds over every second, not only on average.
+  EXPECT_LE(s.max_stopped_ppm_1s, 40000u + 4000u) << "the 4% cap, with a stop's slack";
+  if (mode) return;  // figures only, for the other mechanisms
 
   // The known hot path: the exact profile's top path lies in hot(), and the bursts rank it top 3.
   auto [lo, hi] = FunctionRange(exe, "hot");
@@ -216,6 +242,15 @@ TEST(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
   EXPECT_GE(overlap, 0.85);
   EXPECT_TRUE(s.detached);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    StepModes, PtraceBurstsAccuracyTest,
+    ::testing::Values(std::nullopt, std::optional<StepMode>(StepMode::kBreakpoints),
+                      std::optional<StepMode>(StepMode::kInt3),
+                      std::optional<StepMode>(StepMode::kSingleStep)),
+    [](const auto& info) {
+      return info.param ? std::string(StepModeName(*info.param)) : std::string("auto");
+    });
 
 }  // namespace
 }  // namespace pathprof::collectors
