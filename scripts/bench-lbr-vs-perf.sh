@@ -2,7 +2,9 @@
 # Whole-process comparison: LBR reconstruction of a perf.data file by `pathctl analyze` versus
 # `perf script -F ip,brstackinsn` (which reconstructs the same fall-through instructions).
 # Both read the same file with the same binaries; each runs RUNS times; CPU time (user+sys) and
-# wall time are reported, and the ratio perf/pathctl.
+# wall time are reported, and the ratio perf/pathctl. A third row runs `pathctl analyze
+# --decode-only` (reconstruction without the path engine, OSP and stats), the part that does the
+# same work as perf script.
 #
 #   scripts/bench-lbr-vs-perf.sh [BUILD_DIR] [RUNS]
 set -euo pipefail
@@ -35,9 +37,12 @@ for f in propeller_sample_1.perfdata1 test.lbr; do
   records=$("$PATHCTL" analyze "$CORPUS/$f" --binary-dir "$SYMFS" | awk '/^lbr.entries /{print $2}')
   read -r p_cpu p_wall < <(measure perf script -i "$CORPUS/$f" -F ip,brstackinsn --symfs "$SYMFS")
   read -r o_cpu o_wall < <(measure "$PATHCTL" analyze "$CORPUS/$f" --binary-dir "$SYMFS")
-  awk -v f="$f" -v n="$RUNS" -v r="$records" -v pc="$p_cpu" -v pw="$p_wall" -v oc="$o_cpu" -v ow="$o_wall" 'BEGIN{
+  read -r d_cpu d_wall < <(measure "$PATHCTL" analyze "$CORPUS/$f" --binary-dir "$SYMFS" --decode-only)
+  awk -v f="$f" -v n="$RUNS" -v r="$records" -v pc="$p_cpu" -v pw="$p_wall" -v oc="$o_cpu" -v ow="$o_wall" \
+      -v dc="$d_cpu" -v dw="$d_wall" 'BEGIN{
     printf "%s: %d branch records, %d runs each\n", f, r, n;
     printf "  perf script -F ip,brstackinsn: cpu %.1f ms/run  wall %.1f ms/run  %.2f M records/s (cpu)\n", pc*1000/n, pw*1000/n, r*n/pc/1e6;
     printf "  pathctl analyze:               cpu %.1f ms/run  wall %.1f ms/run  %.2f M records/s (cpu)\n", oc*1000/n, ow*1000/n, r*n/oc/1e6;
-    printf "  ratio perf/pathctl: cpu %.1fx  wall %.1fx\n", pc/oc, pw/ow }'
+    printf "  pathctl analyze --decode-only: cpu %.1f ms/run  wall %.1f ms/run  %.2f M records/s (cpu)\n", dc*1000/n, dw*1000/n, r*n/dc/1e6;
+    printf "  ratio perf/pathctl: cpu %.1fx  wall %.1fx; decode-only: cpu %.1fx  wall %.1fx\n", pc/oc, pw/ow, pc/dc, pw/dw }'
 done

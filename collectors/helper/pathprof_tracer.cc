@@ -58,14 +58,22 @@ int RunBursts(int argc, char** argv) {
       continue;
     }
     if (!ParseNumber(value, &v)) return Usage("option values are numbers");
-    if (key == "--parent") parent = v;
-    else if (key == "--pid") o.pid = static_cast<pid_t>(v);
-    else if (key == "--window") o.window_taken = static_cast<uint32_t>(v);
-    else if (key == "--rate") o.bursts_per_second = v;
-    else if (key == "--cap") o.max_stopped_fraction = v;
-    else if (key == "--max-steps") o.max_steps_per_burst = static_cast<uint64_t>(v);
-    else if (key == "--seed") o.seed = static_cast<uint64_t>(v);
-    else return Usage(("unknown option " + key).c_str());
+    if (key == "--parent")
+      parent = v;
+    else if (key == "--pid")
+      o.pid = static_cast<pid_t>(v);
+    else if (key == "--window")
+      o.window_taken = static_cast<uint32_t>(v);
+    else if (key == "--rate")
+      o.bursts_per_second = v;
+    else if (key == "--cap")
+      o.max_stopped_fraction = v;
+    else if (key == "--max-steps")
+      o.max_steps_per_burst = static_cast<uint64_t>(v);
+    else if (key == "--seed")
+      o.seed = static_cast<uint64_t>(v);
+    else
+      return Usage(("unknown option " + key).c_str());
   }
   if (parent <= 0 || o.pid <= 0) return Usage("--parent and --pid are required");
   // Die with the collector; and if it is already gone, never start tracing at all.

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -30,8 +31,8 @@
 namespace pathprof::collectors {
 namespace {
 
-constexpr uint64_t kStopTimeoutNs = 50'000'000;     // one leg, step or interrupt
-constexpr uint64_t kDetachBudgetNs = 400'000'000;   // detaching every thread at the end
+constexpr uint64_t kStopTimeoutNs = 50'000'000;    // one leg, step or interrupt
+constexpr uint64_t kDetachBudgetNs = 400'000'000;  // detaching every thread at the end
 constexpr uint64_t kSecondNs = 1'000'000'000;
 constexpr int kTimeoutsBeforeFallback = 3;  // legs timed out in a mode that has worked
 constexpr size_t kMaxSeizePerScan = 256;
@@ -120,9 +121,7 @@ class StopWindow {
     return sum_;
   }
   // When the oldest entry leaves the window (0: empty).
-  uint64_t NextExpiry() const {
-    return entries_.empty() ? 0 : entries_.front().first + kSecondNs;
-  }
+  uint64_t NextExpiry() const { return entries_.empty() ? 0 : entries_.front().first + kSecondNs; }
   uint64_t max() const { return max_; }
 
  private:
@@ -268,11 +267,11 @@ class BurstTracer {
           if (errno == ESRCH) continue;  // exited meanwhile
           if (threads_.empty()) {
             *err = errno;
-            *error = errno == EPERM ? "burst tracer: PTRACE_SEIZE of process " +
-                                          std::to_string(options_.pid) + " refused (EPERM). " +
-                                          PermissionHint()
-                                    : "burst tracer: PTRACE_SEIZE of thread " +
-                                          std::to_string(tid) + " failed: " + Errno();
+            *error = errno == EPERM
+                         ? "burst tracer: PTRACE_SEIZE of process " + std::to_string(options_.pid) +
+                               " refused (EPERM). " + PermissionHint()
+                         : "burst tracer: PTRACE_SEIZE of thread " + std::to_string(tid) +
+                               " failed: " + Errno();
             return false;
           }
           continue;
@@ -416,11 +415,12 @@ class BurstTracer {
     if (mode_ != StepMode::kInt3 || event_window_.InLastSecond(now) <= cap / 2) return;
     ++stats_.step_mode_fallbacks;
     SetMode(probe_.dr_breakpoints.works ? StepMode::kBreakpoints : StepMode::kSingleStep);
-    Note("ptrace bursts: the target creates threads or processes too fast for int3 stepping "
-         "(their stops alone took " +
-         std::to_string(event_window_.InLastSecond(now) / 1000000) +
-         " ms of the last second); stepping with " + std::string(StepModeName(mode_)) +
-         " from now on");
+    Note(
+        "ptrace bursts: the target creates threads or processes too fast for int3 stepping "
+        "(their stops alone took " +
+        std::to_string(event_window_.InLastSecond(now) / 1000000) +
+        " ms of the last second); stepping with " + std::string(StepModeName(mode_)) +
+        " from now on");
   }
 
   void OnExit(pid_t tid, int st) {
@@ -472,7 +472,7 @@ class BurstTracer {
     const int sig = WSTOPSIG(st);
     const int event = st >> 16;
     if (threads_.emplace(tid, Thread{}).second) {
-      ++stats_.threads_attached;  // attached at birth (PTRACE_O_TRACECLONE): its first stop
+      ++stats_.threads_attached;   // attached at birth (PTRACE_O_TRACECLONE): its first stop
       threads_[tid].options = -1;  // inherited from its creator; set ours below
     }
     Thread& t = threads_[tid];
@@ -654,9 +654,13 @@ class BurstTracer {
     }
     ++stats_.bursts;
     PinTo(cpu);
-    const bool stepped = AwaitInterrupt(tid) && StepWindow(tid, t0, room);
+    std::optional<SteppedWindow> window;
+    const bool stepped = AwaitInterrupt(tid) && StepWindow(tid, t0, room, &window);
+    // Off the target's CPU before anything else: the pipe write below wakes the collector, and
+    // a collector woken beside the target would take its CPU.
     Unpin();
     const uint64_t t1 = MonotonicNs();
+    if (window) EmitWindow(tid, t0, std::move(*window));
     if (stepped || threads_.count(tid)) {
       stats_.stopped_ns += t1 - t0;
       window_.Add(t1, t1 - t0);
@@ -704,7 +708,7 @@ class BurstTracer {
 
   // The thread is in its interrupt stop: step it through one window and let it go. Returns
   // false when the thread is gone.
-  bool StepWindow(pid_t tid, uint64_t t0, uint64_t room) {
+  bool StepWindow(pid_t tid, uint64_t t0, uint64_t room, std::optional<SteppedWindow>* out) {
     StoppedThreadState state;
     if (!ReadStoppedThread(tid, &state)) {
       ++stats_.aborted_exit;
@@ -788,7 +792,7 @@ class BurstTracer {
       else
         Resume(tid, 0);
     }
-    if (ok && !w.events.empty()) EmitWindow(tid, t0, std::move(w));
+    if (ok && !w.events.empty()) *out = std::move(w);
     return true;
   }
 

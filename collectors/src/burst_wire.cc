@@ -108,8 +108,7 @@ BranchBatch DecodeWindow(const std::vector<uint8_t>& payload) {
   b.time_ns = wh.time_ns;
   b.gap_before = true;
   b.window = true;
-  const size_t n =
-      std::min<size_t>(wh.count, (payload.size() - sizeof wh) / sizeof(BranchEvent));
+  const size_t n = std::min<size_t>(wh.count, (payload.size() - sizeof wh) / sizeof(BranchEvent));
   b.events.resize(n);
   if (n) std::memcpy(b.events.data(), payload.data() + sizeof wh, n * sizeof(BranchEvent));
   return b;

@@ -152,8 +152,8 @@ void ProbePtrace(HostCapabilities* h) {
     return;
   }
   h->ptrace.available = true;
-  h->ptrace.detail = "PTRACE_SEIZE works; bursts step with " +
-                     std::string(StepModeName(p.BestMode()));
+  h->ptrace.detail =
+      "PTRACE_SEIZE works; bursts step with " + std::string(StepModeName(p.BestMode()));
   if (!p.dr_breakpoints.works) h->ptrace.detail += " (debug-register breakpoints never fire here)";
   if (!p.lost_trap_after.empty()) {
     std::string names;
@@ -161,8 +161,9 @@ void ProbePtrace(HostCapabilities* h) {
     h->ptrace.detail += "; single-step trap lost after " + names + " (decoded across)";
   }
   if (h->yama_ptrace_scope >= 1 && !h->cap_sys_ptrace)
-    h->ptrace.detail += "; works on own children only (Yama ptrace_scope=" +
-                        std::to_string(h->yama_ptrace_scope) + "; CAP_SYS_PTRACE lifts it)";
+    h->ptrace.detail +=
+        "; works on own children only (Yama ptrace_scope=" + std::to_string(h->yama_ptrace_scope) +
+        "; CAP_SYS_PTRACE lifts it)";
 }
 
 }  // namespace

@@ -3,9 +3,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,7 +74,7 @@ struct ThreadState {
   uint64_t pending_ip = 0;  // the instruction about to execute
   X86Insn pending;
   bool pending_valid = false;
-  uint32_t insns = 0;  // instructions retired since the last branch's target
+  uint32_t insns = 0;        // instructions retired since the last branch's target
   bool forced_stop = false;  // a SIGSTOP of ours is on its way (the step never trapped)
   BranchBatch batch;
 };
@@ -141,8 +141,8 @@ class Tracer {
     for (;;) {
       if (WaitStop(child_, &st, kLaunchTimeoutNs) != StopWait::kStopped &&
           !(WIFEXITED(st) || WIFSIGNALED(st)))
-        return Error(ErrorCode::kInternal, "exact trace: '" + options_.argv[0] +
-                                               "' did not reach its exec within 10 s");
+        return Error(ErrorCode::kInternal,
+                     "exact trace: '" + options_.argv[0] + "' did not reach its exec within 10 s");
       if (WIFEXITED(st) || WIFSIGNALED(st)) {
         child_reaped_ = true;
         return Error(ErrorCode::kNotFound,
@@ -304,8 +304,8 @@ class Tracer {
           for (const ClassifiedStep& extra : lost_) {
             ++t.insns;
             if (extra.result == StepResult::kBranch)
-              PATHPROF_RETURN_IF_ERROR(Record(t, extra.event.from, extra.event.to,
-                                              extra.event.kind, extra.event.taken));
+              PATHPROF_RETURN_IF_ERROR(
+                  Record(t, extra.event.from, extra.event.to, extra.event.kind, extra.event.taken));
           }
         } else if (rip != next) {
           ++stats_.unexpected_transfers;

@@ -93,9 +93,9 @@ Status CheckTraceable(pid_t pid) {
                      " is a thread, not a process; give its process id (Tgid " +
                      StatusField(pid, "Tgid") + ")");
   if (pid == getpid())
-    return Error(ErrorCode::kInvalidArgument,
-                 "ptrace bursts: refusing to trace process " + std::to_string(pid) +
-                     " (" + CommandName(pid) + "): it is pathprof itself");
+    return Error(ErrorCode::kInvalidArgument, "ptrace bursts: refusing to trace process " +
+                                                  std::to_string(pid) + " (" + CommandName(pid) +
+                                                  "): it is pathprof itself");
   for (pid_t a = getppid(); a > 0; a = ParentOf(a)) {
     if (a == pid)
       return Error(ErrorCode::kInvalidArgument,
@@ -105,9 +105,9 @@ Status CheckTraceable(pid_t pid) {
     if (a == 1) break;
   }
   if (IsOwnHelper(pid) || IsOwnHelper(ParentOf(pid)))
-    return Error(ErrorCode::kInvalidArgument,
-                 "ptrace bursts: refusing to trace process " + std::to_string(pid) +
-                     ": it is one of pathprof's own helper processes");
+    return Error(ErrorCode::kInvalidArgument, "ptrace bursts: refusing to trace process " +
+                                                  std::to_string(pid) +
+                                                  ": it is one of pathprof's own helper processes");
   const long tracer_pid = std::strtol(tracer.c_str(), nullptr, 10);
   if (tracer_pid != 0)
     return Error(ErrorCode::kUnavailable,
@@ -125,14 +125,22 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
   PATHPROF_RETURN_IF_ERROR(CheckTraceable(options.pid));
   const std::vector<std::string> args = {
       "bursts",
-      "--parent", std::to_string(getpid()),
-      "--pid", std::to_string(options.pid),
-      "--window", std::to_string(options.window_taken),
-      "--rate", Format(options.bursts_per_second),
-      "--cap", Format(options.max_stopped_fraction),
-      "--max-steps", std::to_string(options.max_steps_per_burst),
-      "--step-mode", options.step_mode ? std::string(StepModeName(*options.step_mode)) : "auto",
-      "--seed", std::to_string(options.seed)};
+      "--parent",
+      std::to_string(getpid()),
+      "--pid",
+      std::to_string(options.pid),
+      "--window",
+      std::to_string(options.window_taken),
+      "--rate",
+      Format(options.bursts_per_second),
+      "--cap",
+      Format(options.max_stopped_fraction),
+      "--max-steps",
+      std::to_string(options.max_steps_per_burst),
+      "--step-mode",
+      options.step_mode ? std::string(StepModeName(*options.step_mode)) : "auto",
+      "--seed",
+      std::to_string(options.seed)};
   auto helper = SpawnTracerHelper(args);
   if (!helper.ok()) return helper.status();
   std::unique_ptr<PtraceBurstCollector> c(new PtraceBurstCollector());
@@ -146,7 +154,8 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
   // The hello, then ready (every thread seized) or the reason it could not be.
   wire::Header h{};
   std::vector<uint8_t> payload;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStartTimeoutMs);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kStartTimeoutMs);
   auto receive = [&]() {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())
@@ -155,7 +164,8 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
   };
   auto fail = [&](ErrorCode code, const std::string& why) {
     c->Stop();
-    const std::string exit = c->tracer_status_ >= 0 ? " (the tracer " + ExitText(c->tracer_status_) + ")" : "";
+    const std::string exit =
+        c->tracer_status_ >= 0 ? " (the tracer " + ExitText(c->tracer_status_) + ")" : "";
     return Error(code, why + exit);
   };
   wire::ReceiveResult r = receive();

@@ -26,7 +26,7 @@ int TickSignal() {
 
 void OnTick(int) {}
 
-thread_local int t_tickers = 0;            // WaitTickers alive on this thread
+thread_local int t_tickers = 0;              // WaitTickers alive on this thread
 thread_local uint64_t t_tick_period_ns = 0;  // the shortest of their periods
 
 std::mutex g_pending_mu;
@@ -80,7 +80,8 @@ WaitTicker::WaitTicker(uint32_t period_us) {
     return;
   }
   ok_ = true;
-  if (t_tickers++ == 0 || period_us * 1000ull < t_tick_period_ns) t_tick_period_ns = period_us * 1000ull;
+  if (t_tickers++ == 0 || period_us * 1000ull < t_tick_period_ns)
+    t_tick_period_ns = period_us * 1000ull;
 }
 
 WaitTicker::~WaitTicker() {

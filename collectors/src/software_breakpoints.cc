@@ -44,8 +44,21 @@ bool SoftwareBreakpoints::Update(std::span<const uint64_t> plant,
   }
   for (uint64_t address : plant) {
     if (planted_.count(address)) continue;
+    // Loops plant the same few addresses over and over: their original byte is known (the
+    // text does not change under us between execs), which saves a read per plant.
     uint8_t original = 0;
-    if (!Plantable(address) || !ReadByte(fd_, address, &original) || original == kInt3 || !Write(address, kInt3)) {
+    const auto known = ever_.find(address);
+    if (!Plantable(address)) {
+      ok = false;
+      continue;
+    }
+    if (known != ever_.end()) {
+      original = known->second;
+    } else if (!ReadByte(fd_, address, &original) || original == kInt3) {
+      ok = false;
+      continue;
+    }
+    if (!Write(address, kInt3)) {
       ok = false;
       continue;
     }
@@ -105,8 +118,8 @@ bool SoftwareBreakpoints::Plantable(uint64_t address) {
       if (dash == std::string::npos || perms.size() < 4) continue;
       Mapping m{std::stoull(range.substr(0, dash), nullptr, 16),
                 std::stoull(range.substr(dash + 1), nullptr, 16), false};
-      m.plantable = perms[0] == 'r' && perms[1] == '-' && perms[2] == 'x' && !path.empty() &&
-                    path[0] == '/';
+      m.plantable =
+          perms[0] == 'r' && perms[1] == '-' && perms[2] == 'x' && !path.empty() && path[0] == '/';
       maps_.push_back(m);
     }
   }

@@ -97,9 +97,9 @@ namespace {
 
 // One entry per instruction of pathprof_probe_steps; "" marks set-up code, not probed.
 constexpr const char* kStepSequence[] = {
-    "",       "cpuid", "nop", "rdtsc", "nop", "rdtscp", "nop", "rdrand", "nop", "rdseed", "nop",
-    "rdpid",  "nop",   "",    "xgetbv", "nop", "pause", "nop", "",      "sgdt", "nop",   "sidt",
-    "nop",    "smsw",  "nop", "sldt",   "nop", "str",   "nop", "",      "",     "rdpmc", "nop",
+    "",      "cpuid", "nop", "rdtsc",  "nop", "rdtscp", "nop", "rdrand", "nop",  "rdseed", "nop",
+    "rdpid", "nop",   "",    "xgetbv", "nop", "pause",  "nop", "",       "sgdt", "nop",    "sidt",
+    "nop",   "smsw",  "nop", "sldt",   "nop", "str",    "nop", "",       "",     "rdpmc",  "nop",
 };
 constexpr size_t kStepCount = sizeof kStepSequence / sizeof kStepSequence[0];
 
@@ -178,9 +178,9 @@ class ProbeChild {
     return Go(request, st);
   }
   StopWait Go(long request, int* st) {
-    const bool ok = request == PTRACE_SINGLESTEP
-                        ? SingleStepThread(pid_)
-                        : ptrace(static_cast<__ptrace_request>(request), pid_, nullptr, nullptr) == 0;
+    const bool ok = request == PTRACE_SINGLESTEP ? SingleStepThread(pid_)
+                                                 : ptrace(static_cast<__ptrace_request>(request),
+                                                          pid_, nullptr, nullptr) == 0;
     if (!ok) return StopWait::kGone;
     return WaitStop(pid_, st, kWait);
   }
@@ -279,8 +279,8 @@ void ProbeDebugRegisters(ProbeChild& child, StepProbeResult* r) {
   const uint64_t target = Addr(pathprof_probe_loop) + 1;  // the second nop
   uint64_t back = 0;
   if (!PokeDebugRegister(pid, 0, target) || !PokeDebugRegister(pid, 7, 1)) {
-    r->dr_breakpoints.detail = std::string("the kernel refused the debug registers (") +
-                               std::strerror(errno) + ")";
+    r->dr_breakpoints.detail =
+        std::string("the kernel refused the debug registers (") + std::strerror(errno) + ")";
     return;
   }
   PeekDebugRegister(pid, 7, &back);
@@ -332,8 +332,7 @@ void ProbeInt3(ProbeChild& child, StepProbeResult* r) {
     siginfo_t si{};
     uint64_t rip = 0;
     if (w != StopWait::kStopped || !IsTrap(st) || !StopSigInfo(pid, &si) ||
-        si.si_code != kTrapInt3 || !ReadRip(pid, &rip) || !bps.OwnsTrap(rip) ||
-        rip - 1 != target) {
+        si.si_code != kTrapInt3 || !ReadRip(pid, &rip) || !bps.OwnsTrap(rip) || rip - 1 != target) {
       if (w == StopWait::kTimedOut) child.Recover();
       bps.RemoveAll();
       r->int3_breakpoints.detail = "an int3 written into the text did not stop the child";
@@ -361,8 +360,9 @@ void ProbeBlockStep(ProbeChild& child, StepProbeResult* r) {
   // nop(1) nop(1) jmp rel8(2) nop(1) | target: a block step stops at the target, 5 bytes in.
   if (rip == start + 5) {
     r->block_step.works = true;
-    r->block_step.detail = "stops once per taken branch (not used: the stepper needs not-taken "
-                           "conditionals too)";
+    r->block_step.detail =
+        "stops once per taken branch (not used: the stepper needs not-taken "
+        "conditionals too)";
   } else {
     r->block_step.detail = rip == start + 1 ? "ignored: stops after every instruction, like a "
                                               "single step (typical of VMs)"
@@ -379,7 +379,6 @@ std::string ReadFirstLine(const char* path) {
   std::getline(in, line);
   return line;
 }
-
 
 // Where the cache lives, or "" for none (see the header).
 std::string CachePath() {

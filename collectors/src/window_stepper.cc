@@ -17,9 +17,9 @@
 namespace pathprof::collectors {
 namespace {
 
-constexpr uint64_t kDr7EnableAll = 0x55;  // L0..L3, execute, length 1
-constexpr size_t kMaxWalk = 512;          // instructions predicted per leg
-constexpr int kMaxLostTraps = 3;          // instructions a late step may have run unseen
+constexpr uint64_t kDr7EnableAll = 0x55;   // L0..L3, execute, length 1
+constexpr size_t kMaxWalk = 512;           // instructions predicted per leg
+constexpr int kMaxLostTraps = 3;           // instructions a late step may have run unseen
 constexpr uint64_t kBudgetCheckEvery = 8;  // stops between clock reads for the budget
 
 // How many breakpoints a leg may use (the last is the terminal) and whether its own start may
@@ -197,8 +197,8 @@ bool ArmRegisters(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegi
   return true;
 }
 
-bool ArmDebugRegisters(pid_t tid, const std::array<uint64_t, 4>& addresses,
-                       DebugRegisterCache* dr, uint64_t* setup_ns) {
+bool ArmDebugRegisters(pid_t tid, const std::array<uint64_t, 4>& addresses, DebugRegisterCache* dr,
+                       uint64_t* setup_ns) {
   const bool first_use = !dr->valid && !dr->armed;
   const uint64_t t0 = first_use ? MonotonicNs() : 0;
   const bool ok = ArmRegisters(tid, addresses, dr);
@@ -409,8 +409,8 @@ class Stepper {
       std::array<uint64_t, 4> a;
       a.fill(plan.terminal);
       for (size_t i = 0; i < plan.targets.size(); ++i) a[i] = plan.targets[i].address;
-      armed = ArmDebugRegisters(tid_, a, ctx_.debug_registers, &out_->setup_ns) &&
-              SetResumeFlag(tid_);
+      armed =
+          ArmDebugRegisters(tid_, a, ctx_.debug_registers, &out_->setup_ns) && SetResumeFlag(tid_);
     } else {
       std::vector<uint64_t> plant{plan.terminal};
       for (const TakenTarget& t : plan.targets) plant.push_back(t.address);

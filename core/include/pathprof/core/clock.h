@@ -9,10 +9,10 @@
 
 namespace pathprof {
 
-uint64_t MonotonicNs();     // CLOCK_MONOTONIC
-int64_t UnixMs();           // CLOCK_REALTIME, milliseconds since the epoch
-uint64_t ThreadCpuNs();     // CLOCK_THREAD_CPUTIME_ID of the calling thread
-uint64_t ProcessCpuNs();    // CLOCK_PROCESS_CPUTIME_ID
+uint64_t MonotonicNs();   // CLOCK_MONOTONIC
+int64_t UnixMs();         // CLOCK_REALTIME, milliseconds since the epoch
+uint64_t ThreadCpuNs();   // CLOCK_THREAD_CPUTIME_ID of the calling thread
+uint64_t ProcessCpuNs();  // CLOCK_PROCESS_CPUTIME_ID
 
 // Clock reads made by this process so far (all of the above), for tests and stats.
 uint64_t ClockReads();
