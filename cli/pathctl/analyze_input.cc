@@ -155,8 +155,9 @@ void MergePtStats(const dec::PtDecodeStats& s, DecodeSummary* d) {
 }
 
 // Pass 1 over a perf.data: processes, and whether it holds Intel PT data.
-Result<RecordedProcesses> ReadSideband(const std::string& path, bool* has_pt, DecodeSummary* d) {
-  auto reader = dec::PerfDataReader::Open(path);
+Result<RecordedProcesses> ReadSideband(const pathprof::InputFile& input, bool* has_pt,
+                                       DecodeSummary* d) {
+  auto reader = dec::PerfDataReader::FromBytes(input.bytes(), input.name());
   if (!reader.ok()) return reader.status();
   PATHPROF_RETURN_IF_ERROR(reader->RequireX86_64());
   RecordedProcesses p;
@@ -190,7 +191,7 @@ Result<RecordedProcesses> ReadSideband(const std::string& path, bool* has_pt, De
   return p;
 }
 
-Status AnalyzeLbr(const std::string& path, const AnalyzeOptions& options,
+Status AnalyzeLbr(const pathprof::InputFile& input, const AnalyzeOptions& options,
                   const RecordedProcesses& processes, AnalyzeResult* out) {
   out->decode.format = "perf.data/lbr";
   dec::LbrReplayOptions opt;
@@ -198,7 +199,9 @@ Status AnalyzeLbr(const std::string& path, const AnalyzeOptions& options,
   opt.pid = options.pid;
   Stores stores(options, pl::BranchWindows::kTakenBranches, out, &processes);
   Status sink_status;
-  auto r = dec::ReplayLbr(path, opt, [&](std::vector<BranchBatch>& batches) {
+  auto reader = dec::PerfDataReader::FromBytes(input.bytes(), input.name());
+  if (!reader.ok()) return reader.status();
+  auto r = dec::ReplayLbr(&*reader, opt, [&](std::vector<BranchBatch>& batches) {
     for (const BranchBatch& b : batches) {
       if (!sink_status.ok()) return;
       sink_status = stores.Add(b);
@@ -233,11 +236,11 @@ Status AnalyzeLbr(const std::string& path, const AnalyzeOptions& options,
 
 // Pass 2 for Intel PT: every AUXTRACE buffer of a thread, concatenated in file order (full-trace
 // mode writes one continuous stream per thread), decoded over the process's recorded mappings.
-Status AnalyzePt(const std::string& path, const AnalyzeOptions& options,
+Status AnalyzePt(const pathprof::InputFile& input, const AnalyzeOptions& options,
                  const RecordedProcesses& processes, AnalyzeResult* out) {
   DecodeSummary& d = out->decode;
   d.format = "perf.data/intel-pt";
-  auto reader = dec::PerfDataReader::Open(path);
+  auto reader = dec::PerfDataReader::FromBytes(input.bytes(), input.name());
   if (!reader.ok()) return reader.status();
   auto config = dec::PtConfigFromPerf(reader->info());
   dec::PtDecoderConfig pt_config;
@@ -321,8 +324,12 @@ class FarBranchProbe {
   const std::vector<pathprof::ImageRecord>& images_;
 };
 
-Status AnalyzePbs(const std::string& path, const AnalyzeOptions& options, AnalyzeResult* out) {
-  auto pbs = pathprof::ReadPbsFile(path);
+Status AnalyzePbs(const pathprof::InputFile& input, const AnalyzeOptions& options,
+                  AnalyzeResult* out) {
+  auto reader = pathprof::PbsReader::FromBytes(
+      std::vector<uint8_t>(input.bytes().begin(), input.bytes().end()), input.name());
+  if (!reader.ok()) return reader.status();
+  auto pbs = pathprof::ReadPbs(&*reader);
   if (!pbs.ok()) return pbs.status();
   DecodeSummary& d = out->decode;
   d.records = pbs->batches.size() + pbs->images.size() + pbs->meta.size();
@@ -349,8 +356,9 @@ Status AnalyzePbs(const std::string& path, const AnalyzeOptions& options, Analyz
   }
   d.format = "pbs/synthesized-pt";
   if (windowed)
-    return Status(ErrorCode::kInvalidArgument,
-                  path + " holds sampled windows; --via-pt needs a continuous (exact) stream");
+    return Status(
+        ErrorCode::kInvalidArgument,
+        input.name() + " holds sampled windows; --via-pt needs a continuous (exact) stream");
   dec::PtSynthOptions synth;
   FarBranchProbe far(pbs->images);
   synth.is_far_branch_instruction = [&far](uint64_t ip) { return far(ip); };
@@ -380,11 +388,8 @@ Status AnalyzePbs(const std::string& path, const AnalyzeOptions& options, Analyz
   return Status::Ok();
 }
 
-bool LooksLikePbs(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  in.read(magic, sizeof magic);
-  return in.gcount() == 4 && std::memcmp(magic, "PBS", 3) == 0;
+bool LooksLikePbs(std::span<const uint8_t> bytes) {
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), "PBS", 3) == 0;
 }
 
 }  // namespace
@@ -394,19 +399,23 @@ Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions&
   dec::ImageStoreOptions images;
   images.binary_dir = options.binary_dir;
   out.symbols = std::make_shared<pl::SymbolService>(images);
-  if (LooksLikePbs(path) || path.ends_with(".pbs")) {
-    PATHPROF_RETURN_IF_ERROR(AnalyzePbs(path, options, &out));
+  // Read once: a pipe cannot be read twice, and the passes below each walk the whole input.
+  static constexpr std::string_view kMagics[] = {"PERFILE2", "PBS"};
+  auto input = pathprof::InputFile::Open(path, options.limits, kMagics);
+  if (!input.ok()) return input.status();
+  if (LooksLikePbs(input->bytes()) || path.ends_with(".pbs")) {
+    PATHPROF_RETURN_IF_ERROR(AnalyzePbs(*input, options, &out));
     return out;
   }
   if (options.pbs_via_pt)
     return Status(ErrorCode::kInvalidArgument, "--via-pt applies to .pbs files only");
   bool has_pt = false;
-  auto processes = ReadSideband(path, &has_pt, &out.decode);
+  auto processes = ReadSideband(*input, &has_pt, &out.decode);
   if (!processes.ok()) return processes.status();
   if (has_pt)
-    PATHPROF_RETURN_IF_ERROR(AnalyzePt(path, options, *processes, &out));
+    PATHPROF_RETURN_IF_ERROR(AnalyzePt(*input, options, *processes, &out));
   else
-    PATHPROF_RETURN_IF_ERROR(AnalyzeLbr(path, options, *processes, &out));
+    PATHPROF_RETURN_IF_ERROR(AnalyzeLbr(*input, options, *processes, &out));
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/core/input_file.h"
 #include "pathprof/core/status.h"
 #include "pathprof/pipeline/profile_store.h"
 #include "pathprof/pipeline/session_config.h"
@@ -28,6 +29,7 @@ struct AnalyzeOptions {
   // Decode only: rebuild and count the branch stream, build no profile (to compare the decoder
   // alone with perf script, which builds none either).
   bool decode_only = false;
+  pathprof::InputLimits limits;  // how much of a pipe or file is read
   pathprof::pipeline::SessionConfig config;
 };
 

@@ -22,7 +22,7 @@ Client::Client(Args& args) {
   std::string socket = args.Get("socket");
   std::string address = args.Get("address");
   std::string ca = args.Get("tls-ca"), cert = args.Get("tls-cert"), key = args.Get("tls-key");
-  timeout_s_ = args.GetDouble("timeout", 10);
+  timeout_s_ = args.GetDouble("timeout", 10, 0.001, 86400);
   const char* env = std::getenv("PATHPROF_SOCKET");
   explicit_ = !socket.empty() || !address.empty() || (env && *env);
   grpc::ChannelArguments ch;

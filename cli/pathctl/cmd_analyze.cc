@@ -217,15 +217,17 @@ void PrintText(const std::string& file, const DecodeSummary& d,
 int RunAnalyze(Args& args) {
   AnalyzeOptions opt;
   opt.binary_dir = args.Get("binary-dir");
-  const long long pid = args.GetInt("pid", -1);
+  const long long pid = args.GetInt("pid", -1, 1, kMaxPid);
   if (pid >= 0) opt.pid = static_cast<uint32_t>(pid);
-  const long long top = args.GetInt("top", 10);
+  const long long top = args.GetInt("top", 10, 1, 1000000);
   const bool json = args.Has("json");
   opt.pbs_via_pt = args.Has("via-pt");
   opt.decode_only = args.Has("decode-only");
-  opt.config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32));
+  opt.config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32, 1, 4096));
+  opt.limits.max_stream_bytes =
+      static_cast<uint64_t>(args.GetInt("max-stream-mb", 1024, 1, 1 << 20)) << 20;
   auto problems = args.Problems();
-  if (top < 1 || top > 1000) problems.push_back("--top must be 1..1000");
+  if (top > 1000) problems.push_back("--top expects an integer in [1, 1000]");
   if (args.positional().size() != 1) problems.push_back("expected exactly one FILE");
   if (!problems.empty()) return UsageError("analyze", problems);
   const std::string file = args.positional()[0];
@@ -266,10 +268,12 @@ PATHCTL_COMMAND(Command{
     "analyze",
     "hot paths, subpaths and call pairs of a recording (perf.data LBR or Intel PT, or .pbs)",
     "usage: pathctl analyze FILE [--binary-dir DIR] [--pid P] [--top K] [--json] [--via-pt]\n"
-    "                            [--decode-only]\n"
+    "                            [--decode-only] [--max-stream-mb N]\n"
     "  FILE              perf.data with LBR samples (perf record -b) or Intel PT (-e "
     "intel_pt//u),\n"
-    "                    or a .pbs branch stream (pathctl trace)\n"
+    "                    or a .pbs branch stream (pathctl trace); a regular file, a pipe or a\n"
+    "                    FIFO, - for stdin (devices are refused)\n"
+    "  --max-stream-mb N most MiB read from a pipe or FIFO, held in memory (default 1024)\n"
     "  --binary-dir DIR  look for profiled binaries under DIR (recorded path, then basename),\n"
     "                    like perf's --symfs\n"
     "  --pid P           only process P\n"

@@ -46,14 +46,14 @@ void OnSignal(int) {
 
 int RunBursts(Args& args) {
   pathprof::collectors::PtraceBurstOptions o;
-  o.pid = static_cast<pid_t>(args.GetInt("pid", 0));
-  const double duration = args.GetDouble("duration", 0);
-  o.bursts_per_second = args.GetDouble("rate", o.bursts_per_second);
-  o.window_taken = static_cast<uint32_t>(args.GetInt("window", o.window_taken));
-  o.max_stopped_fraction = args.GetDouble("max-stopped", o.max_stopped_fraction);
-  o.seed = static_cast<uint64_t>(args.GetInt("seed", 0));
+  o.pid = static_cast<pid_t>(args.GetInt("pid", 0, 1, kMaxPid));
+  const double duration = args.GetDouble("duration", 0, 0, 1e7);
+  o.bursts_per_second = args.GetDouble("rate", o.bursts_per_second, 0, 10000);
+  o.window_taken = static_cast<uint32_t>(args.GetInt("window", o.window_taken, 1, 4096));
+  o.max_stopped_fraction = args.GetDouble("max-stopped", o.max_stopped_fraction, 0, 0.5);
+  o.seed = static_cast<uint64_t>(args.GetInt("seed", 0, 0, kMaxI64));
   const std::string mode = args.Get("step-mode", "auto");
-  const long long top = args.GetInt("top", 10);
+  const long long top = args.GetInt("top", 10, 1, 1000000);
   std::string out = args.Get("output");
   std::vector<std::string> extra;
   const auto& pos = args.positional();
@@ -165,8 +165,8 @@ int RunBursts(Args& args) {
       (unsigned long long)s.aborted_signal, (unsigned long long)s.aborted_exit,
       (unsigned long long)s.aborted_steps, (unsigned long long)s.aborted_decode,
       (unsigned long long)s.aborted_timeout, (unsigned long long)s.aborted_budget,
-      (unsigned long long)s.deferred_cap, (unsigned long long)s.threads_attached, (unsigned long long)s.signals_forwarded,
-      (unsigned long long)s.execs,
+      (unsigned long long)s.deferred_cap, (unsigned long long)s.threads_attached,
+      (unsigned long long)s.signals_forwarded, (unsigned long long)s.execs,
       s.elapsed_ns ? 100.0 * static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns)
                    : 0.0,
       static_cast<double>(s.max_stopped_ppm_1s) / 1e4, (unsigned long long)s.event_stops,

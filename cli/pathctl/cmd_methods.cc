@@ -10,7 +10,7 @@ int RunMethods(Args& args) {
   Client client(args);
   bool json = args.Has("json");
   pathprof::v1::GetHotMethodsRequest req;
-  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20)));
+  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (!problems.empty()) return UsageError("methods", problems);

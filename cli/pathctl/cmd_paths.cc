@@ -25,7 +25,7 @@ int RunPaths(Args& args) {
   Client client(args);
   bool json = args.Has("json");
   v1::GetHotPathsRequest req;
-  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20)));
+  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
   req.set_with_blocks(args.Has("blocks"));
   v1::Metric metric = v1::METRIC_COUNT;
   auto problems = args.Problems();

@@ -11,7 +11,7 @@ int RunPs(Args& args) {
   bool json = args.Has("json");
   pathprof::v1::ListTargetsRequest req;
   req.set_name_filter(args.Get("name"));
-  req.set_limit(static_cast<uint32_t>(args.GetInt("limit", 0)));
+  req.set_limit(static_cast<uint32_t>(args.GetInt("limit", 0, 0, kMaxU32)));
   if (auto p = args.Problems(); !p.empty()) return UsageError("ps", p);
   pathprof::v1::ListTargetsResponse resp;
   auto ctx = client.Context();

@@ -11,7 +11,7 @@ int RunResidual(Args& args) {
   Client client(args);
   bool json = args.Has("json"), save = args.Has("save");
   std::string baseline = args.Get("baseline");
-  uint32_t top = static_cast<uint32_t>(args.GetInt("top", 20));
+  uint32_t top = static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000));
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (baseline.empty()) problems.push_back("--baseline NAME is required");

@@ -318,12 +318,12 @@ int RunRun(Args& args) {
     return UsageError("run", {"--source must be auto, pt, lbr, ptrace or none"});
   if (!pl::ParseStepChoice(args.Get("step-mode", "auto"), &config.sampling.step_mode))
     return UsageError("run", {"--step-mode must be auto, breakpoints, int3 or step"});
-  config.sampling.stack_hz = static_cast<uint32_t>(args.GetInt("stack-hz", 99));
-  config.sampling.bursts_per_second = args.GetDouble("burst-rate", 20);
-  config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32));
-  config.duration_s = static_cast<uint32_t>(args.GetInt("duration", 0));
-  const long long top = args.GetInt("top", 10);
-  const long long pid_arg = args.GetInt("pid", 0);
+  config.sampling.stack_hz = static_cast<uint32_t>(args.GetInt("stack-hz", 99, 0, 10000));
+  config.sampling.bursts_per_second = args.GetDouble("burst-rate", 20, 0, 10000);
+  config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32, 1, 4096));
+  config.duration_s = static_cast<uint32_t>(args.GetInt("duration", 0, 0, kMaxU32));
+  const long long top = args.GetInt("top", 10, 1, 1000000);
+  const long long pid_arg = args.GetInt("pid", 0, 1, kMaxPid);
   std::vector<std::string> problems = args.Problems();
   if (top < 1 || top > 1000) problems.push_back("--top must be 1..1000");
   if (pid_arg == 0 && args.rest().empty()) problems.push_back("give -- CMD [ARGS] or --pid P");
@@ -404,7 +404,8 @@ int RunRun(Args& args) {
 PATHCTL_COMMAND(Command{
     "run",
     "profile a command (or --pid) with the embedded pipeline and print its hot paths",
-    "usage: pathctl run [--source auto|pt|lbr|ptrace|none] [--step-mode auto|breakpoints|int3|step]\n"
+    "usage: pathctl run [--source auto|pt|lbr|ptrace|none] [--step-mode "
+    "auto|breakpoints|int3|step]\n"
     "                   [--stack-hz N] [--duration S] [--top K] [--burst-rate R] [--window W]\n"
     "                   [--json] -- CMD [ARGS]\n"
     "       pathctl run [options] --pid P\n\n"

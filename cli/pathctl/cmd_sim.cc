@@ -294,9 +294,9 @@ std::vector<uint32_t> ParseList(const std::string& s, std::vector<std::string>* 
 int RunSweep(Args& args) {
   const bool json = args.Has("json");
   std::string list = args.Get("workload", "all");
-  const auto seed = static_cast<uint64_t>(args.GetInt("seed", 1));
-  const auto branches = static_cast<uint64_t>(args.GetInt("branches", 20000000));
-  const auto dyn = static_cast<uint64_t>(args.GetInt("dynamic-window", 10000000));
+  const auto seed = static_cast<uint64_t>(args.GetInt("seed", 1, 0, kMaxI64));
+  const auto branches = static_cast<uint64_t>(args.GetInt("branches", 20000000, 1, kMaxI64));
+  const auto dyn = static_cast<uint64_t>(args.GetInt("dynamic-window", 10000000, 1, kMaxI64));
   auto stack_config = hwmodel::ParsePathStackConfig(args.Get("paths", "bl"));
   args.Get("hpt");  // the sweep sets the geometry
   auto base = ParseHpt(args);
@@ -444,10 +444,12 @@ int RunSim(Args& args) {
   auto hpt_config = ParseHpt(args);
   std::string paths_spec = args.Get("paths", "bl");
   auto stack_config = hwmodel::ParsePathStackConfig(paths_spec);
-  long long window = args.GetInt("window", 0), period = args.GetInt("period", 0);
-  long long interval = args.GetInt("sample-interval", -1), burst = args.GetInt("burst-length", 0);
-  long long top_k = args.GetInt("top", 10);
-  long long dyn = args.GetInt("dynamic-window", 10000000);
+  long long window = args.GetInt("window", 0, 0, kMaxI64),
+            period = args.GetInt("period", 0, 0, kMaxI64);
+  long long interval = args.GetInt("sample-interval", -1, 0, kMaxI64),
+            burst = args.GetInt("burst-length", 0, 0, kMaxI64);
+  long long top_k = args.GetInt("top", 10, 1, 1000000);
+  long long dyn = args.GetInt("dynamic-window", 10000000, 1, kMaxI64);
   auto source = Source::Open(args, &source_desc);
   if (auto p = args.Problems(); !p.empty()) return UsageError("sim", p);
   for (const Status* s : {&hpt_config.status(), &stack_config.status(), &source.status()}) {

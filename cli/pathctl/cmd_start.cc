@@ -44,7 +44,7 @@ int RunStart(Args& args) {
   std::vector<std::string> problems;
   int targets = 0;
   if (args.Has("pid")) {
-    req.set_pid(static_cast<uint32_t>(args.GetInt("pid", 0)));
+    req.set_pid(static_cast<uint32_t>(args.GetInt("pid", 0, 1, kMaxPid)));
     ++targets;
   }
   if (args.Has("name")) {
@@ -75,17 +75,22 @@ int RunStart(Args& args) {
   if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
     problems.push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
   req.mutable_engine()->set_path_kind(kind);
-  req.mutable_engine()->set_extension(static_cast<uint32_t>(args.GetInt("extension", 0)));
-  req.mutable_engine()->set_max_path_length(static_cast<uint32_t>(args.GetInt("max-length", 0)));
-  req.mutable_engine()->set_hpt_entries(static_cast<uint32_t>(args.GetInt("hpt-entries", 0)));
+  req.mutable_engine()->set_extension(static_cast<uint32_t>(args.GetInt("extension", 0, 0, 255)));
+  req.mutable_engine()->set_max_path_length(
+      static_cast<uint32_t>(args.GetInt("max-length", 0, 0, 64)));
+  req.mutable_engine()->set_hpt_entries(
+      static_cast<uint32_t>(args.GetInt("hpt-entries", 0, 0, 1 << 24)));
   if (args.Has("stack-hz"))
-    req.mutable_sampling()->set_stack_hz(static_cast<uint32_t>(args.GetInt("stack-hz", 99)));
-  req.mutable_sampling()->set_window_branches(static_cast<uint32_t>(args.GetInt("window", 0)));
-  req.mutable_sampling()->set_bursts_per_second(args.GetDouble("bursts-per-second", 0));
-  req.mutable_sampling()->set_max_stopped_fraction(args.GetDouble("max-stopped", 0));
-  req.mutable_osp()->set_memory_entries(static_cast<uint32_t>(args.GetInt("osp-entries", 0)));
-  req.mutable_pcct()->set_max_depth(static_cast<uint32_t>(args.GetInt("max-depth", 0)));
-  req.set_duration_s(static_cast<uint32_t>(args.GetInt("duration", 0)));
+    req.mutable_sampling()->set_stack_hz(
+        static_cast<uint32_t>(args.GetInt("stack-hz", 99, 0, 10000)));
+  req.mutable_sampling()->set_window_branches(
+      static_cast<uint32_t>(args.GetInt("window", 0, 0, 4096)));
+  req.mutable_sampling()->set_bursts_per_second(args.GetDouble("bursts-per-second", 0, 0, 10000));
+  req.mutable_sampling()->set_max_stopped_fraction(args.GetDouble("max-stopped", 0, 0, 0.5));
+  req.mutable_osp()->set_memory_entries(
+      static_cast<uint32_t>(args.GetInt("osp-entries", 0, 0, 1 << 24)));
+  req.mutable_pcct()->set_max_depth(static_cast<uint32_t>(args.GetInt("max-depth", 0, 0, 4096)));
+  req.set_duration_s(static_cast<uint32_t>(args.GetInt("duration", 0, 0, kMaxU32)));
   for (auto& p : args.Problems()) problems.push_back(p);
   if (!problems.empty()) return UsageError("start", problems);
   v1::Session resp;

@@ -10,8 +10,8 @@ int RunSubpaths(Args& args) {
   Client client(args);
   bool json = args.Has("json");
   pathprof::v1::GetHotSubpathsRequest req;
-  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20)));
-  req.set_threshold(args.GetDouble("threshold", 0));
+  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
+  req.set_threshold(args.GetDouble("threshold", 0, 0, 1e12));
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (!problems.empty()) return UsageError("subpaths", problems);

@@ -30,8 +30,8 @@ int RunTrace(Args& args) {
       extra.push_back(pos[i]);
     }
   }
-  long long batch = args.GetInt("batch-events", 4096);
-  long long max_steps = args.GetInt("max-steps", 0);
+  long long batch = args.GetInt("batch-events", 4096, 1, 1 << 20);
+  long long max_steps = args.GetInt("max-steps", 0, 0, kMaxI64);
   auto problems = args.Problems();
   if (!exact) problems.push_back("only --exact tracing is implemented; pass --exact");
   if (out.empty()) problems.push_back("-o OUT.pbs is required");
@@ -61,8 +61,8 @@ int RunTrace(Args& args) {
       (unsigned long long)s.threads, (unsigned long long)s.images,
       (unsigned long long)s.signals_forwarded, (unsigned long long)s.decode_failures,
       (unsigned long long)s.unexpected_transfers, (unsigned long long)s.lost_step_traps,
-      (unsigned long long)s.step_timeouts,
-      s.step_limit_hit ? ", stopped at --max-steps" : "", s.exit_code, out.c_str());
+      (unsigned long long)s.step_timeouts, s.step_limit_hit ? ", stopped at --max-steps" : "",
+      s.exit_code, out.c_str());
   return s.branches == 0 ? kExitNoData : kExitOk;
 }
 

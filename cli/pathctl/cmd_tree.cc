@@ -11,10 +11,10 @@ int RunTree(Args& args) {
   Client client(args);
   bool json = args.Has("json");
   pathprof::v1::GetCallingContextTreeRequest req;
-  req.set_max_depth(static_cast<uint32_t>(args.GetInt("depth", 0)));
-  req.set_min_weight(args.GetDouble("min-weight", 0));
+  req.set_max_depth(static_cast<uint32_t>(args.GetInt("depth", 0, 0, 4096)));
+  req.set_min_weight(args.GetDouble("min-weight", 0, 0, 1e300));
   req.set_root_function(args.Get("root"));
-  req.set_max_nodes(static_cast<uint32_t>(args.GetInt("max-nodes", 0)));
+  req.set_max_nodes(static_cast<uint32_t>(args.GetInt("max-nodes", 0, 0, kMaxU32)));
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (!problems.empty()) return UsageError("tree", problems);

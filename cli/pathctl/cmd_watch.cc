@@ -10,9 +10,9 @@ int RunWatch(Args& args) {
   Client client(args);
   bool json = args.Has("json");
   pathprof::v1::WatchHotPathsRequest req;
-  req.mutable_query()->set_top_k(static_cast<uint32_t>(args.GetInt("top", 10)));
-  req.set_interval_ms(static_cast<uint32_t>(args.GetInt("interval", 1000)));
-  long long count = args.GetInt("count", 0);
+  req.mutable_query()->set_top_k(static_cast<uint32_t>(args.GetInt("top", 10, 1, 1000000)));
+  req.set_interval_ms(static_cast<uint32_t>(args.GetInt("interval", 1000, 10, 3600000)));
+  long long count = args.GetInt("count", 0, 0, kMaxI64);
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (!problems.empty()) return UsageError("watch", problems);

@@ -30,9 +30,10 @@ class Args {
 
   bool Has(const std::string& key) const;
   std::string Get(const std::string& key, const std::string& fallback = "") const;
-  // Parses an integer/double flag; on a malformed value records an error and returns fallback.
-  long long GetInt(const std::string& key, long long fallback);
-  double GetDouble(const std::string& key, double fallback);
+  // Parses an integer/double flag in [lo, hi] (finite for doubles); a malformed or out-of-range
+  // value records an error naming the flag and its range, and returns fallback.
+  long long GetInt(const std::string& key, long long fallback, long long lo, long long hi);
+  double GetDouble(const std::string& key, double fallback, double lo, double hi);
   const std::vector<std::string>& positional() const { return positional_; }
   const std::vector<std::string>& rest() const { return rest_; }  // after `--`
   // Flags given but never asked for, and malformed values: reported as usage errors.
@@ -43,6 +44,12 @@ class Args {
   mutable std::map<std::string, bool> used_;
   std::vector<std::string> positional_, rest_, errors_;
 };
+
+// Ranges that flags share. A pid must fit pid_t and be a process (1 or above); a count that
+// travels as a proto uint32 must fit one.
+inline constexpr long long kMaxPid = 2147483647;  // pid_t is a 32-bit signed int on Linux
+inline constexpr long long kMaxU32 = 4294967295;
+inline constexpr long long kMaxI64 = 9223372036854775807;
 
 struct Command {
   std::string name;

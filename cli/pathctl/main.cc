@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -52,25 +54,32 @@ std::string Args::Get(const std::string& key, const std::string& fallback) const
   return it == values_.end() ? fallback : it->second;
 }
 
-long long Args::GetInt(const std::string& key, long long fallback) {
+long long Args::GetInt(const std::string& key, long long fallback, long long lo, long long hi) {
   if (!Has(key)) return fallback;
   const std::string& v = values_[key];
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  // strtoll alone would let "4294967297" wrap in a later cast and "-1" become 2^32 - 1: the
+  // value is checked against the flag's own range here, in 64 bits, before anyone narrows it.
   char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 0);
-  if (v.empty() || *end) {
-    errors_.push_back("--" + key + " expects an integer, got '" + v + "'");
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno == ERANGE || x < lo || x > hi) {
+    errors_.push_back("--" + key + " expects an integer in " + range + ", got '" + v + "'");
     return fallback;
   }
   return x;
 }
 
-double Args::GetDouble(const std::string& key, double fallback) {
+double Args::GetDouble(const std::string& key, double fallback, double lo, double hi) {
   if (!Has(key)) return fallback;
   const std::string& v = values_[key];
   char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end) {
-    errors_.push_back("--" + key + " expects a number, got '" + v + "'");
+  const double x = std::strtod(v.c_str(), &end);
+  // The negated comparisons also reject NaN, which compares false with everything.
+  if (v.empty() || *end || !std::isfinite(x) || !(x >= lo) || !(x <= hi)) {
+    char range[96];
+    std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
+    errors_.push_back("--" + key + " expects a number in " + range + ", got '" + v + "'");
     return fallback;
   }
   return x;

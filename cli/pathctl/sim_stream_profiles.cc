@@ -47,16 +47,17 @@ Result<Options> ParseOptions(Args& args) {
   o.subpaths = args.Has("subpaths");
   o.calls = args.Has("calls");
   o.json = args.Has("json");
-  const long long top = args.GetInt("top", 10);
-  const long long memory = args.GetInt("osp-memory", 4096);
-  const long long max_length = args.GetInt("osp-max-length", 32);
-  o.osp.expected_gain = args.GetDouble("osp-gain", 100);
-  o.osp.min_f = args.GetDouble("osp-min-f", 2);
-  o.osp.seed = static_cast<uint64_t>(args.GetInt("osp-seed", 7));
-  o.confidence = args.GetDouble("confidence", 0.95);
-  const long long interval = args.GetInt("sample-interval", -1);
-  const long long burst = args.GetInt("burst-length", 0);
-  const long long window = args.GetInt("window", 0), period = args.GetInt("period", 0);
+  const long long top = args.GetInt("top", 10, 1, 1000000);
+  const long long memory = args.GetInt("osp-memory", 4096, 1, 1 << 24);
+  const long long max_length = args.GetInt("osp-max-length", 32, 1, 1024);
+  o.osp.expected_gain = args.GetDouble("osp-gain", 100, 1e-9, 1e12);
+  o.osp.min_f = args.GetDouble("osp-min-f", 2, 0, 1e12);
+  o.osp.seed = static_cast<uint64_t>(args.GetInt("osp-seed", 7, 0, kMaxI64));
+  o.confidence = args.GetDouble("confidence", 0.95, 0.5, 0.999999);
+  const long long interval = args.GetInt("sample-interval", -1, 0, kMaxI64);
+  const long long burst = args.GetInt("burst-length", 0, 0, kMaxI64);
+  const long long window = args.GetInt("window", 0, 0, kMaxI64),
+                  period = args.GetInt("period", 0, 0, kMaxI64);
   if (top < 0) return Error(ErrorCode::kInvalidArgument, "--top must be >= 0");
   if (memory < 1) return Error(ErrorCode::kInvalidArgument, "--osp-memory must be >= 1 entry");
   if (!(o.confidence > 0 && o.confidence < 1))

@@ -1,6 +1,7 @@
 // pathtop: a top-like live view of one process's hot paths, served by pathprofd.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,10 +41,11 @@ int Usage(const char* problem) {
   return 2;
 }
 
-bool ParseNumber(const char* s, double* out) {
+// A finite number in [lo, hi]; NaN and infinities fail (the negated comparison catches NaN).
+bool ParseNumber(const char* s, double* out, double lo, double hi) {
   char* end = nullptr;
   *out = std::strtod(s, &end);
-  return end != s && *end == '\0';
+  return end != s && *end == '\0' && std::isfinite(*out) && *out >= lo && *out <= hi;
 }
 
 std::string CommOf(uint32_t pid) {
@@ -83,25 +85,36 @@ int main(int argc, char** argv) {
     const char* v = argv[++i];
     double number = 0;
     if (a == "--pid") {
-      if (!ParseNumber(v, &number) || number < 1 || number > 4194304) {
-        return Usage("--pid needs a process id");
+      if (!ParseNumber(v, &number, 1, 2147483647) || number != std::floor(number)) {
+        return Usage("--pid needs a process id, an integer in [1, 2147483647]");
       }
       target.pid = static_cast<uint32_t>(number);
     } else if (a == "--source") {
       const std::string s = v;
-      if (s == "auto") options.source = pathprof::v1::BRANCH_SOURCE_UNSPECIFIED;
-      else if (s == "none") options.source = pathprof::v1::BRANCH_SOURCE_NONE;
-      else if (s == "ptrace") options.source = pathprof::v1::BRANCH_SOURCE_PTRACE;
-      else if (s == "lbr") options.source = pathprof::v1::BRANCH_SOURCE_LBR;
-      else if (s == "pt") options.source = pathprof::v1::BRANCH_SOURCE_INTEL_PT;
-      else return Usage("--source is auto, none, ptrace, lbr or pt");
+      if (s == "auto")
+        options.source = pathprof::v1::BRANCH_SOURCE_UNSPECIFIED;
+      else if (s == "none")
+        options.source = pathprof::v1::BRANCH_SOURCE_NONE;
+      else if (s == "ptrace")
+        options.source = pathprof::v1::BRANCH_SOURCE_PTRACE;
+      else if (s == "lbr")
+        options.source = pathprof::v1::BRANCH_SOURCE_LBR;
+      else if (s == "pt")
+        options.source = pathprof::v1::BRANCH_SOURCE_INTEL_PT;
+      else
+        return Usage("--source is auto, none, ptrace, lbr or pt");
     } else if (a == "--step-mode") {
       const std::string s = v;
-      if (s == "auto") options.step_mode = pathprof::v1::STEP_MODE_UNSPECIFIED;
-      else if (s == "breakpoints") options.step_mode = pathprof::v1::STEP_MODE_BREAKPOINTS;
-      else if (s == "int3") options.step_mode = pathprof::v1::STEP_MODE_INT3;
-      else if (s == "step") options.step_mode = pathprof::v1::STEP_MODE_SINGLE_STEP;
-      else return Usage("--step-mode is auto, breakpoints, int3 or step");
+      if (s == "auto")
+        options.step_mode = pathprof::v1::STEP_MODE_UNSPECIFIED;
+      else if (s == "breakpoints")
+        options.step_mode = pathprof::v1::STEP_MODE_BREAKPOINTS;
+      else if (s == "int3")
+        options.step_mode = pathprof::v1::STEP_MODE_INT3;
+      else if (s == "step")
+        options.step_mode = pathprof::v1::STEP_MODE_SINGLE_STEP;
+      else
+        return Usage("--step-mode is auto, breakpoints, int3 or step");
     } else if (a == "--comm") {
       target.comm = v;
     } else if (a == "--socket") {
@@ -109,13 +122,13 @@ int main(int argc, char** argv) {
     } else if (a == "--address") {
       address = v;
     } else if (a == "--interval") {
-      if (!ParseNumber(v, &number) || number < 0.1 || number > 3600) {
+      if (!ParseNumber(v, &number, 0.1, 3600)) {
         return Usage("--interval needs seconds between 0.1 and 3600");
       }
       options.interval_s = number;
     } else if (a == "--top") {
-      if (!ParseNumber(v, &number) || number < 1 || number > 100000) {
-        return Usage("--top needs a row count of at least 1");
+      if (!ParseNumber(v, &number, 1, 100000) || number != std::floor(number)) {
+        return Usage("--top needs a row count, an integer in [1, 100000]");
       }
       options.top_k = static_cast<uint32_t>(number);
     } else {

@@ -413,6 +413,10 @@ uint64_t PbsContents::branch_count() const {
 Result<PbsContents> ReadPbsFile(const std::string& path) {
   auto reader = PbsReader::Open(path);
   if (!reader.ok()) return reader.status();
+  return ReadPbs(&*reader);
+}
+
+Result<PbsContents> ReadPbs(PbsReader* reader) {
   PbsContents c;
   PbsRecord rec;
   while (true) {

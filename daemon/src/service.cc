@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "pathprof/daemon/convert.h"
@@ -255,6 +256,9 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
     // ---- the target(s)
     switch (req->target_case()) {
       case v1::StartSessionRequest::kPid: {
+        // The proto field is a uint32; pid_t is a signed 32-bit int and 0 is no process.
+        if (req->pid() < 1 || req->pid() > 2147483647u)
+          return Invalid("pid must be in [1, 2147483647], got " + std::to_string(req->pid()));
         grpc::Status s = Authorizer::CheckPid(peer, req->pid());
         if (!s.ok()) return s;
         c.pids.push_back(req->pid());
@@ -328,10 +332,11 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
                         "max_window_branches");
     if (sm.window_branches()) c.sampling.window_branches = sm.window_branches();
     if (sm.lbr_period()) c.sampling.lbr_period = sm.lbr_period();
-    if (sm.bursts_per_second() < 0 || sm.bursts_per_second() > 10000)
+    // Negated comparisons so that NaN, which compares false with everything, is refused.
+    if (!(sm.bursts_per_second() >= 0 && sm.bursts_per_second() <= 10000))
       return Invalid("sampling.bursts_per_second must be in [0, 10000]");
     if (sm.bursts_per_second() > 0) c.sampling.bursts_per_second = sm.bursts_per_second();
-    if (sm.max_stopped_fraction() < 0 || sm.max_stopped_fraction() > 0.5)
+    if (!(sm.max_stopped_fraction() >= 0 && sm.max_stopped_fraction() <= 0.5))
       return Invalid("sampling.max_stopped_fraction must be in [0, 0.5]");
     if (sm.max_stopped_fraction() > 0) c.sampling.max_stopped_fraction = sm.max_stopped_fraction();
     switch (sm.step_mode()) {
@@ -356,6 +361,7 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
                         "max_osp_entries");
     if (o.memory_entries()) c.osp.memory_entries = o.memory_entries();
     if (o.max_length()) c.osp.max_length = o.max_length();
+    if (!std::isfinite(o.confidence())) return Invalid("osp.confidence must be in (0, 1)");
     if (o.confidence() != 0) c.osp.confidence = o.confidence();
     const auto& pc = req->pcct();
     if (pc.max_depth() > l.max_depth)

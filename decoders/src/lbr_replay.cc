@@ -31,6 +31,11 @@ Result<LbrReplayResult> ReplayLbr(const std::string& perf_data, const LbrReplayO
                                   const std::function<void(std::vector<BranchBatch>&)>& sink) {
   auto reader = PerfDataReader::Open(perf_data);
   if (!reader.ok()) return reader.status();
+  return ReplayLbr(&*reader, options, sink);
+}
+
+Result<LbrReplayResult> ReplayLbr(PerfDataReader* reader, const LbrReplayOptions& options,
+                                  const std::function<void(std::vector<BranchBatch>&)>& sink) {
   PATHPROF_RETURN_IF_ERROR(reader->RequireX86_64());
 
   // Build-ids from the header feature, for MMAP records that carry none.

@@ -1,13 +1,9 @@
 // The perf.data driver: file header, attrs, features, then the record stream (file or pipe).
 #include "pathprof/decoders/perf_data_reader.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 #include "perf_data_internal.h"
@@ -20,9 +16,7 @@ using perf_internal::Truncated;
 
 struct PerfDataReader::Impl {
   std::string name;
-  void* map = nullptr;
-  size_t map_len = 0;
-  std::vector<uint8_t> owned;  // when the input is not a mappable file
+  std::optional<InputFile> file;  // when opened by path: owns what `bytes` points into
   std::span<const uint8_t> bytes;
 
   PerfDataInfo info;
@@ -34,10 +28,6 @@ struct PerfDataReader::Impl {
   bool prescanning = false;
   Status error;
   std::unordered_map<uint64_t, size_t> attr_by_id;
-
-  ~Impl() {
-    if (map != nullptr) munmap(map, map_len);
-  }
 
   Status Init();
   Status ReadFileHeader();
@@ -394,38 +384,13 @@ Result<PerfDataReader> PerfDataReader::FromBytes(std::span<const uint8_t> bytes,
   return PerfDataReader(std::move(impl));
 }
 
-Result<PerfDataReader> PerfDataReader::Open(const std::string& path) {
+Result<PerfDataReader> PerfDataReader::Open(const std::string& path, const InputLimits& limits) {
   auto impl = std::make_unique<Impl>();
   impl->name = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    return Error(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
-                 "perf.data " + path + ": cannot open: " + std::strerror(err));
-  }
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    void* m = mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m != MAP_FAILED) {
-      impl->map = m;
-      impl->map_len = st.st_size;
-      impl->bytes = {static_cast<const uint8_t*>(m), impl->map_len};
-    }
-  }
-  if (impl->map == nullptr) {
-    // A pipe or FIFO (perf record -o -): read it whole.
-    uint8_t buf[1 << 16];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0)
-      impl->owned.insert(impl->owned.end(), buf, buf + n);
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return Error(ErrorCode::kIo, "perf.data " + path + ": read failed: " + std::strerror(err));
-    }
-    impl->bytes = impl->owned;
-  }
-  ::close(fd);
+  auto file = InputFile::Open(path, limits);
+  if (!file.ok()) return Status(file.status().code(), "perf.data " + file.status().message());
+  impl->file.emplace(std::move(*file));
+  impl->bytes = impl->file->bytes();
   PATHPROF_RETURN_IF_ERROR(impl->Init());
   return PerfDataReader(std::move(impl));
 }

@@ -490,12 +490,19 @@ HotSubpathsResult ProfileStore::HotSubpaths(const HotSubpathsQuery& query) const
   profiles::OspReportOptions options;
   options.top_k = query.threshold > 0 ? 0 : query.top_k;
   options.confidence = s.config.osp.confidence;
-  auto report = profiles::BuildOspReport(*s.osp, options);
+  // The report is built under the lock that Add holds while it feeds the reservoir (a
+  // consistent snapshot); naming its blocks, the slow part, happens after.
+  Result<profiles::OspReport> report = Status(ErrorCode::kInternal, "no report");
+  decoders::AddressSpace space;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    report = profiles::BuildOspReport(*s.osp, options);
+    space = s.space;
+  }
   if (!report.ok()) return out;
   out.sampling_frequency = report->stats.f;
   double total = 0;
   for (const auto& e : report->entries) total += e.metric;
-  const decoders::AddressSpace space = s.SpaceCopy();
   for (const auto& e : report->entries) {
     const double share = total > 0 ? e.metric / total : 0;
     if (query.threshold > 0 && share < query.threshold) continue;
@@ -516,10 +523,27 @@ HotSubpathsResult ProfileStore::HotSubpaths(const HotSubpathsQuery& query) const
 CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
   const Impl& s = *impl_;
   CallingContextTree out;
-  const profiles::PcctStats st = s.pcct->stats();
+  // One copy of the tree and its totals, taken under the lock that Add holds while it feeds the
+  // tree; the walk and the naming below read only the copy.
+  std::vector<profiles::PcctNode> nodes;
+  profiles::PcctStats st;
+  decoders::AddressSpace space;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    nodes = s.pcct->Snapshot();
+    st = s.pcct->stats();
+    space = s.space;
+  }
+  std::unordered_map<profiles::PcctNodeId, std::vector<size_t>> children_of;
+  for (size_t i = 0; i < nodes.size(); ++i) children_of[nodes[i].parent].push_back(i);
+  auto children = [&](profiles::PcctNodeId id) {
+    std::vector<const profiles::PcctNode*> out_children;
+    if (auto it = children_of.find(id); it != children_of.end())
+      for (size_t i : it->second) out_children.push_back(&nodes[i]);
+    return out_children;
+  };
   out.samples = st.samples;
   out.total_weight = static_cast<double>(st.weight);
-  const decoders::AddressSpace space = s.SpaceCopy();
   const double min_weight = query.min_weight * out.total_weight;
 
   std::unordered_map<uint64_t, Location> names;
@@ -536,9 +560,9 @@ CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
   std::deque<Item> queue;
   uint64_t next_id = 1;
   auto push_children = [&](profiles::PcctNodeId id, uint64_t parent_out, uint32_t depth) {
-    for (const profiles::PcctNode& c : s.pcct->Children(id)) {
-      if (double(c.total) < min_weight || c.total == 0) continue;
-      queue.push_back({c, parent_out, depth});
+    for (const profiles::PcctNode* c : children(id)) {
+      if (double(c->total) < min_weight || c->total == 0) continue;
+      queue.push_back({*c, parent_out, depth});
     }
   };
   if (query.root_function.empty()) {
@@ -551,12 +575,12 @@ CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
     while (!all.empty() && visited < 1000000) {
       const profiles::PcctNodeId id = all.front();
       all.pop_front();
-      for (const profiles::PcctNode& c : s.pcct->Children(id)) {
+      for (const profiles::PcctNode* c : children(id)) {
         ++visited;
-        if (name_of(c.frame.function).function == query.root_function) {
-          if (double(c.total) >= min_weight) queue.push_back({c, 0, 1});
+        if (name_of(c->frame.function).function == query.root_function) {
+          if (double(c->total) >= min_weight) queue.push_back({*c, 0, 1});
         } else {
-          all.push_back(c.id);
+          all.push_back(c->id);
         }
       }
     }

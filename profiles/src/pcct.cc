@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <deque>
 #include <queue>
 
 namespace pathprof::profiles {
@@ -326,6 +327,22 @@ std::vector<PcctNode> Pcct::Children(PcctNodeId id) const {
   if (id >= nodes_.size() || !nodes_[id].live) return out;
   for (PcctNodeId c = nodes_[id].first_child; c != kPcctNoNode; c = nodes_[c].next_sibling) {
     out.push_back(ViewLocked(c));
+  }
+  return out;
+}
+
+std::vector<PcctNode> Pcct::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PcctNode> out;
+  std::deque<PcctNodeId> queue{kRoot, kTruncatedRoot};
+  while (!queue.empty()) {
+    const PcctNodeId id = queue.front();
+    queue.pop_front();
+    if (id >= nodes_.size() || !nodes_[id].live) continue;
+    for (PcctNodeId c = nodes_[id].first_child; c != kPcctNoNode; c = nodes_[c].next_sibling) {
+      out.push_back(ViewLocked(c));
+      queue.push_back(c);
+    }
   }
   return out;
 }

@@ -6,8 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <regex>
 #include <string>
 
 #include "common/run_command.h"
@@ -173,6 +175,88 @@ TEST(AnalyzeCli, BadInputIsAClearErrorNotACrash) {
   EXPECT_EQ(Pathctl("analyze " + junk).rc, 1);
   EXPECT_EQ(Pathctl("analyze").rc, 2);
   EXPECT_EQ(Pathctl("analyze --top 0 " + junk).rc, 2);
+}
+
+// Input that never ends or is no recording at all is refused at once, and a stream is held in
+// memory only up to its cap: `pathctl analyze /dev/zero` once grew past 776 MB in 3 s.
+TEST(AnalyzeCli, DevicesAreRefusedAndStreamsAreBounded) {
+  const std::string pathctl = std::string(PATHPROF_BIN_DIR) + "/pathctl";
+  const std::string pt = kShared + "/corpus/pt/quipper/perf.data.intel_pt-4.14";
+  CmdResult r = pathprof::testing::RunCommand("timeout 20 " + pathctl + " analyze /dev/zero 2>&1");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("/dev/zero is a character device"), std::string::npos) << r.out;
+  r = pathprof::testing::RunCommand("timeout 20 " + pathctl + " analyze - < /dev/zero 2>&1");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("character device"), std::string::npos) << r.out;
+  // An endless stream of the wrong bytes ends at its first bytes, not at the cap.
+  r = pathprof::testing::RunCommand("yes | timeout 20 " + pathctl + " analyze - 2>&1");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("is not a recording: it starts with bytes 790a790a"), std::string::npos)
+      << r.out;
+  // A stream that starts right but goes on past the cap.
+  r = pathprof::testing::RunCommand("cat " + pt + " /dev/zero | head -c 3000000 | timeout 20 " +
+                                    pathctl + " analyze - --max-stream-mb 1 2>&1");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("longer than the 1 MiB"), std::string::npos) << r.out;
+  EXPECT_EQ(Pathctl("analyze --max-stream-mb 0 " + pt).rc, 2);
+}
+
+// The same Intel PT trace in file form and in pipe form (made here by `perf inject -o -`, which
+// writes perf's pipe format) gives the same AUX bytes and the same decode, read from a file or
+// through a real pipe on stdin. The corpus's own piped file is another recording (tid 3587, not
+// 3174): `perf report -D` lists its two AUXTRACE buffers as 76,400 and 68,192 bytes, and so do we.
+TEST(AnalyzeCli, PipeModeGivesTheSameAuxBytesAndDecodeAsFileMode) {
+  const std::string pt = kShared + "/corpus/pt/quipper/perf.data.intel_pt-4.14";
+  const CmdResult corpus_pipe =
+      Pathctl("analyze --json " + kShared + "/corpus/pt/quipper/perf.data.piped.intel_pt-4.14");
+  ASSERT_EQ(corpus_pipe.rc, 3) << corpus_pipe.out;  // no binaries: no branch comes out
+  EXPECT_EQ(Value(corpus_pipe.out, "pt_aux_bytes", After(corpus_pipe.out, "\"decode\":")),
+            std::to_string(76400 + 68192));
+
+  if (::Run("command -v perf").rc != 0)
+    GTEST_SKIP() << "perf is not installed (Debian: linux-perf)";
+  TempDir dir("-pipe");
+  const std::string piped = (dir.path() / "piped.data").string();
+  ASSERT_EQ(::Run("perf inject -i " + pt + " -o - > " + piped).rc, 0);
+  // In pipe mode perf inject writes this host's CPUID feature, not the recording's, and the PT
+  // decoder applies errata by CPU: give the copy the recording's CPU back (the string field is
+  // zero-padded to 64 bytes, so it is rewritten in place).
+  {
+    std::FILE* f = std::fopen(piped.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::string bytes;
+    char buf[65536];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) bytes.append(buf, n);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(bytes, m,
+                                  std::regex("(GenuineIntel|AuthenticAMD|HygonGenuine),[0-9,]+")));
+    const std::string recorded = "GenuineIntel,6,78,3";
+    std::string field = recorded;
+    field.resize(std::max<size_t>(recorded.size(), m.length()) + 1, '\0');
+    for (size_t i = m.length(); i < field.size(); ++i)
+      ASSERT_EQ(bytes[m.position() + i], '\0') << "no padding after the CPUID string";
+    std::fseek(f, static_cast<long>(m.position()), SEEK_SET);
+    std::fwrite(field.data(), 1, field.size(), f);
+    std::fclose(f);
+  }
+  const CmdResult file = Pathctl("analyze --json " + pt);
+  const CmdResult pipe_file = Pathctl("analyze --json " + piped);
+  const CmdResult pipe_stdin =
+      ::Run("cat " + piped + " | " + PATHPROF_BIN_DIR + "/pathctl analyze --json -");
+  ASSERT_EQ(file.rc, 0) << file.out;
+  ASSERT_EQ(pipe_file.rc, 0) << pipe_file.out;
+  ASSERT_EQ(pipe_stdin.rc, 0) << pipe_stdin.out;
+  const size_t d = After(file.out, "\"decode\":");
+  for (const CmdResult* other : {&pipe_file, &pipe_stdin}) {
+    const size_t od = After(other->out, "\"decode\":");
+    EXPECT_EQ(Value(other->out, "pt_aux_bytes", od), std::to_string(12240 + 137728));
+    for (const char* key : {"format", "samples", "events", "taken", "pt_syncs", "pt_gaps",
+                            "pt_async_transfers", "pt: no memory mapped at this address"})
+      EXPECT_EQ(Value(other->out, key, od), Value(file.out, key, d)) << key;
+    // Every decoded table is the same: the report after the decode statistics.
+    const size_t tables = After(file.out, "\"processes\":");
+    EXPECT_EQ(other->out.substr(After(other->out, "\"processes\":")), file.out.substr(tables));
+  }
 }
 
 }  // namespace

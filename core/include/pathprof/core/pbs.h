@@ -114,6 +114,7 @@ struct PbsContents {
   uint64_t branch_count() const;
 };
 Result<PbsContents> ReadPbsFile(const std::string& path);
+Result<PbsContents> ReadPbs(PbsReader* reader);  // every record left in reader
 Status WritePbsFile(const std::string& path, const PbsContents& contents);
 
 }  // namespace pathprof

@@ -13,6 +13,7 @@
 #include "pathprof/core/status.h"
 #include "pathprof/decoders/image_store.h"
 #include "pathprof/decoders/lbr_reconstruct.h"
+#include "pathprof/decoders/perf_data_reader.h"
 
 namespace pathprof::decoders {
 
@@ -33,6 +34,9 @@ struct LbrReplayResult {
 
 // `sink` (optional) receives each sample's batches; it may move from them.
 Result<LbrReplayResult> ReplayLbr(const std::string& perf_data, const LbrReplayOptions& options,
+                                  const std::function<void(std::vector<BranchBatch>&)>& sink = {});
+// The same over a reader already open (on bytes read once from a pipe, for example).
+Result<LbrReplayResult> ReplayLbr(PerfDataReader* reader, const LbrReplayOptions& options,
                                   const std::function<void(std::vector<BranchBatch>&)>& sink = {});
 
 }  // namespace pathprof::decoders

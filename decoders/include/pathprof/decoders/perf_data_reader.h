@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/core/input_file.h"
 #include "pathprof/core/status.h"
 #include "pathprof/decoders/perf_data_records.h"
 
@@ -68,8 +69,9 @@ struct PerfDataStats {
 
 class PerfDataReader {
  public:
-  // Maps the file (read-only) and reads its header, attrs and features.
-  static Result<PerfDataReader> Open(const std::string& path);
+  // Maps a regular file (read-only) or reads a pipe/FIFO ("-": stdin) up to limits, and reads
+  // its header, attrs and features. Devices and other non-files are refused.
+  static Result<PerfDataReader> Open(const std::string& path, const InputLimits& limits = {});
   // Reads from memory the caller keeps alive for the reader's lifetime; `name` is for messages.
   static Result<PerfDataReader> FromBytes(std::span<const uint8_t> bytes, std::string name);
 

@@ -124,6 +124,10 @@ class Pcct {
 
   std::optional<PcctNode> Node(PcctNodeId id) const;
   std::vector<PcctNode> Children(PcctNodeId id) const;
+  // Every live node under both roots (roots excluded), taken under one lock so that a reader
+  // walking it sees one consistent tree: breadth-first, parents before their children, siblings
+  // in the order Children gives them.
+  std::vector<PcctNode> Snapshot() const;
   // The node reached from `root` by `path` (root-side first), if present.
   std::optional<PcctNode> Find(const std::vector<StackFrame>& path, PcctNodeId root = kRoot) const;
   // root-side first frames from the node's root down to the node.

@@ -1,0 +1,73 @@
+// Every number a user types is range-checked before anything narrows it: the exact inputs that
+// once started a session on pid 1 (4294967297 wrapped), turned a duration into "no limit"
+// (4294967296 became 0), turned negatives into 2^32 - n, and took NaN as a rate. Each must be a
+// usage error (exit 2) that names the flag and its range. No daemon is needed: pathctl checks
+// before it connects.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/run_command.h"
+
+namespace {
+
+using pathprof::testing::CommandResult;
+
+CommandResult Tool(const std::string& tool, const std::string& args) {
+  return pathprof::testing::RunCommand(std::string(PATHPROF_BIN_DIR) + "/" + tool + " " + args +
+                                       " --socket /nonexistent/pathprofd.sock 2>&1");
+}
+
+struct Case {
+  const char* args;
+  const char* message;
+};
+
+TEST(Flags, OutOfRangeNumbersAreUsageErrorsNamingTheFlagAndItsRange) {
+  const Case cases[] = {
+      {"start --pid 4294967297", "--pid expects an integer in [1, 2147483647], got '4294967297'"},
+      {"start --pid 0", "--pid expects an integer in [1, 2147483647], got '0'"},
+      {"start --pid -1", "--pid expects an integer in [1, 2147483647], got '-1'"},
+      {"start --pid 1 --duration 4294967296",
+       "--duration expects an integer in [0, 4294967295], got '4294967296'"},
+      {"start --pid 1 --duration -5", "--duration expects an integer in [0, 4294967295]"},
+      {"start --pid 1 --stack-hz -1", "--stack-hz expects an integer in [0, 10000]"},
+      {"start --pid 1 --bursts-per-second nan",
+       "--bursts-per-second expects a number in [0, 10000], got 'nan'"},
+      {"start --pid 1 --max-stopped inf", "--max-stopped expects a number in [0, 0.5], got 'inf'"},
+      {"start --pid 1 --window 99999999999999999999",
+       "--window expects an integer in [0, 4096], got '99999999999999999999'"},
+      {"paths s-1 --top -3", "--top expects an integer in [1, 1000000], got '-3'"},
+      {"tree s-1 --min-weight nan", "--min-weight expects a number in [0, 1e+300], got 'nan'"},
+      {"watch s-1 --interval 1", "--interval expects an integer in [10, 3600000], got '1'"},
+      {"bursts --pid 1 --rate nan", "--rate expects a number in [0, 10000], got 'nan'"},
+      {"bursts --pid 1 --rate -inf", "--rate expects a number in [0, 10000], got '-inf'"},
+      {"bursts --pid 4294967297", "--pid expects an integer in [1, 2147483647]"},
+      {"run --duration 4294967296 -- /bin/true",
+       "--duration expects an integer in [0, 4294967295]"},
+      {"run --burst-rate nan -- /bin/true", "--burst-rate expects a number in [0, 10000]"},
+      {"analyze --pid -1 x.data", "--pid expects an integer in [1, 2147483647], got '-1'"},
+      {"sessions --timeout nan", "--timeout expects a number in [0.001, 86400], got 'nan'"},
+      {"start --pid 0x10", "--pid expects an integer in [1, 2147483647], got '0x10'"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult r = Tool("pathctl", c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n" << r.out;
+  }
+}
+
+TEST(Flags, PathtopChecksItsNumbersToo) {
+  for (const char* args : {"--pid 4294967297", "--pid nan", "--pid 1.5", "--pid -1"}) {
+    const CommandResult r = Tool("pathtop", args);
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("--pid needs a process id, an integer in [1, 2147483647]"),
+              std::string::npos)
+        << args << "\n"
+        << r.out;
+  }
+  const CommandResult r = Tool("pathtop", "--interval nan");
+  EXPECT_EQ(r.rc, 2) << r.out;
+}
+
+}  // namespace
