@@ -7,13 +7,14 @@
 #define PATHPROF_MAX_TARGET_PIDS 4096
 
 enum pathprof_counter {
-  PATHPROF_COUNTER_EVENTS = 0,          // perf events that ran the program
-  PATHPROF_COUNTER_IDLE,                // the CPU was idle
-  PATHPROF_COUNTER_FILTERED,            // not a target pid / cgroup
-  PATHPROF_COUNTER_RINGBUF_FULL,        // lost: user space did not drain the ring buffer in time
-  PATHPROF_COUNTER_USER_STACK_ERROR,    // bpf_get_stack failed on the user stack
-  PATHPROF_COUNTER_KERNEL_STACK_ERROR,  // bpf_get_stack failed on the kernel stack
-  PATHPROF_COUNTER_SUBMITTED,           // delivered to the ring buffer
+  PATHPROF_COUNTER_EVENTS = 0,            // perf events that ran the program
+  PATHPROF_COUNTER_IDLE,                  // the CPU was idle
+  PATHPROF_COUNTER_FILTERED,              // not a target pid / cgroup
+  PATHPROF_COUNTER_RINGBUF_FULL,          // lost: user space did not drain the ring buffer in time
+  PATHPROF_COUNTER_USER_STACK_ERROR,      // bpf_get_stack failed on the user stack
+  PATHPROF_COUNTER_KERNEL_STACK_ERROR,    // bpf_get_stack failed on the kernel stack
+  PATHPROF_COUNTER_SUBMITTED,             // delivered to the ring buffer
+  PATHPROF_COUNTER_FILTERED_CREDENTIALS,  // a target task whose credentials left the requester's
   PATHPROF_COUNTER_COUNT,
 };
 

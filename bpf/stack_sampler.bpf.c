@@ -17,6 +17,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool filter_by_pid = false;
 const volatile __u64 filter_cgroup_id = 0;  // 0: any cgroup
 const volatile bool want_kernel_stacks = true;
+// A non-admin's session: sample only tasks whose every uid is this one and that hold no
+// capability, so that a target that execs a setuid program is not sampled from then on.
+const volatile bool filter_by_uid = false;
+const volatile __u32 filter_uid = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -58,6 +62,19 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   if (filter_cgroup_id && bpf_get_current_cgroup_id() != filter_cgroup_id) {
     count(PATHPROF_COUNTER_FILTERED);
     return 0;
+  }
+  if (filter_by_uid) {
+    struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+    const struct cred* cred = BPF_CORE_READ(task, cred);
+    // kernel_cap_t is 8 bytes whether it is a u64 (6.3+) or two u32s (before).
+    __u64 caps = 0;
+    bpf_core_read(&caps, sizeof(caps), &cred->cap_effective);
+    if (BPF_CORE_READ(cred, uid.val) != filter_uid || BPF_CORE_READ(cred, euid.val) != filter_uid ||
+        BPF_CORE_READ(cred, suid.val) != filter_uid ||
+        BPF_CORE_READ(cred, fsuid.val) != filter_uid || caps != 0) {
+      count(PATHPROF_COUNTER_FILTERED_CREDENTIALS);
+      return 0;
+    }
   }
   struct stack_sample* s = bpf_ringbuf_reserve(&samples, sizeof(*s), 0);
   if (!s) {

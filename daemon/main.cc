@@ -116,7 +116,9 @@ int Main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
   pipeline::SessionManagerOptions mopts;
-  mopts.max_sessions = config.limits.max_sessions * 2;  // running plus retained after they end
+  // The service's quotas count held sessions against limits.max_sessions; the manager's own cap
+  // is a safety net above it (continuous mode's sessions are not the clients').
+  mopts.max_sessions = config.limits.max_sessions * 2;
   pipeline::SessionManager sessions(mopts);
 
   PeerRegistry peers;

@@ -34,7 +34,7 @@ measure() {
 }
 
 for f in propeller_sample_1.perfdata1 test.lbr; do
-  records=$("$PATHCTL" analyze "$CORPUS/$f" --binary-dir "$SYMFS" | awk '/^lbr.entries /{print $2}')
+  records=$("$PATHCTL" analyze "$CORPUS/$f" --binary-dir "$SYMFS" | awk '$1=="lbr_entries"{print $2}')
   read -r p_cpu p_wall < <(measure perf script -i "$CORPUS/$f" -F ip,brstackinsn --symfs "$SYMFS")
   read -r o_cpu o_wall < <(measure "$PATHCTL" analyze "$CORPUS/$f" --binary-dir "$SYMFS")
   read -r d_cpu d_wall < <(measure "$PATHCTL" analyze "$CORPUS/$f" --binary-dir "$SYMFS" --decode-only)

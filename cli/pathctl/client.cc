@@ -1,7 +1,15 @@
 #include "pathctl/client.h"
 
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +24,48 @@ std::string ReadFileOrEmpty(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+// Why a Unix socket cannot be used, found by trying it directly: gRPC reports all of these as
+// UNAVAILABLE. Returns the exit code and sets *message.
+int DiagnoseSocket(const std::string& path, std::string* message) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == EACCES) {
+      *message = "permission denied on a directory above the socket " + path;
+      return kExitSocketDenied;
+    }
+    *message = "no daemon at " + path + " (" + std::strerror(err) +
+               "; start it with: systemctl start pathprofd)";
+    return kExitUnavailable;
+  }
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  const int rc = fd < 0 ? -1 : connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  const int err = errno;
+  if (fd >= 0) close(fd);
+  if (rc == 0) {
+    *message = "the daemon at " + path + " accepted a connection but the call failed";
+    return kExitUnavailable;
+  }
+  if (err == EACCES || err == EPERM) {
+    const group* g = getgrgid(st.st_gid);
+    const std::string group = g != nullptr ? g->gr_name : std::to_string(st.st_gid);
+    *message = "permission denied on the socket " + path + " (only root and group " + group +
+               " may connect; join it: sudo usermod -aG " + group + " $USER, then log in again)";
+    return kExitSocketDenied;
+  }
+  if (err == ECONNREFUSED) {
+    *message = "no daemon listening on " + path +
+               " (the socket is left from one that ended; start it with: systemctl start "
+               "pathprofd)";
+    return kExitUnavailable;
+  }
+  *message = "cannot connect to " + path + ": " + std::strerror(err);
+  return kExitUnavailable;
+}
+
 }  // namespace
 
 Client::Client(Args& args) {
@@ -53,17 +103,26 @@ std::unique_ptr<grpc::ClientContext> Client::Context() const {
 int Client::Fail(const std::string& command, const grpc::Status& s) const {
   const std::string& m = s.error_message();
   switch (s.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      if (tcp_)
+    case grpc::StatusCode::DEADLINE_EXCEEDED: {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", timeout_s_);
+      std::fprintf(stderr,
+                   "pathctl %s: timed out after %s s waiting for the daemon at %s (it may be "
+                   "busy or wedged; raise --timeout, or see journalctl -u pathprofd)\n",
+                   command.c_str(), secs, target_.c_str());
+      return kExitTimeout;
+    }
+    case grpc::StatusCode::UNAVAILABLE: {
+      if (tcp_) {
         std::fprintf(stderr, "pathctl %s: daemon not reachable at %s (%s)\n", command.c_str(),
                      target_.c_str(), m.c_str());
-      else
-        std::fprintf(stderr,
-                     "pathctl %s: daemon not running at %s (start it with: systemctl start "
-                     "pathprofd)\n",
-                     command.c_str(), target_.c_str());
-      return kExitUnavailable;
+        return kExitUnavailable;
+      }
+      std::string why;
+      const int code = DiagnoseSocket(target_, &why);
+      std::fprintf(stderr, "pathctl %s: %s\n", command.c_str(), why.c_str());
+      return code;
+    }
     case grpc::StatusCode::PERMISSION_DENIED:
       std::fprintf(stderr, "pathctl %s: permission denied: %s\n", command.c_str(), m.c_str());
       return kExitDenied;
@@ -80,8 +139,8 @@ int Client::Fail(const std::string& command, const grpc::Status& s) const {
       std::fprintf(stderr, "pathctl %s: invalid request: %s\n", command.c_str(), m.c_str());
       return kExitUsage;
     default:
-      std::fprintf(stderr, "pathctl %s: %s (grpc code %d)\n", command.c_str(), m.c_str(),
-                   static_cast<int>(s.error_code()));
+      std::fprintf(stderr, "pathctl %s: daemon error: %s (grpc code %d)\n", command.c_str(),
+                   m.c_str(), static_cast<int>(s.error_code()));
       return kExitError;
   }
 }

@@ -53,7 +53,7 @@ int RunBursts(Args& args) {
   o.max_stopped_fraction = args.GetDouble("max-stopped", o.max_stopped_fraction, 0, 0.5);
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0, 0, kMaxI64));
   const std::string mode = args.Get("step-mode", "auto");
-  const long long top = args.GetInt("top", 10, 1, 1000000);
+  const long long top = args.GetInt("top", 10, 0, 1000000);
   std::string out = args.Get("output");
   std::vector<std::string> extra;
   const auto& pos = args.positional();

@@ -448,7 +448,7 @@ int RunSim(Args& args) {
             period = args.GetInt("period", 0, 0, kMaxI64);
   long long interval = args.GetInt("sample-interval", -1, 0, kMaxI64),
             burst = args.GetInt("burst-length", 0, 0, kMaxI64);
-  long long top_k = args.GetInt("top", 10, 1, 1000000);
+  long long top_k = args.GetInt("top", 10, 0, 1000000);
   long long dyn = args.GetInt("dynamic-window", 10000000, 1, kMaxI64);
   auto source = Source::Open(args, &source_desc);
   if (auto p = args.Problems(); !p.empty()) return UsageError("sim", p);

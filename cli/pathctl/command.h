@@ -13,12 +13,15 @@ namespace pathctl {
 // Exit codes that mean something to scripts.
 enum ExitCode {
   kExitOk = 0,
-  kExitError = 1,        // the operation failed (message on stderr)
-  kExitUsage = 2,        // bad command line
-  kExitNoData = 3,       // ran, but found nothing to report
-  kExitUnavailable = 4,  // the daemon is not running / not reachable
-  kExitDenied = 5,       // the daemon refused: permission, authentication or a rate/quota limit
-  kExitNotFound = 6,     // no such process or session
+  kExitError = 1,         // the operation failed (message on stderr)
+  kExitUsage = 2,         // bad command line
+  kExitNoData = 3,        // ran, but found nothing to report
+  kExitUnavailable = 4,   // no daemon on the socket (none there, or nothing listening), or the
+                          // TCP address does not answer
+  kExitDenied = 5,        // the daemon refused: permission, authentication or a rate/quota limit
+  kExitNotFound = 6,      // no such process or session
+  kExitSocketDenied = 7,  // the socket is there but this user may not connect to it (group)
+  kExitTimeout = 8,       // the daemon did not answer within --timeout
 };
 
 // Command-line arguments after the subcommand name: `--key value`, `--key=value`, boolean

@@ -47,7 +47,7 @@ Result<Options> ParseOptions(Args& args) {
   o.subpaths = args.Has("subpaths");
   o.calls = args.Has("calls");
   o.json = args.Has("json");
-  const long long top = args.GetInt("top", 10, 1, 1000000);
+  const long long top = args.GetInt("top", 10, 0, 1000000);
   const long long memory = args.GetInt("osp-memory", 4096, 1, 1 << 24);
   const long long max_length = args.GetInt("osp-max-length", 32, 1, 1024);
   o.osp.expected_gain = args.GetDouble("osp-gain", 100, 1e-9, 1e12);

@@ -1,11 +1,14 @@
 // pathprof-tracer: the helper process ptrace sessions run in (tracer_helper.h).
 //   pathprof-tracer bursts --parent PID --pid PID [--window W] [--rate R] [--cap F]
 //                          [--max-steps N] [--step-mode auto|step|breakpoints|int3] [--seed S]
-//     runs the burst tracer on its fds 3 (control, from the collector) and 4 (data, to it);
+//                          [--uid U --gid G]
+//     runs the burst tracer on its fds 3 (control, from the collector) and 4 (data, to it),
+//     as uid U and gid G (no supplementary groups, no capabilities) when given;
 //   pathprof-tracer probe [--fresh]
 //     prints the step-mechanism probe (step_probe.h), cached or --fresh.
 // Not meant to be run by hand; `pathctl caps` shows the probe.
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -36,6 +39,32 @@ int Usage(const char* why) {
   return kExitUsage;
 }
 
+// Becomes uid:gid for good: no supplementary groups, no capabilities (a uid change from 0 clears
+// them), no way to regain privileges through exec. Empty on success, else what failed.
+std::string DropTo(uid_t uid, gid_t gid) {
+  if (setgroups(0, nullptr) != 0) return std::string("setgroups: ") + std::strerror(errno);
+  if (setresgid(gid, gid, gid) != 0) return std::string("setresgid: ") + std::strerror(errno);
+  if (setresuid(uid, uid, uid) != 0) return std::string("setresuid: ") + std::strerror(errno);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return std::string("PR_SET_NO_NEW_PRIVS: ") + std::strerror(errno);
+  uid_t r, e, s;
+  if (getresuid(&r, &e, &s) != 0 || r != uid || e != uid || s != uid)
+    return "the uid did not change to " + std::to_string(uid);
+  // Permitted capabilities left after the change would mean a way back: refuse to run then.
+  if (uid != 0) {
+    std::FILE* f = std::fopen("/proc/thread-self/status", "r");
+    char line[256];
+    while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr)
+      if ((std::strncmp(line, "CapPrm:", 7) == 0 || std::strncmp(line, "CapEff:", 7) == 0) &&
+          std::strtoull(line + 7, nullptr, 16) != 0) {
+        std::fclose(f);
+        return "capabilities survived the uid change";
+      }
+    if (f != nullptr) std::fclose(f);
+  }
+  return "";
+}
+
 bool ParseNumber(const char* text, double* out) {
   char* end = nullptr;
   *out = std::strtod(text, &end);
@@ -44,7 +73,7 @@ bool ParseNumber(const char* text, double* out) {
 
 int RunBursts(int argc, char** argv) {
   pc::PtraceBurstOptions o;
-  double parent = 0;
+  double parent = 0, uid = -1, gid = -1;
   for (int i = 2; i < argc; i += 2) {
     if (i + 1 >= argc) return Usage("every option takes a value");
     const std::string key = argv[i];
@@ -72,10 +101,18 @@ int RunBursts(int argc, char** argv) {
       o.max_steps_per_burst = static_cast<uint64_t>(v);
     else if (key == "--seed")
       o.seed = static_cast<uint64_t>(v);
+    else if (key == "--uid")
+      uid = v;
+    else if (key == "--gid")
+      gid = v;
     else
       return Usage(("unknown option " + key).c_str());
   }
   if (parent <= 0 || o.pid <= 0) return Usage("--parent and --pid are required");
+  if ((uid < 0) != (gid < 0)) return Usage("--uid and --gid go together");
+  // Credentials first: changing them clears the parent-death signal set below.
+  std::string drop_error;
+  if (uid >= 0) drop_error = DropTo(static_cast<uid_t>(uid), static_cast<gid_t>(gid));
   // Die with the collector; and if it is already gone, never start tracing at all.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != static_cast<pid_t>(parent)) return kExitOrphan;
@@ -87,6 +124,12 @@ int RunBursts(int argc, char** argv) {
   if (pc::wire::Send(kDataFd, pc::wire::Type::kHello, &hello, sizeof hello) !=
       pc::wire::SendResult::kSent)
     return 1;
+  if (!drop_error.empty()) {
+    pc::wire::SendError(kDataFd, pathprof::ErrorCode::kPermission, 0,
+                        "the tracer could not become uid " +
+                            std::to_string(static_cast<uid_t>(uid)) + ": " + drop_error);
+    return 1;
+  }
   if (const pathprof::Status st = o.Validate(); !st.ok()) {
     pc::wire::SendError(kDataFd, st.code(), 0, st.message());
     return 1;

@@ -113,6 +113,8 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   impl->skel->rodata->filter_by_pid = !cfg.pids.empty();
   impl->skel->rodata->filter_cgroup_id = cfg.cgroup_id;
   impl->skel->rodata->want_kernel_stacks = cfg.kernel_stacks;
+  impl->skel->rodata->filter_by_uid = cfg.only_uid.has_value();
+  impl->skel->rodata->filter_uid = cfg.only_uid.value_or(0);
   if (int err = stack_sampler_bpf__load(impl->skel)) return LoadError(-err);
 
   EbpfStackSampler sampler(std::move(impl));
@@ -209,6 +211,7 @@ EbpfSamplerStats EbpfStackSampler::stats() const {
   st.events = sum(PATHPROF_COUNTER_EVENTS);
   st.idle = sum(PATHPROF_COUNTER_IDLE);
   st.filtered = sum(PATHPROF_COUNTER_FILTERED);
+  st.filtered_credentials = sum(PATHPROF_COUNTER_FILTERED_CREDENTIALS);
   st.ringbuf_full = sum(PATHPROF_COUNTER_RINGBUF_FULL);
   st.user_stack_errors = sum(PATHPROF_COUNTER_USER_STACK_ERROR);
   st.kernel_stack_errors = sum(PATHPROF_COUNTER_KERNEL_STACK_ERROR);

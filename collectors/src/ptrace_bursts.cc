@@ -123,7 +123,7 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
     const PtraceBurstOptions& options, PtraceBurstSink sink) {
   PATHPROF_RETURN_IF_ERROR(options.Validate());
   PATHPROF_RETURN_IF_ERROR(CheckTraceable(options.pid));
-  const std::vector<std::string> args = {
+  std::vector<std::string> args = {
       "bursts",
       "--parent",
       std::to_string(getpid()),
@@ -141,6 +141,10 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
       options.step_mode ? std::string(StepModeName(*options.step_mode)) : "auto",
       "--seed",
       std::to_string(options.seed)};
+  if (options.run_as) {
+    args.insert(args.end(), {"--uid", std::to_string(options.run_as->uid), "--gid",
+                             std::to_string(options.run_as->gid)});
+  }
   auto helper = SpawnTracerHelper(args);
   if (!helper.ok()) return helper.status();
   std::unique_ptr<PtraceBurstCollector> c(new PtraceBurstCollector());

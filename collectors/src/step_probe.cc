@@ -444,7 +444,13 @@ const MechanismResult& StepProbeResult::Of(StepMode mode) const {
 }
 
 StepMode StepProbeResult::BestMode() const {
-  if (dr_breakpoints.works) return StepMode::kBreakpoints;
+  // Debug registers first: they leave the target's text alone. But where a hypervisor makes
+  // their stops clearly dearer than an int3's (measured: 19.6 us against 9.2 us on an AMD EPYC
+  // KVM guest, where int3 stepping cost the target half the CPU), the cheaper one wins.
+  const bool int3_clearly_cheaper =
+      int3_leg_ns > 0 && dr_leg_ns > 0 && int3_leg_ns * 4 < dr_leg_ns * 3;
+  if (dr_breakpoints.works && !(int3_breakpoints.works && int3_clearly_cheaper))
+    return StepMode::kBreakpoints;
   if (int3_breakpoints.works) return StepMode::kInt3;
   return StepMode::kSingleStep;
 }

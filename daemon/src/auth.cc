@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace pathprof::daemon {
@@ -10,6 +11,27 @@ std::optional<uint32_t> ProcessOwner(uint32_t pid) {
   struct stat st;
   if (pid == 0 || stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0) return std::nullopt;
   return st.st_uid;
+}
+
+namespace {
+
+// The sysctl's integer value, or `fallback` when it cannot be read.
+int SysctlInt(const char* path, int fallback) {
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return fallback;
+  int v = fallback;
+  if (std::fscanf(f, "%d", &v) != 1) v = fallback;
+  std::fclose(f);
+  return v;
+}
+
+}  // namespace
+
+bool Authorizer::KernelAddressesVisible(const Peer& peer) {
+  if (peer.admin) return true;
+  // As kallsyms_show_value() decides for a task without CAP_SYSLOG; unreadable means hidden.
+  return SysctlInt("/proc/sys/kernel/kptr_restrict", 2) == 0 &&
+         SysctlInt("/proc/sys/kernel/perf_event_paranoid", 2) <= 1;
 }
 
 void Authorizer::Configure(const DaemonConfig& config) {

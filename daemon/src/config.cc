@@ -129,6 +129,12 @@ const std::map<std::string, Key>& Keys() {
     k["limits.max_sessions_per_client"] =
         UintKey("limits.max_sessions_per_client", &Limits::max_sessions_per_client, 1u << 16);
     k["limits.max_sessions"] = UintKey("limits.max_sessions", &Limits::max_sessions, 1u << 16);
+    k["limits.admin_reserved_sessions"] =
+        UintKey("limits.admin_reserved_sessions", &Limits::admin_reserved_sessions, 1u << 16);
+    k["limits.max_session_memory_bytes"] =
+        UintKey("limits.max_session_memory_bytes", &Limits::max_session_memory_bytes, 1ull << 40);
+    k["limits.admin_reserved_memory_bytes"] = UintKey(
+        "limits.admin_reserved_memory_bytes", &Limits::admin_reserved_memory_bytes, 1ull << 40);
     k["limits.max_memory_bytes"] =
         UintKey("limits.max_memory_bytes", &Limits::max_memory_bytes, 1ull << 40);
     k["limits.max_streams"] = UintKey("limits.max_streams", &Limits::max_streams, 1u << 16);

@@ -56,6 +56,7 @@ void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
   out->set_stopped_unix_ms(in.stopped_unix_ms);
   out->set_error(in.error);
   out->set_owner_uid(in.owner_uid);
+  out->set_memory_bound_bytes(in.config.MemoryBoundBytes());
 }
 
 void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out) {

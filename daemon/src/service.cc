@@ -12,6 +12,7 @@
 #include "pathprof/daemon/log.h"
 #include "pathprof/daemon/process_stats.h"
 #include "pathprof/daemon/procfs.h"
+#include "pathprof/pipeline/kernel_frames.h"
 
 #ifndef PATHPROF_VERSION
 #define PATHPROF_VERSION "0.1.0"
@@ -100,15 +101,6 @@ void FillStepMechanisms(const collectors::StepProbeResult& p, v1::StepMechanisms
 
 }  // namespace
 
-uint64_t EstimateSessionBytes(const pipeline::SessionConfig& c) {
-  // Rough per-entry sizes of each bounded structure, including map/node overheads.
-  uint64_t per_process = uint64_t{c.engine.hpt_entries} * 64 + uint64_t{c.osp.memory_entries} * 96 +
-                         uint64_t{c.pcct.max_nodes} * 128 + uint64_t{c.queues.stack_queue} * 1200 +
-                         uint64_t{c.queues.window_queue} * c.sampling.window_branches * 48 +
-                         (1u << 20);  // mappings, symbol caches, accounting
-  return per_process * std::max<size_t>(1, c.pids.size());
-}
-
 ProfilerService::ProfilerService(pipeline::SessionManager* sessions, const PeerRegistry* peers,
                                  const DaemonConfig& config)
     : sessions_(sessions), auth_(peers), rate_(config.limits.rate_qps, config.limits.rate_burst) {
@@ -186,6 +178,9 @@ grpc::Status ProfilerService::Session(const Peer& peer, const std::string& id,
   if (!Authorizer::MaySee(peer, owner))
     return grpc::Status(StatusCode::PERMISSION_DENIED,
                         "session " + id + " belongs to uid " + std::to_string(owner));
+  // Authorization can change after the start: a target that execs a setuid program holds more
+  // than its requester. The session then stops collecting; the reply still shows what it had.
+  s->RecheckConfinement();
   *out = std::move(s);
   return grpc::Status::OK;
 }
@@ -375,37 +370,75 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
       return AboveLimit("duration_s", req->duration_s(), l.max_duration_s, "max_duration_s");
     c.duration_s = req->duration_s();
     c.owner_uid = peer.uid;
+    if (!peer.admin) c.confine_to_uid = peer.uid;
     if (Status v = c.Validate(); !v.ok()) return ToGrpc(v);
 
-    // ---- quotas: sessions per client, sessions in all, memory across targets
+    // ---- quotas. Every retained session counts (an ended one keeps its profiles, and its
+    // memory, for the retention period): per client, in all, and in memory. A client at its cap
+    // makes room by evicting its own oldest ended session; nobody can evict another's, and the
+    // last admin_reserved_sessions places and admin_reserved_memory_bytes are only for admins,
+    // so that no non-admin can make the daemon refuse root.
     std::lock_guard<std::mutex> start_lock(start_mu_);
-    uint32_t mine = 0, running = 0;
-    uint64_t bytes = 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& info : sessions_->List()) {
-        if (info.state != pipeline::SessionState::kRunning) continue;
-        ++running;
-        bytes += EstimateSessionBytes(info.config);
-        auto it = session_clients_.find(info.id);
-        if (it != session_clients_.end() && it->second == peer.client_key()) ++mine;
-      }
-    }
-    if (mine >= l.max_sessions_per_client)
-      return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
-                          peer.client_key() + " already runs " + std::to_string(mine) +
-                              " sessions (limits.max_sessions_per_client); stop one first");
-    if (running >= l.max_sessions)
-      return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
-                          std::to_string(running) + " sessions run (limits.max_sessions)");
-    uint64_t need = EstimateSessionBytes(c);
-    if (bytes + need > l.max_memory_bytes)
+    const uint64_t need = c.MemoryBoundBytes();
+    if (need > l.max_session_memory_bytes)
       return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
                           "the session's profiles may take " + std::to_string(need >> 20) +
-                              " MiB; running sessions may take " + std::to_string(bytes >> 20) +
-                              " MiB of limits.max_memory_bytes " +
-                              std::to_string(l.max_memory_bytes >> 20) +
-                              " MiB (ask for smaller hpt/osp/pcct bounds)");
+                              " MiB, above limits.max_session_memory_bytes " +
+                              std::to_string(l.max_session_memory_bytes >> 20) +
+                              " MiB (ask for smaller hpt/osp/pcct bounds or fewer processes)");
+    const uint32_t reserve =
+        l.max_sessions > 0 ? std::min(l.admin_reserved_sessions, l.max_sessions - 1) : 0;
+    const uint32_t session_cap = peer.admin ? l.max_sessions : l.max_sessions - reserve;
+    const uint64_t memory_cap =
+        peer.admin
+            ? l.max_memory_bytes
+            : l.max_memory_bytes - std::min(l.admin_reserved_memory_bytes, l.max_memory_bytes / 2);
+    for (;;) {
+      uint32_t mine = 0, total = 0;
+      uint64_t bytes = 0;
+      const pipeline::SessionInfo* oldest_ended_mine = nullptr;
+      const std::vector<pipeline::SessionInfo> all = sessions_->List();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto& info : all) {
+          ++total;
+          bytes += info.config.MemoryBoundBytes();
+          auto it = session_clients_.find(info.id);
+          if (it == session_clients_.end() || it->second != peer.client_key()) continue;
+          ++mine;
+          if (info.state != pipeline::SessionState::kRunning &&
+              (!oldest_ended_mine || info.stopped_unix_ms < oldest_ended_mine->stopped_unix_ms))
+            oldest_ended_mine = &info;
+        }
+      }
+      std::string over;
+      if (mine >= l.max_sessions_per_client)
+        over = peer.client_key() + " holds " + std::to_string(mine) +
+               " sessions (limits.max_sessions_per_client, running and ended together)";
+      else if (total >= session_cap)
+        over = std::to_string(total) + " sessions are held, the most " +
+               (peer.admin ? std::string("allowed (limits.max_sessions)")
+                           : "a non-admin may fill (limits.max_sessions less "
+                             "limits.admin_reserved_sessions)");
+      else if (bytes + need > memory_cap)
+        over = "the session's profiles may take " + std::to_string(need >> 20) + " MiB; held " +
+               "sessions may take " + std::to_string(bytes >> 20) + " MiB of the " +
+               std::to_string(memory_cap >> 20) + " MiB allowed (limits.max_memory_bytes" +
+               (peer.admin ? "" : " less limits.admin_reserved_memory_bytes") + ")";
+      if (over.empty()) break;
+      if (oldest_ended_mine == nullptr)
+        return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
+                            over +
+                                "; none of yours has ended: stop one (pathctl stop) or delete "
+                                "one (pathctl rm)");
+      const std::string evict = oldest_ended_mine->id;
+      if (sessions_->Delete(evict).ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        session_clients_.erase(evict);
+      }
+      Log(kLogNotice, "session %s of %s evicted to make room: %s", evict.c_str(),
+          peer.Describe().c_str(), over.c_str());
+    }
     auto started = sessions_->Start(std::move(c));
     if (!started.ok()) return ToGrpc(started.status());
     pipeline::SessionInfo info = (*started)->Info();
@@ -432,6 +465,25 @@ grpc::Status ProfilerService::StopSession(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status ProfilerService::DeleteSession(grpc::ServerContext* ctx,
+                                            const v1::DeleteSessionRequest* req,
+                                            v1::DeleteSessionResponse* resp) {
+  return Run("DeleteSession", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    s.reset();
+    auto info = sessions_->Delete(req->session_id());
+    if (!info.ok()) return ToGrpc(info.status());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_clients_.erase(req->session_id());
+    }
+    Log(kLogNotice, "session %s deleted by %s", req->session_id().c_str(), peer.Describe().c_str());
+    ToProto(*info, resp->mutable_deleted());
+    return grpc::Status::OK;
+  });
+}
+
 grpc::Status ProfilerService::ListSessions(grpc::ServerContext* ctx, const v1::ListSessionsRequest*,
                                            v1::ListSessionsResponse* resp) {
   return Run("ListSessions", ctx, [&](const Peer& peer) {
@@ -442,13 +494,14 @@ grpc::Status ProfilerService::ListSessions(grpc::ServerContext* ctx, const v1::L
 }
 
 grpc::Status ProfilerService::FillHotPaths(const pipeline::Session& session,
-                                           const v1::GetHotPathsRequest& req,
+                                           const v1::GetHotPathsRequest& req, bool hide_kernel,
                                            v1::HotPaths* out) const {
   pipeline::HotPathsQuery q;
   if (grpc::Status s = CheckTopK(req.top_k(), &q.top_k); !s.ok()) return s;
   q.metric = FromProto(req.metric());
   q.with_blocks = req.with_blocks();
   auto r = session.HotPaths(q);
+  if (hide_kernel) pipeline::HideKernelFrames(&r);
   out->set_session_id(session.id());
   for (const auto& p : r.paths) {
     auto* hp = out->add_paths();
@@ -468,7 +521,7 @@ grpc::Status ProfilerService::GetHotPaths(grpc::ServerContext* ctx,
   return Run("GetHotPaths", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
     if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
-    return FillHotPaths(*s, *req, resp);
+    return FillHotPaths(*s, *req, !Authorizer::KernelAddressesVisible(peer), resp);
   });
 }
 
@@ -484,6 +537,7 @@ grpc::Status ProfilerService::GetHotSubpaths(grpc::ServerContext* ctx,
       return Invalid("threshold must be a share in [0, 1]");
     q.threshold = req->threshold();
     auto r = s->HotSubpaths(q);
+    if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&r);
     resp->set_session_id(s->id());
     // An iceberg query is bounded by max_top_k too: it may not return an unbounded list.
     uint32_t max = limits().max_top_k;
@@ -522,6 +576,7 @@ grpc::Status ProfilerService::GetCallingContextTree(grpc::ServerContext* ctx,
       return AboveLimit("max_nodes", req->max_nodes(), l.max_tree_nodes, "max_tree_nodes");
     q.max_nodes = req->max_nodes() ? req->max_nodes() : std::min<uint32_t>(10000, l.max_tree_nodes);
     auto t = s->Cct(q);
+    if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&t);
     resp->set_session_id(s->id());
     for (const auto& n : t.nodes) {
       auto* o = resp->add_nodes();
@@ -550,7 +605,9 @@ grpc::Status ProfilerService::GetHotCallPairs(grpc::ServerContext* ctx,
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
     resp->set_session_id(s->id());
-    for (const auto& p : s->HotCallPairs(k).pairs) {
+    auto pairs = s->HotCallPairs(k);
+    if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&pairs);
+    for (const auto& p : pairs.pairs) {
       auto* o = resp->add_pairs();
       ToProto(p.call_site, o->mutable_call_site());
       ToProto(p.target, o->mutable_target());
@@ -570,6 +627,7 @@ grpc::Status ProfilerService::GetHotMethods(grpc::ServerContext* ctx,
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
     auto r = s->HotMethods(k);
+    if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&r);
     resp->set_session_id(s->id());
     for (const auto& m : r.methods) {
       auto* o = resp->add_methods();
@@ -611,6 +669,12 @@ grpc::Status ProfilerService::GetResidualPaths(grpc::ServerContext* ctx,
     auto r = s->ResidualPaths(req->baseline(), k);
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_session_id(s->id());
+    if (!Authorizer::KernelAddressesVisible(peer)) {
+      pipeline::HotPathsResult view;
+      view.paths = std::move(r->residual);
+      pipeline::HideKernelFrames(&view);
+      r->residual = std::move(view.paths);
+    }
     for (const auto& p : r->residual) {
       auto* hp = resp->add_residual();
       ToProto(p, hp);
@@ -651,7 +715,10 @@ grpc::Status ProfilerService::WatchHotPaths(grpc::ServerContext* ctx,
       if (ctx->IsCancelled()) return grpc::Status(StatusCode::CANCELLED, "client went away");
       bool running = s->Info().state == pipeline::SessionState::kRunning;
       v1::HotPaths msg;
-      if (grpc::Status st = FillHotPaths(*s, req->query(), &msg); !st.ok()) return st;
+      if (grpc::Status st =
+              FillHotPaths(*s, req->query(), !Authorizer::KernelAddressesVisible(peer), &msg);
+          !st.ok())
+        return st;
       if (!writer->Write(msg)) return grpc::Status(StatusCode::CANCELLED, "client went away");
       if (!running) return grpc::Status::OK;  // that was the final report
       std::unique_lock<std::mutex> lock(shutdown_mu_);
@@ -668,7 +735,7 @@ grpc::Status ProfilerService::ExportProfile(grpc::ServerContext* ctx,
   return Run("ExportProfile", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
     if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
-    auto r = s->ExportPprof(req->include_paths());
+    auto r = s->ExportPprof(req->include_paths(), Authorizer::KernelAddressesVisible(peer));
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_pprof_gzip(std::move(*r));
     return grpc::Status::OK;
@@ -694,6 +761,19 @@ grpc::Status ProfilerService::GetStats(grpc::ServerContext* ctx, const v1::GetSt
     resp->set_daemon_rss_bytes(DaemonRssBytes());
     resp->set_streams(streams_.total());
     resp->set_clients(static_cast<uint32_t>(connected_clients_ ? connected_clients_() : 0));
+    {
+      const Limits l = limits();
+      uint64_t bound = 0;
+      uint32_t held = 0;
+      for (const auto& info : sessions_->List()) {
+        bound += info.config.MemoryBoundBytes();
+        ++held;
+      }
+      resp->set_sessions_held(held);
+      resp->set_sessions_limit(l.max_sessions);
+      resp->set_sessions_memory_bound_bytes(bound);
+      resp->set_sessions_memory_limit_bytes(l.max_memory_bytes);
+    }
     if (continuous_) continuous_->FillStats(resp->mutable_continuous());
     return grpc::Status::OK;
   });

@@ -18,6 +18,8 @@
 #include "pathprof/collectors/pt_source.h"
 #include "pathprof/collectors/ptrace_bursts.h"
 #include "pathprof/pipeline/ingestor.h"
+#include "pathprof/pipeline/kernel_frames.h"
+#include "pathprof/pipeline/target_credentials.h"
 #include "pathprof/profiles/pprof_export.h"
 
 namespace pathprof::pipeline {
@@ -140,6 +142,34 @@ struct Session::Impl {
   std::atomic<bool> stop_requested{false};
   bool torn_down = false;
 
+  // A non-admin's session: what each target may hold (config.confine_to_uid). Once a target
+  // holds more, `revoked` is set: nothing more is collected, what was is kept.
+  std::map<uint32_t, Confinement> confinement;
+  std::atomic<bool> revoked{false};
+  std::string revoked_reason;  // under mu
+  std::atomic<uint64_t> windows_after_revocation{0};
+
+  // Reads the target's credentials now; on a gain, revokes the session (the control loop then
+  // stops the collectors). Safe from any thread, including a collector's callback.
+  void CheckConfinement(uint32_t pid) {
+    auto it = confinement.find(pid);
+    if (it == confinement.end() || revoked.load()) return;
+    auto creds = ReadTargetCredentials(pid);
+    if (!creds.ok()) return;  // exited: the liveness check handles it
+    const std::string gain = PrivilegeGain(*creds, it->second);
+    if (gain.empty()) return;
+    std::lock_guard<std::mutex> lock(mu);
+    if (revoked.exchange(true)) return;
+    revoked_reason = "stopped collecting: pid " + std::to_string(pid) +
+                     " now holds privileges its requester (uid " + std::to_string(it->second.uid) +
+                     ") does not: " + gain +
+                     " (after an exec of a setuid, setgid or file-capability program?); the "
+                     "profile keeps what was collected before";
+  }
+  void CheckEveryConfinement() {
+    for (const auto& [pid, who] : confinement) CheckConfinement(pid);
+  }
+
   ProfileStore* Lookup(uint32_t pid) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = stores.find(pid);
@@ -155,6 +185,10 @@ struct Session::Impl {
         if (st.ringbuf_full > sampler_seen.ringbuf_full)
           first->accounting().drops.Add("ebpf_ringbuf_full",
                                         st.ringbuf_full - sampler_seen.ringbuf_full);
+        if (st.filtered_credentials > sampler_seen.filtered_credentials)
+          first->accounting().drops.Add(
+              "stack_after_privilege_gain",
+              st.filtered_credentials - sampler_seen.filtered_credentials);
       }
       sampler_seen = st;
     }
@@ -254,6 +288,9 @@ struct Session::Impl {
     for (auto& [pid, source] : pt) source->Flush();
     DrainSampler();
     AccountCollectors(&final);
+    if (const uint64_t late = windows_after_revocation.load(); late > 0)
+      if (ProfileStore* first = Lookup(config.pids.front()))
+        first->accounting().drops.Add("window_after_privilege_gain", late);
     sampler.reset();
     lbr.clear();
     pt.clear();
@@ -277,17 +314,26 @@ struct Session::Impl {
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
+      if (revoked.load()) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          info.error = revoked_reason;
+        }
+        TearDown(SessionState::kStopped);
+        return;
+      }
       const auto now = std::chrono::steady_clock::now();
       if (now - last_liveness < std::chrono::milliseconds(100)) continue;
       last_liveness = now;
+      CheckEveryConfinement();
       AccountCollectors();
       // A tracer that died (killed, or failed) leaves the session without branches: say so.
       for (auto& [pid, collector] : bursts) {
         if (!collector->finished() || collector->failure().empty() || !ProcessAlive(pid)) continue;
         {
           std::lock_guard<std::mutex> lock(mu);
-          info.error = "the ptrace tracer of pid " + std::to_string(pid) +
-                       " ended: " + collector->failure();
+          info.error =
+              "the ptrace tracer of pid " + std::to_string(pid) + " ended: " + collector->failure();
         }
         TearDown(SessionState::kFailed);
         return;
@@ -343,6 +389,23 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
   s->info.owner_uid = config.owner_uid;
   s->info.config = config;
   s->info.started_unix_ms = NowUnixMs();
+  if (config.confine_to_uid) {
+    for (uint32_t pid : config.pids) {
+      auto creds = ReadTargetCredentials(pid);
+      if (!creds.ok()) return creds.status();
+      Confinement who{*config.confine_to_uid, {}};
+      for (uint32_t g : creds->gids)
+        if (std::find(who.gids.begin(), who.gids.end(), g) == who.gids.end()) who.gids.push_back(g);
+      // The group ids a target starts with are its own (a user's process may run with any of
+      // their groups); its user ids, capabilities and dumpability must be plainly the user's.
+      const std::string gain = PrivilegeGain(*creds, who);
+      if (!gain.empty())
+        return Status(ErrorCode::kPermission, "pid " + std::to_string(pid) +
+                                                  " holds privileges you (uid " +
+                                                  std::to_string(who.uid) + ") do not: " + gain);
+      s->confinement.emplace(pid, std::move(who));
+    }
+  }
 
   collectors::BranchSource source = *chosen;
   if (source == collectors::BranchSource::kLbr || source == collectors::BranchSource::kIntelPt) {
@@ -377,6 +440,8 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
     ec.frequency_hz = static_cast<int>(config.sampling.stack_hz);
     ec.pids = config.pids;
     ec.kernel_stacks = config.sampling.kernel_stacks;
+    // In the kernel: a task whose credentials are not plainly the requester's is never sampled.
+    ec.only_uid = config.confine_to_uid;
     auto sampler = collectors::EbpfStackSampler::Start(ec);
     if (sampler.ok()) {
       s->sampler = std::move(*sampler);
@@ -398,9 +463,21 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       po.bursts_per_second = config.sampling.bursts_per_second;
       po.max_stopped_fraction = config.sampling.max_stopped_fraction;
       po.step_mode = ToStepMode(config.sampling.step_mode);
+      if (auto it = s->confinement.find(pid); it != s->confinement.end()) {
+        // The tracer runs as the requester, without capabilities: the kernel then refuses a
+        // setuid elevation under it, and applies Yama's ptrace scope, as for the user's own tools.
+        po.run_as = collectors::TracerCredentials{it->second.uid, it->second.gids.front()};
+      }
       collectors::PtraceBurstSink sink;
-      sink.on_window = [s](const BranchBatch& b) { s->ingestor->OfferBranches(b); };
+      sink.on_window = [s](const BranchBatch& b) {
+        if (s->revoked.load()) {
+          s->windows_after_revocation.fetch_add(1);
+          return;
+        }
+        s->ingestor->OfferBranches(b);
+      };
       sink.on_exec = [s, pid] {
+        s->CheckConfinement(pid);
         if (ProfileStore* store = s->Lookup(pid)) store->NoteExec();
       };
       auto collector = collectors::PtraceBurstCollector::Start(po, std::move(sink));
@@ -454,6 +531,15 @@ void Session::Stop() {
     torn = impl_->torn_down;
   }
   if (!torn) impl_->TearDown(SessionState::kStopped);
+}
+
+void Session::RecheckConfinement() {
+  if (!impl_ || impl_->confinement.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->torn_down) return;
+  }
+  impl_->CheckEveryConfinement();
 }
 
 bool Session::WaitEnded(int timeout_ms) {
@@ -602,7 +688,7 @@ Result<ResidualPathsResult> Session::ResidualPaths(const std::string& baseline,
   return out;
 }
 
-Result<std::string> Session::ExportPprof(bool include_paths) const {
+Result<std::string> Session::ExportPprof(bool include_paths, bool kernel_addresses) const {
   namespace pp = profiles::pprof;
   pp::ProfileOptions options;
   options.sample_types = {{"samples", "count"}};
@@ -630,7 +716,8 @@ Result<std::string> Session::ExportPprof(bool include_paths) const {
   CctQuery q;
   q.max_depth = 4096;
   q.max_nodes = 1000000;
-  const CallingContextTree tree = Cct(q);
+  CallingContextTree tree = Cct(q);
+  if (!kernel_addresses) HideKernelFrames(&tree);
   std::map<uint64_t, const CctNode*> by_id;
   for (const CctNode& n : tree.nodes) by_id[n.id] = &n;
   for (const CctNode& n : tree.nodes) {
@@ -650,7 +737,9 @@ Result<std::string> Session::ExportPprof(bool include_paths) const {
     HotPathsQuery hq;
     hq.top_k = 1000;
     hq.with_blocks = false;
-    for (const HotPath& p : HotPaths(hq).paths) {
+    HotPathsResult paths = HotPaths(hq);
+    if (!kernel_addresses) HideKernelFrames(&paths);
+    for (const HotPath& p : paths.paths) {
       pp::Sample sample;
       sample.stack.push_back(to_pprof(p.start));
       sample.values = {0, int64_t(p.estimate.value + 0.5)};

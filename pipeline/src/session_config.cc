@@ -1,5 +1,7 @@
 #include "pathprof/pipeline/session_config.h"
 
+#include <algorithm>
+
 #include <array>
 #include <utility>
 
@@ -112,6 +114,16 @@ Status SessionConfig::Validate() const {
   if (queues.stack_queue < 1 || queues.window_queue < 1)
     return bad("queue capacities must be at least 1");
   return Status::Ok();
+}
+
+uint64_t SessionConfig::MemoryBoundBytes() const {
+  // Rough per-entry sizes of each bounded structure, including map/node overheads.
+  const uint64_t per_process = uint64_t{engine.hpt_entries} * 64 +
+                               uint64_t{osp.memory_entries} * 96 + uint64_t{pcct.max_nodes} * 128 +
+                               uint64_t{queues.stack_queue} * 1200 +
+                               uint64_t{queues.window_queue} * sampling.window_branches * 48 +
+                               (1u << 20);  // mappings, symbol caches, accounting
+  return per_process * std::max<uint64_t>(1, pids.size());
 }
 
 }  // namespace pathprof::pipeline

@@ -1,5 +1,6 @@
 #include "pathprof/pipeline/session_manager.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -65,6 +66,21 @@ Result<std::shared_ptr<Session>> SessionManager::Start(SessionConfig config) {
 Result<SessionInfo> SessionManager::Stop(const std::string& id) {
   std::shared_ptr<Session> s = Get(id);
   if (s == nullptr) return Status(ErrorCode::kNotFound, "no session with id '" + id + "'");
+  s->Stop();
+  return s->Info();
+}
+
+Result<SessionInfo> SessionManager::Delete(const std::string& id) {
+  std::shared_ptr<Session> s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(sessions_.begin(), sessions_.end(),
+                           [&](const auto& x) { return x->id() == id; });
+    if (it == sessions_.end())
+      return Status(ErrorCode::kNotFound, "no session with id '" + id + "'");
+    s = *it;
+    sessions_.erase(it);
+  }
   s->Stop();
   return s->Info();
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,17 +33,21 @@ struct EbpfSamplerConfig {
   uint64_t cgroup_id = 0;      // 0: any cgroup; else the cgroup v2 id (inode of its directory)
   bool kernel_stacks = true;
   bool prefer_cycles = true;  // use the hardware cycles event when the host has a PMU
+  // Set: only tasks whose real, effective, saved and filesystem uids are all this one and that
+  // hold no capability are sampled, decided in the kernel at each sample (a non-admin's session).
+  std::optional<uint32_t> only_uid;
 };
 
 struct EbpfSamplerStats {
-  uint64_t events = 0;               // times the program ran
-  uint64_t idle = 0;                 // ... on an idle CPU
-  uint64_t filtered = 0;             // ... on a task that is not a target
-  uint64_t ringbuf_full = 0;         // lost: the ring buffer was full
-  uint64_t user_stack_errors = 0;    // delivered without a user stack
-  uint64_t kernel_stack_errors = 0;  // delivered without a kernel stack
-  uint64_t submitted = 0;            // written into the ring buffer
-  uint64_t delivered = 0;            // handed to the callback
+  uint64_t events = 0;                // times the program ran
+  uint64_t idle = 0;                  // ... on an idle CPU
+  uint64_t filtered = 0;              // ... on a task that is not a target
+  uint64_t filtered_credentials = 0;  // ... on a target whose credentials left only_uid
+  uint64_t ringbuf_full = 0;          // lost: the ring buffer was full
+  uint64_t user_stack_errors = 0;     // delivered without a user stack
+  uint64_t kernel_stack_errors = 0;   // delivered without a kernel stack
+  uint64_t submitted = 0;             // written into the ring buffer
+  uint64_t delivered = 0;             // handed to the callback
   int cpus_attached = 0;
   int cpus_skipped = 0;  // online but perf_event_open failed (reason in warnings)
   std::string event;     // "cycles" or "cpu-clock"

@@ -40,6 +40,13 @@
 
 namespace pathprof::collectors {
 
+// Who the tracer process runs as, when not as its (root) parent: a non-admin's session traces
+// with the requester's uid and the target's gid, without capabilities or supplementary groups.
+struct TracerCredentials {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
 struct PtraceBurstOptions {
   pid_t pid = 0;                         // target process (all of its threads are traced)
   uint32_t window_taken = 32;            // W: taken branches per window (LBR depth)
@@ -48,7 +55,8 @@ struct PtraceBurstOptions {
   uint64_t max_steps_per_burst = 20000;  // a burst that needs more stops is aborted
   // How a window is stepped; empty: what the step probe says works best here (step_probe.h).
   std::optional<StepMode> step_mode;
-  uint64_t seed = 0;  // jitter and thread choice; 0: from the clock
+  uint64_t seed = 0;                        // jitter and thread choice; 0: from the clock
+  std::optional<TracerCredentials> run_as;  // empty: the tracer keeps the caller's credentials
 
   Status Validate() const;
 };

@@ -29,6 +29,10 @@ class Authorizer {
 
   // OK, PERMISSION_DENIED "pid 123 belongs to uid 1000", or NOT_FOUND "no process 123".
   static grpc::Status CheckPid(const Peer& peer, uint32_t pid);
+  // Whether the caller may see kernel addresses and symbols: admins always; others as the host
+  // shows them to an unprivileged user in /proc/kallsyms and perf (kptr_restrict 0 and
+  // perf_event_paranoid <= 1). Read at each call, so a sysctl change applies at once.
+  static bool KernelAddressesVisible(const Peer& peer);
   static bool MaySee(const Peer& peer, uint32_t owner_uid) {
     return peer.admin || peer.uid == owner_uid;
   }

@@ -18,10 +18,13 @@ struct Limits {
   uint32_t default_top_k = 20;
   uint32_t max_depth = 512;                // calling-context tree depth, PCCT max_depth
   uint32_t max_targets_listed = 10000;     // ListTargets limit
-  uint32_t max_sessions_per_client = 8;    // running sessions per client (uid or TLS identity)
-  uint32_t max_sessions = 64;              // all clients together
-  uint64_t max_memory_bytes = 1ull << 30;  // the profiles' memory bounds summed over targets
-  uint32_t max_streams = 64;               // concurrent WatchHotPaths streams, all clients
+  uint32_t max_sessions_per_client = 8;    // held sessions (running and ended) per uid/TLS identity
+  uint32_t max_sessions = 64;              // held sessions, all clients together
+  uint32_t admin_reserved_sessions = 8;    // of max_sessions (and its share of memory): admins only
+  uint64_t max_memory_bytes = 1ull << 30;  // the profiles' memory bounds summed over held sessions
+  uint64_t max_session_memory_bytes = 256ull << 20;     // one session's profile bounds
+  uint64_t admin_reserved_memory_bytes = 256ull << 20;  // of max_memory_bytes: admins only
+  uint32_t max_streams = 64;  // concurrent WatchHotPaths streams, all clients
   uint32_t max_streams_per_client = 8;
   uint32_t min_watch_interval_ms = 100;
   uint32_t max_duration_s = 7 * 86400;
@@ -58,9 +61,9 @@ struct ParcaPushConfig {
 };
 struct ContinuousConfig {
   bool enabled = false;
-  uint32_t window_s = 60;       // one pprof window per this many seconds (1..3600)
-  uint32_t stack_hz = 19;       // eBPF stack sampling rate (1..1000)
-  std::string source = "none";  // branch source: none (stacks only), auto, ptrace, lbr, pt
+  uint32_t window_s = 60;          // one pprof window per this many seconds (1..3600)
+  uint32_t stack_hz = 19;          // eBPF stack sampling rate (1..1000)
+  std::string source = "none";     // branch source: none (stacks only), auto, ptrace, lbr, pt
   std::string step_mode = "auto";  // copied from [ptrace] step_mode when the config is built
   // What to profile; all three empty: every process. Each entry is its own window series.
   std::vector<std::string> units;        // systemd units, e.g. "nginx.service"

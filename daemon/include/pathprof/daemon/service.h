@@ -58,6 +58,8 @@ class ProfilerService final : public v1::PathProfiler::Service {
                            v1::ListTargetsResponse*) override;
   grpc::Status StartSession(grpc::ServerContext*, const v1::StartSessionRequest*,
                             v1::Session*) override;
+  grpc::Status DeleteSession(grpc::ServerContext*, const v1::DeleteSessionRequest*,
+                             v1::DeleteSessionResponse*) override;
   grpc::Status StopSession(grpc::ServerContext*, const v1::StopSessionRequest*,
                            v1::Session*) override;
   grpc::Status ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
@@ -89,7 +91,7 @@ class ProfilerService final : public v1::PathProfiler::Service {
                        std::shared_ptr<pipeline::Session>* out) const;
   grpc::Status CheckTopK(uint32_t requested, uint32_t* top_k) const;
   grpc::Status FillHotPaths(const pipeline::Session& session, const v1::GetHotPathsRequest& req,
-                            v1::HotPaths* out) const;
+                            bool hide_kernel, v1::HotPaths* out) const;
   Limits limits() const;
 
   pipeline::SessionManager* sessions_;
@@ -111,8 +113,5 @@ class ProfilerService final : public v1::PathProfiler::Service {
   std::condition_variable shutdown_cv_;
   bool shutting_down_ = false;
 };
-
-// Estimated bytes a session's profiles may grow to, from its bounds (for limits.max_memory_bytes).
-uint64_t EstimateSessionBytes(const pipeline::SessionConfig& config);
 
 }  // namespace pathprof::daemon

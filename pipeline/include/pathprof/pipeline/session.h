@@ -64,6 +64,10 @@ class Session {
 
   // Detaches every collector, applies what is queued, keeps the profiles. Idempotent.
   void Stop();
+  // A non-admin's session (config.confine_to_uid): reads its targets' credentials now and, if
+  // one holds more than its requester, stops collecting (within the control loop's 50 ms) and
+  // says why in SessionInfo::error. The daemon calls it before answering every query.
+  void RecheckConfinement();
   // Blocks until the session is no longer running (duration over, every target exited, stopped)
   // or `timeout_ms` passes; returns true when it ended.
   bool WaitEnded(int timeout_ms);
@@ -88,8 +92,9 @@ class Session {
   Result<ResidualPathsResult> ResidualPaths(const std::string& baseline, uint32_t top_k) const;
 
   // A gzip-compressed pprof profile.proto of the stack samples (and path counts as a second
-  // sample type when `include_paths`).
-  Result<std::string> ExportPprof(bool include_paths) const;
+  // sample type when `include_paths`). Without `kernel_addresses`, kernel stacks become one
+  // "[kernel]" frame with no address (kernel_frames.h).
+  Result<std::string> ExportPprof(bool include_paths, bool kernel_addresses = true) const;
 
  private:
   struct Impl;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,7 +54,7 @@ struct SamplingSettings {
   double bursts_per_second = 20;       // ptrace bursts: mean rate
   double max_stopped_fraction = 0.04;  // ptrace bursts: cap on any second threads spend stopped
   StepChoice step_mode = StepChoice::kAuto;  // ptrace bursts: how windows are stepped
-  uint64_t lbr_period = 100003;        // LBR: cycles between samples
+  uint64_t lbr_period = 100003;              // LBR: cycles between samples
   bool kernel_stacks = true;
 };
 
@@ -87,9 +88,16 @@ struct SessionConfig {
   uint32_t duration_s = 0;     // 0: until stopped (or every target exited)
   uint32_t retention_s = 600;  // how long an exited target's profile is kept
   uint32_t owner_uid = 0;      // who started it (the daemon's authorization uses it)
+  // Set for a non-admin's session: the uid whose privileges the targets may not exceed. Their
+  // credentials are checked at start, at every exec and every query; stack samples are filtered
+  // in the kernel by credentials; the ptrace tracer runs as this uid. Unset: no confinement.
+  std::optional<uint32_t> confine_to_uid;
 
   // Checks ranges (pids present, path length 1..64, HPT geometry, OSP length a power of two...).
   Status Validate() const;
+  // The most memory the session's profiles and queues may take, from the bounds above: what
+  // memory quotas count.
+  uint64_t MemoryBoundBytes() const;
 };
 
 }  // namespace pathprof::pipeline

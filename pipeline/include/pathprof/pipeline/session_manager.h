@@ -34,6 +34,8 @@ class SessionManager {
   Result<std::shared_ptr<Session>> Start(SessionConfig config);
   // Stops and returns the final info; kNotFound for an unknown id.
   Result<SessionInfo> Stop(const std::string& id);
+  // Stops it if it runs and forgets it (its profiles go when the last reader lets go).
+  Result<SessionInfo> Delete(const std::string& id);
   std::vector<SessionInfo> List() const;
   // nullptr for an unknown (or expired) id.
   std::shared_ptr<Session> Get(const std::string& id) const;

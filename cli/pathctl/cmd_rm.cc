@@ -1,0 +1,45 @@
+// pathctl rm ID...: deletes sessions (stopping them first if they run) with their profiles, so
+// that they no longer count against the caller's quota.
+#include <cstdio>
+
+#include "pathctl/client.h"
+
+namespace pathctl {
+namespace {
+
+int RunRm(Args& args) {
+  Client client(args);
+  const bool json = args.Has("json");
+  auto problems = args.Problems();
+  if (args.positional().empty()) problems.push_back("expected one or more SESSION ids");
+  if (!problems.empty()) return UsageError("rm", problems);
+  JsonWriter w;
+  if (json) w.BeginArray();
+  for (const std::string& id : args.positional()) {
+    pathprof::v1::DeleteSessionRequest req;
+    req.set_session_id(id);
+    pathprof::v1::DeleteSessionResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub().DeleteSession(ctx.get(), req, &resp);
+    if (!s.ok()) return client.Fail("rm", s);
+    if (json)
+      SessionJson(w, resp.deleted());
+    else
+      std::printf("session %s deleted (was %s)\n", id.c_str(),
+                  SessionStateName(resp.deleted().state()));
+  }
+  if (json) {
+    w.EndArray();
+    std::printf("%s\n", w.str().c_str());
+  }
+  return kExitOk;
+}
+
+PATHCTL_COMMAND(Command{"rm",
+                        "delete daemon sessions and their profiles (frees the quota they hold)",
+                        "usage: pathctl rm SESSION...\n\n" PATHCTL_CLIENT_USAGE,
+                        {"json"},
+                        RunRm});
+
+}  // namespace
+}  // namespace pathctl
