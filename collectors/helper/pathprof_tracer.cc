@@ -45,13 +45,19 @@ std::string DropTo(uid_t uid, gid_t gid) {
   if (setgroups(0, nullptr) != 0) return std::string("setgroups: ") + std::strerror(errno);
   if (setresgid(gid, gid, gid) != 0) return std::string("setresgid: ") + std::strerror(errno);
   if (setresuid(uid, uid, uid) != 0) return std::string("setresuid: ") + std::strerror(errno);
+  // From a non-root daemon (the packaged one runs as `pathprof` with ambient capabilities) the
+  // uid change keeps the capabilities: drop every one explicitly (dropping needs none).
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[2] = {};
+  if (syscall(SYS_capset, &header, none) != 0)
+    return std::string("capset: ") + std::strerror(errno);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return std::string("PR_SET_NO_NEW_PRIVS: ") + std::strerror(errno);
   uid_t r, e, s;
   if (getresuid(&r, &e, &s) != 0 || r != uid || e != uid || s != uid)
     return "the uid did not change to " + std::to_string(uid);
-  // Permitted capabilities left after the change would mean a way back: refuse to run then.
-  if (uid != 0) {
+  // Capabilities left after this would mean a way back: refuse to run then.
+  {
     std::FILE* f = std::fopen("/proc/thread-self/status", "r");
     char line[256];
     while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr)
