@@ -22,7 +22,14 @@ int RunStats(Args& args) {
     JsonWriter w;
     w.BeginObject().Key("daemon_cpu_seconds").Double(resp.daemon_cpu_seconds());
     w.Key("daemon_rss_bytes").Uint(resp.daemon_rss_bytes()).Key("clients").Uint(resp.clients());
-    w.Key("streams").Uint(resp.streams()).Key("targets").BeginArray();
+    w.Key("streams").Uint(resp.streams());
+    w.Key("sessions_held")
+        .Uint(resp.sessions_held())
+        .Key("sessions_limit")
+        .Uint(resp.sessions_limit());
+    w.Key("sessions_memory_bound_bytes").Uint(resp.sessions_memory_bound_bytes());
+    w.Key("sessions_memory_limit_bytes").Uint(resp.sessions_memory_limit_bytes());
+    w.Key("targets").BeginArray();
     for (const auto& t : resp.targets()) {
       w.BeginObject().Key("session_id").String(t.session_id()).Key("pid").Uint(t.pid());
       w.Key("stack_samples").Uint(t.stack_samples()).Key("windows").Uint(t.windows());
@@ -43,6 +50,10 @@ int RunStats(Args& args) {
   std::printf("daemon: %.2f s CPU, %.1f MiB resident, %u clients, %u streams\n",
               resp.daemon_cpu_seconds(), resp.daemon_rss_bytes() / 1048576.0, resp.clients(),
               resp.streams());
+  std::printf("sessions: %u held of %u; their profiles may take %.0f of %.0f MiB\n",
+              resp.sessions_held(), resp.sessions_limit(),
+              resp.sessions_memory_bound_bytes() / 1048576.0,
+              resp.sessions_memory_limit_bytes() / 1048576.0);
   std::printf("%-10s %7s %10s %9s %12s %8s %9s  %s\n", "SESSION", "PID", "STACKS", "WINDOWS",
               "BRANCHES", "CPU s", "MEM MiB", "DROPS / DECODE ERRORS");
   for (const auto& t : resp.targets()) {

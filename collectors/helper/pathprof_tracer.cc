@@ -9,8 +9,10 @@
 // Not meant to be run by hand; `pathctl caps` shows the probe.
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>

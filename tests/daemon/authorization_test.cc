@@ -198,6 +198,11 @@ TEST(AuthorizationQuotas, ANonAdminCannotMakeTheDaemonRefuseAnAdmin) {
     ASSERT_EQ(r.rc, 0) << r.out << d.Log();
     ids.push_back(FirstLine(r.out));
   }
+  // One session's memory is bounded too: 4 M OSP entries is within max_osp_entries, but its
+  // profiles could take ~370 MiB, above the 256 MiB a session may.
+  auto big = d.Ctl(start + " --osp-entries 4000000", as);
+  EXPECT_EQ(big.rc, 5) << big.out;
+  EXPECT_NE(big.out.find("limits.max_session_memory_bytes"), std::string::npos) << big.out;
   // The user has filled what a non-admin may: 3 of 5, 2 kept for admins.
   auto refused = d.Ctl(start, as);
   EXPECT_EQ(refused.rc, 5) << refused.out;
@@ -215,6 +220,11 @@ TEST(AuthorizationQuotas, ANonAdminCannotMakeTheDaemonRefuseAnAdmin) {
     auto r = d.Ctl("start --pid " + std::to_string(roots.pid()) + " --source none");
     EXPECT_EQ(r.rc, 0) << r.out;
   }
+  // What is held, and its memory, is reported.
+  auto stats = d.Ctl("stats --json");
+  EXPECT_NE(stats.out.find("\"sessions_held\":5,\"sessions_limit\":5"), std::string::npos)
+      << stats.out;
+  EXPECT_EQ(stats.out.find("\"sessions_memory_bound_bytes\":0,"), std::string::npos) << stats.out;
   // Deleting frees a place at once; the user may delete only its own sessions.
   auto root_session = d.Ctl("start --pid " + std::to_string(roots.pid()) + " --source none");
   EXPECT_EQ(root_session.rc, 5) << "the daemon is full: " << root_session.out;
