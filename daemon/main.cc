@@ -105,6 +105,10 @@ int Main(int argc, char** argv) {
     std::fputs(FlagsHelp(), stdout);
     return 0;
   }
+  if (flags->version) {
+    std::printf("pathprofd %s\n", PATHPROF_VERSION_STRING);
+    return 0;
+  }
   auto built = BuildConfig(*flags);
   if (!built.ok()) {
     Log(kLogError, "%s", built.status().message().c_str());

@@ -54,16 +54,8 @@ int RunBursts(Args& args) {
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0, 0, kMaxI64));
   const std::string mode = args.Get("step-mode", "auto");
   const long long top = args.GetInt("top", 10, 0, 1000000);
-  std::string out = args.Get("output");
-  std::vector<std::string> extra;
-  const auto& pos = args.positional();
-  for (size_t i = 0; i < pos.size(); ++i) {
-    if (pos[i] == "-o" && i + 1 < pos.size()) {
-      out = pos[++i];
-    } else {
-      extra.push_back(pos[i]);
-    }
-  }
+  const std::string out = args.Get("output");  // -o is its short spelling (Args)
+  const std::vector<std::string>& extra = args.positional();
   auto problems = args.Problems();
   if (o.pid <= 0) problems.push_back("--pid PID is required");
   pathprof::collectors::StepMode step_mode;

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "pathctl/client.h"
+#include "pathctl/json_writer.h"
 
 namespace pathctl {
 namespace {
@@ -11,15 +12,9 @@ namespace {
 int RunExport(Args& args) {
   Client client(args);
   bool paths = args.Has("paths");
-  std::string out = args.Get("output");
-  // `-o FILE` is the familiar spelling; Args only knows long options, so take it from positionals.
-  std::vector<std::string> pos;
-  for (size_t i = 0; i < args.positional().size(); ++i) {
-    if (args.positional()[i] == "-o" && i + 1 < args.positional().size())
-      out = args.positional()[++i];
-    else
-      pos.push_back(args.positional()[i]);
-  }
+  const std::string out = args.Get("output");  // -o is its short spelling (Args)
+  const bool json = args.Has("json");
+  const std::vector<std::string>& pos = args.positional();
   auto problems = args.Problems();
   if (pos.size() != 1) problems.push_back("expected one SESSION id");
   if (out.empty()) problems.push_back("-o FILE is required");
@@ -37,8 +32,18 @@ int RunExport(Args& args) {
     std::fprintf(stderr, "pathctl export: cannot write %s\n", out.c_str());
     return kExitError;
   }
-  std::fprintf(stderr, "wrote %s (%zu bytes); view with: go tool pprof -top %s\n", out.c_str(),
-               resp.pprof_gzip().size(), out.c_str());
+  if (json) {
+    JsonWriter j;
+    j.BeginObject();
+    j.Key("file").String(out);
+    j.Key("bytes").Uint(resp.pprof_gzip().size());
+    j.Key("format").String("pprof");
+    j.EndObject();
+    std::printf("%s\n", j.str().c_str());
+  } else {
+    std::fprintf(stderr, "wrote %s (%zu bytes); view with: go tool pprof -top %s\n", out.c_str(),
+                 resp.pprof_gzip().size(), out.c_str());
+  }
   return kExitOk;
 }
 

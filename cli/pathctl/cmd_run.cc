@@ -344,6 +344,11 @@ int RunRun(Args& args) {
 
   pid_t child = -1;
   if (pid_arg != 0) {
+    // Same exit code as the daemon commands give for a process that is not there.
+    if (kill(static_cast<pid_t>(pid_arg), 0) != 0 && errno == ESRCH) {
+      std::fprintf(stderr, "pathctl run: no process %lld (pathctl ps lists them)\n", pid_arg);
+      return kExitNotFound;
+    }
     config.pids = {static_cast<uint32_t>(pid_arg)};
   } else {
     std::string error;

@@ -19,17 +19,8 @@ constexpr const char* kUsage =
 
 int RunTrace(Args& args) {
   bool exact = args.Has("exact");
-  std::string out = args.Get("output", args.Get("o"));
-  // The shared parser only knows --long flags; accept the conventional short -o here.
-  std::vector<std::string> extra;
-  const auto& pos = args.positional();
-  for (size_t i = 0; i < pos.size(); ++i) {
-    if (pos[i] == "-o" && i + 1 < pos.size()) {
-      out = pos[++i];
-    } else {
-      extra.push_back(pos[i]);
-    }
-  }
+  const std::string out = args.Get("output");  // -o is its short spelling (Args)
+  const std::vector<std::string>& extra = args.positional();
   long long batch = args.GetInt("batch-events", 4096, 1, 1 << 20);
   long long max_steps = args.GetInt("max-steps", 0, 0, kMaxI64);
   auto problems = args.Problems();

@@ -7,7 +7,7 @@ namespace {
 
 int RunVersion(Args& args) {
   if (auto p = args.Problems(); !p.empty()) return UsageError("version", p);
-  std::printf("pathctl 0.1.0\n");
+  std::printf("pathctl %s\n", PATHPROF_VERSION_STRING);
   return kExitOk;
 }
 

@@ -25,7 +25,8 @@ enum ExitCode {
 };
 
 // Command-line arguments after the subcommand name: `--key value`, `--key=value`, boolean
-// `--flag`, positionals, and everything after `--` kept verbatim (a command to run).
+// `--flag`, `-o FILE` (for --output), `-h` (for --help), positionals, and everything after `--`
+// kept verbatim (a command to run). Any other `-X` is a usage error.
 class Args {
  public:
   // `boolean_flags` lists the flags that take no value.
@@ -43,9 +44,12 @@ class Args {
   std::vector<std::string> Problems() const;
 
  private:
-  std::map<std::string, std::string> values_;
+  // How the user wrote a flag, for messages: "-o (--output)" where the short form was used.
+  std::string Spelling(const std::string& key) const;
+
+  std::map<std::string, std::string> values_, spelled_;
   mutable std::map<std::string, bool> used_;
-  std::vector<std::string> positional_, rest_, errors_;
+  std::vector<std::string> positional_, rest_, errors_, missing_value_;
 };
 
 // Ranges that flags share. A pid must fit pid_t and be a process (1 or above); a count that

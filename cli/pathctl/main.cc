@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -13,12 +14,32 @@ std::map<std::string, Command>& Registry() {
   return registry;
 }
 
+// The short spellings people type from habit (perf, tar, curl). Any other single-dash option
+// is an error rather than a positional, so that `run -F 99` cannot be silently ignored.
+const std::map<std::string, std::string>& ShortOptions() {
+  static const std::map<std::string, std::string> kShort = {{"-o", "output"}, {"-h", "help"}};
+  return kShort;
+}
+
 Args::Args(std::vector<std::string> argv, std::vector<std::string> boolean_flags) {
+  boolean_flags.push_back("help");  // every command answers --help
   for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
+    std::string a = argv[i];
     if (a == "--") {
       rest_.assign(argv.begin() + i + 1, argv.end());
       break;
+    }
+    // A lone "-" is a positional (stdin, by convention); "-5" is a number, not an option.
+    const bool short_option = a.size() >= 2 && a[0] == '-' && a[1] != '-' &&
+                              !std::isdigit(static_cast<unsigned char>(a[1]));
+    if (short_option) {
+      auto it = ShortOptions().find(a);
+      if (it == ShortOptions().end()) {
+        errors_.push_back("unknown option " + a);
+        continue;
+      }
+      spelled_[it->second] = a + " (--" + it->second + ")";
+      a = "--" + it->second;
     }
     if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
       std::string key = a.substr(2), value;
@@ -30,10 +51,14 @@ Args::Args(std::vector<std::string> argv, std::vector<std::string> boolean_flags
         key = key.substr(0, eq);
       } else if (boolean) {
         value = "true";
-      } else if (i + 1 < argv.size()) {
+      } else if (i + 1 < argv.size() && argv[i + 1].compare(0, 2, "--") != 0) {
+        // A following "--flag" (or "--") is never taken as a value: `--bogus --top 5` reports
+        // --bogus instead of swallowing --top.
         value = argv[++i];
       } else {
-        errors_.push_back("--" + key + " needs a value");
+        // Whether this is "needs a value" or "unknown option" depends on whether the command
+        // asks for it: decided in Problems(), after the command has read its flags.
+        missing_value_.push_back(key);
         continue;
       }
       values_[key] = value;
@@ -85,10 +110,18 @@ double Args::GetDouble(const std::string& key, double fallback, double lo, doubl
   return x;
 }
 
+std::string Args::Spelling(const std::string& key) const {
+  auto it = spelled_.find(key);
+  return it == spelled_.end() ? "--" + key : it->second;
+}
+
 std::vector<std::string> Args::Problems() const {
   std::vector<std::string> out = errors_;
   for (const auto& [k, v] : values_)
-    if (!used_.count(k)) out.push_back("unknown option --" + k);
+    if (!used_.count(k) && k != "help") out.push_back("unknown option " + Spelling(k));
+  for (const std::string& k : missing_value_)
+    out.push_back(used_.count(k) ? Spelling(k) + " needs a value"
+                                 : "unknown option " + Spelling(k));
   return out;
 }
 
@@ -100,11 +133,19 @@ int UsageError(const std::string& name, const std::vector<std::string>& problems
 
 namespace {
 
+// The version the build stamped in (CMake's project version and the git commit, when built from
+// a checkout).
+void PrintVersion() {
+  std::printf("pathctl %s\n", PATHPROF_VERSION_STRING);
+}
+
 void PrintHelp() {
   std::printf("pathctl: the pathprof command-line tool\n\nusage: pathctl COMMAND [OPTIONS]\n\n");
   for (const auto& [name, c] : Registry())
     std::printf("  %-10s %s\n", name.c_str(), c.summary.c_str());
-  std::printf("\npathctl help COMMAND shows a command's options.\n");
+  std::printf(
+      "\npathctl help COMMAND (or pathctl COMMAND --help) shows a command's options;"
+      " pathctl --version its version.\n");
 }
 
 }  // namespace
@@ -126,11 +167,19 @@ int main(int argc, char** argv) {
     PrintHelp();
     return args.empty() ? kExitUsage : kExitOk;
   }
+  if (args[0] == "--version" || args[0] == "-V") {
+    PrintVersion();
+    return kExitOk;
+  }
   auto it = Registry().find(args[0]);
   if (it == Registry().end()) {
     std::fprintf(stderr, "pathctl: no command '%s' (pathctl help lists them)\n", args[0].c_str());
     return kExitUsage;
   }
   Args parsed(std::vector<std::string>(args.begin() + 1, args.end()), it->second.boolean_flags);
+  if (parsed.Has("help")) {
+    std::printf("%s\n", it->second.usage.c_str());
+    return kExitOk;
+  }
   return it->second.run(parsed);
 }

@@ -18,6 +18,7 @@ constexpr const char* kUsage =
     "usage: pathtop [--pid PID | --comm NAME] [--socket PATH | --address HOST:PORT]\n"
     "               [--interval SECONDS] [--top N] [--keep]\n"
     "               [--source auto|none|ptrace|lbr|pt] [--step-mode auto|breakpoints|int3|step]\n"
+    "       pathtop --version\n"
     "\n"
     "A live view of a process's hot paths, hot subpaths, calling-context tree, hot call pairs\n"
     "and hot methods from pathprofd. Starts a session for the process or joins a running one;\n"
@@ -75,6 +76,10 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--version") {
+      std::printf("pathtop %s\n", PATHPROF_VERSION_STRING);
       return 0;
     }
     if (a == "--keep") {

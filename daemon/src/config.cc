@@ -260,7 +260,8 @@ const char* FlagsHelp() {
          "  --log-level LEVEL      error, warning, notice, info (default), debug\n"
          "  --max-top-k N, --max-depth N, --max-sessions N, --max-sessions-per-client N,\n"
          "  --max-memory-bytes N, --max-streams N, --max-streams-per-client N,\n"
-         "  --rate-qps X, --rate-burst X, ... : any [limits] key of the config file\n";
+         "  --rate-qps X, --rate-burst X, ... : any [limits] key of the config file\n"
+         "  --version              print the version and exit\n";
 }
 
 Result<Flags> ParseFlags(int argc, char** argv) {
@@ -279,6 +280,10 @@ Result<Flags> ParseFlags(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       f.help = true;
+      continue;
+    }
+    if (a == "--version") {
+      f.version = true;
       continue;
     }
     if (a.rfind("--", 0) != 0)

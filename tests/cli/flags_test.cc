@@ -70,4 +70,62 @@ TEST(Flags, PathtopChecksItsNumbersToo) {
   EXPECT_EQ(r.rc, 2) << r.out;
 }
 
+// What a new user types from habit: --help after a command, -o, --version, a flag from another
+// tool. Each either works or is a usage error that names what was typed; none is ignored.
+CommandResult Bare(const std::string& tool, const std::string& args) {
+  return pathprof::testing::RunCommand(std::string(PATHPROF_BIN_DIR) + "/" + tool + " " + args +
+                                       " 2>&1");
+}
+
+TEST(Flags, HelpAfterACommandPrintsItsUsage) {
+  for (const char* args : {"paths --help", "export -h", "run --pid 1 --help", "bursts --help"}) {
+    const CommandResult r = Bare("pathctl", args);
+    EXPECT_EQ(r.rc, 0) << args << "\n" << r.out;
+    const std::string command = std::string(args).substr(0, std::string(args).find(' '));
+    EXPECT_NE(r.out.find("usage: pathctl " + command), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+TEST(Flags, EveryToolHasAVersion) {
+  for (const char* tool : {"pathctl", "pathtop", "pathprofd"}) {
+    const CommandResult r = Bare(tool, "--version");
+    EXPECT_EQ(r.rc, 0) << tool << "\n" << r.out;
+    EXPECT_EQ(r.out, std::string(tool) + " " + PATHPROF_VERSION_STRING + "\n");
+  }
+  EXPECT_EQ(Bare("pathctl", "version").out,
+            std::string("pathctl ") + PATHPROF_VERSION_STRING + "\n");
+}
+
+TEST(Flags, UnknownOrValuelessFlagsAreNamedNeverIgnored) {
+  const Case cases[] = {
+      // An unknown flag at the end is unknown, not "needs a value".
+      {"paths s-1 --bogus", "unknown option --bogus"},
+      // ...and does not swallow the flag after it.
+      {"paths s-1 --bogus --top 5", "unknown option --bogus"},
+      // A known flag without its value.
+      {"paths s-1 --top", "--top needs a value"},
+      // perf's habits on a command that does not take them.
+      {"run -F 99 -- /bin/true", "unknown option -F"},
+      {"run -o x.pb.gz -- /bin/true", "unknown option -o (--output)"},
+      {"export s-1", "-o FILE is required"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult r = Bare("pathctl", c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n" << r.out;
+  }
+  // -o is --output wherever a command writes a file; the request then fails only for want of a
+  // daemon (exit 4), not of a flag.
+  const CommandResult r =
+      Bare("pathctl", "export s-1 -o /tmp/x.pb.gz --json --socket /nonexistent/s");
+  EXPECT_EQ(r.rc, 4) << r.out;
+}
+
+TEST(Flags, RunOnAMissingProcessIsNotFound) {
+  // pid_max is at most 2^22 on Linux: this pid cannot exist.
+  const CommandResult r = Bare("pathctl", "run --source none --pid 2147483000 --duration 1");
+  EXPECT_EQ(r.rc, 6) << r.out;
+  EXPECT_NE(r.out.find("no process 2147483000"), std::string::npos) << r.out;
+}
+
 }  // namespace

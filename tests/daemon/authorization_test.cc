@@ -33,6 +33,19 @@ uint32_t TestUid() {
   return p != nullptr ? p->pw_uid : 0;
 }
 
+// setpriv changes credentials only after fork: until then the child is root, and a non-admin's
+// session on it is rightly refused. Waits (bounded) until the child runs as the test user.
+bool RunsAsTestUser(pid_t pid) {
+  const std::string uid = std::to_string(TestUid());
+  const std::string want = "\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (Uids(pid) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // A directory with a setuid-root copy of example_hotloop, removed at the end.
 class SetuidProgram {
  public:
@@ -80,11 +93,9 @@ class Reaped {
 
 class Authorization : public ::testing::Test {
  protected:
-  void SetUp() override {
-    as_ = EnsureTestUser();
-    ASSERT_TRUE(daemon_.Ready()) << daemon_.Log();
-  }
-  std::string as_;
+  void SetUp() override { ASSERT_TRUE(daemon_.Ready()) << daemon_.Log(); }
+  // Declared before daemon_, so the socket's group exists when the daemon starts.
+  std::string as_ = EnsureTestUser();
   Daemon daemon_{"", {"--socket-group", kTestGroup, "--admin-group", "pathprof-test-admins"}};
 };
 
@@ -93,6 +104,7 @@ TEST_F(Authorization, SessionStopsWhenItsTargetExecsASetuidRootProgram) {
   if (!suid.Works()) GTEST_SKIP() << "setuid programs do not run from /tmp here (nosuid)";
   const Reaped guard(UserExecsLater(suid.path(), "1.5"));
   const pid_t target = guard.pid();
+  ASSERT_TRUE(RunsAsTestUser(target)) << Uids(target);
   auto started =
       daemon_.Ctl("start --pid " + std::to_string(target) + " --source none --stack-hz 499", as_);
   ASSERT_EQ(started.rc, 0) << started.out << daemon_.Log();
@@ -121,6 +133,7 @@ TEST_F(Authorization, NoElevationUnderANonAdminsPtraceSession) {
   if (!suid.Works()) GTEST_SKIP() << "setuid programs do not run from /tmp here (nosuid)";
   const Reaped guard(UserExecsLater(suid.path(), "1"));
   const pid_t target = guard.pid();
+  ASSERT_TRUE(RunsAsTestUser(target)) << Uids(target);
   auto started =
       daemon_.Ctl("start --pid " + std::to_string(target) + " --source ptrace --stack-hz 0", as_);
   ASSERT_EQ(started.rc, 0) << started.out << daemon_.Log();
@@ -144,9 +157,11 @@ TEST_F(Authorization, NonAdminsSeeNoKernelAddressesWhereTheHostHidesThem) {
     GTEST_SKIP() << "this host shows kernel addresses to every user (kptr_restrict 0, "
                     "perf_event_paranoid <= 1)";
   // A user process that lives in the kernel: small reads and writes.
-  const pid_t target = Spawn({"/usr/bin/setpriv", std::string("--reuid=") + kTestUser,
-                              std::string("--regid=") + kTestGroup, "--clear-groups", "/bin/dd",
-                              "if=/dev/zero", "of=/dev/null", "bs=1"});
+  const Reaped guard(Spawn({"/usr/bin/setpriv", std::string("--reuid=") + kTestUser,
+                            std::string("--regid=") + kTestGroup, "--clear-groups", "/bin/dd",
+                            "if=/dev/zero", "of=/dev/null", "bs=1"}));
+  const pid_t target = guard.pid();
+  ASSERT_TRUE(RunsAsTestUser(target)) << Uids(target);
   auto started =
       daemon_.Ctl("start --pid " + std::to_string(target) + " --source none --stack-hz 999", as_);
   ASSERT_EQ(started.rc, 0) << started.out << daemon_.Log();
@@ -190,7 +205,7 @@ TEST(AuthorizationQuotas, ANonAdminCannotMakeTheDaemonRefuseAnAdmin) {
                             std::string("--regid=") + kTestGroup, "--clear-groups",
                             kBin + "/example_hotloop", "0"}));
   const pid_t mine = guard.pid();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(RunsAsTestUser(mine)) << Uids(mine);
   const std::string start = "start --pid " + std::to_string(mine) + " --source none";
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {

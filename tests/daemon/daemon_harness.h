@@ -144,11 +144,15 @@ inline std::string Trim(std::string s) {
 inline const char* kTestUser = "pathproftest";
 inline const char* kTestGroup = "pathprof-test-clients";
 // Creates the unprivileged test user and its group if absent; returns the setpriv prefix that
-// runs a command as that user (no supplementary groups beyond the socket's group).
+// runs a command as that user (no supplementary groups beyond the socket's group). Call it before
+// starting a daemon that names the group. ctest runs tests as parallel processes, and on a fresh
+// machine two of them would race to create the same group (one groupadd fails): flock makes it
+// one at a time.
 inline std::string EnsureTestUser() {
-  Sh(std::string("getent group ") + kTestGroup + " >/dev/null || groupadd " + kTestGroup);
-  Sh(std::string("id ") + kTestUser + " >/dev/null 2>&1 || useradd -M -N -g " + kTestGroup +
-     " -s /usr/sbin/nologin " + kTestUser);
+  Sh(std::string("flock /tmp/pathprof-test-user.lock sh -c 'getent group ") + kTestGroup +
+     " >/dev/null || groupadd " + kTestGroup + "; id " + kTestUser +
+     " >/dev/null 2>&1 || useradd -M -N -g " + kTestGroup + " -s /usr/sbin/nologin " + kTestUser +
+     "'");
   return std::string("setpriv --reuid=") + kTestUser + " --regid=" + kTestGroup +
          " --clear-groups ";
 }

@@ -80,18 +80,29 @@ TEST_F(DaemonSession, ExportPassesGoPprofWithHotFirst) {
 }
 
 TEST_F(DaemonSession, AbsurdSizesAreInvalidArgument) {
+  // pathctl refuses what is outside a flag's own range before it sends anything...
   auto r = daemon_.Ctl("paths " + id_ + " --top 1000000000");
   EXPECT_EQ(r.rc, 2) << r.out;
-  EXPECT_NE(r.out.find("invalid request: top_k 1000000000 is above the server maximum 1000"),
+  EXPECT_NE(r.out.find("--top expects an integer in [1, 1000000], got '1000000000'"),
             std::string::npos)
       << r.out;
-  r = daemon_.Ctl("tree " + id_ + " --depth 100000");
-  EXPECT_EQ(r.rc, 2) << r.out;
-  EXPECT_NE(r.out.find("max_depth"), std::string::npos) << r.out;
   r = daemon_.Ctl("start --pid " + std::to_string(loop_.pid()) + " --hpt-entries 4000000000");
   EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("--hpt-entries expects an integer"), std::string::npos) << r.out;
+  // ...and the daemon refuses what is above its own limits (defaults: top_k 1000, depth 512,
+  // 2^20 HPT entries, watch every 100 ms at most), naming the request field and the limit.
+  r = daemon_.Ctl("paths " + id_ + " --top 5000");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("invalid request: top_k 5000 is above the server maximum 1000"),
+            std::string::npos)
+      << r.out;
+  r = daemon_.Ctl("tree " + id_ + " --depth 1000");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("max_depth"), std::string::npos) << r.out;
+  r = daemon_.Ctl("start --pid " + std::to_string(loop_.pid()) + " --hpt-entries 4000000");
+  EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("engine.hpt_entries"), std::string::npos) << r.out;
-  r = daemon_.Ctl("watch " + id_ + " --interval 1");
+  r = daemon_.Ctl("watch " + id_ + " --interval 50");
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("min_watch_interval_ms"), std::string::npos) << r.out;
   r = daemon_.Ctl("paths no-such-session");

@@ -116,6 +116,7 @@ struct Flags {
   bool config_given = false;
   std::vector<std::pair<std::string, std::string>> overrides;  // flag name, value, in order
   bool help = false;
+  bool version = false;
 };
 Result<Flags> ParseFlags(int argc, char** argv);
 const char* FlagsHelp();
