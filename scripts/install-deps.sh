@@ -9,7 +9,7 @@ packages=(
   libelf-dev libdw-dev libipt-dev libzydis-dev
   libbpf-dev bpftool clang llvm
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
-  libncurses-dev libsystemd-dev libdebuginfod-dev tmux
+  libncurses-dev libsystemd-dev libdebuginfod-dev debuginfod tmux
   linux-perf bpftrace golang-go golang-github-google-pprof-dev
   libcpp-httplib-dev libssl-dev libtomlplusplus-dev prometheus
 )

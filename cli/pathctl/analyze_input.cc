@@ -12,8 +12,10 @@
 #include <unordered_map>
 
 #include "pathprof/core/clock.h"
+#include "pathprof/core/hex.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/decoders/address_space.h"
+#include "pathprof/decoders/image_store.h"
 #include "pathprof/decoders/lbr_replay.h"
 #include "pathprof/decoders/perf_data_reader.h"
 #include "pathprof/decoders/pt_config.h"
@@ -34,16 +36,6 @@ using pathprof::Status;
 
 constexpr uint32_t kNoPid = ~0u;  // perf's -1: kernel mappings, CPU-wide AUX buffers
 
-std::string Hex(const std::string& raw) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
-}
-
 // What the recording says about its processes: mappings (MMAP/MMAP2, inherited on FORK),
 // names (COMM) and which thread belongs to which process.
 struct RecordedProcesses {
@@ -59,7 +51,7 @@ struct RecordedProcesses {
     map.pgoff = m.pgoff;
     map.executable = !m.is_mmap2 || (m.prot & PROT_EXEC) != 0;
     map.path = m.filename;
-    map.build_id = Hex(m.build_id);
+    map.build_id = pathprof::HexBytes(m.build_id);
     mappings[m.pid].push_back(std::move(map));
     mmaps[m.pid].push_back(m);
     pid_of_tid.emplace(m.tid, m.pid);
@@ -124,20 +116,6 @@ class Stores {
   AnalyzeResult* out_;
   const RecordedProcesses* processes_;
 };
-
-// The file a recorded path names, looked for as ImageStore does: under the binary dir at the
-// recorded path, then by basename, then the recorded path itself.
-std::string ResolveBinary(const std::string& recorded, const std::string& binary_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!binary_dir.empty()) {
-    const fs::path under = fs::path(binary_dir) / fs::path(recorded).relative_path();
-    if (fs::is_regular_file(under, ec)) return under.string();
-    const fs::path base = fs::path(binary_dir) / fs::path(recorded).filename();
-    if (fs::is_regular_file(base, ec)) return base.string();
-  }
-  return recorded;
-}
 
 std::string PtErrorName(int code) {
   const char* s = pt_errstr(static_cast<pt_error_code>(code < 0 ? -code : code));
@@ -224,6 +202,9 @@ Status AnalyzeLbr(const pathprof::InputFile& input, const AnalyzeOptions& option
   d.counters["images_found"] = r->images.found;
   d.counters["images_not_found"] = r->images.not_found;
   d.counters["images_build_id_mismatches"] = r->images.build_id_mismatches;
+  d.counters["images_found_by_build_id"] = r->images.found_by_build_id;
+  d.counters["binary_dir_elf_files"] = r->images.binary_dir_elf_files;
+  d.counters["binary_dir_unindexed"] = r->images.binary_dir_unindexed;
   for (size_t i = 0; i < s.ranges_broken.size(); ++i)
     if (s.ranges_broken[i])
       d.broken_windows[std::string(dec::LbrRangeBreakName(static_cast<dec::LbrRangeBreak>(i)))] =
@@ -272,6 +253,11 @@ Status AnalyzePt(const pathprof::InputFile& input, const AnalyzeOptions& options
   auto cache = dec::PtSectionCache::Create();
   if (!cache.ok()) return cache.status();
   std::map<uint32_t, std::shared_ptr<dec::PtImage>> images;
+  // Finds each recorded file as every other decoder does (build-id, recorded path, basename);
+  // libipt then reads the file itself.
+  dec::ImageStoreOptions store_options;
+  store_options.binary_dir = options.binary_dir;
+  dec::ImageStore files(store_options);
   Stores stores(options, pl::BranchWindows::kNone, out, &processes);
   for (auto& [tid, bytes] : trace_of_tid) {
     auto pit = processes.pid_of_tid.find(tid);
@@ -284,7 +270,8 @@ Status AnalyzePt(const pathprof::InputFile& input, const AnalyzeOptions& options
         for (const dec::PerfMmap& mm : m->second) {
           if (mm.is_mmap2 && (mm.prot & PROT_EXEC) == 0) continue;
           if (mm.filename.empty() || mm.filename[0] != '/') continue;
-          const std::string file = ResolveBinary(mm.filename, options.binary_dir);
+          auto found = files.Get(mm.filename, pathprof::HexBytes(mm.build_id));
+          const std::string file = found.ok() ? (*found)->path() : mm.filename;
           if (image->AddFile(file, mm.pgoff, mm.start, mm.start + mm.len).ok())
             d.counters["images_found"]++;
           else
@@ -341,7 +328,7 @@ Status AnalyzePbs(const pathprof::InputFile& input, const AnalyzeOptions& option
     m.len = img.end - img.start;
     m.pgoff = img.file_offset;
     m.path = img.path;
-    m.build_id = Hex(img.build_id);
+    m.build_id = pathprof::HexBytes(img.build_id);
     processes.mappings[img.pid].push_back(std::move(m));
   }
   bool windowed = false;

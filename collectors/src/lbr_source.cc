@@ -5,22 +5,13 @@
 #include <string>
 #include <variant>
 
+#include "pathprof/core/hex.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/perf_data_format.h"
 #include "pathprof/decoders/perf_ring_record.h"
 
 namespace pathprof::collectors {
 namespace {
-
-std::string HexBytes(const std::string& raw) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : raw) {
-    s += kDigits[c >> 4];
-    s += kDigits[c & 15];
-  }
-  return s;
-}
 
 // MMAP (not MMAP2) marks data mappings with this misc bit (PERF_RECORD_MISC_MMAP_DATA).
 constexpr uint16_t kMiscMmapData = 1u << 13;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "pathprof/core/hex.h"
+
 namespace pathprof {
 namespace {
 
@@ -40,12 +42,7 @@ Status NotARecording(const std::string& path, std::span<const uint8_t> head,
                      std::span<const std::string_view> magics) {
   std::string want;
   for (std::string_view m : magics) want += (want.empty() ? "'" : " or '") + std::string(m) + "'";
-  std::string got;
-  static const char kHex[] = "0123456789abcdef";
-  for (size_t i = 0; i < std::min<size_t>(head.size(), 8); ++i) {
-    got += kHex[head[i] >> 4];
-    got += kHex[head[i] & 15];
-  }
+  const std::string got = HexBytes(head.first(std::min<size_t>(head.size(), 8)));
   return Error(ErrorCode::kCorrupt, path + " is not a recording: it starts with bytes " +
                                         (got.empty() ? "(none)" : got) + ", not " + want);
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "pathprof/core/clock.h"
 #include "pathprof/daemon/convert.h"
 #include "pathprof/daemon/log.h"
 #include "pathprof/daemon/process_stats.h"
@@ -57,12 +58,6 @@ grpc::Status ToGrpc(const Status& s) {
 grpc::Status AboveLimit(const char* field, uint64_t value, uint64_t max, const char* key) {
   return Invalid(std::string(field) + " " + std::to_string(value) +
                  " is above the server maximum " + std::to_string(max) + " (limits." + key + ")");
-}
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 void FillCapability(const collectors::SourceCapability& in, v1::SourceCapability* out) {
@@ -511,7 +506,7 @@ grpc::Status ProfilerService::FillHotPaths(const pipeline::Session& session,
   }
   out->set_total(r.total);
   out->set_paths_distinct(r.paths_distinct);
-  out->set_as_of_unix_ms(r.as_of_unix_ms ? r.as_of_unix_ms : NowUnixMs());
+  out->set_as_of_unix_ms(r.as_of_unix_ms ? r.as_of_unix_ms : UnixMs());
   out->set_estimator(r.estimator);
   return grpc::Status::OK;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace pathprof::decoders {
@@ -11,30 +12,60 @@ bool Mapping::IsKernel() const {
   return path.starts_with("[kernel") || IsKernelAddress(start);
 }
 
+namespace {
+
+// The part [from, to) of `m`, its file offset moved along.
+Mapping Piece(const Mapping& m, uint64_t from, uint64_t to) {
+  Mapping p = m;
+  p.start = from;
+  p.len = to - from;
+  p.pgoff = m.pgoff + (from - m.start);
+  return p;
+}
+
+}  // namespace
+
+// In place, without re-sorting: a live process's map holds thousands of mappings (a sanitizer
+// build's shadow alone hundreds), and a re-read of /proc/PID/maps adds every one of them.
 void AddressSpace::Add(Mapping m) {
   ++generation_;
   if (m.len == 0) return;
+  // Ends are sorted too (the mappings do not overlap): [first, last) is what `m` overlaps.
+  auto first = std::partition_point(maps_.begin(), maps_.end(),
+                                    [&](const Mapping& old) { return old.end() <= m.start; });
+  auto last = std::partition_point(first, maps_.end(),
+                                   [&](const Mapping& old) { return old.start < m.end(); });
+  std::vector<Mapping> replacement;
+  if (first != last && first->start < m.start)
+    replacement.push_back(Piece(*first, first->start, m.start));
+  const bool keep_tail = first != last && std::prev(last)->end() > m.end();
+  Mapping tail = keep_tail ? Piece(*std::prev(last), m.end(), std::prev(last)->end()) : Mapping{};
+  replacement.push_back(std::move(m));
+  if (keep_tail) replacement.push_back(std::move(tail));
+  const auto at = maps_.erase(first, last);
+  maps_.insert(at, std::make_move_iterator(replacement.begin()),
+               std::make_move_iterator(replacement.end()));
+}
+
+void AddressSpace::Overlay(const AddressSpace& newer) {
+  ++generation_;
+  const std::vector<Mapping>& fresh = newer.maps_;
   std::vector<Mapping> out;
-  out.reserve(maps_.size() + 2);
-  for (Mapping& old : maps_) {
-    if (old.end() <= m.start || old.start >= m.end()) {
-      out.push_back(std::move(old));
-      continue;
-    }
-    if (old.start < m.start) {  // keep the head
-      Mapping head = old;
-      head.len = m.start - old.start;
-      out.push_back(std::move(head));
-    }
-    if (old.end() > m.end()) {  // keep the tail, with its file offset moved along
-      Mapping tail = old;
-      tail.start = m.end();
-      tail.len = old.end() - m.end();
-      tail.pgoff = old.pgoff + (m.end() - old.start);
-      out.push_back(std::move(tail));
+  out.reserve(maps_.size() + fresh.size());
+  size_t j = 0;
+  for (const Mapping& old : maps_) {
+    while (j < fresh.size() && fresh[j].end() <= old.start) ++j;
+    uint64_t from = old.start;
+    for (size_t k = j; from < old.end(); ++k) {
+      if (k == fresh.size() || fresh[k].start >= old.end()) {
+        out.push_back(Piece(old, from, old.end()));
+        break;
+      }
+      if (fresh[k].start > from) out.push_back(Piece(old, from, fresh[k].start));
+      from = std::max(from, fresh[k].end());
     }
   }
-  out.push_back(std::move(m));
+  out.insert(out.end(), fresh.begin(), fresh.end());
   std::sort(out.begin(), out.end(),
             [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   maps_ = std::move(out);

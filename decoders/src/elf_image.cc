@@ -1,5 +1,7 @@
 #include "pathprof/decoders/elf_image.h"
 
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 
@@ -9,18 +11,21 @@
 #include <fstream>
 #include <iterator>
 
+#include <unistd.h>
+
+#include "pathprof/core/hex.h"
+
 namespace pathprof::decoders {
 namespace {
 
-std::string Hex(const uint8_t* p, size_t n) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    s += kDigits[p[i] >> 4];
-    s += kDigits[p[i] & 15];
-  }
-  return s;
+// The NT_GNU_BUILD_ID note, from the program headers or, where a linker put it only in a
+// section, from there (libdwelf looks in both); empty when the file has none.
+std::string GnuBuildId(Elf* elf) {
+  const void* id = nullptr;
+  const ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+  if (n <= 0 || id == nullptr) return {};
+  return HexBytes(
+      std::span<const uint8_t>(static_cast<const uint8_t*>(id), static_cast<size_t>(n)));
 }
 
 // libelf wants its version negotiated once per process.
@@ -108,42 +113,9 @@ Status ElfImage::Parse() {
           code_end_ = std::max(code_end_, end);
         }
       }
-    } else if (ph.p_type == PT_NOTE && build_id_.empty()) {
-      Elf_Data* data =
-          elf_getdata_rawchunk(elf, static_cast<int64_t>(ph.p_offset), ph.p_filesz, ELF_T_NHDR);
-      if (data == nullptr) continue;
-      size_t off = 0, name_off = 0, desc_off = 0;
-      GElf_Nhdr nh;
-      while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-        const char* base = static_cast<const char*>(data->d_buf);
-        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-            std::memcmp(base + name_off, "GNU", 4) == 0) {
-          build_id_ = Hex(reinterpret_cast<const uint8_t*>(base + desc_off), nh.n_descsz);
-          break;
-        }
-      }
     }
   }
-  if (build_id_.empty()) {
-    // Some linkers put the note only in a section (no PT_NOTE); look there too.
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr && build_id_.empty()) {
-      GElf_Shdr sh;
-      if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_NOTE) continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (data == nullptr) continue;
-      size_t off = 0, name_off = 0, desc_off = 0;
-      GElf_Nhdr nh;
-      while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-        const char* base = static_cast<const char*>(data->d_buf);
-        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-            std::memcmp(base + name_off, "GNU", 4) == 0) {
-          build_id_ = Hex(reinterpret_cast<const uint8_t*>(base + desc_off), nh.n_descsz);
-          break;
-        }
-      }
-    }
-  }
+  build_id_ = GnuBuildId(elf);
   return Status::Ok();
 }
 
@@ -179,9 +151,24 @@ std::span<const uint8_t> ElfImage::CodeAt(uint64_t vaddr) const {
 }
 
 Result<std::string> ReadBuildId(const std::string& path) {
-  auto image = ElfImage::Open(path);
-  if (!image.ok()) return image.status();
-  return (*image)->build_id();
+  // Maps the file lazily instead of reading all of it: indexing a directory of binaries by
+  // build-id reads only their headers and notes.
+  InitLibelf();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Error(ErrorCode::kNotFound,
+                 "ELF file " + path + ": cannot open (" + std::strerror(errno) + ")");
+  }
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
+    if (elf != nullptr) elf_end(elf);
+    ::close(fd);
+    return Error(ErrorCode::kCorrupt, "ELF file " + path + ": not an ELF file");
+  }
+  std::string id = GnuBuildId(elf);
+  elf_end(elf);
+  ::close(fd);
+  return id;
 }
 
 }  // namespace pathprof::decoders

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 namespace pathprof::decoders {
 namespace {
@@ -57,8 +59,69 @@ const DebuginfodApi& Debuginfod() {
 ImageStore::ImageStore(ImageStoreOptions options) : options_(std::move(options)) {}
 ImageStore::~ImageStore() = default;
 
-std::vector<std::string> ImageStore::Candidates(const std::string& path) const {
+// Where `perf buildid-cache` keeps a file: DIR/.build-id/xx/rest, a link to the file itself
+// (older perf) or to a directory holding it as `elf`.
+static std::string BuildIdCacheEntry(const std::string& dir, const std::string& id) {
+  if (id.size() < 4) return {};
+  const std::filesystem::path entry =
+      std::filesystem::path(dir) / ".build-id" / id.substr(0, 2) / id.substr(2);
+  std::error_code ec;
+  if (std::filesystem::is_directory(entry, ec)) return (entry / "elf").string();
+  return entry.string();
+}
+
+// Every ELF file under the binary dir, by build-id: a recording names binaries by where they
+// were on the recording host (propeller_sample_1.bin.gen), and copies are seldom kept under the
+// same name. Indexed once, on the first lookup that has an id; bounded so that a mistaken
+// --binary-dir / cannot walk a whole file system.
+std::string ImageStore::InBinaryDirByBuildId(const std::string& build_id) {
+  namespace fs = std::filesystem;
+  if (!binary_dir_indexed_) {
+    binary_dir_indexed_ = true;
+    constexpr uint64_t kMaxEntries = 100000;
+    uint64_t seen = 0;
+    std::error_code ec;
+    fs::recursive_directory_iterator it(options_.binary_dir,
+                                        fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (++seen > kMaxEntries) {
+        ++stats_.binary_dir_unindexed;
+        break;
+      }
+      std::error_code type_ec;
+      if (!it->is_regular_file(type_ec) || it->file_size(type_ec) < 64) continue;
+      char magic[4] = {};
+      {
+        std::ifstream in(it->path(), std::ios::binary);
+        if (!in.read(magic, sizeof magic) || std::memcmp(magic,
+                                                         "\x7f"
+                                                         "ELF",
+                                                         4) != 0)
+          continue;
+      }
+      auto id = ReadBuildId(it->path().string());
+      if (!id.ok()) {
+        ++stats_.binary_dir_unindexed;
+        continue;
+      }
+      ++stats_.binary_dir_elf_files;
+      if (!id->empty()) binary_dir_by_build_id_.emplace(NormalizedBuildId(*id), it->path());
+    }
+    if (ec) ++stats_.binary_dir_unindexed;
+  }
+  auto found = binary_dir_by_build_id_.find(build_id);
+  return found != binary_dir_by_build_id_.end() ? found->second : std::string();
+}
+
+std::vector<std::string> ImageStore::Candidates(const std::string& path,
+                                                const std::string& build_id, size_t* by_build_id) {
   std::vector<std::string> out;
+  if (!options_.binary_dir.empty() && !build_id.empty()) {
+    if (std::string f = BuildIdCacheEntry(options_.binary_dir, build_id); !f.empty())
+      out.push_back(f);
+    if (std::string f = InBinaryDirByBuildId(build_id); !f.empty()) out.push_back(f);
+  }
+  *by_build_id = out.size();
   if (!options_.binary_dir.empty()) {
     out.push_back(options_.binary_dir + "/" + path);
     out.push_back(options_.binary_dir + "/" + std::filesystem::path(path).filename().string());
@@ -104,10 +167,12 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::Get(const std::string& path,
       return id_it->second;
     }
   }
-  std::vector<std::string> candidates = Candidates(path);
+  size_t by_build_id = 0;  // the first candidates are the build-id's files
+  std::vector<std::string> candidates = Candidates(path, build_id, &by_build_id);
   std::string tried;
   for (size_t pass = 0; pass < 2; ++pass) {
-    for (const std::string& file : candidates) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const std::string& file = candidates[i];
       if (!tried.empty()) tried += ", ";
       tried += file;
       std::error_code ec;
@@ -122,6 +187,7 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::Get(const std::string& path,
       auto [pos, inserted] = by_identity_.emplace(Identity(file, **image), *image);
       by_request_.emplace(key, pos->second);
       ++stats_.found;
+      if (pass == 0 && i < by_build_id) ++stats_.found_by_build_id;
       return pos->second;
     }
     if (pass == 0) {

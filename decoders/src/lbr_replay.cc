@@ -5,22 +5,13 @@
 #include <map>
 #include <variant>
 
+#include "pathprof/core/hex.h"
 #include "pathprof/decoders/perf_data_format.h"
 #include "pathprof/decoders/perf_data_reader.h"
 #include "pathprof/decoders/process_code_map.h"
 
 namespace pathprof::decoders {
 namespace {
-
-std::string HexBytes(const std::string& raw) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : raw) {
-    s += kDigits[c >> 4];
-    s += kDigits[c & 15];
-  }
-  return s;
-}
 
 // MMAP (not MMAP2) marks data mappings with this misc bit (PERF_RECORD_MISC_MMAP_DATA).
 constexpr uint16_t kMiscMmapData = 1u << 13;

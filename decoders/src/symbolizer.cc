@@ -67,7 +67,38 @@ std::string DieName(Dwarf_Die* die) {
   return name == nullptr ? std::string() : Demangle(name);
 }
 
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 }  // namespace
+
+// Code with no symbol at all (stripped, static functions of a stripped library) still has unwind
+// entries: every function the compiler emitted has an FDE in .eh_frame (or .debug_frame) whose
+// range is the function's. Naming the code `image+0xSTART` after that range gives one row per
+// function in hot methods instead of one per sampled address. libdw finds the FDE.
+void Symbolizer::NameByUnwindEntry(Module* m, uint64_t vaddr, Symbolization* s) {
+  for (int source = 0; source < 2; ++source) {
+    Dwarf_Addr bias = 0;
+    Dwarf_CFI* cfi =
+        source == 0 ? dwfl_module_eh_cfi(m->mod, &bias) : dwfl_module_dwarf_cfi(m->mod, &bias);
+    if (cfi == nullptr) continue;
+    Dwarf_Frame* frame = nullptr;
+    if (dwarf_cfi_addrframe(cfi, vaddr - bias, &frame) != 0 || frame == nullptr) continue;
+    Dwarf_Addr start = 0, end = 0;
+    bool signal_frame = false;
+    const int rc = dwarf_frame_info(frame, &start, &end, &signal_frame);
+    std::free(frame);
+    if (rc < 0 || start + bias > vaddr) continue;
+    char name[32];
+    std::snprintf(name, sizeof name, "+0x%llx", static_cast<unsigned long long>(start + bias));
+    s->function = Basename(m->image->path()) + name;
+    s->offset = vaddr - (start + bias);
+    ++unwind_entry_names_;
+    return;
+  }
+}
 
 Symbolizer::Symbolizer() = default;
 Symbolizer::~Symbolizer() = default;
@@ -111,9 +142,17 @@ Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage
   GElf_Sym sym;
   GElf_Off off = 0;
   const char* name = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, nullptr, nullptr, nullptr);
-  if (name != nullptr) {
+  // A code address is never named after a data symbol: stripped binaries keep their exported
+  // objects (python3's PyFunction_Type) in .dynsym, and the nearest symbol libdw finds may be
+  // one. Such an address stays unnamed, as perf shows it ([unknown]).
+  const int type = name != nullptr ? GELF_ST_TYPE(sym.st_info) : STT_NOTYPE;
+  const bool names_code = type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_NOTYPE;
+  if (name != nullptr && names_code) {
     s.function = Demangle(name);
     s.offset = off;
+  } else {
+    if (name != nullptr) ++data_symbols_refused_;
+    NameByUnwindEntry(m, vaddr, &s);
   }
   if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, vaddr)) {
     int lineno = 0;

@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "engine_config.h"
+#include "pathprof/core/clock.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/hwmodel.h"
@@ -23,12 +24,6 @@
 
 namespace pathprof::pipeline {
 namespace {
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string ReadFirstLine(const std::string& path) {
   std::ifstream in(path);
@@ -45,6 +40,7 @@ uint32_t FloorPowerOfTwo(uint32_t v) {
 
 constexpr size_t kMaxRepresentatives = 1 << 16;  // paths whose blocks are remembered
 constexpr double kConfidence95 = 0.95;
+constexpr std::chrono::milliseconds kMissRefreshInterval{100};
 
 }  // namespace
 
@@ -67,6 +63,7 @@ struct ProfileStore::Impl {
   decoders::AddressSpace space;
   bool maps_read = false;
   bool maps_stale = false;
+  std::chrono::steady_clock::time_point last_miss_refresh{};
   std::unordered_map<uint64_t, uint64_t> function_of;  // runtime address -> function start
   TargetInfo info;
 
@@ -100,7 +97,7 @@ struct ProfileStore::Impl {
       accounting.decode_errors.Add("maps_unreadable");
       return maps.status();
     }
-    for (const decoders::Mapping& m : maps->mappings()) space.Add(m);
+    space.Overlay(*maps);
     maps_read = true;
     maps_stale = false;
     if (info.executable.empty() || info.execs > 0) {
@@ -293,7 +290,7 @@ void ProfileStore::NoteExit() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->info.exited) return;
   impl_->info.exited = true;
-  impl_->info.exited_unix_ms = NowUnixMs();
+  impl_->info.exited_unix_ms = UnixMs();
   for (auto& [tid, s] : impl_->osp_samplers) s->Flush();
 }
 
@@ -307,13 +304,17 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
       if (sample.user_error != 0) s.accounting.decode_errors.Add("user_stack_error");
       if (s.maps_stale || !s.maps_read) (void)s.RefreshLocked();
       // An address outside every known mapping: new code was mapped (dlopen, JIT) or the
-      // process exec'd; re-read the maps once for this sample.
-      bool refreshed = false;
+      // process exec'd; re-read the maps, at most once per kMissRefreshInterval. A frame that no
+      // mapping will ever cover (a broken unwind, a stale return address) would otherwise re-read
+      // /proc/PID/maps under the lock on every sample.
       for (uint64_t a : sample.user) {
-        if (s.space.Find(a) == nullptr && !refreshed) {
-          refreshed = true;
+        if (s.space.Find(a) != nullptr) continue;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - s.last_miss_refresh >= kMissRefreshInterval) {
+          s.last_miss_refresh = now;
           if (s.RefreshLocked().ok()) s.function_of.clear();
         }
+        break;
       }
       profiles::StackSample st;
       st.pid = s.pid;
@@ -409,7 +410,7 @@ TargetInfo ProfileStore::Info() const {
 HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
   const Impl& s = *impl_;
   HotPathsResult out;
-  out.as_of_unix_ms = NowUnixMs();
+  out.as_of_unix_ms = UnixMs();
   struct Row {
     hwmodel::PathDescriptor path;
     double value, half_width;

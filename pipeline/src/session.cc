@@ -17,6 +17,7 @@
 #include "pathprof/collectors/lbr_source.h"
 #include "pathprof/collectors/pt_source.h"
 #include "pathprof/collectors/ptrace_bursts.h"
+#include "pathprof/core/clock.h"
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/pipeline/kernel_frames.h"
 #include "pathprof/pipeline/target_credentials.h"
@@ -24,12 +25,6 @@
 
 namespace pathprof::pipeline {
 namespace {
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // True while the process exists and is not a zombie.
 bool ProcessAlive(uint32_t pid) {
@@ -299,7 +294,7 @@ struct Session::Impl {
     std::lock_guard<std::mutex> lock(mu);
     torn_down = true;
     if (info.state == SessionState::kRunning) info.state = final_state;
-    info.stopped_unix_ms = NowUnixMs();
+    info.stopped_unix_ms = UnixMs();
     ended_cv.notify_all();
   }
 
@@ -388,7 +383,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
   s->info.pids = config.pids;
   s->info.owner_uid = config.owner_uid;
   s->info.config = config;
-  s->info.started_unix_ms = NowUnixMs();
+  s->info.started_unix_ms = UnixMs();
   if (config.confine_to_uid) {
     for (uint32_t pid : config.pids) {
       auto creds = ReadTargetCredentials(pid);
@@ -705,6 +700,9 @@ Result<std::string> Session::ExportPprof(bool include_paths, bool kernel_address
     out.address = l.address;
     out.mapping.file = l.image;
     out.mapping.build_id = l.build_id;
+    out.mapping.start = l.map_start;
+    out.mapping.limit = l.map_limit;
+    out.mapping.offset = l.map_offset;
     if (l.inlined_by.empty()) {
       if (!l.function.empty()) out.frames.push_back({l.function, "", l.file, l.line, 0});
     } else {

@@ -6,16 +6,9 @@
 #include <random>
 #include <thread>
 
+#include "pathprof/core/clock.h"
+
 namespace pathprof::pipeline {
-namespace {
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 SessionManager::SessionManager(SessionManagerOptions options)
     : SessionManager(options, options.probe_capabilities ? collectors::ProbeHostCapabilities()
@@ -112,7 +105,7 @@ std::vector<std::string> SessionManager::SessionsFor(uint32_t pid) const {
 }
 
 size_t SessionManager::ReapExpired() {
-  const int64_t now = NowUnixMs();
+  const int64_t now = UnixMs();
   std::vector<std::shared_ptr<Session>> expired;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -110,7 +110,12 @@ Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& sp
   uint64_t vaddr = 0;
   const decoders::Mapping* m = nullptr;
   auto image = impl_->ImageFor(pid, space, address, &vaddr, &m);
-  if (m != nullptr) loc.image = m->path;
+  if (m != nullptr) {
+    loc.image = m->path;
+    loc.map_start = m->start;
+    loc.map_limit = m->end();
+    loc.map_offset = m->pgoff;
+  }
   if (image == nullptr) return loc;
   loc.build_id = image->build_id();
   auto sym = impl_->symbolizer.Symbolize(image, vaddr, impl_->DebugFile(image));

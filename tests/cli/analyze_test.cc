@@ -112,9 +112,33 @@ TEST(AnalyzeCli, PropellerLbrFileReportsItsHotPathsAndEveryRecord) {
   EXPECT_EQ(Value(r.out, "function", methods), "compute_flag");
 }
 
+// --binary-dir at the corpus directory as it is: the propeller recording names its binary
+// .../propeller_sample_1.bin.gen and is found by the build-id in its perf.data header, also from
+// the corpus root two levels up; test.lbr (2.6.34, no build-ids) finds test.binary by basename.
+TEST(AnalyzeCli, BinaryDirIsSearchedByBuildIdThenName) {
+  const std::string dir = kShared + "/corpus/lbr/autofdo";
+  const CmdResult propeller = Pathctl("analyze --json --top 1 --binary-dir " + dir + " " + dir +
+                                      "/propeller_sample_1.perfdata1");
+  ASSERT_EQ(propeller.rc, 0) << propeller.out;
+  size_t decode = After(propeller.out, "\"decode\":");
+  EXPECT_EQ(Value(propeller.out, "perf_style_instructions", decode), "584640");
+  EXPECT_EQ(Value(propeller.out, "images_found_by_build_id", decode), "1");
+  const CmdResult gzip =
+      Pathctl("analyze --json --top 1 --binary-dir " + dir + " " + dir + "/test.lbr");
+  ASSERT_EQ(gzip.rc, 0) << gzip.out;
+  decode = After(gzip.out, "\"decode\":");
+  EXPECT_EQ(Value(gzip.out, "perf_style_instructions", decode), "1419585");
+  EXPECT_EQ(Value(gzip.out, "images_found_by_build_id", decode), "0");
+  const CmdResult from_root = Pathctl("analyze --json --top 1 --binary-dir " + kShared +
+                                      "/corpus " + dir + "/propeller_sample_1.perfdata1");
+  ASSERT_EQ(from_root.rc, 0) << from_root.out;
+  decode = After(from_root.out, "\"decode\":");
+  EXPECT_EQ(Value(from_root.out, "perf_style_instructions", decode), "584640");
+}
+
 // Clocks are read per batch, not per sample: on a host whose thread clock is a system call
-// (1.3 us each), two reads per sample once made 7,464 reads on this file (3,732 samples). Under the simulated
-// slow-clock quirk every read is a real system call.
+// (1.3 us each), two reads per sample once made 7,464 reads on this file (3,732 samples). Under the
+// simulated slow-clock quirk every read is a real system call.
 TEST(AnalyzeCli, ClockReadsArePerBatchNotPerSample) {
   TempDir dir("-clock");
   const fs::path bin = dir.path() / fs::path(kPropellerRecordedPath).relative_path();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "pathprof/decoders/address_space.h"
@@ -93,6 +94,84 @@ TEST(AddressSpace, ProcMapsParseAndOverlapReplacement) {
   EXPECT_FALSE(ParseProcMaps("garbage\n").ok());
 }
 
+// Add and Overlay against the definition (each new mapping cuts what it overlaps out of the
+// old ones, as mmap(2) does), on random maps: page-granular ranges, many overlaps.
+std::vector<Mapping> ReferenceAdd(std::vector<Mapping> maps, const Mapping& m) {
+  std::vector<Mapping> out;
+  for (const Mapping& old : maps) {
+    if (old.end() <= m.start || old.start >= m.end()) {
+      out.push_back(old);
+      continue;
+    }
+    if (old.start < m.start) {
+      Mapping head = old;
+      head.len = m.start - old.start;
+      out.push_back(head);
+    }
+    if (old.end() > m.end()) {
+      Mapping tail = old;
+      tail.start = m.end();
+      tail.len = old.end() - m.end();
+      tail.pgoff = old.pgoff + (m.end() - old.start);
+      out.push_back(tail);
+    }
+  }
+  out.push_back(m);
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  return out;
+}
+
+bool SameMaps(const std::vector<Mapping>& a, const std::vector<Mapping>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].start != b[i].start || a[i].len != b[i].len || a[i].pgoff != b[i].pgoff ||
+        a[i].path != b[i].path)
+      return false;
+  return true;
+}
+
+TEST(AddressSpace, AddAndOverlayAgreeWithTheDefinitionOnRandomMaps) {
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  auto next = [&](uint64_t n) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed % n;
+  };
+  auto random_mapping = [&](int tag) {
+    Mapping m;
+    m.start = 0x10000 + next(64) * 0x1000;
+    m.len = (1 + next(12)) * 0x1000;
+    m.pgoff = next(16) * 0x1000;
+    m.path = "/lib/" + std::to_string(tag);
+    return m;
+  };
+  for (int round = 0; round < 300; ++round) {
+    AddressSpace space;
+    std::vector<Mapping> expect;
+    const int n = 1 + static_cast<int>(next(10));
+    for (int i = 0; i < n; ++i) {
+      const Mapping m = random_mapping(i);
+      space.Add(m);
+      expect = ReferenceAdd(expect, m);
+      ASSERT_TRUE(SameMaps(space.mappings(), expect)) << "round " << round << " add " << i;
+    }
+    // A fresh read: non-overlapping mappings, as /proc/PID/maps lists them.
+    AddressSpace fresh;
+    std::vector<Mapping> fresh_list;
+    for (int i = 0; i < 1 + static_cast<int>(next(6)); ++i) {
+      const Mapping m = random_mapping(100 + i);
+      fresh.Add(m);
+      fresh_list = ReferenceAdd(fresh_list, m);
+    }
+    for (const Mapping& m : fresh.mappings()) expect = ReferenceAdd(expect, m);
+    const uint64_t generation = space.generation();
+    space.Overlay(fresh);
+    EXPECT_GT(space.generation(), generation);
+    ASSERT_TRUE(SameMaps(space.mappings(), expect)) << "round " << round << " overlay";
+  }
+}
+
 TEST(ImageStore, BinaryDirByRecordedPathThenBasenameAndBuildIdCheck) {
   ImageStoreOptions opt;
   opt.binary_dir = kCorpus;
@@ -107,6 +186,76 @@ TEST(ImageStore, BinaryDirByRecordedPathThenBasenameAndBuildIdCheck) {
   EXPECT_FALSE(wrong.ok());
   EXPECT_EQ(store.stats().build_id_mismatches, 1u);
   EXPECT_NE(wrong.status().message().find("--binary-dir"), std::string::npos);
+}
+
+// A recording names a binary by where it was on the recording host; a copy under any name
+// in the binary dir is found by its build-id, and a file whose id differs is never used.
+TEST(ImageStore, BinaryDirIsSearchedByBuildIdWhateverTheFileIsCalled) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pathprof-ids-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "deep" / "er");
+  std::filesystem::copy_file(kPropeller, dir / "deep" / "er" / "renamed.elf");
+  std::filesystem::copy_file(kGzip, dir / "test.binary");
+  {
+    std::FILE* f = std::fopen((dir / "not-elf.txt").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(
+        "\x7f"
+        "ELF but truncated, and a text file after all: skipped, not fatal\n",
+        f);
+    std::fclose(f);
+  }
+  ImageStoreOptions opt;
+  opt.binary_dir = dir.string();
+  opt.use_host_paths = false;
+  opt.use_debuginfod = false;
+  ImageStore store(opt);
+  auto image = store.Get("/build/google3/propeller_sample_1.bin.gen", "572ac72487ae1966");
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ((*image)->path(), (dir / "deep" / "er" / "renamed.elf").string());
+  EXPECT_EQ(store.stats().found_by_build_id, 1u);
+  EXPECT_EQ(store.stats().binary_dir_elf_files, 2u);
+  EXPECT_EQ(store.stats().binary_dir_unindexed, 1u);  // the text file with an ELF magic
+  // A build-id nothing under the directory has: the name alone never stands in for it.
+  auto other = store.Get("/build/google3/propeller_sample_1.bin.gen", "00ff00ff00ff00ff");
+  EXPECT_FALSE(other.ok());
+  // No recorded id (test.binary has none): recorded path, then basename, as before.
+  auto by_name = store.Get("/export/hda3/tmp/test.binary", "");
+  ASSERT_TRUE(by_name.ok()) << by_name.status().ToString();
+  EXPECT_EQ(store.stats().found_by_build_id, 1u);
+  std::filesystem::remove_all(dir);
+}
+
+// `perf buildid-cache -a FILE` keeps FILE as ~/.debug/.build-id/xx/REST -> ../../PATH/ID/elf.
+TEST(ImageStore, PerfBuildIdCacheLayoutIsFound) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pathprof-bidcache-" + std::to_string(::getpid()));
+  const std::filesystem::path held = dir / "srv" / "propeller_sample_1.bin" / "572ac72487ae1966";
+  std::filesystem::create_directories(held);
+  std::filesystem::copy_file(kPropeller, held / "elf");
+  std::filesystem::create_directories(dir / ".build-id" / "57");
+  std::filesystem::create_directory_symlink(held, dir / ".build-id" / "57" / "2ac72487ae1966");
+  ImageStoreOptions opt;
+  opt.binary_dir = dir.string();
+  opt.use_host_paths = false;
+  opt.use_debuginfod = false;
+  ImageStore store(opt);
+  auto image = store.Get("/gone/propeller_sample_1.bin.gen", "572ac72487ae1966");
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ((*image)->path(), (dir / ".build-id" / "57" / "2ac72487ae1966" / "elf").string());
+  EXPECT_EQ(store.stats().found_by_build_id, 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ElfImage, ReadBuildIdReadsOnlyTheNotes) {
+  auto id = ReadBuildId(kPropeller);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(*id, "572ac72487ae1966");
+  auto none = ReadBuildId(kGzip);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(*none, "");
+  EXPECT_EQ(ReadBuildId("/proc/self/status").status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(ReadBuildId("/nonexistent/file").status().code(), ErrorCode::kNotFound);
 }
 
 TEST(ProcessCodeMap, MmapRecordOfThePieGivesTheRecordedLoadBias) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <cstdio>
 #include <string>
 
@@ -63,6 +65,107 @@ TEST(Symbolizer, DemanglesCxx) {
   EXPECT_EQ(Demangle("_ZN8pathprof3fooEi"), "pathprof::foo(int)");
   EXPECT_EQ(Demangle("main"), "main");
   EXPECT_EQ(Demangle("_Zbroken"), "_Zbroken");
+}
+
+// A code address whose nearest symbol is a data object (stripped binaries keep their exported
+// objects in .dynsym) stays unnamed: the object's name would be a made-up caller.
+TEST(Symbolizer, ADataSymbolNeverNamesCode) {
+  char dir_template[] = "/tmp/pathprof-datasym-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  {
+    FILE* f = std::fopen((dir + "/t.s").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(
+        ".text\n"
+        ".globl code_fn\n.type code_fn, @function\ncode_fn: nop\nnop\nret\n.size code_fn, 3\n"
+        ".globl table_in_text\n.type table_in_text, @object\n"
+        "table_in_text: nop\nnop\nnop\nret\n.size table_in_text, 4\n",
+        f);
+    std::fclose(f);
+  }
+  const auto built = pathprof::testing::RunCommand("cc -shared -nostdlib -o " + dir + "/t.so " +
+                                                   dir + "/t.s 2>&1");
+  if (built.rc != 0) GTEST_SKIP() << "no C toolchain to build the test object: " << built.out;
+  const std::string nm = RunCommand("nm " + dir + "/t.so");
+  auto address_of = [&](const std::string& name) -> uint64_t {
+    const auto at = nm.find(" " + name + "\n");
+    if (at == std::string::npos) return 0;
+    const auto line = nm.rfind('\n', at) + 1;
+    return std::stoull(nm.substr(line, at - line), nullptr, 16);
+  };
+  const uint64_t code = address_of("T code_fn"), data = address_of("T table_in_text");
+  ASSERT_NE(code, 0u) << nm;
+  ASSERT_NE(data, 0u) << nm;
+  auto image = ElfImage::Open(dir + "/t.so");
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  Symbolizer sym;
+  auto in_code = sym.Symbolize(*image, code + 1);
+  ASSERT_TRUE(in_code.ok());
+  EXPECT_EQ(in_code->function, "code_fn");
+  auto in_data = sym.Symbolize(*image, data + 2);
+  ASSERT_TRUE(in_data.ok());
+  EXPECT_EQ(in_data->function, "") << "named after a data symbol";
+  EXPECT_EQ(sym.data_symbols_refused(), 1u);
+  pathprof::testing::RunCommand("rm -rf " + dir);
+}
+
+// A stripped program's functions have no symbol, but each has an unwind entry (FDE) spanning
+// it: its code is named `image+0xSTART` after that entry, START being the function's address in
+// the unstripped build (nm), so every address of one function gives one name (one hot method).
+TEST(Symbolizer, StrippedCodeIsNamedAfterItsUnwindEntry) {
+  char dir_template[] = "/tmp/pathprof-fde-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  {
+    FILE* f = std::fopen((dir + "/t.c").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(
+        "__attribute__((noinline)) static int warm(int x) { int s = 0; "
+        "for (int i = 0; i < x; ++i) s += i * x; return s; }\n"
+        "__attribute__((noinline)) static int hot(int x) { int s = 1; "
+        "for (int i = 0; i < x; ++i) s = s * 3 + i; return s; }\n"
+        "int main(int argc, char** argv) { (void)argv; return hot(argc) + warm(argc); }\n",
+        f);
+    std::fclose(f);
+  }
+  const auto built =
+      pathprof::testing::RunCommand("cc -O1 -o " + dir + "/t " + dir + "/t.c && " + "strip -o " +
+                                    dir + "/t.stripped " + dir + "/t 2>&1");
+  if (built.rc != 0) GTEST_SKIP() << "no C toolchain to build the test program: " << built.out;
+  const std::string nm = RunCommand("nm -S " + dir + "/t");
+  auto symbol = [&](const std::string& name, uint64_t* size) -> uint64_t {
+    const auto at = nm.find(" " + name + "\n");
+    if (at == std::string::npos) return 0;
+    const auto line = nm.rfind('\n', at) + 1;
+    *size = std::stoull(nm.substr(line + 17, 16), nullptr, 16);
+    return std::stoull(nm.substr(line, 16), nullptr, 16);
+  };
+  uint64_t hot_size = 0, warm_size = 0;
+  const uint64_t hot = symbol("t hot", &hot_size), warm = symbol("t warm", &warm_size);
+  ASSERT_NE(hot, 0u) << nm;
+  ASSERT_NE(warm, 0u) << nm;
+  auto image = ElfImage::Open(dir + "/t.stripped");
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  Symbolizer sym;
+  char hot_name[64], warm_name[64];
+  std::snprintf(hot_name, sizeof hot_name, "t.stripped+0x%llx", (unsigned long long)hot);
+  std::snprintf(warm_name, sizeof warm_name, "t.stripped+0x%llx", (unsigned long long)warm);
+  for (uint64_t at : {hot, hot + hot_size / 2, hot + hot_size - 1}) {
+    auto s = sym.Symbolize(*image, at);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->function, hot_name) << "at 0x" << std::hex << at;
+    EXPECT_EQ(s->offset, at - hot);
+  }
+  auto w = sym.Symbolize(*image, warm + warm_size / 2);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->function, warm_name);
+  EXPECT_EQ(sym.unwind_entry_names(), 4u);
+  // The unstripped build keeps its own names.
+  auto named = ElfImage::Open(dir + "/t");
+  ASSERT_TRUE(named.ok());
+  auto h = sym.Symbolize(*named, hot + 1);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->function, "hot");
+  pathprof::testing::RunCommand("rm -rf " + dir);
 }
 
 }  // namespace

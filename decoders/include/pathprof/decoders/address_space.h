@@ -32,9 +32,12 @@ struct Mapping {
 class AddressSpace {
  public:
   void Add(Mapping m);
+  // Every mapping of `newer` added at once (a fresh read of /proc/PID/maps): what it overlaps is
+  // replaced, what it leaves alone stays (so an earlier image's samples still resolve).
+  void Overlay(const AddressSpace& newer);
   const Mapping* Find(uint64_t addr) const;
   const std::vector<Mapping>& mappings() const { return maps_; }
-  // Bumped on every Add so that users caching lookups can notice changes.
+  // Bumped on every Add and Overlay so that users caching lookups can notice changes.
   uint64_t generation() const { return generation_; }
 
  private:

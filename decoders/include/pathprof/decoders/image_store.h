@@ -1,6 +1,7 @@
-// Finds and caches the ELF file behind a mapping: under a binary directory (like perf's --symfs:
-// the recorded path under DIR, then its basename), at the recorded path on this host, by build-id
-// under /usr/lib/debug/.build-id, and through debuginfod when DEBUGINFOD_URLS is set. A file whose
+// Finds and caches the ELF file behind a mapping: under a binary directory (by build-id first:
+// DIR/.build-id/xx/rest as `perf buildid-cache` lays it out, then any ELF file under DIR; then
+// the recorded path under DIR, like perf's --symfs, then its basename), at the recorded path on
+// this host, and through debuginfod when DEBUGINFOD_URLS is set. A file whose
 // build-id differs from the recorded one is never used. Images and their branch caches are
 // cached per build-id (or path + mtime + size when there is none).
 #pragma once
@@ -30,6 +31,9 @@ struct ImageStoreStats {
   uint64_t not_found = 0;
   uint64_t build_id_mismatches = 0;  // candidates skipped because their build-id differed
   uint64_t debuginfod_fetches = 0;
+  uint64_t found_by_build_id = 0;     // in the binary dir, whatever the file is called
+  uint64_t binary_dir_elf_files = 0;  // ELF files indexed under the binary dir
+  uint64_t binary_dir_unindexed = 0;  // entries past the index's cap, or unreadable
 };
 
 class ImageStore {
@@ -51,7 +55,9 @@ class ImageStore {
   const ImageStoreStats& stats() const { return stats_; }
 
  private:
-  std::vector<std::string> Candidates(const std::string& path) const;
+  std::vector<std::string> Candidates(const std::string& path, const std::string& build_id,
+                                      size_t* by_build_id);
+  std::string InBinaryDirByBuildId(const std::string& build_id);
   std::string Debuginfod(const std::string& build_id, bool debuginfo);
 
   ImageStoreOptions options_;
@@ -59,6 +65,8 @@ class ImageStore {
   std::map<std::string, Result<std::shared_ptr<const ElfImage>>> by_request_;
   std::map<std::string, std::shared_ptr<const ElfImage>> by_identity_;
   std::map<const ElfImage*, std::unique_ptr<BranchCache>> caches_;
+  bool binary_dir_indexed_ = false;
+  std::map<std::string, std::string> binary_dir_by_build_id_;  // normalized id -> file
 };
 
 }  // namespace pathprof::decoders

@@ -22,9 +22,11 @@ struct SourceFrame {
 };
 
 struct Symbolization {
-  std::string function;  // demangled ELF symbol containing the address, empty if none
-  uint64_t offset = 0;   // address - symbol start
-  std::string file;      // innermost source position
+  // The demangled ELF symbol containing the address; without one, `image+0xSTART` after the
+  // unwind entry (FDE) covering it; empty when there is neither.
+  std::string function;
+  uint64_t offset = 0;  // address - symbol start
+  std::string file;     // innermost source position
   int line = 0;
   // Innermost first: frames[0] is the code at the address (maybe inlined), the last is the
   // out-of-line function. Has one entry when there is no inlining, none without debug info.
@@ -48,12 +50,20 @@ class Symbolizer {
   Result<Symbolization> Symbolize(const std::shared_ptr<const ElfImage>& image, uint64_t vaddr,
                                   const std::string& debug_file = "");
 
+  // Distinct addresses whose nearest symbol was a data object (never named after it).
+  uint64_t data_symbols_refused() const { return data_symbols_refused_; }
+  // Distinct addresses without a symbol, named `image+0xSTART` after their unwind entry (FDE).
+  uint64_t unwind_entry_names() const { return unwind_entry_names_; }
+
  private:
   struct Module;
+  void NameByUnwindEntry(Module* m, uint64_t vaddr, Symbolization* s);
   Result<Module*> ModuleFor(const std::shared_ptr<const ElfImage>& image,
                             const std::string& debug_file);
 
   std::map<const ElfImage*, std::unique_ptr<Module>> modules_;
+  uint64_t data_symbols_refused_ = 0;
+  uint64_t unwind_entry_names_ = 0;
 };
 
 }  // namespace pathprof::decoders

@@ -17,6 +17,11 @@ struct Location {
   uint32_t line = 0;
   std::string image;     // the mapped file ("[kernel.kallsyms]" for kernel frames)
   std::string build_id;  // lower-case hex, empty when the image has none
+  // The mapping the address lies in (runtime start and end, file offset of start); all 0 when
+  // no mapping covers it. pprof, Parca and Pyroscope need these to symbolize what we could not.
+  uint64_t map_start = 0;
+  uint64_t map_limit = 0;
+  uint64_t map_offset = 0;
   // Inline frames, innermost first (the code at the address, then the functions it was inlined
   // into); empty when nothing is inlined or there is no debug info.
   std::vector<Location> inlined_by;
