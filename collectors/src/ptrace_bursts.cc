@@ -145,7 +145,7 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
     args.insert(args.end(), {"--uid", std::to_string(options.run_as->uid), "--gid",
                              std::to_string(options.run_as->gid)});
   }
-  auto helper = SpawnTracerHelper(args);
+  auto helper = SpawnTracerHelper(args, /*raise_priority=*/!options.run_as);
   if (!helper.ok()) return helper.status();
   std::unique_ptr<PtraceBurstCollector> c(new PtraceBurstCollector());
   c->sink_ = std::move(sink);

@@ -41,6 +41,7 @@ uint32_t FloorPowerOfTwo(uint32_t v) {
 constexpr size_t kMaxRepresentatives = 1 << 16;  // paths whose blocks are remembered
 constexpr double kConfidence95 = 0.95;
 constexpr std::chrono::milliseconds kMissRefreshInterval{100};
+constexpr size_t kMaxLeafAddresses = kLeafAddressEntries;  // in SessionConfig's memory bound
 
 }  // namespace
 
@@ -65,6 +66,9 @@ struct ProfileStore::Impl {
   bool maps_stale = false;
   std::chrono::steady_clock::time_point last_miss_refresh{};
   std::unordered_map<uint64_t, uint64_t> function_of;  // runtime address -> function start
+  // Leaf function start -> sampled leaf address -> samples, for per-line pprof locations.
+  std::unordered_map<uint64_t, std::unordered_map<uint64_t, uint64_t>> leaf_addresses;
+  size_t leaf_address_entries = 0;
   TargetInfo info;
 
   std::unique_ptr<profiles::Pcct> pcct;
@@ -336,6 +340,17 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
       if (Status add = s.pcct->Add(st); !add.ok()) {
         s.accounting.drops.Add("pcct_rejected");
       } else {
+        if (!sample.user.empty() && sample.kernel.empty()) {
+          auto& at = s.leaf_addresses[st.frames.front().function];
+          auto [it, added] = at.try_emplace(sample.user.front(), 0);
+          if (added && s.leaf_address_entries >= kMaxLeafAddresses) {
+            at.erase(it);
+            s.accounting.drops.Add("leaf_address_table_full");
+          } else {
+            s.leaf_address_entries += added;
+            ++it->second;
+          }
+        }
         (void)s.methods_from_stacks.AddStackSample(st);
         s.accounting.stack_samples.fetch_add(1, std::memory_order_relaxed);
       }
@@ -521,6 +536,41 @@ HotSubpathsResult ProfileStore::HotSubpaths(const HotSubpathsQuery& query) const
   return out;
 }
 
+namespace {
+
+// A call site is a return address: its file, line and inline frames are the call's, one byte
+// back (as perf and pprof read callers); its address and offset stay the return address.
+Location CallSiteLocation(SymbolService& symbols, uint32_t pid, const decoders::AddressSpace& space,
+                          uint64_t return_address) {
+  Location l = symbols.Symbolize(pid, space, return_address - 1);
+  l.address = return_address;
+  if (!l.function.empty()) ++l.offset;
+  for (Location& f : l.inlined_by) f.address = return_address;
+  return l;
+}
+
+}  // namespace
+
+std::vector<std::pair<Location, uint64_t>> ProfileStore::LeafAddresses(
+    uint64_t function_start) const {
+  const Impl& s = *impl_;
+  std::vector<std::pair<uint64_t, uint64_t>> counts;
+  decoders::AddressSpace space;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.leaf_addresses.find(function_start);
+    if (it == s.leaf_addresses.end()) return {};
+    counts.assign(it->second.begin(), it->second.end());
+    space = s.space;
+  }
+  std::sort(counts.begin(), counts.end());
+  std::vector<std::pair<Location, uint64_t>> out;
+  out.reserve(counts.size());
+  for (const auto& [address, n] : counts)
+    out.emplace_back(s.symbols->Symbolize(s.pid, space, address), n);
+  return out;
+}
+
 CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
   const Impl& s = *impl_;
   CallingContextTree out;
@@ -595,7 +645,7 @@ CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
     n.pid = s.pid;
     n.function = name_of(item.node.frame.function);
     if (item.parent_out != 0 && item.node.frame.call_site != 0)
-      n.call_site = s.symbols->Symbolize(s.pid, space, item.node.frame.call_site);
+      n.call_site = CallSiteLocation(*s.symbols, s.pid, space, item.node.frame.call_site);
     n.self_weight = double(item.node.self);
     n.total_weight = double(item.node.total);
     n.edge_weight = double(item.node.edge);
@@ -685,6 +735,7 @@ TargetStats ProfileStore::Stats() const {
   mem += uint64_t(s.config.engine.hpt_entries) * 32;
   for (const auto& [path, blocks] : s.representatives) mem += 64 + blocks.size() * 8;
   mem += s.function_of.size() * 32 + s.space.mappings().size() * 96;
+  mem += s.leaf_address_entries * 48;
   if (s.estimator) mem += s.estimator->Estimates().size() * 64;
   t.memory_bytes = mem;
   t.window_weighting = s.window_weighting;

@@ -18,6 +18,7 @@
 #include "pathprof/collectors/pt_source.h"
 #include "pathprof/collectors/ptrace_bursts.h"
 #include "pathprof/core/clock.h"
+#include "pathprof/decoders/address_space.h"
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/pipeline/kernel_frames.h"
 #include "pathprof/pipeline/target_credentials.h"
@@ -718,18 +719,63 @@ Result<std::string> Session::ExportPprof(bool include_paths, bool kernel_address
   if (!kernel_addresses) HideKernelFrames(&tree);
   std::map<uint64_t, const CctNode*> by_id;
   for (const CctNode& n : tree.nodes) by_id[n.id] = &n;
+  // A leaf's samples are spread over the addresses they were taken at, in proportion to its
+  // function's sampled addresses (the PCCT keeps functions, not addresses: per line the totals
+  // are exact, per context a share), so pprof's line view matches perf annotate's.
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<std::pair<Location, uint64_t>>> leaves_of;
+  auto leaves = [&](const CctNode& n) -> const std::vector<std::pair<Location, uint64_t>>& {
+    const auto key = std::make_pair(n.pid, n.function.address);
+    auto it = leaves_of.find(key);
+    if (it != leaves_of.end()) return it->second;
+    std::vector<std::pair<Location, uint64_t>> found;
+    if (n.function.address != 0 && !decoders::IsKernelAddress(n.function.address))
+      if (auto store = Store(n.pid)) found = store->LeafAddresses(n.function.address);
+    return leaves_of.emplace(key, std::move(found)).first->second;
+  };
   for (const CctNode& n : tree.nodes) {
     if (n.self_weight <= 0) continue;
-    pp::Sample sample;
-    for (const CctNode* c = &n; c != nullptr;) {
-      sample.stack.push_back(to_pprof(c->function));
-      auto it = by_id.find(c->parent_id);
-      c = it == by_id.end() ? nullptr : it->second;
+    // Each caller's location is where it made the call (its child's call site: own address,
+    // own line), so pprof and Parca spread a caller's samples over its call lines; a frame
+    // without a known call site (a hidden kernel frame) stands at its function.
+    std::vector<pp::Location> callers;
+    const Location* site = &n.call_site;
+    for (auto it = by_id.find(n.parent_id); it != by_id.end();
+         it = by_id.find(it->second->parent_id)) {
+      const CctNode* c = it->second;
+      callers.push_back(to_pprof(site->address != 0 ? *site : c->function));
+      site = &c->call_site;
     }
-    sample.values = {int64_t(n.self_weight)};
-    if (include_paths) sample.values.push_back(0);
-    sample.num_labels.push_back({"pid", int64_t(n.pid), ""});
-    PATHPROF_RETURN_IF_ERROR(builder->AddSample(sample));
+    const int64_t self = int64_t(n.self_weight);
+    std::vector<std::pair<pp::Location, int64_t>> split;
+    const auto& at = leaves(n);
+    uint64_t seen = 0;
+    for (const auto& [loc, count] : at) seen += count;
+    if (seen == 0) {
+      split.emplace_back(to_pprof(n.function), self);
+    } else {
+      // Largest remainder: the parts add up to the node's own count exactly.
+      std::vector<std::pair<uint64_t, size_t>> remainders;
+      int64_t given = 0;
+      for (size_t i = 0; i < at.size(); ++i) {
+        const unsigned __int128 scaled = (unsigned __int128)at[i].second * uint64_t(self);
+        split.emplace_back(to_pprof(at[i].first), int64_t(scaled / seen));
+        given += split.back().second;
+        remainders.emplace_back(uint64_t(scaled % seen), i);
+      }
+      std::sort(remainders.rbegin(), remainders.rend());
+      for (size_t k = 0; given < self && k < remainders.size(); ++k, ++given)
+        ++split[remainders[k].second].second;
+    }
+    for (auto& [leaf, value] : split) {
+      if (value <= 0) continue;
+      pp::Sample sample;
+      sample.stack.push_back(std::move(leaf));
+      sample.stack.insert(sample.stack.end(), callers.begin(), callers.end());
+      sample.values = {value};
+      if (include_paths) sample.values.push_back(0);
+      sample.num_labels.push_back({"pid", int64_t(n.pid), ""});
+      PATHPROF_RETURN_IF_ERROR(builder->AddSample(sample));
+    }
   }
   if (include_paths) {
     HotPathsQuery hq;

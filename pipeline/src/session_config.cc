@@ -122,6 +122,7 @@ uint64_t SessionConfig::MemoryBoundBytes() const {
                                uint64_t{osp.memory_entries} * 96 + uint64_t{pcct.max_nodes} * 128 +
                                uint64_t{queues.stack_queue} * 1200 +
                                uint64_t{queues.window_queue} * sampling.window_branches * 48 +
+                               uint64_t{kLeafAddressEntries} * 48 +  // leaf addresses (pprof)
                                (1u << 20);  // mappings, symbol caches, accounting
   return per_process * std::max<uint64_t>(1, pids.size());
 }

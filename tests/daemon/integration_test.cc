@@ -5,6 +5,9 @@
 #include <grpcpp/support/sync_stream.h>
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <set>
+
 #include "daemon_harness.h"
 
 namespace pathprof::daemon::testing {
@@ -77,6 +80,36 @@ TEST_F(DaemonSession, ExportPassesGoPprofWithHotFirst) {
   ASSERT_NE(header, std::string::npos) << top.out;
   std::string first_row = FirstLine(top.out.substr(top.out.find('\n', header) + 1));
   EXPECT_NE(first_row.find(" hot"), std::string::npos) << top.out;
+}
+
+// pprof's consumers finish what we could not name from the mapping: its runtime range and
+// file offset must be real (they were 0x0-0x0 @ 0), and a leaf's samples keep their lines.
+TEST_F(DaemonSession, ExportedMappingsCarryTheirRangesAndLeavesTheirLines) {
+  std::string file = daemon_.dir() + "/raw.pb.gz";
+  auto r = daemon_.Ctl("export " + id_ + " -o " + file);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto raw = Sh("go tool pprof -raw " + file);
+  ASSERT_EQ(raw.rc, 0) << raw.out;
+  const size_t mappings = raw.out.find("\nMappings\n");
+  ASSERT_NE(mappings, std::string::npos) << raw.out;
+  // "1: 0x55d0c0a01000/0x55d0c0a02000/0x1000 /path/example_hotloop [FN]"
+  std::regex line(R"((0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (\S*example_hotloop)\b)");
+  std::smatch m;
+  const std::string tail = raw.out.substr(mappings);
+  ASSERT_TRUE(std::regex_search(tail, m, line)) << tail;
+  const uint64_t start = std::stoull(m[1].str(), nullptr, 16);
+  const uint64_t limit = std::stoull(m[2].str(), nullptr, 16);
+  EXPECT_GT(start, 0u) << m[0];
+  EXPECT_GT(limit, start) << m[0];
+  // hot()'s samples stand at the addresses they were taken at, over several of its lines
+  // (they all stood at its first line, hotloop.c:12, before).
+  std::set<std::string> hot_lines;
+  std::regex hot_location(R"( M=\d+ hot (\S+:\d+) )");
+  const std::string locations = raw.out.substr(0, mappings);
+  for (auto it = std::sregex_iterator(locations.begin(), locations.end(), hot_location);
+       it != std::sregex_iterator(); ++it)
+    hot_lines.insert((*it)[1].str());
+  EXPECT_GE(hot_lines.size(), 2u) << locations;
 }
 
 TEST_F(DaemonSession, AbsurdSizesAreInvalidArgument) {

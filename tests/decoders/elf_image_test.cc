@@ -94,6 +94,15 @@ TEST(AddressSpace, ProcMapsParseAndOverlapReplacement) {
   EXPECT_FALSE(ParseProcMaps("garbage\n").ok());
 }
 
+// Images from `dir` only: not from this host's paths, not from a debuginfod server.
+ImageStoreOptions OnlyUnder(const std::filesystem::path& dir) {
+  ImageStoreOptions opt;
+  opt.binary_dir = dir.string();
+  opt.use_host_paths = false;
+  opt.use_debuginfod = false;
+  return opt;
+}
+
 // Add and Overlay against the definition (each new mapping cuts what it overlaps out of the
 // old ones, as mmap(2) does), on random maps: page-granular ranges, many overlaps.
 std::vector<Mapping> ReferenceAdd(std::vector<Mapping> maps, const Mapping& m) {
@@ -205,11 +214,7 @@ TEST(ImageStore, BinaryDirIsSearchedByBuildIdWhateverTheFileIsCalled) {
         f);
     std::fclose(f);
   }
-  ImageStoreOptions opt;
-  opt.binary_dir = dir.string();
-  opt.use_host_paths = false;
-  opt.use_debuginfod = false;
-  ImageStore store(opt);
+  ImageStore store(OnlyUnder(dir));
   auto image = store.Get("/build/google3/propeller_sample_1.bin.gen", "572ac72487ae1966");
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ((*image)->path(), (dir / "deep" / "er" / "renamed.elf").string());
@@ -235,11 +240,7 @@ TEST(ImageStore, PerfBuildIdCacheLayoutIsFound) {
   std::filesystem::copy_file(kPropeller, held / "elf");
   std::filesystem::create_directories(dir / ".build-id" / "57");
   std::filesystem::create_directory_symlink(held, dir / ".build-id" / "57" / "2ac72487ae1966");
-  ImageStoreOptions opt;
-  opt.binary_dir = dir.string();
-  opt.use_host_paths = false;
-  opt.use_debuginfod = false;
-  ImageStore store(opt);
+  ImageStore store(OnlyUnder(dir));
   auto image = store.Get("/gone/propeller_sample_1.bin.gen", "572ac72487ae1966");
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ((*image)->path(), (dir / ".build-id" / "57" / "2ac72487ae1966" / "elf").string());

@@ -77,6 +77,28 @@ TEST(IngestorTest, SlowConsumerDropsAreCountedByReason) {
   EXPECT_DOUBLE_EQ(m.methods[0].self.share, 1.0);
 }
 
+// The PCCT keys stacks by function; the store also keeps where in the function each leaf
+// sample stood, so that an export can give every address (and line) its own count.
+TEST(IngestorTest, LeafAddressesKeepEachSampledAddressAndItsCount) {
+  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(),
+                                        pl::BranchWindows::kTakenBranches,
+                                        std::make_shared<pl::SymbolService>());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const uint64_t entry = reinterpret_cast<uint64_t>(&pathprof_ingest_marker);
+  for (int i = 0; i < 3; ++i) (*store)->AddStackSample(SampleAt(entry + 1));
+  for (int i = 0; i < 5; ++i) (*store)->AddStackSample(SampleAt(entry + 4));
+  const auto at = (*store)->LeafAddresses(entry);
+  ASSERT_EQ(at.size(), 2u);
+  EXPECT_EQ(at[0].first.address, entry + 1);
+  EXPECT_EQ(at[0].second, 3u);
+  EXPECT_EQ(at[1].first.address, entry + 4);
+  EXPECT_EQ(at[1].second, 5u);
+  EXPECT_EQ(at[1].first.function, "pathprof_ingest_marker");
+  EXPECT_EQ(at[1].first.offset, 4u);
+  EXPECT_GT(at[1].first.map_limit, at[1].first.map_start) << "the mapping's range is known";
+  EXPECT_TRUE((*store)->LeafAddresses(entry + 1).empty()) << "keyed by the function's entry";
+}
+
 TEST(IngestorTest, WindowsFeedPathsSubpathsAndCallPairs) {
   auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(),
                                         pl::BranchWindows::kTakenBranches,

@@ -25,7 +25,10 @@ Result<std::string> TracerHelperPath();
 
 // Starts the helper with `args` (after argv[0]), control and data pipes on its fds 3 and 4,
 // every other descriptor closed, and our environment (so a simulated quirk reaches it).
-Result<HelperProcess> SpawnTracerHelper(const std::vector<std::string>& args);
+// `raise_priority`: run it at a higher scheduling priority (never for a helper that will run
+// as an unprivileged user, who could then borrow that priority by tracing it).
+Result<HelperProcess> SpawnTracerHelper(const std::vector<std::string>& args,
+                                        bool raise_priority = false);
 
 // Whether `pid` is a helper this process started and has not yet reaped (the daemon refuses to
 // trace its own helpers).

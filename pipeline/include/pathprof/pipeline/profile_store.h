@@ -57,6 +57,10 @@ class ProfileStore {
   HotCallPairsResult HotCallPairs(uint32_t top_k) const;
   HotMethodsResult HotMethods(uint32_t top_k) const;
   TargetStats Stats() const;
+  // Where the samples whose leaf was the function entered at `function_start` stood: each
+  // sampled address, named, with its count (the PCCT keeps functions only). Empty when none
+  // were recorded (a kernel leaf, or the table was full: counted as leaf_address_table_full).
+  std::vector<std::pair<Location, uint64_t>> LeafAddresses(uint64_t function_start) const;
   // Every path the engine holds now (for baselines and residual paths).
   std::vector<PathKey> PathKeys() const;
   // Bumped by every sample or window applied: lets a watcher skip unchanged profiles.

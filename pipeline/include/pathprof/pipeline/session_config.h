@@ -77,6 +77,9 @@ struct QueueSettings {
   uint32_t window_queue = 1024;  // branch windows waiting for the path engine
 };
 
+// Distinct sampled leaf addresses a process's store keeps (for pprof locations per line).
+inline constexpr uint32_t kLeafAddressEntries = 1u << 16;
+
 struct SessionConfig {
   std::vector<uint32_t> pids;  // every thread of each process is profiled
   SourceChoice source = SourceChoice::kAuto;
