@@ -113,7 +113,7 @@ pass "clean $suite root unpacked"
 # nspawn's own bounding set and seccomp filter leave out CAP_BPF, CAP_PERFMON, bpf(2) and
 # perf_event_open(2); the container must have them for the unit's grants to mean anything.
 nspawn_common=(-q -D "$root" --register=no --keep-unit
-  --capability=CAP_BPF,CAP_PERFMON,CAP_SYS_PTRACE,CAP_DAC_READ_SEARCH,CAP_SETUID,CAP_SETGID
+  --capability=CAP_BPF,CAP_PERFMON,CAP_SYS_PTRACE,CAP_DAC_READ_SEARCH,CAP_SETUID,CAP_SETGID,CAP_SYS_NICE
   --system-call-filter="bpf perf_event_open")
 
 # 3. Install, as an administrator would: apt resolves the package's dependencies.
@@ -200,9 +200,9 @@ uid="$(awk '/^Uid:/ {print $3}' <<<"$status_file")"
 pp_uid="$(ct id -u pathprof)"
 [ "$uid" = "$pp_uid" ] && pass "daemon runs as pathprof (uid $uid), not root" ||
   fail "daemon euid $uid, expected pathprof ($pp_uid)"
-# CAP_DAC_READ_SEARCH (2), CAP_SETGID (6), CAP_SETUID (7), CAP_SYS_PTRACE (19), CAP_PERFMON (38),
-# CAP_BPF (39), and nothing else.
-want_caps=000000c0000800c4
+# CAP_DAC_READ_SEARCH (2), CAP_SETGID (6), CAP_SETUID (7), CAP_SYS_PTRACE (19), CAP_SYS_NICE (23),
+# CAP_PERFMON (38), CAP_BPF (39), and nothing else.
+want_caps=000000c0008800c4
 for set in CapEff CapBnd; do
   got="$(awk -v s="$set:" '$1 == s {print $2}' <<<"$status_file")"
   [ "$got" = "$want_caps" ] && pass "$set = $got" || fail "$set = $got, want $want_caps"
