@@ -95,6 +95,7 @@ void Symbolizer::NameByUnwindEntry(Module* m, uint64_t vaddr, Symbolization* s) 
     std::snprintf(name, sizeof name, "+0x%llx", static_cast<unsigned long long>(start + bias));
     s->function = Basename(m->image->path()) + name;
     s->offset = vaddr - (start + bias);
+    s->from_unwind_entry = true;
     ++unwind_entry_names_;
     return;
   }

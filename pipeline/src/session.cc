@@ -704,6 +704,9 @@ Result<std::string> Session::ExportPprof(bool include_paths, bool kernel_address
     out.mapping.start = l.map_start;
     out.mapping.limit = l.map_limit;
     out.mapping.offset = l.map_offset;
+    // A made-up name (image+0xSTART) stays out: pprof, Parca and Pyroscope symbolize an unnamed
+    // location from the mapping's file or build-id, never one that already has a name.
+    if (l.name_from_unwind_entry) return out;
     if (l.inlined_by.empty()) {
       if (!l.function.empty()) out.frames.push_back({l.function, "", l.file, l.line, 0});
     } else {

@@ -122,6 +122,7 @@ Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& sp
   if (!sym.ok()) return loc;
   loc.function = sym->function;
   loc.offset = sym->offset;
+  loc.name_from_unwind_entry = sym->from_unwind_entry;
   loc.file = sym->file;
   loc.line = static_cast<uint32_t>(std::max(0, sym->line));
   // frames[0] is the code at the address; the ones after it are the functions it was inlined

@@ -112,6 +112,60 @@ TEST_F(DaemonSession, ExportedMappingsCarryTheirRangesAndLeavesTheirLines) {
   EXPECT_GE(hot_lines.size(), 2u) << locations;
 }
 
+// A stripped program (example_hotloop with every symbol removed): the daemon names its code
+// after the unwind entries (one hot method per function, hotloop_stripped+0xSTART), and leaves
+// those made-up names out of the export, so that pprof, given the unstripped file, names them,
+// with lines. Upstream pprof is built from Debian's golang-github-google-pprof-dev source: the
+// pprof in Go 1.19 (`go tool pprof`) reads no build-id from binaries whose first note segment
+// is .note.gnu.property (every Debian 12 GCC binary) and ignores them as mismatched.
+TEST(DaemonStripped, PprofNamesAStrippedProgramFromTheUnstrippedFile) {
+  if (Sh("go version").rc != 0) GTEST_SKIP() << "go (Debian golang-go) is not installed";
+  char dir_template[] = "/tmp/pathprof-stripped-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string go_env = "GOCACHE=" + dir + "/gocache HOME=" + dir + " ";
+  auto built = Sh(go_env + "GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= go build -o " + dir +
+                  "/pprof github.com/google/pprof");
+  if (built.rc != 0)
+    GTEST_SKIP() << "cannot build upstream pprof from golang-github-google-pprof-dev: "
+                 << built.out;
+  const std::string stripped = dir + "/hotloop_stripped";
+  auto strip =
+      Sh("objcopy --strip-all " + kBin + "/example_hotloop " + stripped + " && mkdir " + dir +
+         "/symbols && cp " + kBin + "/example_hotloop " + dir + "/symbols/hotloop_stripped");
+  ASSERT_EQ(strip.rc, 0) << strip.out;
+  ASSERT_EQ(Sh("nm " + stripped).out.find(" hot"), std::string::npos) << "not stripped";
+  Daemon daemon;
+  ASSERT_TRUE(daemon.Ready()) << daemon.Log();
+  const pid_t target = Spawn({stripped, "0"});
+  auto r = daemon.Ctl("start --source none --pid " + std::to_string(target));
+  ASSERT_EQ(r.rc, 0) << r.out << daemon.Log();
+  const std::string id = FirstLine(r.out);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  auto methods = daemon.Ctl("methods " + id + " --top 3 --json");
+  EXPECT_EQ(FirstFunction(methods.out, "methods").rfind("hotloop_stripped+0x", 0), 0u)
+      << methods.out;
+  const std::string file = dir + "/profile.pb.gz";
+  r = daemon.Ctl("export " + id + " -o " + file);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  kill(target, SIGKILL);
+  waitpid(target, nullptr, 0);
+  const std::string pprof = go_env + "PPROF_BINARY_PATH=" + dir + "/symbols " + dir + "/pprof";
+  auto top = Sh(pprof + " -top " + file);
+  ASSERT_EQ(top.rc, 0) << top.out;
+  const auto header = top.out.find("flat%");
+  ASSERT_NE(header, std::string::npos) << top.out;
+  EXPECT_NE(FirstLine(top.out.substr(top.out.find('\n', header) + 1)).find(" hot"),
+            std::string::npos)
+      << top.out;
+  EXPECT_EQ(top.out.find("hotloop_stripped+0x"), std::string::npos) << top.out;
+  // With lines from the unstripped file's DWARF, spread over hot()'s lines.
+  auto lines = Sh(pprof + " -top -lines " + file);
+  EXPECT_NE(lines.out.find(" hot "), std::string::npos) << lines.out;
+  EXPECT_NE(lines.out.find("hotloop.c:12"), std::string::npos) << lines.out;
+  EXPECT_NE(lines.out.find("hotloop.c:16"), std::string::npos) << lines.out;
+  Sh("rm -rf " + dir);
+}
+
 TEST_F(DaemonSession, AbsurdSizesAreInvalidArgument) {
   // pathctl refuses what is outside a flag's own range before it sends anything...
   auto r = daemon_.Ctl("paths " + id_ + " --top 1000000000");

@@ -25,8 +25,9 @@ struct Symbolization {
   // The demangled ELF symbol containing the address; without one, `image+0xSTART` after the
   // unwind entry (FDE) covering it; empty when there is neither.
   std::string function;
-  uint64_t offset = 0;  // address - symbol start
-  std::string file;     // innermost source position
+  uint64_t offset = 0;             // address - symbol start
+  bool from_unwind_entry = false;  // `function` is the image+0xSTART name of an FDE
+  std::string file;                // innermost source position
   int line = 0;
   // Innermost first: frames[0] is the code at the address (maybe inlined), the last is the
   // out-of-line function. Has one entry when there is no inlining, none without debug info.

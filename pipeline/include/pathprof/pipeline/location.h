@@ -17,6 +17,10 @@ struct Location {
   uint32_t line = 0;
   std::string image;     // the mapped file ("[kernel.kallsyms]" for kernel frames)
   std::string build_id;  // lower-case hex, empty when the image has none
+  // `function` is made up from the unwind entry covering the address (image+0xSTART): the
+  // image has no symbol for it. Exports leave such names out, so that a backend holding the
+  // unstripped file or its debug info names the frame instead.
+  bool name_from_unwind_entry = false;
   // The mapping the address lies in (runtime start and end, file offset of start); all 0 when
   // no mapping covers it. pprof, Parca and Pyroscope need these to symbolize what we could not.
   uint64_t map_start = 0;
