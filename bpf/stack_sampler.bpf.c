@@ -21,6 +21,10 @@ const volatile bool want_kernel_stacks = true;
 // capability, so that a target that execs a setuid program is not sampled from then on.
 const volatile bool filter_by_uid = false;
 const volatile __u32 filter_uid = 0;
+// Copy the user registers and the top of the user stack for DWARF unwinding in user space.
+const volatile bool copy_user_stack = false;
+// A target's fork adds the child to target_pids (process trees: sh -c, make -j, workers).
+const volatile bool follow_children = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -44,6 +48,69 @@ struct {
 static __always_inline void count(__u32 which) {
   __u64* c = bpf_map_lookup_elem(&counters, &which);
   if (c) *c += 1;
+}
+
+// The user registers of the interrupted task, whatever mode the sample interrupted: the frame
+// the kernel saved on entry from user space (bpf_task_pt_regs), in DWARF register order.
+static __always_inline bool copy_user_registers(struct stack_sample* s) {
+  struct task_struct* task = bpf_get_current_task_btf();
+  struct pt_regs* r = (struct pt_regs*)bpf_task_pt_regs(task);
+  if (!r) return false;
+  s->regs[0] = BPF_CORE_READ(r, ax);
+  s->regs[1] = BPF_CORE_READ(r, dx);
+  s->regs[2] = BPF_CORE_READ(r, cx);
+  s->regs[3] = BPF_CORE_READ(r, bx);
+  s->regs[4] = BPF_CORE_READ(r, si);
+  s->regs[5] = BPF_CORE_READ(r, di);
+  s->regs[6] = BPF_CORE_READ(r, bp);
+  s->regs[7] = BPF_CORE_READ(r, sp);
+  s->regs[8] = BPF_CORE_READ(r, r8);
+  s->regs[9] = BPF_CORE_READ(r, r9);
+  s->regs[10] = BPF_CORE_READ(r, r10);
+  s->regs[11] = BPF_CORE_READ(r, r11);
+  s->regs[12] = BPF_CORE_READ(r, r12);
+  s->regs[13] = BPF_CORE_READ(r, r13);
+  s->regs[14] = BPF_CORE_READ(r, r14);
+  s->regs[15] = BPF_CORE_READ(r, r15);
+  s->regs[16] = BPF_CORE_READ(r, ip);
+  return true;
+}
+
+// Whole pages from the one holding the stack pointer upwards, so that every read has a constant
+// size and offset; stops at the first page that cannot be read (the top of the stack mapping).
+static __always_inline void copy_user_stack_pages(struct stack_sample* s) {
+  s->stack_bytes = 0;
+  s->stack_base = 0;
+  if (!copy_user_registers(s) || s->regs[7] == 0) {
+    count(PATHPROF_COUNTER_STACK_COPY_FAILED);
+    return;
+  }
+  const __u64 base = s->regs[7] & ~(__u64)(PATHPROF_STACK_PAGE - 1);
+  s->stack_base = base;
+#pragma unroll
+  for (int i = 0; i < PATHPROF_STACK_COPY_PAGES; ++i) {
+    if (bpf_probe_read_user(s->stack + i * PATHPROF_STACK_PAGE, PATHPROF_STACK_PAGE,
+                            (const void*)(base + (__u64)i * PATHPROF_STACK_PAGE)) != 0) {
+      if (i == 0)
+        count(PATHPROF_COUNTER_STACK_COPY_FAILED);
+      else
+        count(PATHPROF_COUNTER_STACK_COPY_SHORT);
+      return;
+    }
+    s->stack_bytes = (i + 1) * PATHPROF_STACK_PAGE;
+  }
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(follow_fork, struct task_struct* parent, struct task_struct* child) {
+  if (!follow_children) return 0;
+  __u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
+  // A new thread shares its parent's tgid; only a new process needs adding.
+  if (parent_tgid == child_tgid || !bpf_map_lookup_elem(&target_pids, &parent_tgid)) return 0;
+  __u8 descendant = 2;
+  if (bpf_map_update_elem(&target_pids, &child_tgid, &descendant, BPF_NOEXIST) == 0)
+    count(PATHPROF_COUNTER_FOLLOWED_CHILDREN);
+  return 0;
 }
 
 SEC("perf_event")
@@ -76,7 +143,10 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
       return 0;
     }
   }
-  struct stack_sample* s = bpf_ringbuf_reserve(&samples, sizeof(*s), 0);
+  struct stack_sample* s =
+      copy_user_stack
+          ? bpf_ringbuf_reserve(&samples, sizeof(*s), 0)
+          : bpf_ringbuf_reserve(&samples, __builtin_offsetof(struct stack_sample, regs), 0);
   if (!s) {
     count(PATHPROF_COUNTER_RINGBUF_FULL);
     return 0;
@@ -91,6 +161,7 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   if (s->user_bytes < 0) count(PATHPROF_COUNTER_USER_STACK_ERROR);
   s->kernel_bytes = want_kernel_stacks ? bpf_get_stack(ctx, s->kernel, sizeof(s->kernel), 0) : 0;
   if (s->kernel_bytes < 0) count(PATHPROF_COUNTER_KERNEL_STACK_ERROR);
+  if (copy_user_stack) copy_user_stack_pages(s);
   bpf_ringbuf_submit(s, 0);
   count(PATHPROF_COUNTER_SUBMITTED);
   return 0;

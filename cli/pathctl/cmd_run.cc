@@ -24,39 +24,66 @@ namespace pl = pathprof::pipeline;
 
 // Forks and execs `argv`; returns the child's pid once the exec has succeeded (a close-on-exec
 // pipe reports a failed exec's errno), so profiling starts on the new image, not on our copy.
-pid_t Spawn(const std::vector<std::string>& argv, std::string* error) {
-  int gate[2];
-  if (pipe2(gate, O_CLOEXEC) != 0) {
+// A command started held before its exec: profiling starts first, so that the stack sampler's
+// filter holds the child's pid before the command can fork anything (sh -c, make -j).
+struct HeldChild {
+  pid_t pid = -1;
+  int release_fd = -1;  // a byte here lets the child exec
+  int result_fd = -1;   // the child writes exec's errno here; EOF means the exec succeeded
+};
+
+HeldChild SpawnHeld(const std::vector<std::string>& argv, std::string* error) {
+  HeldChild held;
+  int release[2], result[2];
+  if (pipe2(release, O_CLOEXEC) != 0 || pipe2(result, O_CLOEXEC) != 0) {
     *error = std::string("pipe: ") + std::strerror(errno);
-    return -1;
+    return held;
   }
   const pid_t pid = fork();
   if (pid < 0) {
     *error = std::string("fork: ") + std::strerror(errno);
-    return -1;
+    return held;
   }
   if (pid == 0) {
-    close(gate[0]);
+    close(release[1]);
+    close(result[0]);
+    char go = 0;
+    ssize_t n;
+    do n = read(release[0], &go, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1) _exit(127);  // pathctl went away before profiling started
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
     const int err = errno;
-    (void)!write(gate[1], &err, sizeof err);
+    (void)!write(result[1], &err, sizeof err);
     _exit(127);
   }
-  close(gate[1]);
+  close(release[0]);
+  close(result[1]);
+  held.pid = pid;
+  held.release_fd = release[1];
+  held.result_fd = result[0];
+  return held;
+}
+
+// Lets the held child exec; false (with the reason) when the exec failed.
+bool Release(HeldChild& held, const std::string& program, std::string* error) {
+  const char go = 1;
+  (void)!write(held.release_fd, &go, 1);
+  close(held.release_fd);
   int err = 0;
   ssize_t n;
-  do n = read(gate[0], &err, sizeof err);
+  do n = read(held.result_fd, &err, sizeof err);
   while (n < 0 && errno == EINTR);
-  close(gate[0]);
+  close(held.result_fd);
   if (n > 0) {
-    waitpid(pid, nullptr, 0);
-    *error = "cannot run '" + argv[0] + "': " + std::strerror(err);
-    return -1;
+    waitpid(held.pid, nullptr, 0);
+    *error = "cannot run '" + program + "': " + std::strerror(err);
+    return false;
   }
-  return pid;
+  return true;
 }
 
 // Waits up to `ms` for the child to exit, then kills it; its exit status (128 + signal).
@@ -318,6 +345,10 @@ int RunRun(Args& args) {
     return UsageError("run", {"--source must be auto, pt, lbr, ptrace or none"});
   if (!pl::ParseStepChoice(args.Get("step-mode", "auto"), &config.sampling.step_mode))
     return UsageError("run", {"--step-mode must be auto, breakpoints, int3 or step"});
+  if (!pl::ParseCallGraph(args.Get("call-graph", "dwarf"), &config.sampling.call_graph))
+    return UsageError("run", {"--call-graph must be dwarf or fp"});
+  // As perf record does: children forked from now on are profiled too, unless --no-inherit.
+  config.follow_children = !args.Has("no-inherit");
   config.sampling.stack_hz = static_cast<uint32_t>(args.GetInt("stack-hz", 99, 0, 10000));
   config.sampling.bursts_per_second = args.GetDouble("burst-rate", 20, 0, 10000);
   config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32, 1, 4096));
@@ -343,6 +374,7 @@ int RunRun(Args& args) {
   }
 
   pid_t child = -1;
+  HeldChild held;
   if (pid_arg != 0) {
     // Same exit code as the daemon commands give for a process that is not there.
     if (kill(static_cast<pid_t>(pid_arg), 0) != 0 && errno == ESRCH) {
@@ -352,11 +384,12 @@ int RunRun(Args& args) {
     config.pids = {static_cast<uint32_t>(pid_arg)};
   } else {
     std::string error;
-    child = Spawn(args.rest(), &error);
-    if (child < 0) {
+    held = SpawnHeld(args.rest(), &error);
+    if (held.pid < 0) {
       std::fprintf(stderr, "pathctl run: %s\n", error.c_str());
       return kExitError;
     }
+    child = held.pid;
     config.pids = {static_cast<uint32_t>(child)};
   }
 
@@ -369,6 +402,14 @@ int RunRun(Args& args) {
       ReapWithin(child, 1000);
     }
     return kExitError;
+  }
+  if (child > 0) {
+    std::string error;
+    if (!Release(held, args.rest().front(), &error)) {
+      (*session)->Stop();
+      std::fprintf(stderr, "pathctl run: %s\n", error.c_str());
+      return kExitError;
+    }
   }
   if (!json)
     std::fprintf(stderr, "pathctl run: profiling pid %u (%s; %s)\n", config.pids[0],
@@ -412,7 +453,7 @@ PATHCTL_COMMAND(Command{
     "usage: pathctl run [--source auto|pt|lbr|ptrace|none] [--step-mode "
     "auto|breakpoints|int3|step]\n"
     "                   [--stack-hz N] [--duration S] [--top K] [--burst-rate R] [--window W]\n"
-    "                   [--json] -- CMD [ARGS]\n"
+    "                   [--call-graph dwarf|fp] [--no-inherit] [--json] -- CMD [ARGS]\n"
     "       pathctl run [options] --pid P\n\n"
     "Runs CMD (or attaches to process P), profiles it with eBPF stack samples and the best\n"
     "branch source (PT > LBR > ptrace bursts unless --source says otherwise), and prints its hot\n"
@@ -421,8 +462,13 @@ PATHCTL_COMMAND(Command{
     "sent SIGTERM, and SIGKILL half a second later; a --pid target is left running).\n"
     "--step-mode says how ptrace bursts step a window: auto (what `pathctl caps` found works\n"
     "best here), breakpoints (debug registers), int3 (int3 bytes in the text, for hosts whose\n"
-    "debug registers never fire) or step (one stop per instruction).",
-    {"json"},
+    "debug registers never fire) or step (one stop per instruction).\n"
+    "--call-graph: dwarf (default) copies the top 12-16 KiB of the user stack with each sample\n"
+    "and unwinds it with the binaries' DWARF CFI, which programs built without frame pointers\n"
+    "need (as perf record --call-graph dwarf); fp trusts the frame-pointer chain alone.\n"
+    "Processes CMD (or P) forks are profiled too, each with its own counts in the report;\n"
+    "--no-inherit profiles the one process only. Branch sources stay on CMD (or P) itself.",
+    {"json", "no-inherit"},
     RunRun});
 
 }  // namespace

@@ -139,6 +139,26 @@ struct ProfileStore::Impl {
     representatives.emplace(c.path, std::move(blocks));
   }
 
+  std::vector<uint64_t> UserFramesLocked(const collectors::RawStackSample& sample) {
+    if (sample.regs.empty()) return sample.user;
+    // Mappings must be known before the unwinder asks which image holds each frame.
+    if (space.Find(sample.regs[decoders::kDwarfRip]) == nullptr) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_miss_refresh >= kMissRefreshInterval) {
+        last_miss_refresh = now;
+        if (RefreshLocked().ok()) function_of.clear();
+      }
+    }
+    decoders::UnwindResult u =
+        symbols->UnwindUser(pid, space, sample.regs, sample.stack_start, sample.stack);
+    if (u.end != decoders::UnwindEnd::kOutermost && sample.user.size() > u.frames.size())
+      return sample.user;
+    if (u.end != decoders::UnwindEnd::kOutermost)
+      accounting.decode_errors.Add("stack_unwind_incomplete:" +
+                                   std::string(decoders::UnwindEndName(u.end)));
+    return std::move(u.frames);
+  }
+
   std::vector<Location> SymbolizeAll(const decoders::AddressSpace& s,
                                      const std::vector<uint64_t>& addresses) const {
     std::vector<Location> out;
@@ -311,7 +331,10 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
       // process exec'd; re-read the maps, at most once per kMissRefreshInterval. A frame that no
       // mapping will ever cover (a broken unwind, a stale return address) would otherwise re-read
       // /proc/PID/maps under the lock on every sample.
-      for (uint64_t a : sample.user) {
+      // The user stack: the kernel's frame-pointer walk, or with a copied stack, the DWARF CFI
+      // walk (programs built without frame pointers), unless frame pointers reached further.
+      std::vector<uint64_t> user = s.UserFramesLocked(sample);
+      for (uint64_t a : user) {
         if (s.space.Find(a) != nullptr) continue;
         const auto now = std::chrono::steady_clock::now();
         if (now - s.last_miss_refresh >= kMissRefreshInterval) {
@@ -327,9 +350,9 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
       // Leaf first: kernel frames (if any) above the user stack. A frame's call site is the
       // caller's address, which is the next frame's return address.
       std::vector<uint64_t> addrs;
-      addrs.reserve(sample.kernel.size() + sample.user.size());
+      addrs.reserve(sample.kernel.size() + user.size());
       addrs.insert(addrs.end(), sample.kernel.begin(), sample.kernel.end());
-      addrs.insert(addrs.end(), sample.user.begin(), sample.user.end());
+      addrs.insert(addrs.end(), user.begin(), user.end());
       st.frames.reserve(addrs.size());
       for (size_t i = 0; i < addrs.size(); ++i) {
         profiles::StackFrame f;
@@ -340,9 +363,9 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
       if (Status add = s.pcct->Add(st); !add.ok()) {
         s.accounting.drops.Add("pcct_rejected");
       } else {
-        if (!sample.user.empty() && sample.kernel.empty()) {
+        if (!user.empty() && sample.kernel.empty()) {
           auto& at = s.leaf_addresses[st.frames.front().function];
-          auto [it, added] = at.try_emplace(sample.user.front(), 0);
+          auto [it, added] = at.try_emplace(user.front(), 0);
           if (added && s.leaf_address_entries >= kMaxLeafAddresses) {
             at.erase(it);
             s.accounting.drops.Add("leaf_address_table_full");

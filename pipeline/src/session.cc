@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/collectors/lbr_source.h"
@@ -120,6 +121,9 @@ struct Session::Impl {
   std::condition_variable ended_cv;
   SessionInfo info;
   std::map<uint32_t, std::shared_ptr<ProfileStore>> stores;  // never shrinks while alive
+  uint32_t descendants = 0;                                  // stores made for followed children
+  std::set<uint32_t> live_descendants;                       // ... whose exit was not noted yet
+  uint64_t descendants_over_limit = 0;  // samples of children past max_descendants
   std::map<std::string, std::set<PathKey>> baselines;
 
   std::unique_ptr<Ingestor> ingestor;
@@ -169,7 +173,42 @@ struct Session::Impl {
   ProfileStore* Lookup(uint32_t pid) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = stores.find(pid);
-    return it == stores.end() ? nullptr : it->second.get();
+    if (it != stores.end()) return it->second.get();
+    // Only the sampler's in-kernel filter admits other pids, and with follow_children only
+    // descendants of the targets: the first sample of one makes its store.
+    if (!config.follow_children) return nullptr;
+    if (descendants >= config.max_descendants) {
+      ++descendants_over_limit;
+      return nullptr;
+    }
+    // Branch sources stay on the targets: a descendant's store has stacks only.
+    auto store = ProfileStore::Create(pid, config, BranchWindows::kNone, symbols);
+    if (!store.ok()) return nullptr;
+    ++descendants;
+    live_descendants.insert(pid);
+    return stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store)))
+        .first->second.get();
+  }
+
+  // A followed child that exited: its profile is kept; its pid leaves the kernel's filter
+  // (before the pid can be reused by an unrelated process).
+  void NoteDescendantExits() {
+    std::vector<std::pair<uint32_t, std::shared_ptr<ProfileStore>>> gone;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto it = live_descendants.begin(); it != live_descendants.end();) {
+        if (ProcessAlive(*it)) {
+          ++it;
+          continue;
+        }
+        gone.emplace_back(*it, stores.at(*it));
+        it = live_descendants.erase(it);
+      }
+    }
+    for (auto& [pid, store] : gone) {
+      store->NoteExit();
+      if (sampler) (void)sampler->RemovePid(pid);
+    }
   }
 
   // Collector counters -> the targets' drop reasons, as deltas since the last call.
@@ -178,6 +217,15 @@ struct Session::Impl {
       const collectors::EbpfSamplerStats st = sampler->stats();
       // The ring buffer is shared by the session's targets; its losses go to the first target.
       if (ProfileStore* first = Lookup(config.pids.front())) {
+        uint64_t over_limit = 0;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          over_limit = std::exchange(descendants_over_limit, 0);
+        }
+        if (over_limit > 0) first->accounting().drops.Add("descendant_limit", over_limit);
+        if (st.stack_copies_failed > sampler_seen.stack_copies_failed)
+          first->accounting().decode_errors.Add(
+              "stack_copy_failed", st.stack_copies_failed - sampler_seen.stack_copies_failed);
         if (st.ringbuf_full > sampler_seen.ringbuf_full)
           first->accounting().drops.Add("ebpf_ringbuf_full",
                                         st.ringbuf_full - sampler_seen.ringbuf_full);
@@ -334,6 +382,7 @@ struct Session::Impl {
         TearDown(SessionState::kFailed);
         return;
       }
+      NoteDescendantExits();
       bool any_alive = false;
       for (uint32_t pid : config.pids) {
         if (ProcessAlive(pid)) {
@@ -438,6 +487,8 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
     ec.kernel_stacks = config.sampling.kernel_stacks;
     // In the kernel: a task whose credentials are not plainly the requester's is never sampled.
     ec.only_uid = config.confine_to_uid;
+    ec.copy_user_stacks = config.sampling.call_graph == CallGraph::kDwarf;
+    ec.follow_children = config.follow_children;
     auto sampler = collectors::EbpfStackSampler::Start(ec);
     if (sampler.ok()) {
       s->sampler = std::move(*sampler);

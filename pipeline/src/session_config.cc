@@ -120,11 +120,29 @@ uint64_t SessionConfig::MemoryBoundBytes() const {
   // Rough per-entry sizes of each bounded structure, including map/node overheads.
   const uint64_t per_process = uint64_t{engine.hpt_entries} * 64 +
                                uint64_t{osp.memory_entries} * 96 + uint64_t{pcct.max_nodes} * 128 +
-                               uint64_t{queues.stack_queue} * 1200 +
                                uint64_t{queues.window_queue} * sampling.window_branches * 48 +
                                uint64_t{kLeafAddressEntries} * 48 +  // leaf addresses (pprof)
                                (1u << 20);  // mappings, symbol caches, accounting
-  return per_process * std::max<uint64_t>(1, pids.size());
+  // One stack queue per session; a queued sample holds its stack copy until it is unwound.
+  const uint64_t stack_entry = 1200 + (sampling.call_graph == CallGraph::kDwarf ? 16384 : 0);
+  const uint64_t processes =
+      std::max<uint64_t>(1, pids.size()) + (follow_children ? max_descendants : 0);
+  return per_process * processes + uint64_t{queues.stack_queue} * stack_entry;
+}
+
+std::string_view CallGraphName(CallGraph c) {
+  return c == CallGraph::kFramePointers ? "fp" : "dwarf";
+}
+
+bool ParseCallGraph(std::string_view name, CallGraph* out) {
+  if (name == "dwarf") {
+    *out = CallGraph::kDwarf;
+  } else if (name == "fp") {
+    *out = CallGraph::kFramePointers;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace pathprof::pipeline

@@ -48,6 +48,7 @@ struct SymbolService::Impl {
   std::mutex mu;
   decoders::ImageStore images;
   decoders::Symbolizer symbolizer;
+  decoders::CfiUnwinder unwinder;
   std::map<const decoders::ElfImage*, std::string> debug_files;
   bool kallsyms_loaded = false;
   std::vector<KernelSymbol> kallsyms;
@@ -163,6 +164,21 @@ SymbolService::Code SymbolService::CodeAt(uint32_t pid, const decoders::AddressS
   code.owner = impl_->ImageFor(pid, space, address, &vaddr, &m);
   if (code.owner != nullptr) code.bytes = code.owner->CodeAt(vaddr);
   return code;
+}
+
+decoders::UnwindResult SymbolService::UnwindUser(uint32_t pid, const decoders::AddressSpace& space,
+                                                 std::span<const uint64_t> regs,
+                                                 uint64_t stack_start,
+                                                 std::span<const uint8_t> stack) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->unwinder.Unwind(regs, stack_start, stack, [&](uint64_t address) {
+    decoders::UnwindImage at;
+    uint64_t vaddr = 0;
+    const decoders::Mapping* m = nullptr;
+    at.image = impl_->ImageFor(pid, space, address, &vaddr, &m);
+    if (at.image) at.bias = address - vaddr;
+    return at;
+  });
 }
 
 Location SymbolService::SymbolizeKernel(uint64_t address) {

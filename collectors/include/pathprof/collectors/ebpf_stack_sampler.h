@@ -25,6 +25,12 @@ struct RawStackSample {
   std::vector<uint64_t> kernel;  // leaf first
   int user_error = 0;            // errno from bpf_get_stack, 0 if the stack was read
   int kernel_error = 0;
+  // With EbpfSamplerConfig::copy_user_stacks: the user registers (x86-64 DWARF numbering, 16 =
+  // the instruction pointer) and the user stack from the stack pointer up, for unwinding with
+  // DWARF CFI where frame pointers are missing. Empty when not copied or unreadable.
+  std::vector<uint64_t> regs;
+  uint64_t stack_start = 0;  // user address of stack[0] (the stack pointer)
+  std::vector<uint8_t> stack;
 };
 
 struct EbpfSamplerConfig {
@@ -36,6 +42,11 @@ struct EbpfSamplerConfig {
   // Set: only tasks whose real, effective, saved and filesystem uids are all this one and that
   // hold no capability are sampled, decided in the kernel at each sample (a non-admin's session).
   std::optional<uint32_t> only_uid;
+  // Copy registers and the top 12-16 KiB of the user stack with each sample (perf's
+  // --call-graph dwarf), for programs built without frame pointers.
+  bool copy_user_stacks = false;
+  // A target's fork adds the child to the pid filter, in the kernel, before the child runs.
+  bool follow_children = false;
 };
 
 struct EbpfSamplerStats {
@@ -48,6 +59,9 @@ struct EbpfSamplerStats {
   uint64_t kernel_stack_errors = 0;   // delivered without a kernel stack
   uint64_t submitted = 0;             // written into the ring buffer
   uint64_t delivered = 0;             // handed to the callback
+  uint64_t stack_copies_short = 0;    // the stack's top came before the copy's end
+  uint64_t stack_copies_failed = 0;   // no user registers or stack bytes could be read
+  uint64_t followed_children = 0;     // processes added to the filter by a target's fork
   int cpus_attached = 0;
   int cpus_skipped = 0;  // online but perf_event_open failed (reason in warnings)
   std::string event;     // "cycles" or "cpu-clock"

@@ -24,6 +24,12 @@ enum class StepChoice : uint8_t { kAuto = 0, kStep, kBreakpoints, kInt3 };
 std::string_view StepChoiceName(StepChoice s);  // "auto", "step", "breakpoints", "int3"
 bool ParseStepChoice(std::string_view name, StepChoice* out);
 
+// How user stacks are walked: the kernel's frame-pointer walk alone, or a copy of the stack's top
+// unwound with DWARF CFI (perf's --call-graph dwarf), which programs without frame pointers need.
+enum class CallGraph : uint8_t { kDwarf = 0, kFramePointers };
+std::string_view CallGraphName(CallGraph c);  // "dwarf", "fp"
+bool ParseCallGraph(std::string_view name, CallGraph* out);
+
 enum class PathKind : uint8_t {
   kBallLarus = 0,  // acyclic, intra-procedural (thesis table 5.1)
   kWpp,            // whole-program-path pieces (table 5.2)
@@ -56,6 +62,7 @@ struct SamplingSettings {
   StepChoice step_mode = StepChoice::kAuto;  // ptrace bursts: how windows are stepped
   uint64_t lbr_period = 100003;              // LBR: cycles between samples
   bool kernel_stacks = true;
+  CallGraph call_graph = CallGraph::kDwarf;
 };
 
 struct OspSettings {
@@ -95,6 +102,11 @@ struct SessionConfig {
   // credentials are checked at start, at every exec and every query; stack samples are filtered
   // in the kernel by credentials; the ptrace tracer runs as this uid. Unset: no confinement.
   std::optional<uint32_t> confine_to_uid;
+  // Processes the targets fork are profiled too, each in its own store (the eBPF filter adds a
+  // child in the kernel at fork; branch sources stay on the targets). At most max_descendants
+  // stores are made; samples of further ones are counted ("descendant_limit").
+  bool follow_children = false;
+  uint32_t max_descendants = 64;
 
   // Checks ranges (pids present, path length 1..64, HPT geometry, OSP length a power of two...).
   Status Validate() const;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "pathprof/decoders/address_space.h"
+#include "pathprof/decoders/cfi_unwinder.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/decoders/image_store.h"
 #include "pathprof/pipeline/location.h"
@@ -39,6 +40,12 @@ class SymbolService {
     std::span<const uint8_t> bytes;
   };
   Code CodeAt(uint32_t pid, const decoders::AddressSpace& space, uint64_t address);
+
+  // Unwinds a sampled user stack with the images' DWARF CFI (frame pointers where an address has
+  // none): `regs` in DWARF numbering, `stack` the user memory from `stack_start` up.
+  decoders::UnwindResult UnwindUser(uint32_t pid, const decoders::AddressSpace& space,
+                                    std::span<const uint64_t> regs, uint64_t stack_start,
+                                    std::span<const uint8_t> stack);
 
   // Kernel symbols from /proc/kallsyms (read once; addresses are zero without CAP_SYSLOG).
   Location SymbolizeKernel(uint64_t address);

@@ -1,0 +1,159 @@
+// `pathctl run` on programs nobody here wrote: Debian 12's own xz and gzip (-O2, no frame
+// pointers, stripped) and a shell or make running them. Stacks must reach main through DWARF
+// CFI, and a command's children must be profiled. Needs root for eBPF; skips with the reason
+// otherwise, and where a Debian program is missing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "pathprof/collectors/capabilities.h"
+
+#include "common/run_command.h"
+
+namespace {
+
+using CmdResult = pathprof::testing::CommandResult;
+namespace fs = std::filesystem;
+
+CmdResult Pathctl(const std::string& args) {
+  return pathprof::testing::RunCommand(std::string(PATHPROF_BIN_DIR) + "/pathctl " + args +
+                                       " 2>/dev/null");
+}
+
+double NumberAfter(const std::string& json, const std::string& key, size_t from) {
+  const size_t at = json.find("\"" + key + "\":", from);
+  if (at == std::string::npos) return -1;
+  return std::strtod(json.c_str() + at + key.size() + 3, nullptr);
+}
+
+// The share of the calling context tree's weight under every node named `function`.
+double ShareUnder(const std::string& json, const std::string& function) {
+  const size_t cct = json.find("\"cct\":{");
+  const double total = NumberAfter(json, "total_weight", cct);
+  if (cct == std::string::npos || total <= 0) return -1;
+  double under = 0;
+  const std::string needle = "\"function\":\"" + function + "\"";
+  for (size_t at = json.find(needle, cct); at != std::string::npos;
+       at = json.find(needle, at + 1)) {
+    // The node's own "total" follows its function and call-site objects.
+    under += NumberAfter(json, "total", at);
+  }
+  return under / total;
+}
+
+// The pids in the report's accounting with at least one stack sample.
+std::set<long> PidsWithStacks(const std::string& json) {
+  std::set<long> pids;
+  const size_t stats = json.find("\"stats\":[");
+  for (size_t at = json.find("{\"pid\":", stats); at != std::string::npos;
+       at = json.find("{\"pid\":", at + 1)) {
+    const long pid = std::strtol(json.c_str() + at + 7, nullptr, 10);
+    if (NumberAfter(json, "stack_samples", at) > 0) pids.insert(pid);
+  }
+  return pids;
+}
+
+class RealProgramsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto caps = pathprof::collectors::ProbeHostCapabilities();
+    if (!caps.ebpf.available) GTEST_SKIP() << "no eBPF stacks here: " << caps.ebpf.detail;
+    dir_ = fs::temp_directory_path() / ("pathprof-real-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    // Compressible but not trivial input: text with some entropy, about 6 MB.
+    std::ofstream out(dir_ / "input.txt");
+    uint64_t x = 88172645463325252ull;
+    for (int line = 0; line < 120000; ++line) {
+      for (int w = 0; w < 8; ++w) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        out << "word" << (x % 5000) << ' ';
+      }
+      out << '\n';
+    }
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  static void NeedProgram(const std::string& path) {
+    if (access(path.c_str(), X_OK) != 0) GTEST_SKIP() << path << " is not installed";
+  }
+  fs::path dir_;
+};
+
+TEST_F(RealProgramsTest, XzStacksReachMainWithoutFramePointers) {
+  NeedProgram("/usr/bin/xz");
+  const std::string in = (dir_ / "input.txt").string();
+  const CmdResult r =
+      Pathctl("run --json --source none --stack-hz 499 -- /usr/bin/xz -6 -T1 -k -f " + in);
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  // _start -> __libc_start_main -> __libc_start_call_main -> main: every sample of the
+  // single-threaded xz is under main's caller when its stack was walked to the end.
+  const double share = ShareUnder(r.out, "__libc_start_call_main");
+  EXPECT_GE(share, 0.95) << r.out.substr(r.out.find("\"stats\""), 800);
+}
+
+TEST_F(RealProgramsTest, FramePointersAloneDoNotReachMainInXz) {
+  // The reason for the DWARF walk: Debian's xz has no frame pointers.
+  NeedProgram("/usr/bin/xz");
+  const std::string in = (dir_ / "input.txt").string();
+  const CmdResult r = Pathctl("run --json --source none --stack-hz 499 --call-graph fp -- " +
+                              std::string("/usr/bin/xz -6 -T1 -k -f ") + in);
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  EXPECT_LT(ShareUnder(r.out, "__libc_start_call_main"), 0.5);
+}
+
+TEST_F(RealProgramsTest, GzipStacksReachMainWithoutFramePointers) {
+  NeedProgram("/usr/bin/gzip");
+  const std::string in = (dir_ / "input.txt").string();
+  const CmdResult r =
+      Pathctl("run --json --source none --stack-hz 499 -- /usr/bin/gzip -9 -k -f " + in);
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  const double share = ShareUnder(r.out, "__libc_start_call_main");
+  EXPECT_GE(share, 0.95) << r.out.substr(r.out.find("\"stats\""), 800);
+}
+
+TEST_F(RealProgramsTest, ShellChildrenAreProfiled) {
+  NeedProgram("/usr/bin/xz");
+  const std::string in = (dir_ / "input.txt").string();
+  // "; true" keeps sh from exec'ing xz in its own process: xz is a child.
+  const CmdResult r =
+      Pathctl("run --json --source none --stack-hz 499 -- sh -c '/usr/bin/xz -6 -T1 -k -f " + in +
+              "; true'");
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  const std::set<long> pids = PidsWithStacks(r.out);
+  EXPECT_GE(pids.size(), 1u);
+  // The leader (sh) waits; the samples are xz's, which runs liblzma and reaches main.
+  EXPECT_NE(r.out.find("liblzma"), std::string::npos) << r.out.substr(0, 1500);
+  EXPECT_GE(ShareUnder(r.out, "__libc_start_call_main"), 0.9);
+  const CmdResult alone = Pathctl(
+      "run --json --source none --stack-hz 499 --no-inherit -- sh -c '/usr/bin/xz -6 -T1 -k -f " +
+      in + "; true'");
+  ASSERT_EQ(alone.rc, 0);
+  EXPECT_EQ(alone.out.find("liblzma"), std::string::npos) << "--no-inherit followed xz";
+}
+
+TEST_F(RealProgramsTest, MakeJobsAreProfiled) {
+  NeedProgram("/usr/bin/make");
+  NeedProgram("/usr/bin/xz");
+  NeedProgram("/usr/bin/gzip");
+  std::ofstream mk(dir_ / "Makefile");
+  mk << "all: input.txt.xz input.txt.gz\n"
+        "input.txt.xz: input.txt\n\t/usr/bin/xz -6 -T1 -k -f input.txt\n"
+        "input.txt.gz: input.txt\n\t/usr/bin/gzip -9 -k -f input.txt\n";
+  mk.close();
+  const CmdResult r = Pathctl(
+      "run --json --source none --stack-hz 499 -- /usr/bin/make -s -j2 -B -C " + dir_.string());
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  // make, and the two recipes' compressors (each possibly under a shell): at least xz and gzip.
+  EXPECT_GE(PidsWithStacks(r.out).size(), 2u) << r.out.substr(r.out.find("\"stats\""), 1200);
+  EXPECT_NE(r.out.find("liblzma"), std::string::npos);
+  EXPECT_NE(r.out.find("\"image\":\"/usr/bin/gzip\""), std::string::npos);
+}
+
+}  // namespace
