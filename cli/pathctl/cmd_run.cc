@@ -24,66 +24,39 @@ namespace pl = pathprof::pipeline;
 
 // Forks and execs `argv`; returns the child's pid once the exec has succeeded (a close-on-exec
 // pipe reports a failed exec's errno), so profiling starts on the new image, not on our copy.
-// A command started held before its exec: profiling starts first, so that the stack sampler's
-// filter holds the child's pid before the command can fork anything (sh -c, make -j).
-struct HeldChild {
-  pid_t pid = -1;
-  int release_fd = -1;  // a byte here lets the child exec
-  int result_fd = -1;   // the child writes exec's errno here; EOF means the exec succeeded
-};
-
-HeldChild SpawnHeld(const std::vector<std::string>& argv, std::string* error) {
-  HeldChild held;
-  int release[2], result[2];
-  if (pipe2(release, O_CLOEXEC) != 0 || pipe2(result, O_CLOEXEC) != 0) {
+pid_t Spawn(const std::vector<std::string>& argv, std::string* error) {
+  int gate[2];
+  if (pipe2(gate, O_CLOEXEC) != 0) {
     *error = std::string("pipe: ") + std::strerror(errno);
-    return held;
+    return -1;
   }
   const pid_t pid = fork();
   if (pid < 0) {
     *error = std::string("fork: ") + std::strerror(errno);
-    return held;
+    return -1;
   }
   if (pid == 0) {
-    close(release[1]);
-    close(result[0]);
-    char go = 0;
-    ssize_t n;
-    do n = read(release[0], &go, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1) _exit(127);  // pathctl went away before profiling started
+    close(gate[0]);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
     const int err = errno;
-    (void)!write(result[1], &err, sizeof err);
+    (void)!write(gate[1], &err, sizeof err);
     _exit(127);
   }
-  close(release[0]);
-  close(result[1]);
-  held.pid = pid;
-  held.release_fd = release[1];
-  held.result_fd = result[0];
-  return held;
-}
-
-// Lets the held child exec; false (with the reason) when the exec failed.
-bool Release(HeldChild& held, const std::string& program, std::string* error) {
-  const char go = 1;
-  (void)!write(held.release_fd, &go, 1);
-  close(held.release_fd);
+  close(gate[1]);
   int err = 0;
   ssize_t n;
-  do n = read(held.result_fd, &err, sizeof err);
+  do n = read(gate[0], &err, sizeof err);
   while (n < 0 && errno == EINTR);
-  close(held.result_fd);
+  close(gate[0]);
   if (n > 0) {
-    waitpid(held.pid, nullptr, 0);
-    *error = "cannot run '" + program + "': " + std::strerror(err);
-    return false;
+    waitpid(pid, nullptr, 0);
+    *error = "cannot run '" + argv[0] + "': " + std::strerror(err);
+    return -1;
   }
-  return true;
+  return pid;
 }
 
 // Waits up to `ms` for the child to exit, then kills it; its exit status (128 + signal).
@@ -235,6 +208,7 @@ void PrintJson(const Report& r) {
   for (const pl::TargetStats& t : r.stats) {
     w.BeginObject();
     w.Key("pid").Uint(t.pid);
+    if (t.namespace_pid != 0) w.Key("namespace_pid").Uint(t.namespace_pid);
     w.Key("stack_samples").Uint(t.stack_samples);
     w.Key("windows").Uint(t.windows);
     w.Key("branches").Uint(t.branches);
@@ -329,6 +303,8 @@ void PrintText(const Report& r) {
         t.pid, static_cast<unsigned long long>(t.stack_samples),
         static_cast<unsigned long long>(t.windows), static_cast<unsigned long long>(t.branches),
         t.pipeline_cpu_seconds, static_cast<unsigned long long>(t.memory_bytes / 1024));
+    if (t.namespace_pid != 0)
+      std::printf("    pid %u in its own pid namespace (a container)\n", t.namespace_pid);
     if (!t.window_weighting.empty())
       std::printf("    windows weighted by %s\n", t.window_weighting.c_str());
     for (const auto& [k, v] : t.drops)
@@ -374,7 +350,6 @@ int RunRun(Args& args) {
   }
 
   pid_t child = -1;
-  HeldChild held;
   if (pid_arg != 0) {
     // Same exit code as the daemon commands give for a process that is not there.
     if (kill(static_cast<pid_t>(pid_arg), 0) != 0 && errno == ESRCH) {
@@ -384,12 +359,11 @@ int RunRun(Args& args) {
     config.pids = {static_cast<uint32_t>(pid_arg)};
   } else {
     std::string error;
-    held = SpawnHeld(args.rest(), &error);
-    if (held.pid < 0) {
+    child = Spawn(args.rest(), &error);
+    if (child < 0) {
       std::fprintf(stderr, "pathctl run: %s\n", error.c_str());
       return kExitError;
     }
-    child = held.pid;
     config.pids = {static_cast<uint32_t>(child)};
   }
 
@@ -402,14 +376,6 @@ int RunRun(Args& args) {
       ReapWithin(child, 1000);
     }
     return kExitError;
-  }
-  if (child > 0) {
-    std::string error;
-    if (!Release(held, args.rest().front(), &error)) {
-      (*session)->Stop();
-      std::fprintf(stderr, "pathctl run: %s\n", error.c_str());
-      return kExitError;
-    }
   }
   if (!json)
     std::fprintf(stderr, "pathctl run: profiling pid %u (%s; %s)\n", config.pids[0],
@@ -466,7 +432,8 @@ PATHCTL_COMMAND(Command{
     "--call-graph: dwarf (default) copies the top 12-16 KiB of the user stack with each sample\n"
     "and unwinds it with the binaries' DWARF CFI, which programs built without frame pointers\n"
     "need (as perf record --call-graph dwarf); fp trusts the frame-pointer chain alone.\n"
-    "Processes CMD (or P) forks are profiled too, each with its own counts in the report;\n"
+    "The processes CMD (or P) has forked, and forks from then on, are profiled too, each with\n"
+    "its own counts in the report;\n"
     "--no-inherit profiles the one process only. Branch sources stay on CMD (or P) itself.",
     {"json", "no-inherit"},
     RunRun});

@@ -55,7 +55,11 @@ int RunStart(Args& args) {
     req.set_cgroup(args.Get("cgroup"));
     ++targets;
   }
-  if (targets != 1) problems.push_back("give exactly one of --pid, --name, --cgroup");
+  if (args.Has("unit")) {
+    req.set_systemd_unit(args.Get("unit"));
+    ++targets;
+  }
+  if (targets != 1) problems.push_back("give exactly one of --pid, --name, --cgroup, --unit");
   v1::BranchSource src = v1::BRANCH_SOURCE_UNSPECIFIED;
   if (!ParseSource(args.Get("source", "auto"), &src))
     problems.push_back("--source is auto, none, ptrace, lbr or pt");
@@ -71,6 +75,15 @@ int RunStart(Args& args) {
     req.mutable_sampling()->set_step_mode(v1::STEP_MODE_SINGLE_STEP);
   else
     problems.push_back("--step-mode is auto, breakpoints, int3 or step");
+  const std::string call_graph = args.Get("call-graph", "dwarf");
+  if (call_graph == "dwarf")
+    req.mutable_sampling()->set_call_graph(v1::CALL_GRAPH_DWARF);
+  else if (call_graph == "fp")
+    req.mutable_sampling()->set_call_graph(v1::CALL_GRAPH_FRAME_POINTERS);
+  else
+    problems.push_back("--call-graph is dwarf or fp");
+  req.set_follow_children(args.Has("inherit"));
+  req.set_max_descendants(static_cast<uint32_t>(args.GetInt("max-descendants", 0, 0, 1024)));
   v1::PathKind kind = v1::PATH_KIND_UNSPECIFIED;
   if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
     problems.push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
@@ -113,7 +126,8 @@ int RunStart(Args& args) {
 PATHCTL_COMMAND(Command{
     "start",
     "start a profiling session in the daemon (prints its id)",
-    "usage: pathctl start (--pid N | --name EXE | --cgroup PATH) [options]\n\n"
+    "usage: pathctl start (--pid N | --name EXE | --cgroup PATH | --unit UNIT) [options]\n\n"
+    "  --unit UNIT       a systemd unit's processes (nginx means nginx.service)\n"
     "  --source auto|none|ptrace|lbr|pt   branch source (default auto: the best the host has)\n"
     "  --step-mode auto|breakpoints|int3|step   how ptrace bursts step (default: the daemon's\n"
     "                    [ptrace] step_mode, auto: what `pathctl caps` found works best)\n"
@@ -123,8 +137,13 @@ PATHCTL_COMMAND(Command{
     "  --bursts-per-second X                            --osp-entries N   OSP memory bound\n"
     "  --max-stopped F   ptrace bursts: cap on the share of any second threads spend stopped\n"
     "  --max-depth N     PCCT depth bound               --duration SEC    stop after "
-    "SEC\n" PATHCTL_CLIENT_USAGE,
-    {"json"},
+    "SEC\n"
+    "  --call-graph dwarf|fp  user stacks: DWARF CFI on a copy of the stack (default) or\n"
+    "                    frame pointers alone\n"
+    "  --inherit         profile the processes the targets fork from now on (stacks), at most\n"
+    "                    --max-descendants N (default 4; each counts against the memory "
+    "quota)\n" PATHCTL_CLIENT_USAGE,
+    {"json", "inherit"},
     RunStart});
 
 }  // namespace

@@ -32,6 +32,7 @@ int RunStats(Args& args) {
     w.Key("targets").BeginArray();
     for (const auto& t : resp.targets()) {
       w.BeginObject().Key("session_id").String(t.session_id()).Key("pid").Uint(t.pid());
+      if (t.namespace_pid() != 0) w.Key("namespace_pid").Uint(t.namespace_pid());
       w.Key("stack_samples").Uint(t.stack_samples()).Key("windows").Uint(t.windows());
       w.Key("branches").Uint(t.branches());
       w.Key("pipeline_cpu_seconds").Double(t.pipeline_cpu_seconds());
@@ -69,6 +70,9 @@ int RunStats(Args& args) {
                 t.memory_bytes() / 1048576.0, lost.empty() ? "-" : lost.c_str());
   }
   for (const auto& t : resp.targets()) {
+    if (t.namespace_pid() != 0)
+      std::printf("%s pid %u: pid %u in its own pid namespace (a container)\n",
+                  t.session_id().c_str(), t.pid(), t.namespace_pid());
     if (!t.window_weighting().empty())
       std::printf("%s pid %u: windows weighted by %s\n", t.session_id().c_str(), t.pid(),
                   t.window_weighting().c_str());

@@ -78,6 +78,7 @@ void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1:
   out->set_pipeline_cpu_seconds(in.pipeline_cpu_seconds);
   out->set_memory_bytes(in.memory_bytes);
   out->set_window_weighting(in.window_weighting);
+  out->set_namespace_pid(in.namespace_pid);
 }
 
 v1::BranchSource ToProto(collectors::BranchSource s) {

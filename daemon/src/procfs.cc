@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 
 namespace pathprof::daemon {
@@ -81,6 +82,42 @@ Result<std::vector<uint32_t>> ProcessesInCgroup(const std::string& cgroup) {
   uint32_t pid;
   while (in >> pid) pids.push_back(pid);
   return pids;
+}
+
+Result<std::string> CgroupOfUnit(const std::string& unit, const std::string& cgroup_root) {
+  const bool valid = !unit.empty() && unit.size() <= 256 && unit[0] != '.' &&
+                     unit.find_first_not_of(
+                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_.@\\-") ==
+                         std::string::npos;
+  if (!valid)
+    return Error(ErrorCode::kInvalidArgument,
+                 "'" + unit + "' is not a systemd unit name (e.g. nginx or nginx.service)");
+  const std::string name = unit.find('.') == std::string::npos ? unit + ".service" : unit;
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(cgroup_root, fs::directory_options::skip_permission_denied,
+                                      ec);
+  // Bounded: a host has thousands of cgroups, not millions.
+  for (int visited = 0; !ec && it != fs::recursive_directory_iterator() && visited < 200000;
+       it.increment(ec), ++visited) {
+    if (it.depth() > 8) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_directory(ec) || it->path().filename() != name) continue;
+    found.push_back("/" + it->path().lexically_relative(cgroup_root).string());
+    it.disable_recursion_pending();
+  }
+  if (found.empty())
+    return Error(ErrorCode::kNotFound, "no cgroup for systemd unit " + name + " under " +
+                                           cgroup_root + " (is the unit running?)");
+  for (const std::string& path : found)
+    if (path.starts_with("/system.slice/")) return path;
+  if (found.size() == 1) return found.front();
+  return Error(ErrorCode::kInvalidArgument,
+               "systemd unit " + name + " is in " + std::to_string(found.size()) + " cgroups (" +
+                   found[0] + ", " + found[1] + ", ...): give the cgroup path instead");
 }
 
 }  // namespace pathprof::daemon

@@ -275,26 +275,34 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
                           : ""));
         break;
       }
-      case v1::StartSessionRequest::kCgroup: {
-        if (req->cgroup().size() > l.max_name_length)
-          return AboveLimit("cgroup length", req->cgroup().size(), l.max_name_length,
-                            "max_name_length");
-        auto pids = ProcessesInCgroup(req->cgroup());
+      case v1::StartSessionRequest::kCgroup:
+      case v1::StartSessionRequest::kSystemdUnit: {
+        std::string cgroup = req->cgroup();
+        if (req->has_systemd_unit()) {
+          if (req->systemd_unit().size() > l.max_name_length)
+            return AboveLimit("systemd_unit length", req->systemd_unit().size(), l.max_name_length,
+                              "max_name_length");
+          auto resolved = CgroupOfUnit(req->systemd_unit());
+          if (!resolved.ok()) return ToGrpc(resolved.status());
+          cgroup = *resolved;
+        }
+        if (cgroup.size() > l.max_name_length)
+          return AboveLimit("cgroup length", cgroup.size(), l.max_name_length, "max_name_length");
+        auto pids = ProcessesInCgroup(cgroup);
         if (!pids.ok()) return ToGrpc(pids.status());
         for (uint32_t pid : *pids) {
           grpc::Status s = Authorizer::CheckPid(peer, pid);
           if (s.error_code() == StatusCode::PERMISSION_DENIED)
             return grpc::Status(StatusCode::PERMISSION_DENIED,
-                                "cgroup " + req->cgroup() + ": " + s.error_message());
+                                "cgroup " + cgroup + ": " + s.error_message());
           if (s.ok()) c.pids.push_back(pid);
         }
         if (c.pids.empty())
-          return grpc::Status(StatusCode::NOT_FOUND,
-                              "cgroup " + req->cgroup() + " has no processes");
+          return grpc::Status(StatusCode::NOT_FOUND, "cgroup " + cgroup + " has no processes");
         break;
       }
       default:
-        return Invalid("no target: set pid, executable_name or cgroup");
+        return Invalid("no target: set pid, executable_name, cgroup or systemd_unit");
     }
     if (c.pids.size() > l.max_pids_per_session)
       return AboveLimit("matched processes", c.pids.size(), l.max_pids_per_session,
@@ -329,6 +337,14 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
     if (!(sm.max_stopped_fraction() >= 0 && sm.max_stopped_fraction() <= 0.5))
       return Invalid("sampling.max_stopped_fraction must be in [0, 0.5]");
     if (sm.max_stopped_fraction() > 0) c.sampling.max_stopped_fraction = sm.max_stopped_fraction();
+    c.sampling.call_graph = sm.call_graph() == v1::CALL_GRAPH_FRAME_POINTERS
+                                ? pipeline::CallGraph::kFramePointers
+                                : pipeline::CallGraph::kDwarf;
+    c.follow_children = req->follow_children();
+    c.max_descendants = req->max_descendants() ? req->max_descendants() : 4;
+    if (c.follow_children && c.max_descendants > l.max_pids_per_session)
+      return AboveLimit("max_descendants", c.max_descendants, l.max_pids_per_session,
+                        "max_pids_per_session");
     switch (sm.step_mode()) {
       case v1::STEP_MODE_SINGLE_STEP:
         c.sampling.step_mode = pipeline::StepChoice::kStep;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -101,6 +102,18 @@ std::string_view NextField(std::string_view* line) {
 
 }  // namespace
 
+namespace {
+
+// Whether `pid` sees another file system tree than we do (a container's mount namespace).
+bool InOtherMountNamespace(int pid) {
+  std::error_code a, b;
+  const auto theirs = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/mnt", a);
+  const auto ours = std::filesystem::read_symlink("/proc/self/ns/mnt", b);
+  return !a && !b && theirs != ours;
+}
+
+}  // namespace
+
 Result<AddressSpace> ParseProcMaps(std::string_view text) {
   AddressSpace space;
   int line_no = 0;
@@ -143,7 +156,15 @@ Result<AddressSpace> ReadProcMaps(int pid) {
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  return ParseProcMaps(ss.str());
+  auto space = ParseProcMaps(ss.str());
+  if (!space.ok() || !InOtherMountNamespace(pid)) return space;
+  const std::string root = "/proc/" + std::to_string(pid) + "/root";
+  AddressSpace rooted;
+  for (Mapping m : space->mappings()) {
+    if (!m.IsSpecial() && m.path.starts_with('/')) m.read_path = root + m.path;
+    rooted.Add(std::move(m));
+  }
+  return rooted;
 }
 
 }  // namespace pathprof::decoders

@@ -43,6 +43,20 @@ constexpr double kConfidence95 = 0.95;
 constexpr std::chrono::milliseconds kMissRefreshInterval{100};
 constexpr size_t kMaxLeafAddresses = kLeafAddressEntries;  // in SessionConfig's memory bound
 
+// The last NSpid of /proc/PID/status: the pid in the process's innermost pid namespace; 0 when
+// it is the pid itself (no container) or unreadable.
+uint32_t NamespacePid(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("NSpid:")) continue;
+    const size_t last = line.find_last_of(" \t");
+    const auto inner = static_cast<uint32_t>(std::strtoul(line.c_str() + last + 1, nullptr, 10));
+    return inner == pid ? 0 : inner;
+  }
+  return 0;
+}
+
 }  // namespace
 
 struct ProfileStore::Impl {
@@ -110,6 +124,7 @@ struct ProfileStore::Impl {
       const ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
       if (n > 0) info.executable.assign(buf, static_cast<size_t>(n));
       info.comm = ReadFirstLine("/proc/" + std::to_string(pid) + "/comm");
+      info.namespace_pid = NamespacePid(pid);
     }
     return Status::Ok();
   }
@@ -762,6 +777,7 @@ TargetStats ProfileStore::Stats() const {
   if (s.estimator) mem += s.estimator->Estimates().size() * 64;
   t.memory_bytes = mem;
   t.window_weighting = s.window_weighting;
+  t.namespace_pid = s.info.namespace_pid;
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -29,6 +30,36 @@ namespace pathprof::pipeline {
 namespace {
 
 // True while the process exists and is not a zombie.
+// Every live descendant of `roots` now, from the parent pids in /proc/*/stat (bounded by what
+// the sampler's filter can hold).
+std::vector<uint32_t> Descendants(const std::vector<uint32_t>& roots) {
+  std::map<uint32_t, std::vector<uint32_t>> children;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 4 > stat.size()) continue;
+    const auto ppid = static_cast<uint32_t>(std::strtoul(stat.c_str() + close + 4, nullptr, 10));
+    children[ppid].push_back(static_cast<uint32_t>(std::strtoul(name.c_str(), nullptr, 10)));
+  }
+  std::vector<uint32_t> out;
+  std::vector<uint32_t> todo(roots.begin(), roots.end());
+  while (!todo.empty() && out.size() < 4096) {
+    const uint32_t pid = todo.back();
+    todo.pop_back();
+    for (uint32_t child : children[pid]) {
+      out.push_back(child);
+      todo.push_back(child);
+    }
+  }
+  return out;
+}
+
 bool ProcessAlive(uint32_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
@@ -492,6 +523,10 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
     auto sampler = collectors::EbpfStackSampler::Start(ec);
     if (sampler.ok()) {
       s->sampler = std::move(*sampler);
+      // Children forked before the fork tracepoint was attached (a command that started
+      // before profiling did): found once in /proc, after the tracepoint, so none is missed.
+      if (config.follow_children)
+        for (uint32_t pid : Descendants(config.pids)) (void)s->sampler->AddPid(pid);
       s->info.stacks = true;
       s->info.stacks_reason = "eBPF stack sampler on " + s->sampler->stats().event + " at " +
                               std::to_string(config.sampling.stack_hz) + " Hz";

@@ -71,7 +71,7 @@ struct SymbolService::Impl {
       return image;
     }
     if (m->IsSpecial()) return nullptr;
-    auto r = images.Get(m->path, m->build_id);
+    auto r = images.Get(m->read_path.empty() ? m->path : m->read_path, m->build_id);
     if (!r.ok()) return nullptr;
     image = *r;
     if (!image->FileOffsetToVaddr(address - m->start + m->pgoff, vaddr)) return nullptr;

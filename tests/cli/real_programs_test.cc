@@ -156,4 +156,31 @@ TEST_F(RealProgramsTest, MakeJobsAreProfiled) {
   EXPECT_NE(r.out.find("\"image\":\"/usr/bin/gzip\""), std::string::npos);
 }
 
+TEST_F(RealProgramsTest, ProcessInItsOwnPidAndMountNamespaceIsNamed) {
+  NeedProgram("/usr/bin/unshare");
+  NeedProgram("/usr/bin/xz");
+  // The binary exists only inside the new mount namespace (a private tmpfs), as in a container
+  // image; it runs as a child of the namespace's init, with its own small pid.
+  const fs::path inside = dir_ / "inside";
+  fs::create_directories(inside);
+  const std::string in = (dir_ / "input.txt").string();
+  const std::string bin = (inside / "xz-inside").string();
+  const std::string script = "mount -t tmpfs none " + inside.string() + " && cp /usr/bin/xz " +
+                             bin + " && " + bin + " -6 -T1 -k -f " + in + "; true";
+  const CmdResult r = Pathctl(
+      "run --json --source none --stack-hz 499 -- /usr/bin/unshare --fork --pid --mount-proc "
+      "sh -c '" +
+      script + "'");
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  EXPECT_FALSE(fs::exists(bin)) << "the test meant the binary to be invisible from here";
+  // Its frames are read through /proc/PID/root: named by the path it has inside, symbolized
+  // (liblzma's exported lzma_code), and walked to main.
+  EXPECT_NE(r.out.find("\"image\":\"" + bin + "\""), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("\"function\":\"lzma_code\""), std::string::npos);
+  EXPECT_GE(ShareUnder(r.out, "__libc_start_call_main"), 0.9);
+  // Host pids, with the pid inside the namespace beside them.
+  EXPECT_NE(r.out.find("\"namespace_pid\":"), std::string::npos)
+      << r.out.substr(r.out.find("\"stats\""), 800);
+}
+
 }  // namespace

@@ -35,12 +35,17 @@ uint32_t TestUid() {
 
 // setpriv changes credentials only after fork: until then the child is root, and a non-admin's
 // session on it is rightly refused. Waits (bounded) until the child runs as the test user.
+// setpriv changes the uids before it execs the command, and until that exec the process is not
+// dumpable, so the user's own tracer may not attach (EPERM): wait for both.
 bool RunsAsTestUser(pid_t pid) {
   const std::string uid = std::to_string(TestUid());
   const std::string want = "\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (Uids(pid) == want) return true;
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (Uids(pid) == want && name != "setpriv") return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
@@ -70,7 +75,23 @@ class SetuidProgram {
   std::string dir_, path_;
 };
 
-// The user's process: a shell that waits `delay` seconds, then execs `program`.
+// Waits (at most 15 s) until `pid` runs `program` (its comm is the program's basename).
+bool WaitForExec(pid_t pid, const std::string& program) {
+  const std::string want = program.substr(program.rfind('/') + 1).substr(0, 15);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// The user's process: a shell that waits `delay` seconds, then execs `program`. The delay must
+// outlast starting a session on it (seconds with sanitizers under ctest -j2): before the exec,
+// the process is the user's.
 pid_t UserExecsLater(const std::string& program, const char* delay) {
   return Spawn({"/usr/bin/setpriv", std::string("--reuid=") + kTestUser,
                 std::string("--regid=") + kTestGroup, "--clear-groups", "/bin/sh", "-c",
@@ -102,17 +123,23 @@ class Authorization : public ::testing::Test {
 TEST_F(Authorization, SessionStopsWhenItsTargetExecsASetuidRootProgram) {
   SetuidProgram suid;
   if (!suid.Works()) GTEST_SKIP() << "setuid programs do not run from /tmp here (nosuid)";
-  const Reaped guard(UserExecsLater(suid.path(), "1.5"));
+  const Reaped guard(UserExecsLater(suid.path(), "4"));
   const pid_t target = guard.pid();
   ASSERT_TRUE(RunsAsTestUser(target)) << Uids(target);
   auto started =
       daemon_.Ctl("start --pid " + std::to_string(target) + " --source none --stack-hz 499", as_);
   ASSERT_EQ(started.rc, 0) << started.out << daemon_.Log();
   const std::string id = FirstLine(started.out);
-  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  ASSERT_TRUE(WaitForExec(target, suid.path()));
   // Without a tracer the exec did elevate: the target now runs as root.
   EXPECT_NE(Uids(target).find("\t0\t"), std::string::npos) << Uids(target);
-  auto sessions = daemon_.Ctl("sessions --json", as_);
+  // The session checks every 100 ms and then stops its collectors: bounded wait for that.
+  CmdResult sessions;
+  for (int i = 0; i < 100; ++i) {
+    sessions = daemon_.Ctl("sessions --json", as_);
+    if (sessions.out.find("\"state\":\"stopped\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   EXPECT_NE(sessions.out.find("\"state\":\"stopped\""), std::string::npos) << sessions.out;
   EXPECT_NE(sessions.out.find("stopped collecting: pid " + std::to_string(target) +
                               " now holds privileges its requester (uid " +
@@ -131,21 +158,28 @@ TEST_F(Authorization, SessionStopsWhenItsTargetExecsASetuidRootProgram) {
 TEST_F(Authorization, NoElevationUnderANonAdminsPtraceSession) {
   SetuidProgram suid;
   if (!suid.Works()) GTEST_SKIP() << "setuid programs do not run from /tmp here (nosuid)";
-  const Reaped guard(UserExecsLater(suid.path(), "1"));
+  const Reaped guard(UserExecsLater(suid.path(), "4"));
   const pid_t target = guard.pid();
   ASSERT_TRUE(RunsAsTestUser(target)) << Uids(target);
   auto started =
       daemon_.Ctl("start --pid " + std::to_string(target) + " --source ptrace --stack-hz 0", as_);
   ASSERT_EQ(started.rc, 0) << started.out << daemon_.Log();
   const std::string id = FirstLine(started.out);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_TRUE(WaitForExec(target, suid.path()));
   // The exec happened under a tracer with the user's credentials: the kernel kept the user's.
   const std::string uid = std::to_string(TestUid());
   EXPECT_EQ(Uids(target), "\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid) << Uids(target);
+  // And collecting goes on: hot paths arrive (bounded wait: the user's tracer runs at normal
+  // priority, and under ctest -j2 its windows can take seconds).
+  CmdResult paths;
+  for (int i = 0; i < 30; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    paths = daemon_.Ctl("paths " + id + " --json", as_);
+    if (paths.rc == 0) break;
+  }
+  EXPECT_EQ(paths.rc, 0) << paths.out;
   auto sessions = daemon_.Ctl("sessions --json", as_);
   EXPECT_NE(sessions.out.find("\"state\":\"running\""), std::string::npos) << sessions.out;
-  auto paths = daemon_.Ctl("paths " + id + " --json", as_);
-  EXPECT_EQ(paths.rc, 0) << paths.out;
 }
 
 TEST_F(Authorization, NonAdminsSeeNoKernelAddressesWhereTheHostHidesThem) {

@@ -87,7 +87,7 @@ TEST(AddressSpace, ProcMapsParseAndOverlapReplacement) {
   EXPECT_TRUE(space->Find(0x7ffd1b5f0010)->IsVdso());
   EXPECT_EQ(space->Find(0x1000), nullptr);
   // A new mapping in the middle splits the old one; the tail keeps its moved file offset.
-  space->Add({0x55d0c0a03000, 0x1000, 0, true, "/lib/x.so", ""});
+  space->Add({0x55d0c0a03000, 0x1000, 0, true, "/lib/x.so", "", ""});
   EXPECT_EQ(space->Find(0x55d0c0a03800)->path, "/lib/x.so");
   EXPECT_EQ(space->Find(0x55d0c0a04000)->pgoff, 0x4000u);
   EXPECT_EQ(space->Find(0x55d0c0a02800)->pgoff, 0x2000u);
@@ -265,10 +265,11 @@ TEST(ProcessCodeMap, MmapRecordOfThePieGivesTheRecordedLoadBias) {
   opt.binary_dir = kCorpus;
   ImageStore store(opt);
   ProcessCodeMap code(&store);
-  code.AddMapping(5595, {0x5629ec742000, 0x1000, 0, true, "/build/propeller_sample_1.bin.gen", ""});
+  code.AddMapping(5595,
+                  {0x5629ec742000, 0x1000, 0, true, "/build/propeller_sample_1.bin.gen", "", ""});
   // The recorded name (.gen) is not in the binary dir: no code, never a guess.
   EXPECT_EQ(code.Find(5595, 0x5629ec742967), nullptr);
-  code.AddMapping(5596, {0x5629ec742000, 0x1000, 0, true, "propeller_sample_1.bin", ""});
+  code.AddMapping(5596, {0x5629ec742000, 0x1000, 0, true, "propeller_sample_1.bin", "", ""});
   const CodeRegion* r = code.Find(5596, 0x5629ec742967);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->bias, 0x5629ec741000u);

@@ -25,5 +25,12 @@ std::vector<ProcessEntry> ProcessesNamed(const std::string& name);
 // The pids in a cgroup v2 group (cgroup.procs under /sys/fs/cgroup). The path must be absolute
 // and may not contain "..".
 Result<std::vector<uint32_t>> ProcessesInCgroup(const std::string& cgroup);
+// The cgroup v2 path of a systemd unit ("nginx" means nginx.service), found by its directory's
+// name under /sys/fs/cgroup as systemd lays units out (a unit under system.slice is preferred
+// to a user's unit of the same name). Works without asking systemd, so also from a container
+// that sees the host's cgroup tree. kNotFound names the unit; kInvalidArgument when it is
+// ambiguous outside system.slice.
+Result<std::string> CgroupOfUnit(const std::string& unit,
+                                 const std::string& cgroup_root = "/sys/fs/cgroup");
 
 }  // namespace pathprof::daemon

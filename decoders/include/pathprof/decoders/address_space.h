@@ -18,6 +18,9 @@ struct Mapping {
   bool executable = true;
   std::string path;      // "[vdso]", "[kernel.kallsyms]...", "//anon" for non-file mappings
   std::string build_id;  // lower-case hex when the record carried one, else empty
+  // Where this host reads the file when `path` (as the process sees it) is not it: for a process
+  // in another mount namespace (a container), /proc/PID/root/PATH. Empty: read `path`.
+  std::string read_path;
 
   uint64_t end() const { return start + len; }
   bool Contains(uint64_t addr) const { return addr >= start && addr - start < len; }
@@ -48,6 +51,8 @@ class AddressSpace {
 // Parses the text of /proc/PID/maps; non-executable mappings are kept (flagged) so that offsets
 // of every file-backed range are known. Malformed lines are an error naming the line.
 Result<AddressSpace> ParseProcMaps(std::string_view text);
+// Reads /proc/PID/maps; for a process in another mount namespace than ours, each file mapping's
+// read_path goes through /proc/PID/root.
 Result<AddressSpace> ReadProcMaps(int pid);
 
 // x86-64 canonical kernel half.

@@ -142,6 +142,8 @@ struct TargetInfo {
   bool exited = false;
   int64_t exited_unix_ms = 0;
   uint64_t execs = 0;  // exec()s seen: each brings new images
+  // The pid in the process's own pid namespace (a container) when it differs from `pid`, else 0.
+  uint32_t namespace_pid = 0;
 };
 
 struct TargetStats {
@@ -154,6 +156,7 @@ struct TargetStats {
   double pipeline_cpu_seconds = 0;  // CPU the pipeline's threads spent on this target
   uint64_t memory_bytes = 0;        // approximate heap held by this target's profiles
   std::string window_weighting;     // how branch windows are weighted, and why (empty: no windows)
+  uint32_t namespace_pid = 0;       // as TargetInfo::namespace_pid
 };
 
 }  // namespace pathprof::pipeline
