@@ -377,10 +377,10 @@ int RunRun(Args& args) {
     }
     return kExitError;
   }
-  if (!json)
-    std::fprintf(stderr, "pathctl run: profiling pid %u (%s; %s)\n", config.pids[0],
-                 (*session)->Info().source_reason.c_str(),
-                 (*session)->Info().stacks_reason.c_str());
+  // On stderr with --json too: the report is stdout's, and scripts that attach to a --pid wait
+  // for this line before they let the target go.
+  std::fprintf(stderr, "pathctl run: profiling pid %u (%s; %s)\n", config.pids[0],
+               (*session)->Info().source_reason.c_str(), (*session)->Info().stacks_reason.c_str());
   while (!(*session)->WaitEnded(200)) {
   }
   Report r;

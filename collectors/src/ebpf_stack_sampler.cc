@@ -131,9 +131,12 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   impl->skel->rodata->copy_user_stack = cfg.copy_user_stacks;
   impl->skel->rodata->follow_children = cfg.follow_children && !cfg.pids.empty();
   if (cfg.copy_user_stacks) {
-    // Records are 18 KiB with the stack copy: keep room for about a second of 99 Hz samples on
-    // 16 CPUs between drains, as the 4 MiB default does for stacks alone.
-    (void)bpf_map__set_max_entries(impl->skel->maps.samples, 32u << 20);
+    // Records are ~18.6 KiB with the stack copy: room for a second of samples from every CPU
+    // between drains (a power of two, as ring buffers must be), 4-64 MiB.
+    const uint64_t per_second = uint64_t{sizeof(stack_sample)} * cfg.frequency_hz * cpus->size();
+    uint64_t bytes = 4u << 20;
+    while (bytes < per_second && bytes < (64u << 20)) bytes <<= 1;
+    (void)bpf_map__set_max_entries(impl->skel->maps.samples, static_cast<uint32_t>(bytes));
   }
   (void)bpf_program__set_autoload(impl->skel->progs.follow_fork,
                                   impl->skel->rodata->follow_children);

@@ -11,6 +11,10 @@ void LbrSampleSynthesizer::Add(const BranchBatch& batch, std::vector<PerfLbrSamp
   const uint64_t period = std::max<uint64_t>(options_.period, 1);
   Thread& t = threads_[batch.tid];
   if (t.ring.size() != w) t.ring.assign(w, BranchEvent{});
+  if (batch.window) {
+    AddWindow(batch, w, out);
+    return;
+  }
   if (batch.gap_before) {
     t.filled = 0;
     t.next = 0;
@@ -38,6 +42,33 @@ void LbrSampleSynthesizer::Add(const BranchBatch& batch, std::vector<PerfLbrSamp
     }
     out->push_back(std::move(s));
   }
+}
+
+// A window (ptrace burst, LBR snapshot) already is what one LBR sample holds: its last W taken
+// branches, newest first, sampled at a time uniform over the run. Turning it into one sample
+// keeps that; drawing every period-th branch from it would favour long windows over short ones.
+void LbrSampleSynthesizer::AddWindow(const BranchBatch& batch, size_t w,
+                                     std::vector<PerfLbrSample>* out) {
+  std::vector<const BranchEvent*> taken;
+  for (const BranchEvent& e : batch.events)
+    if (e.taken) taken.push_back(&e);
+  taken_ += taken.size();
+  ++windows_;
+  if (taken.empty()) return;
+  PerfLbrSample s;
+  s.pid = batch.pid;
+  s.tid = batch.tid;
+  s.time = batch.time_ns;
+  s.ip = taken.back()->to;
+  s.period = 1;
+  const size_t n = std::min({taken.size(), w, kMaxLbrEntriesPerRecord});
+  for (size_t i = 0; i < n; ++i) {
+    const BranchEvent& b = *taken[taken.size() - 1 - i];
+    const uint16_t cycles = static_cast<uint16_t>(std::min<uint32_t>(b.cycles, 0xffff));
+    s.branches.push_back(
+        {b.from, b.to, PerfBranchEntry::MakeFlags(b.mispredicted, !b.mispredicted, cycles)});
+  }
+  out->push_back(std::move(s));
 }
 
 Status WriteLbrPerfData(const std::string& path, const PbsContents& pbs, const LbrSynthOptions& lbr,

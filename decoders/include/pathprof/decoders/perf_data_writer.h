@@ -92,14 +92,17 @@ struct LbrSynthOptions {
 // each thread counts its taken branches, and every `period`-th one triggers a sample holding
 // that thread's last W taken branches (newest first). A batch with gap_before clears the
 // thread's history (the kernel flushes LBR on a context switch), so a sample soon after a gap
-// can hold fewer than W entries. Not-taken events are skipped.
+// can hold fewer than W entries. Not-taken events are skipped. A window batch (ptrace bursts,
+// LBR) becomes one sample of its own last W taken branches.
 class LbrSampleSynthesizer {
  public:
   explicit LbrSampleSynthesizer(LbrSynthOptions options) : options_(options) {}
   void Add(const BranchBatch& batch, std::vector<PerfLbrSample>* out);
   uint64_t taken_branches() const { return taken_; }
+  uint64_t windows() const { return windows_; }
 
  private:
+  void AddWindow(const BranchBatch& batch, size_t w, std::vector<PerfLbrSample>* out);
   struct Thread {
     std::vector<BranchEvent> ring;  // circular, capacity options_.entries
     size_t next = 0;
@@ -109,6 +112,7 @@ class LbrSampleSynthesizer {
   LbrSynthOptions options_;
   std::unordered_map<uint32_t, Thread> threads_;
   uint64_t taken_ = 0;
+  uint64_t windows_ = 0;
 };
 
 // A .pbs stream's images and batches as a perf.data with LBR samples: one COMM per thread,
