@@ -10,6 +10,7 @@
 #include "pathprof/collectors/ptrace_bursts.h"
 #include "pathprof/collectors/step_classifier.h"
 #include "pathprof/core/pbs.h"
+#include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/path_descriptor.h"
 #include "pathprof/hwmodel/window_estimator.h"
@@ -79,6 +80,19 @@ int RunBursts(Args& args) {
       return kExitError;
     }
     writer.emplace(std::move(*w));
+    // The images the windows run in, so that a replay or `export --format perf-lbr` maps them.
+    if (auto space = pathprof::decoders::ReadProcMaps(o.pid); space.ok()) {
+      for (const pathprof::decoders::Mapping& m : space->mappings()) {
+        if (!m.executable || m.IsSpecial()) continue;
+        pathprof::ImageRecord r;
+        r.pid = static_cast<uint32_t>(o.pid);
+        r.start = m.start;
+        r.end = m.end();
+        r.file_offset = m.pgoff;
+        r.path = m.path;
+        (void)writer->Write(r);
+      }
+    }
   }
   // Bursts start where a timer interrupt lands: weight windows by their time, from the cycles
   // of their blocks (llvm-mca), or by their instructions where that is unavailable.

@@ -1,10 +1,12 @@
 #include "pathctl/export_recording.h"
 
 #include <cstdio>
+#include <string>
 
 #include "pathctl/command.h"
 #include "pathctl/json_writer.h"
 #include "pathprof/core/pbs.h"
+#include "pathprof/decoders/elf_image.h"
 #include "pathprof/decoders/perf_data_writer.h"
 
 namespace pathctl {
@@ -14,6 +16,15 @@ int ExportRecordingAsPerfLbr(const RecordingExport& e) {
   if (!pbs.ok()) {
     std::fprintf(stderr, "pathctl export: %s\n", pbs.status().ToString().c_str());
     return pbs.status().code() == pathprof::ErrorCode::kNotFound ? kExitNotFound : kExitError;
+  }
+  // Recorders that did not note build-ids (the ptrace tracers read /proc maps only): take them
+  // from the files, so that perf2bolt and create_llvm_prof can match the binaries.
+  for (pathprof::ImageRecord& img : pbs->images) {
+    if (!img.build_id.empty()) continue;
+    auto hex = pathprof::decoders::ReadBuildId(img.path);
+    if (!hex.ok()) continue;
+    for (size_t i = 0; i + 1 < hex->size() && img.build_id.size() < 20; i += 2)
+      img.build_id.push_back(static_cast<char>(std::stoi(hex->substr(i, 2), nullptr, 16)));
   }
   size_t windows = 0;
   for (const pathprof::BranchBatch& b : pbs->batches) windows += b.window;

@@ -1,6 +1,7 @@
 // Taken-branch streams to LBR samples, and a .pbs stream to a perf.data file.
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "pathprof/decoders/perf_data_writer.h"
 

@@ -82,7 +82,8 @@ PerfDataWriter::PerfDataWriter(PerfDataWriter&& o) noexcept
       options_(std::move(o.options_)),
       data_offset_(o.data_offset_),
       data_size_(o.data_size_),
-      samples_(o.samples_) {}
+      samples_(o.samples_),
+      build_ids_(std::move(o.build_ids_)) {}
 
 PerfDataWriter& PerfDataWriter::operator=(PerfDataWriter&& o) noexcept {
   if (this != &o) {
@@ -93,6 +94,7 @@ PerfDataWriter& PerfDataWriter::operator=(PerfDataWriter&& o) noexcept {
     data_offset_ = o.data_offset_;
     data_size_ = o.data_size_;
     samples_ = o.samples_;
+    build_ids_ = std::move(o.build_ids_);
   }
   return *this;
 }
@@ -189,6 +191,7 @@ Status PerfDataWriter::WriteMmap2(const PerfImage& m) {
   b.U32(m.prot);
   b.U32(m.flags);
   b.PaddedString(m.path);
+  if (with_id) build_ids_.emplace(m.path, m.build_id);
   SampleIdTrailer(b, m.pid, m.tid, m.time);
   PATHPROF_RETURN_IF_ERROR(FinishRecord(b, "MMAP2"));
   return Append(b.vec());
@@ -223,14 +226,30 @@ Status PerfDataWriter::Close() {
   if (file_ == nullptr) {
     return Error(ErrorCode::kInvalidArgument, "perf.data writer: " + path_ + " is closed");
   }
-  // Feature sections in bit order: a table of {offset, size}, then the contents.
-  const int features[] = {perf::kFeatArch, perf::kFeatNrCpus, perf::kFeatCmdline};
-  std::vector<Bytes> contents(3);
-  HeaderString(contents[0], options_.arch);
-  contents[1].U32(1);  // nr_cpus_available
-  contents[1].U32(1);  // nr_cpus_online
-  contents[2].U32(static_cast<uint32_t>(options_.cmdline.size()));
-  for (const std::string& arg : options_.cmdline) HeaderString(contents[2], arg);
+  // Feature sections in bit order: a table of {offset, size}, then the contents. BUILD_ID
+  // lists each image's build-id as `perf buildid-list` (and perf2bolt, through it) reads them.
+  const int features[] = {perf::kFeatBuildId, perf::kFeatArch, perf::kFeatNrCpus,
+                          perf::kFeatCmdline};
+  std::vector<Bytes> contents(4);
+  for (const auto& [path, id] : build_ids_) {
+    const size_t name_len = (path.size() + 1 + 63) & ~size_t{63};  // perf's NAME_ALIGN
+    contents[0].U32(0);                                            // header.type: unused
+    contents[0].U16(perf::kMiscUser | 0x8000);  // PERF_RECORD_MISC_BUILD_ID_SIZE: size is set
+    contents[0].U16(static_cast<uint16_t>(8 + 4 + 24 + name_len));
+    contents[0].U32(static_cast<uint32_t>(-1));  // pid: the host machine
+    uint8_t bid[24] = {};
+    std::memcpy(bid, id.data(), id.size());
+    bid[20] = static_cast<uint8_t>(id.size());
+    contents[0].Raw(bid, sizeof bid);
+    contents[0].Raw(path.data(), path.size());
+    std::vector<uint8_t>& v = contents[0].vec();
+    v.resize(v.size() + name_len - path.size(), 0);
+  }
+  HeaderString(contents[1], options_.arch);
+  contents[2].U32(1);  // nr_cpus_available
+  contents[2].U32(1);  // nr_cpus_online
+  contents[3].U32(static_cast<uint32_t>(options_.cmdline.size()));
+  for (const std::string& arg : options_.cmdline) HeaderString(contents[3], arg);
   const uint64_t table_offset = data_offset_ + data_size_;
   Bytes tail;
   uint64_t at = table_offset + 16 * std::size(features);

@@ -56,6 +56,14 @@ TEST_F(ExportPerfLbrTest, PerfScriptListsExactlyTheTracedBranches) {
   if (Shell("command -v perf >/dev/null").rc != 0) GTEST_SKIP() << "perf is not installed";
   const std::string data =
       TraceAndExport(std::string(PATHPROF_BIN_DIR) + "/example_loop_static", "3000");
+  // The images come with their build-ids, as perf buildid-list reads them from the header.
+  const std::string program = std::string(PATHPROF_BIN_DIR) + "/example_loop_static";
+  CmdResult id = Shell("readelf -n " + program + " | sed -n 's/.*Build ID: //p'");
+  CmdResult listed_ids = Shell("perf buildid-list -i " + data + " 2>&1");
+  if (!id.out.empty()) {
+    EXPECT_NE(listed_ids.out.find(id.out.substr(0, 40) + " " + program), std::string::npos)
+        << listed_ids.out << " / " << id.out;
+  }
   // The trace's taken branches, in order.
   auto pbs = pathprof::ReadPbsFile((dir_ / "trace.pbs").string());
   ASSERT_TRUE(pbs.ok()) << pbs.status().ToString();

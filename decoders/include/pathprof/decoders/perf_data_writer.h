@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -81,6 +82,7 @@ class PerfDataWriter {
   uint64_t data_offset_ = 0;
   uint64_t data_size_ = 0;
   uint64_t samples_ = 0;
+  std::map<std::string, std::string> build_ids_;  // path -> raw build-id, for HEADER_BUILD_ID
 };
 
 struct LbrSynthOptions {
