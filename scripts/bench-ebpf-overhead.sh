@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# eBPF stack sampling overhead (issue 5): whole-process CPU time (user + system, from wait4's
+# eBPF stack sampling overhead (issues 5, 13): whole-process CPU time (user + system, from wait4's
 # rusage of the exact process) of a CPU-bound example run bare, under `pathctl run --pid` with
-# eBPF stacks only at HZ, and under bpftrace's `profile:hz:HZ { @[ustack] = count(); }`, all in
-# one invocation. Configurations are interleaved REPS times and medians reported, because other
+# eBPF stacks only at HZ (DWARF stack copies, the default, and frame pointers only), under
+# `perf record --call-graph dwarf`, and under bpftrace's `profile:hz:HZ { @[ustack] = count(); }`,
+# all in one invocation. Configurations are interleaved REPS times and medians reported, because other
 # work on the host shifts all of them alike. Both profilers attach while the example is stopped
 # (SIGSTOP right after exec) and it continues once they report being attached, so every
 # instruction it runs is profiled. Also reports each profiler's own CPU time.
@@ -57,10 +58,11 @@ def bare():
     os.kill(p.pid, signal.SIGCONT)
     return cpu_of(p.pid), 0.0
 
-def pathprof():
+def pathprof(extra=()):
     p = start_stopped()
     prof = subprocess.Popen([pathctl, "run", "--source", "none", "--stack-hz", str(hz), "--top", "3",
-                             "--pid", str(p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             *extra, "--pid", str(p.pid)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
     wait_line(prof, b"profiling pid")
     os.kill(p.pid, signal.SIGCONT)
     cpu = cpu_of(p.pid)
@@ -81,10 +83,28 @@ def bpftrace():
     _, _, ru = os.wait4(prof.pid, 0)
     return cpu, ru.ru_utime + ru.ru_stime
 
-runs = {"bare": [], "pathprof": [], "bpftrace": []}
-own = {"bare": [], "pathprof": [], "bpftrace": []}
+def pathprof_fp():
+    return pathprof(["--call-graph", "fp"])
+
+def perf_dwarf():
+    # perf's own DWARF mode: 8 KiB of user stack and the registers per sample.
+    p = start_stopped()
+    prof = subprocess.Popen(["perf", "record", "-q", "-F", str(hz), "-g", "--call-graph", "dwarf",
+                             "-o", "/tmp/pathprof-bench-overhead.perf.data", "-p", str(p.pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # perf says nothing once attached
+    os.kill(p.pid, signal.SIGCONT)
+    cpu = cpu_of(p.pid)
+    prof.wait()
+    _, _, ru = os.wait4(prof.pid, 0) if prof.returncode is None else (0, 0, None)
+    return cpu, 0.0
+
+configs = (("bare", bare), ("pathprof", pathprof), ("pathprof-fp", pathprof_fp),
+           ("perf-dwarf", perf_dwarf), ("bpftrace", bpftrace))
+runs = {name: [] for name, _ in configs}
+own = {name: [] for name, _ in configs}
 for i in range(reps):
-    for name, fn in (("bare", bare), ("pathprof", pathprof), ("bpftrace", bpftrace)):
+    for name, fn in configs:
         cpu, prof_cpu = fn()
         runs[name].append(cpu)
         own[name].append(prof_cpu)
