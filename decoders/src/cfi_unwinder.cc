@@ -7,23 +7,10 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
+#include <vector>
 
 namespace pathprof::decoders {
-
-// libdw finds the rule for each address (.eh_frame_hdr's binary search, CIE/FDE parsing, the
-// ABI's default rules) and hands back DWARF expressions; evaluating them is left to us because
-// libdwfl's own unwinder (dwfl_getthread_frames) wants a Dwfl with every module reported from a
-// file and a thread attached, where our images are in memory (read through /proc/PID/root,
-// matched by build-id, the vdso from /proc/PID/mem) and a sample is a detached copy.
-struct CfiUnwinder::Tables {
-  std::shared_ptr<const ElfImage> image;  // owns the bytes libelf reads
-  Elf* elf = nullptr;
-  Dwarf_CFI* cfi = nullptr;  // .eh_frame; null when the image has none
-  ~Tables() {
-    if (cfi) dwarf_cfi_end(cfi);
-    if (elf) elf_end(elf);
-  }
-};
 
 namespace {
 
@@ -201,40 +188,72 @@ Eval Evaluate(const Dwarf_Op* ops, size_t n, const RegisterState& regs, const ui
 
 enum class Step { kOk, kOutermost, kUnreadable, kNoRule };
 
-// The caller's registers from one frame's CFI row.
-Step StepWithCfi(Dwarf_Frame* frame, const RegisterState& now, const StackMemory& memory,
-                 RegisterState* caller, bool* signal_frame) {
+// One address's CFI row, copied out of libdw: finding it (dwarf_cfi_addrframe) replays the
+// FDE's instructions up to the address each time, about ten times the cost of evaluating it, so
+// rows are cached per image address (UnwindRow below).
+struct RegisterRule {
+  enum Kind : uint8_t { kUnknown, kUndefined, kSameValue, kExpression } kind = kUnknown;
+  std::vector<Dwarf_Op> ops;
+};
+struct UnwindRow {
+  int ra_register = -1;  // -1: no usable row
+  bool signal_frame = false;
+  std::vector<Dwarf_Op> cfa;
+  std::array<RegisterRule, kDwarfRegisterCount> registers;
+};
+
+UnwindRow ReadRow(Dwarf_Frame* frame) {
+  UnwindRow row;
   Dwarf_Addr start = 0, end = 0;
-  const int ra_register = dwarf_frame_info(frame, &start, &end, signal_frame);
-  if (ra_register < 0 || ra_register >= kDwarfRegisterCount) return Step::kNoRule;
+  bool signal = false;
+  const int ra = dwarf_frame_info(frame, &start, &end, &signal);
   Dwarf_Op* ops = nullptr;
   size_t nops = 0;
-  if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops == 0) return Step::kNoRule;
+  if (ra < 0 || ra >= kDwarfRegisterCount || dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops == 0)
+    return row;
+  row.ra_register = ra;
+  row.signal_frame = signal;
+  row.cfa.assign(ops, ops + nops);
+  for (int r = 0; r < kDwarfRegisterCount; ++r) {
+    Dwarf_Op ops_mem[3];
+    RegisterRule& rule = row.registers[r];
+    if (dwarf_frame_register(frame, r, ops_mem, &ops, &nops) != 0) continue;  // unknown
+    if (nops == 0) {
+      rule.kind = ops == nullptr ? RegisterRule::kSameValue : RegisterRule::kUndefined;
+      continue;
+    }
+    rule.kind = RegisterRule::kExpression;
+    rule.ops.assign(ops, ops + nops);
+  }
+  return row;
+}
+
+// The caller's registers from one frame's CFI row.
+Step StepWithRow(const UnwindRow& row, const RegisterState& now, const StackMemory& memory,
+                 RegisterState* caller) {
+  if (row.ra_register < 0) return Step::kNoRule;
   uint64_t cfa = 0;
   bool is_value = false;
-  Eval e = Evaluate(ops, nops, now, nullptr, memory, &cfa, &is_value);
+  Eval e = Evaluate(row.cfa.data(), row.cfa.size(), now, nullptr, memory, &cfa, &is_value);
   if (e != Eval::kOk) return e == Eval::kUnreadable ? Step::kUnreadable : Step::kNoRule;
 
   *caller = RegisterState{};
   for (int r = 0; r < kDwarfRegisterCount; ++r) {
-    Dwarf_Op ops_mem[3];
-    if (dwarf_frame_register(frame, r, ops_mem, &ops, &nops) != 0) continue;  // unknown
-    if (nops == 0) {
-      if (ops == nullptr) {  // same value
-        caller->value[r] = now.value[r];
-        caller->known[r] = now.known[r];
-      }
-      continue;  // else undefined
+    const RegisterRule& rule = row.registers[r];
+    if (rule.kind == RegisterRule::kSameValue) {
+      caller->value[r] = now.value[r];
+      caller->known[r] = now.known[r];
     }
+    if (rule.kind != RegisterRule::kExpression) continue;
     uint64_t v = 0;
-    e = Evaluate(ops, nops, now, &cfa, memory, &v, &is_value);
+    e = Evaluate(rule.ops.data(), rule.ops.size(), now, &cfa, memory, &v, &is_value);
     if (e == Eval::kUnreadable) {
-      if (r == ra_register) return Step::kUnreadable;
+      if (r == row.ra_register) return Step::kUnreadable;
       continue;
     }
     if (e != Eval::kOk) continue;
     if (!is_value && !memory.Read(v, &v)) {
-      if (r == ra_register) return Step::kUnreadable;
+      if (r == row.ra_register) return Step::kUnreadable;
       continue;
     }
     caller->value[r] = v;
@@ -243,8 +262,8 @@ Step StepWithCfi(Dwarf_Frame* frame, const RegisterState& now, const StackMemory
   // By the x86-64 ABI the CFA is the caller's stack pointer.
   caller->value[kDwarfRsp] = cfa;
   caller->known[kDwarfRsp] = true;
-  if (!caller->known[ra_register]) return Step::kOutermost;  // DW_CFA_undefined rip: _start
-  caller->value[kDwarfRip] = caller->value[ra_register];
+  if (!caller->known[row.ra_register]) return Step::kOutermost;  // DW_CFA_undefined rip: _start
+  caller->value[kDwarfRip] = caller->value[row.ra_register];
   caller->known[kDwarfRip] = true;
   return Step::kOk;
 }
@@ -265,6 +284,43 @@ Step StepWithFramePointer(const RegisterState& now, const StackMemory& memory,
 }
 
 }  // namespace
+
+// libdw finds the rule for each address (.eh_frame_hdr's binary search, CIE/FDE parsing, the
+// ABI's default rules) and hands back DWARF expressions; evaluating them is left to us because
+// libdwfl's own unwinder (dwfl_getthread_frames) wants a Dwfl with every module reported from a
+// file and a thread attached, where our images are in memory (read through /proc/PID/root,
+// matched by build-id, the vdso from /proc/PID/mem) and a sample is a detached copy.
+struct CfiUnwinder::Tables {
+  std::shared_ptr<const ElfImage> image;  // owns the bytes libelf reads
+  Elf* elf = nullptr;
+  Dwarf_CFI* cfi = nullptr;                      // .eh_frame; null when the image has none
+  std::unordered_map<uint64_t, UnwindRow> rows;  // by image address; bounded by kMaxRows
+
+  // The CFI row at image address `vaddr`; null when no CFI covers it.
+  const UnwindRow* Row(uint64_t vaddr) {
+    if (cfi == nullptr) return nullptr;
+    if (auto it = rows.find(vaddr); it != rows.end())
+      return it->second.ra_register < 0 ? nullptr : &it->second;
+    Dwarf_Frame* frame = nullptr;
+    UnwindRow row;
+    if (dwarf_cfi_addrframe(cfi, vaddr, &frame) == 0 && frame != nullptr) {
+      row = ReadRow(frame);
+      std::free(frame);
+    }
+    if (rows.size() >= kMaxRows) {  // a program with more hot call sites than this: no caching
+      scratch = std::move(row);
+      return scratch.ra_register < 0 ? nullptr : &scratch;
+    }
+    const UnwindRow& kept = rows.emplace(vaddr, std::move(row)).first->second;
+    return kept.ra_register < 0 ? nullptr : &kept;
+  }
+  static constexpr size_t kMaxRows = 1 << 16;
+  UnwindRow scratch;
+  ~Tables() {
+    if (cfi) dwarf_cfi_end(cfi);
+    if (elf) elf_end(elf);
+  }
+};
 
 std::string_view UnwindEndName(UnwindEnd end) {
   switch (end) {
@@ -326,17 +382,13 @@ UnwindResult CfiUnwinder::Unwind(std::span<const uint64_t> regs, uint64_t stack_
     // A return address is the instruction after the call: look up the call itself.
     const uint64_t lookup = exact_pc ? pc : pc - 1;
     const UnwindImage at = image_at(lookup);
-    Dwarf_Frame* frame = nullptr;
-    if (at.image) {
-      Tables* t = TablesFor(at.image);
-      if (t->cfi && dwarf_cfi_addrframe(t->cfi, lookup - at.bias, &frame) != 0) frame = nullptr;
-    }
+    const UnwindRow* row = at.image ? TablesFor(at.image)->Row(lookup - at.bias) : nullptr;
     RegisterState caller;
     bool signal_frame = false;
     Step step;
-    if (frame) {
-      step = StepWithCfi(frame, now, memory, &caller, &signal_frame);
-      std::free(frame);
+    if (row) {
+      step = StepWithRow(*row, now, memory, &caller);
+      signal_frame = row->signal_frame;
     } else {
       // No CFI covers the address (no image, JIT code, hand-written assembly): frame pointers.
       step = StepWithFramePointer(now, memory, &caller);
