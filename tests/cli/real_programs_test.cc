@@ -159,6 +159,11 @@ TEST_F(RealProgramsTest, MakeJobsAreProfiled) {
 TEST_F(RealProgramsTest, ProcessInItsOwnPidAndMountNamespaceIsNamed) {
   NeedProgram("/usr/bin/unshare");
   NeedProgram("/usr/bin/xz");
+  // A container runtime may refuse new namespaces or mounts (no CAP_SYS_ADMIN, seccomp).
+  if (pathprof::testing::RunCommand("/usr/bin/unshare --fork --pid --mount-proc sh -c 'mount -t "
+                                    "tmpfs none /mnt' 2>&1")
+          .rc != 0)
+    GTEST_SKIP() << "this host does not let root make pid and mount namespaces with a tmpfs";
   // The binary exists only inside the new mount namespace (a private tmpfs), as in a container
   // image; it runs as a child of the namespace's init, with its own small pid.
   const fs::path inside = dir_ / "inside";
