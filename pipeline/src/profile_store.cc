@@ -154,16 +154,21 @@ struct ProfileStore::Impl {
     representatives.emplace(c.path, std::move(blocks));
   }
 
+  // An address outside every known mapping: new code was mapped (dlopen, JIT) or the process
+  // exec'd; re-read the maps, at most once per kMissRefreshInterval. A frame that no mapping will
+  // ever cover (a broken unwind, a stale return address) would otherwise re-read /proc/PID/maps
+  // under the lock on every sample.
+  void RefreshAfterMissLocked() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_miss_refresh < kMissRefreshInterval) return;
+    last_miss_refresh = now;
+    if (RefreshLocked().ok()) function_of.clear();
+  }
+
   std::vector<uint64_t> UserFramesLocked(const collectors::RawStackSample& sample) {
     if (sample.regs.empty()) return sample.user;
     // Mappings must be known before the unwinder asks which image holds each frame.
-    if (space.Find(sample.regs[decoders::kDwarfRip]) == nullptr) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last_miss_refresh >= kMissRefreshInterval) {
-        last_miss_refresh = now;
-        if (RefreshLocked().ok()) function_of.clear();
-      }
-    }
+    if (space.Find(sample.regs[decoders::kDwarfRip]) == nullptr) RefreshAfterMissLocked();
     decoders::UnwindResult u =
         symbols->UnwindUser(pid, space, sample.regs, sample.stack_start, sample.stack);
     if (u.end != decoders::UnwindEnd::kOutermost && sample.user.size() > u.frames.size())
@@ -342,20 +347,12 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
     } else {
       if (sample.user_error != 0) s.accounting.decode_errors.Add("user_stack_error");
       if (s.maps_stale || !s.maps_read) (void)s.RefreshLocked();
-      // An address outside every known mapping: new code was mapped (dlopen, JIT) or the
-      // process exec'd; re-read the maps, at most once per kMissRefreshInterval. A frame that no
-      // mapping will ever cover (a broken unwind, a stale return address) would otherwise re-read
-      // /proc/PID/maps under the lock on every sample.
       // The user stack: the kernel's frame-pointer walk, or with a copied stack, the DWARF CFI
       // walk (programs built without frame pointers), unless frame pointers reached further.
       std::vector<uint64_t> user = s.UserFramesLocked(sample);
       for (uint64_t a : user) {
         if (s.space.Find(a) != nullptr) continue;
-        const auto now = std::chrono::steady_clock::now();
-        if (now - s.last_miss_refresh >= kMissRefreshInterval) {
-          s.last_miss_refresh = now;
-          if (s.RefreshLocked().ok()) s.function_of.clear();
-        }
+        s.RefreshAfterMissLocked();
         break;
       }
       profiles::StackSample st;

@@ -29,7 +29,19 @@
 namespace pathprof::pipeline {
 namespace {
 
-// True while the process exists and is not a zombie.
+// The state letter and parent pid from /proc/PID/stat ("pid (comm) state ppid ..."; comm may
+// hold spaces and parentheses, the last ')' ends it); false when the process is gone.
+bool ReadStat(const std::string& stat_path, char* state, uint32_t* ppid) {
+  std::ifstream in(stat_path);
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 4 > stat.size()) return false;
+  *state = stat[paren + 2];
+  *ppid = static_cast<uint32_t>(std::strtoul(stat.c_str() + paren + 4, nullptr, 10));
+  return true;
+}
+
 // Every live descendant of `roots` now, from the parent pids in /proc/*/stat (bounded by what
 // the sampler's filter can hold).
 std::vector<uint32_t> Descendants(const std::vector<uint32_t>& roots) {
@@ -38,13 +50,9 @@ std::vector<uint32_t> Descendants(const std::vector<uint32_t>& roots) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat;
-    std::getline(in, stat);
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos || close + 4 > stat.size()) continue;
-    const auto ppid = static_cast<uint32_t>(std::strtoul(stat.c_str() + close + 4, nullptr, 10));
+    char state = 0;
+    uint32_t ppid = 0;
+    if (!ReadStat((entry.path() / "stat").string(), &state, &ppid)) continue;
     children[ppid].push_back(static_cast<uint32_t>(std::strtoul(name.c_str(), nullptr, 10)));
   }
   std::vector<uint32_t> out;
@@ -60,13 +68,11 @@ std::vector<uint32_t> Descendants(const std::vector<uint32_t>& roots) {
   return out;
 }
 
+// True while the process exists and is not a zombie.
 bool ProcessAlive(uint32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return false;
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
-  const char state = stat[paren + 2];
+  char state = 0;
+  uint32_t ppid = 0;
+  if (!ReadStat("/proc/" + std::to_string(pid) + "/stat", &state, &ppid)) return false;
   return state != 'Z' && state != 'X';
 }
 
