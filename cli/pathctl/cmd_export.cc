@@ -17,21 +17,26 @@ int RunExport(Args& args) {
   const bool json = args.Has("json");
   const std::string format = args.Get("format", "pprof");
   const long long entries = args.GetInt("entries", 32, 1, 1024);
+  const std::string binary = args.Get("binary");
   const std::vector<std::string>& pos = args.positional();
   auto problems = args.Problems();
   if (pos.size() != 1) problems.push_back("expected one SESSION id or RECORDING.pbs");
   if (out.empty()) problems.push_back("-o FILE is required");
-  if (format != "pprof" && format != "perf-lbr")
-    problems.push_back("--format is pprof or perf-lbr");
-  if (format == "perf-lbr" && !pos.empty() && !pos[0].ends_with(".pbs"))
-    problems.push_back(
-        "--format perf-lbr takes a recording (.pbs from pathctl trace or pathctl bursts -o); "
-        "a daemon session's branches cannot be exported in it yet");
+  const bool branches = format == "perf-lbr" || format == "bolt";
+  if (format != "pprof" && !branches) problems.push_back("--format is pprof, perf-lbr or bolt");
+  if (branches && !pos.empty() && !pos[0].ends_with(".pbs"))
+    problems.push_back("--format " + format +
+                       " takes a recording (.pbs from pathctl trace or pathctl bursts -o); "
+                       "a daemon session's branches cannot be exported in it yet");
   if (format == "pprof" && !pos.empty() && pos[0].ends_with(".pbs"))
-    problems.push_back("a .pbs recording exports as --format perf-lbr");
+    problems.push_back("a .pbs recording exports as --format perf-lbr or bolt");
+  if (!binary.empty() && format != "bolt") problems.push_back("--binary goes with --format bolt");
+  if (args.Has("entries") && format != "perf-lbr")
+    problems.push_back("--entries goes with --format perf-lbr");
   if (!problems.empty()) return UsageError("export", problems);
-  if (format == "perf-lbr")
-    return ExportRecordingAsPerfLbr({pos[0], out, static_cast<uint32_t>(entries), json});
+  const RecordingExport recording{pos[0], out, static_cast<uint32_t>(entries), json, binary};
+  if (format == "perf-lbr") return ExportRecordingAsPerfLbr(recording);
+  if (format == "bolt") return ExportRecordingAsBoltFdata(recording);
   pathprof::v1::ExportProfileRequest req;
   req.set_session_id(pos[0]);
   req.set_include_paths(paths);
@@ -64,14 +69,20 @@ PATHCTL_COMMAND(Command{
     "export",
     "write a session's profile as pprof, or a recording as perf.data branch stacks",
     "usage: pathctl export SESSION -o FILE.pb.gz [--paths]\n"
-    "       pathctl export --format perf-lbr RECORDING.pbs -o FILE.data [--entries N]\n\n"
+    "       pathctl export --format perf-lbr RECORDING.pbs -o FILE.data [--entries N]\n"
+    "       pathctl export --format bolt RECORDING.pbs -o FILE.fdata [--binary PATH]\n\n"
     "  --paths        add path counts as a second sample type\n"
-    "  --format F     pprof (a session's profile, the default) or perf-lbr: a recording as a\n"
+    "  --format F     pprof (a session's profile, the default); perf-lbr: a recording as a\n"
     "                 perf.data of branch-stack samples (MMAP2 with build-ids) that perf script\n"
     "                 -F brstack, perf2bolt and create_llvm_prof read like perf record -b. An\n"
     "                 exact trace is cut into consecutive samples of N taken branches (each\n"
-    "                 taken branch counted once); a ptrace-burst window becomes one sample.\n"
-    "  --entries N    branches per sample (default 32, the LBR depth)\n" PATHCTL_CLIENT_USAGE,
+    "                 taken branch counted once); a ptrace-burst window becomes one sample;\n"
+    "                 bolt: BOLT's fdata for one binary (llvm-bolt -data), each branch of the\n"
+    "                 recording counted once: an exact trace's counts are the true counts, a\n"
+    "                 window's branches count as one LBR sample's do\n"
+    "  --entries N    branches per sample (default 32, the LBR depth)\n"
+    "  --binary PATH  the binary whose fdata to write (default: the recording's first image,\n"
+    "                 the traced executable)\n" PATHCTL_CLIENT_USAGE,
     {"json", "paths"},
     RunExport});
 

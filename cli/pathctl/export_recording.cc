@@ -6,17 +6,24 @@
 #include "pathctl/command.h"
 #include "pathctl/json_writer.h"
 #include "pathprof/core/pbs.h"
+#include "pathprof/decoders/bolt_fdata_writer.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/decoders/perf_data_writer.h"
 
 namespace pathctl {
 
+namespace {
+
+int Fail(const pathprof::Status& st) {
+  std::fprintf(stderr, "pathctl export: %s\n", st.ToString().c_str());
+  return st.code() == pathprof::ErrorCode::kNotFound ? kExitNotFound : kExitError;
+}
+
+}  // namespace
+
 int ExportRecordingAsPerfLbr(const RecordingExport& e) {
   auto pbs = pathprof::ReadPbsFile(e.input);
-  if (!pbs.ok()) {
-    std::fprintf(stderr, "pathctl export: %s\n", pbs.status().ToString().c_str());
-    return pbs.status().code() == pathprof::ErrorCode::kNotFound ? kExitNotFound : kExitError;
-  }
+  if (!pbs.ok()) return Fail(pbs.status());
   // Recorders that did not note build-ids (the ptrace tracers read /proc maps only): take them
   // from the files, so that perf2bolt and create_llvm_prof can match the binaries.
   for (pathprof::ImageRecord& img : pbs->images) {
@@ -42,10 +49,7 @@ int ExportRecordingAsPerfLbr(const RecordingExport& e) {
                         " taken branches: every taken branch appears in exactly one sample";
   options.cmdline = {"pathctl", "export", "--format", "perf-lbr", e.input, meaning};
   pathprof::Status st = pathprof::decoders::WriteLbrPerfData(e.output, *pbs, lbr, options);
-  if (!st.ok()) {
-    std::fprintf(stderr, "pathctl export: %s\n", st.ToString().c_str());
-    return kExitError;
-  }
+  if (!st.ok()) return Fail(st);
   if (e.json) {
     JsonWriter j;
     j.BeginObject();
@@ -62,6 +66,58 @@ int ExportRecordingAsPerfLbr(const RecordingExport& e) {
                  "-F ip,brstack -i %s, or perf2bolt -p %s -o FILE.fdata BINARY\n",
                  e.output.c_str(), meaning.c_str(), pbs->images.size(), e.output.c_str(),
                  e.output.c_str());
+  }
+  return kExitOk;
+}
+
+int ExportRecordingAsBoltFdata(const RecordingExport& e) {
+  auto pbs = pathprof::ReadPbsFile(e.input);
+  if (!pbs.ok()) return Fail(pbs.status());
+  std::string binary = e.binary;
+  if (binary.empty()) {
+    if (pbs->images.empty()) {
+      return Fail(pathprof::Error(pathprof::ErrorCode::kNotFound,
+                                  e.input + " records no images: pass --binary PATH"));
+    }
+    binary = pbs->images.front().path;  // the tracers list the executable first
+  }
+  auto image = pathprof::decoders::ElfImage::Open(binary);
+  if (!image.ok()) return Fail(image.status());
+  auto stats = pathprof::decoders::WriteBoltFdata(*pbs, **image, e.output);
+  if (!stats.ok()) return Fail(stats.status());
+  size_t windows = 0;
+  for (const pathprof::BranchBatch& b : pbs->batches) windows += b.window;
+  const std::string meaning =
+      windows > 0 ? "branch counts summed over " + std::to_string(windows) +
+                        " ptrace-burst windows (time-weighted estimates, as LBR samples give)"
+                  : "exact branch counts of the traced run";
+  if (e.json) {
+    JsonWriter j;
+    j.BeginObject();
+    j.Key("file").String(e.output);
+    j.Key("format").String("bolt");
+    j.Key("binary").String(binary);
+    j.Key("windows").Uint(windows);
+    j.Key("taken").Uint(stats->taken);
+    j.Key("fall_throughs").Uint(stats->fall_throughs);
+    j.Key("elsewhere").Uint(stats->elsewhere);
+    j.Key("unnamed").Uint(stats->unnamed);
+    j.Key("far_transfers").Uint(stats->far_transfers);
+    j.Key("lines").Uint(stats->lines);
+    j.Key("counts").String(meaning);
+    j.EndObject();
+    std::printf("%s\n", j.str().c_str());
+  } else {
+    std::fprintf(
+        stderr,
+        "wrote %s for %s: %s; %llu taken branches and %llu not-taken conditionals in "
+        "%llu lines (left out: %llu branches elsewhere, %llu between addresses no function "
+        "symbol covers, %llu far transfers). "
+        "Optimize with: llvm-bolt-15 %s -data %s -o OUT\n",
+        e.output.c_str(), binary.c_str(), meaning.c_str(), (unsigned long long)stats->taken,
+        (unsigned long long)stats->fall_throughs, (unsigned long long)stats->lines,
+        (unsigned long long)stats->elsewhere, (unsigned long long)stats->unnamed,
+        (unsigned long long)stats->far_transfers, binary.c_str(), e.output.c_str());
   }
   return kExitOk;
 }
