@@ -1,5 +1,6 @@
 // pathctl export SESSION -o FILE.pb.gz: the session's profile in pprof format
-// (`go tool pprof FILE.pb.gz`).
+// (`go tool pprof FILE.pb.gz`); --format bolt|perf-lbr: the branches of a session or of a
+// recording as an optimizer profile.
 #include <cstdio>
 #include <fstream>
 
@@ -10,6 +11,43 @@
 namespace pathctl {
 namespace {
 
+namespace dec = pathprof::decoders;
+
+int ExportSessionBranches(Client& client, const BranchExport& e, uint32_t pid) {
+  pathprof::v1::ExportBranchProfileRequest req;
+  req.set_session_id(e.input);
+  req.set_format(e.request.format == dec::BranchProfileFormat::kBoltFdata
+                     ? pathprof::v1::BRANCH_PROFILE_FORMAT_BOLT_FDATA
+                     : pathprof::v1::BRANCH_PROFILE_FORMAT_PERF_LBR);
+  req.set_binary(e.request.binary);
+  req.set_pid(pid);
+  pathprof::v1::ExportBranchProfileResponse resp;
+  auto ctx = client.Context();
+  grpc::Status s = client.stub().ExportBranchProfile(ctx.get(), req, &resp);
+  if (!s.ok()) return client.Fail("export", s);
+  std::ofstream f(e.output, std::ios::binary);
+  f.write(resp.data().data(), static_cast<std::streamsize>(resp.data().size()));
+  if (!f) {
+    std::fprintf(stderr, "pathctl export: cannot write %s\n", e.output.c_str());
+    return kExitError;
+  }
+  dec::BranchProfileSummary summary;
+  summary.windows = resp.windows();
+  summary.binary = resp.binary();
+  summary.images = resp.images();
+  summary.counts = resp.counts();
+  BranchExport shown = e;
+  shown.request.binary = resp.binary();
+  if (e.json || e.request.format == dec::BranchProfileFormat::kPerfLbr) {
+    ReportBranchExport(shown, summary);
+  } else {  // the per-line counters stay in the daemon; say what the client knows
+    std::fprintf(stderr, "wrote %s for %s: %s. Optimize with: llvm-bolt-15 %s -data %s -o OUT\n",
+                 e.output.c_str(), resp.binary().c_str(), resp.counts().c_str(),
+                 resp.binary().c_str(), e.output.c_str());
+  }
+  return kExitOk;
+}
+
 int RunExport(Args& args) {
   Client client(args);  // reads the connection flags (a recording's export does not connect)
   bool paths = args.Has("paths");
@@ -18,25 +56,33 @@ int RunExport(Args& args) {
   const std::string format = args.Get("format", "pprof");
   const long long entries = args.GetInt("entries", 32, 1, 1024);
   const std::string binary = args.Get("binary");
+  const long long pid = args.GetInt("pid", 0, 0, 1LL << 32);
   const std::vector<std::string>& pos = args.positional();
   auto problems = args.Problems();
   if (pos.size() != 1) problems.push_back("expected one SESSION id or RECORDING.pbs");
   if (out.empty()) problems.push_back("-o FILE is required");
   const bool branches = format == "perf-lbr" || format == "bolt";
   if (format != "pprof" && !branches) problems.push_back("--format is pprof, perf-lbr or bolt");
-  if (branches && !pos.empty() && !pos[0].ends_with(".pbs"))
-    problems.push_back("--format " + format +
-                       " takes a recording (.pbs from pathctl trace or pathctl bursts -o); "
-                       "a daemon session's branches cannot be exported in it yet");
+  const bool recording = !pos.empty() && pos[0].ends_with(".pbs");
   if (format == "pprof" && !pos.empty() && pos[0].ends_with(".pbs"))
     problems.push_back("a .pbs recording exports as --format perf-lbr or bolt");
   if (!binary.empty() && format != "bolt") problems.push_back("--binary goes with --format bolt");
-  if (args.Has("entries") && format != "perf-lbr")
-    problems.push_back("--entries goes with --format perf-lbr");
+  if (args.Has("entries") && (format != "perf-lbr" || !recording))
+    problems.push_back("--entries goes with --format perf-lbr of a recording");
+  if (args.Has("pid") && (!branches || recording))
+    problems.push_back("--pid goes with --format bolt or perf-lbr of a session");
+  if (paths && format != "pprof") problems.push_back("--paths goes with --format pprof");
   if (!problems.empty()) return UsageError("export", problems);
-  const RecordingExport recording{pos[0], out, static_cast<uint32_t>(entries), json, binary};
-  if (format == "perf-lbr") return ExportRecordingAsPerfLbr(recording);
-  if (format == "bolt") return ExportRecordingAsBoltFdata(recording);
+  if (branches) {
+    BranchExport e{pos[0], out, {}, json};
+    e.request.format = format == "bolt" ? dec::BranchProfileFormat::kBoltFdata
+                                        : dec::BranchProfileFormat::kPerfLbr;
+    e.request.entries = static_cast<uint32_t>(entries);
+    e.request.binary = binary;
+    e.request.source = pos[0];
+    if (recording) return ExportRecording(e);
+    return ExportSessionBranches(client, e, static_cast<uint32_t>(pid));
+  }
   pathprof::v1::ExportProfileRequest req;
   req.set_session_id(pos[0]);
   req.set_include_paths(paths);
@@ -67,10 +113,11 @@ int RunExport(Args& args) {
 
 PATHCTL_COMMAND(Command{
     "export",
-    "write a session's profile as pprof, or a recording as perf.data branch stacks",
+    "write a session's profile as pprof, or branches as an optimizer profile (BOLT, perf.data)",
     "usage: pathctl export SESSION -o FILE.pb.gz [--paths]\n"
     "       pathctl export --format perf-lbr RECORDING.pbs -o FILE.data [--entries N]\n"
-    "       pathctl export --format bolt RECORDING.pbs -o FILE.fdata [--binary PATH]\n\n"
+    "       pathctl export --format bolt RECORDING.pbs -o FILE.fdata [--binary PATH]\n"
+    "       pathctl export --format bolt|perf-lbr SESSION -o FILE [--binary PATH] [--pid PID]\n\n"
     "  --paths        add path counts as a second sample type\n"
     "  --format F     pprof (a session's profile, the default); perf-lbr: a recording as a\n"
     "                 perf.data of branch-stack samples (MMAP2 with build-ids) that perf script\n"
@@ -79,10 +126,12 @@ PATHCTL_COMMAND(Command{
     "                 taken branch counted once); a ptrace-burst window becomes one sample;\n"
     "                 bolt: BOLT's fdata for one binary (llvm-bolt -data), each branch of the\n"
     "                 recording counted once: an exact trace's counts are the true counts, a\n"
-    "                 window's branches count as one LBR sample's do\n"
-    "  --entries N    branches per sample (default 32, the LBR depth)\n"
+    "                 window's branches count as one LBR sample's do. A session exports its\n"
+    "                 newest windows (each process keeps its last 65536 branches)\n"
+    "  --entries N    a recording's branches per sample (default 32, the LBR depth)\n"
     "  --binary PATH  the binary whose fdata to write (default: the recording's first image,\n"
-    "                 the traced executable)\n" PATHCTL_CLIENT_USAGE,
+    "                 the traced executable; a session's target executable)\n"
+    "  --pid PID      a session's process to export (default: all of them)\n" PATHCTL_CLIENT_USAGE,
     {"json", "paths"},
     RunExport});
 

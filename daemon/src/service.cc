@@ -753,6 +753,43 @@ grpc::Status ProfilerService::ExportProfile(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status ProfilerService::ExportBranchProfile(grpc::ServerContext* ctx,
+                                                  const v1::ExportBranchProfileRequest* req,
+                                                  v1::ExportBranchProfileResponse* resp) {
+  return Run("ExportBranchProfile", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    decoders::BranchProfileRequest request;
+    switch (req->format()) {
+      case v1::BRANCH_PROFILE_FORMAT_BOLT_FDATA:
+        request.format = decoders::BranchProfileFormat::kBoltFdata;
+        break;
+      case v1::BRANCH_PROFILE_FORMAT_PERF_LBR:
+        request.format = decoders::BranchProfileFormat::kPerfLbr;
+        break;
+      default:
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "format: BRANCH_PROFILE_FORMAT_BOLT_FDATA or _PERF_LBR");
+    }
+    // A path the daemon opens as root: only an admin may name one (others get the target's
+    // own executable, which they may already read through /proc).
+    if (!req->binary().empty() && !peer.admin) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "binary: only an admin may name a file for the daemon to read; leave "
+                          "it empty for the target's executable");
+    }
+    request.binary = req->binary();
+    auto r = s->ExportBranchProfile(std::move(request), req->pid());
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_data(std::move(r->data));
+    resp->set_counts(r->summary.counts);
+    resp->set_windows(r->summary.windows);
+    resp->set_binary(r->summary.binary);
+    resp->set_images(r->summary.images);
+    return grpc::Status::OK;
+  });
+}
+
 grpc::Status ProfilerService::GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* req,
                                        v1::Stats* resp) {
   return Run("GetStats", ctx, [&](const Peer& peer) -> grpc::Status {

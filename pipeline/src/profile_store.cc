@@ -102,6 +102,21 @@ struct ProfileStore::Impl {
   std::unique_ptr<profiles::OspReservoir> osp;
   std::unordered_map<uint32_t, std::unique_ptr<profiles::OspThreadSampler>> osp_samplers;
 
+  // The newest batches, for branch-profile exports (bounded by config.export_branch_events).
+  std::deque<BranchBatch> recent;
+  size_t recent_events = 0;
+
+  void KeepRecentLocked(const BranchBatch& batch) {
+    if (config.export_branch_events == 0) return;
+    recent.push_back(batch);
+    recent_events += batch.events.size();
+    while (recent_events > config.export_branch_events && recent.size() > 1) {
+      recent_events -= recent.front().events.size();
+      recent.pop_front();
+      accounting.drops.Add("export_window_evicted");
+    }
+  }
+
   // Reads /proc/PID/maps and merges it into `space` (mappings of an earlier image stay where
   // nothing replaced them, so older samples still resolve).
   Status RefreshLocked() {
@@ -395,6 +410,25 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
   s.generation.fetch_add(1, std::memory_order_relaxed);
 }
 
+PbsContents ProfileStore::RecentBranches() const {
+  const Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  PbsContents out;
+  out.batches.assign(s.recent.begin(), s.recent.end());
+  for (const decoders::Mapping& m : s.space.mappings()) {
+    if (m.IsSpecial()) continue;
+    ImageRecord img;
+    img.pid = s.pid;
+    img.start = m.start;
+    img.end = m.end();
+    img.file_offset = m.pgoff;
+    // The file as this host reads it (through /proc/PID/root for a container's process).
+    img.path = m.read_path.empty() ? m.path : m.read_path;
+    out.images.push_back(std::move(img));
+  }
+  return out;
+}
+
 void ProfileStore::AddBranches(const BranchBatch& batch) {
   Impl& s = *impl_;
   std::vector<double> durations;
@@ -423,6 +457,7 @@ void ProfileStore::AddBranches(const BranchBatch& batch) {
         if (s.estimator->stats().windows_without_density > unweighted)
           s.accounting.drops.Add("window_without_density");
       }
+      s.KeepRecentLocked(batch);
       auto it = s.stacks.find(batch.tid);
       if (it == s.stacks.end()) it = s.stacks.emplace(batch.tid, *s.stack_proto).first;
       hwmodel::PathStack& stack = it->second;

@@ -5,6 +5,8 @@
 #include <array>
 #include <utility>
 
+#include "pathprof/core/branch.h"
+
 namespace pathprof::pipeline {
 namespace {
 
@@ -122,6 +124,7 @@ uint64_t SessionConfig::MemoryBoundBytes() const {
                                uint64_t{osp.memory_entries} * 96 + uint64_t{pcct.max_nodes} * 128 +
                                uint64_t{queues.window_queue} * sampling.window_branches * 48 +
                                uint64_t{kLeafAddressEntries} * 48 +  // leaf addresses (pprof)
+                               uint64_t{export_branch_events} * sizeof(BranchEvent) +
                                (1u << 20);  // mappings, symbol caches, accounting
   // One stack queue per session; a queued sample holds its stack copy until it is unwound.
   const uint64_t stack_entry = 1200 + (sampling.call_graph == CallGraph::kDwarf ? 16384 : 0);

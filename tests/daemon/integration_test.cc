@@ -5,6 +5,7 @@
 #include <grpcpp/support/sync_stream.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -110,6 +111,60 @@ TEST_F(DaemonSession, ExportedMappingsCarryTheirRangesAndLeavesTheirLines) {
        it != std::sregex_iterator(); ++it)
     hot_lines.insert((*it)[1].str());
   EXPECT_GE(hot_lines.size(), 2u) << locations;
+}
+
+// A running session's newest branch windows as optimizer profiles (issue 14): BOLT's fdata
+// names the target's executable and counts hot()'s loop above warm()'s; the perf.data of
+// the same windows is read by perf and matched to the binary by perf2bolt.
+TEST_F(DaemonSession, BranchProfileExportsOfARunningSession) {
+  const std::string fdata = daemon_.dir() + "/session.fdata";
+  auto r = daemon_.Ctl("export --format bolt " + id_ + " -o " + fdata + " --json");
+  ASSERT_EQ(r.rc, 0) << r.out << daemon_.Log();
+  EXPECT_NE(r.out.find("example_hotloop\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"format\":\"bolt\""), std::string::npos) << r.out;
+  // hot()'s loop runs 4 times as long as warm()'s: most branch counts are within hot.
+  std::ifstream in(fdata);
+  std::string line, all;
+  long long in_hot = 0, in_warm = 0;
+  while (std::getline(in, line)) {
+    all += line + "\n";
+    const long long count = std::stoll(line.substr(line.rfind(' ') + 1));
+    if (line.rfind("1 hot ", 0) == 0 && line.find(" 1 hot ") != std::string::npos) in_hot += count;
+    if (line.rfind("1 warm ", 0) == 0 && line.find(" 1 warm ") != std::string::npos)
+      in_warm += count;
+  }
+  EXPECT_GT(in_hot, 2 * in_warm) << all;
+  EXPECT_GT(in_warm, 0) << all;
+
+  const std::string data = daemon_.dir() + "/session.data";
+  auto p = daemon_.Ctl("export --format perf-lbr " + id_ + " -o " + data + " --json");
+  ASSERT_EQ(p.rc, 0) << p.out;
+  EXPECT_NE(p.out.find("one sample per ptrace-burst window"), std::string::npos) << p.out;
+  if (Sh("command -v perf").rc == 0) {
+    auto script = Sh("perf script -F brstack -i " + data + " | grep -c /");
+    EXPECT_GT(std::atoi(script.out.c_str()), 0) << script.out;
+  }
+  if (access("/usr/bin/llvm-bolt-15", X_OK) == 0) {
+    auto agg = Sh("llvm-bolt-15 " + kBin + "/example_hotloop -aggregate-only -p " + data + " -o " +
+                  daemon_.dir() + "/agg.fdata");
+    EXPECT_NE(agg.out.find("matched build-id"), std::string::npos) << agg.out;
+  }
+  // A process the session does not have, and a format that does not exist, are named.
+  auto other = daemon_.Ctl("export --format bolt " + id_ + " --pid 1 -o " + fdata);
+  EXPECT_NE(other.rc, 0);
+  EXPECT_NE(other.out.find("no process 1"), std::string::npos) << other.out;
+}
+
+TEST(DaemonBranchExport, AStacksOnlySessionSaysItHasNoWindows) {
+  Daemon daemon;
+  ASSERT_TRUE(daemon.Ready()) << daemon.Log();
+  HotLoop loop;
+  auto r = daemon.Ctl("start --source none --pid " + std::to_string(loop.pid()));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string id = FirstLine(r.out);
+  auto e = daemon.Ctl("export --format bolt " + id + " -o " + daemon.dir() + "/x.fdata");
+  EXPECT_NE(e.rc, 0);
+  EXPECT_NE(e.out.find("no branch windows"), std::string::npos) << e.out;
 }
 
 // A stripped program (example_hotloop with every symbol removed): the daemon names its code

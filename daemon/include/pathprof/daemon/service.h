@@ -82,6 +82,8 @@ class ProfilerService final : public v1::PathProfiler::Service {
                              grpc::ServerWriter<v1::HotPaths>*) override;
   grpc::Status ExportProfile(grpc::ServerContext*, const v1::ExportProfileRequest*,
                              v1::ExportProfileResponse*) override;
+  grpc::Status ExportBranchProfile(grpc::ServerContext*, const v1::ExportBranchProfileRequest*,
+                                   v1::ExportBranchProfileResponse*) override;
   grpc::Status GetStats(grpc::ServerContext*, const v1::GetStatsRequest*, v1::Stats*) override;
 
  private:

@@ -15,6 +15,7 @@
 
 #include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/core/branch.h"
+#include "pathprof/core/pbs.h"
 #include "pathprof/core/status.h"
 #include "pathprof/pipeline/accounting.h"
 #include "pathprof/pipeline/results.h"
@@ -63,6 +64,9 @@ class ProfileStore {
   std::vector<std::pair<Location, uint64_t>> LeafAddresses(uint64_t function_start) const;
   // Every path the engine holds now (for baselines and residual paths).
   std::vector<PathKey> PathKeys() const;
+  // The newest branch batches (config.export_branch_events at most) and the process's file
+  // mappings, as a recording: what branch-profile exports of a running session write.
+  PbsContents RecentBranches() const;
   // Bumped by every sample or window applied: lets a watcher skip unchanged profiles.
   uint64_t generation() const;
 

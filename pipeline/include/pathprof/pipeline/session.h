@@ -10,6 +10,7 @@
 
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/core/status.h"
+#include "pathprof/decoders/branch_profile_export.h"
 #include "pathprof/pipeline/profile_store.h"
 #include "pathprof/pipeline/results.h"
 #include "pathprof/pipeline/session_config.h"
@@ -95,6 +96,16 @@ class Session {
   // sample type when `include_paths`). Without `kernel_addresses`, kernel stacks become one
   // "[kernel]" frame with no address (kernel_frames.h).
   Result<std::string> ExportPprof(bool include_paths, bool kernel_addresses = true) const;
+
+  // The newest branch windows of one process (`pid`) or of all (0), as an optimizer profile
+  // (decoders/branch_profile_export.h). For fdata without a binary: the first target's
+  // executable. kUnavailable when no window has arrived yet.
+  struct BranchProfile {
+    std::string data;
+    decoders::BranchProfileSummary summary;
+  };
+  Result<BranchProfile> ExportBranchProfile(decoders::BranchProfileRequest request,
+                                            uint32_t pid) const;
 
  private:
   struct Impl;

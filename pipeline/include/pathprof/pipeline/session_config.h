@@ -107,6 +107,9 @@ struct SessionConfig {
   // stores are made; samples of further ones are counted ("descendant_limit").
   bool follow_children = false;
   uint32_t max_descendants = 64;
+  // Branches each process keeps, newest windows first, for `pathctl export --format
+  // bolt|perf-lbr SESSION`; older windows are dropped and counted ("export_window_evicted").
+  uint32_t export_branch_events = 1u << 16;
 
   // Checks ranges (pids present, path length 1..64, HPT geometry, OSP length a power of two...).
   Status Validate() const;

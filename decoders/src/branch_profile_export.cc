@@ -1,0 +1,68 @@
+#include "pathprof/decoders/branch_profile_export.h"
+
+#include "pathprof/decoders/elf_image.h"
+#include "pathprof/decoders/perf_data_writer.h"
+
+namespace pathprof::decoders {
+namespace {
+
+void FillBuildIds(PbsContents* recording) {
+  for (ImageRecord& img : recording->images) {
+    if (!img.build_id.empty()) continue;
+    // ElfImage keeps the id as hex; perf.data wants the raw bytes.
+    auto hex = ReadBuildId(img.path);
+    if (!hex.ok()) continue;
+    for (size_t i = 0; i + 1 < hex->size() && img.build_id.size() < 20; i += 2)
+      img.build_id.push_back(static_cast<char>(std::stoi(hex->substr(i, 2), nullptr, 16)));
+  }
+}
+
+}  // namespace
+
+Result<BranchProfileSummary> WriteBranchProfile(PbsContents recording,
+                                                const BranchProfileRequest& request,
+                                                const std::string& output) {
+  BranchProfileSummary summary;
+  for (const BranchBatch& b : recording.batches) summary.windows += b.window;
+  summary.images = recording.images.size();
+  if (request.format == BranchProfileFormat::kBoltFdata) {
+    summary.binary = request.binary;
+    if (summary.binary.empty()) {
+      if (recording.images.empty()) {
+        return Error(ErrorCode::kNotFound,
+                     request.source + " records no images: name the binary to profile");
+      }
+      summary.binary = recording.images.front().path;  // the tracers list the executable first
+    }
+    auto image = ElfImage::Open(summary.binary);
+    if (!image.ok()) return image.status();
+    auto stats = WriteBoltFdata(recording, **image, output);
+    if (!stats.ok()) return stats.status();
+    summary.bolt = *stats;
+    summary.counts = summary.windows > 0
+                         ? "branch counts summed over " + std::to_string(summary.windows) +
+                               " ptrace-burst windows (time-weighted estimates, as LBR samples "
+                               "give)"
+                         : "exact branch counts of the traced run";
+    return summary;
+  }
+  FillBuildIds(&recording);
+  // An exact stream is cut into consecutive samples of `entries` taken branches, so every taken
+  // branch is in exactly one sample; a window becomes one sample of its own.
+  LbrSynthOptions lbr;
+  lbr.entries = request.entries;
+  lbr.period = request.entries;
+  summary.counts =
+      summary.windows > 0
+          ? "one sample per ptrace-burst window (its last taken branches, newest first); "
+            "windows start uniformly in time, so counts estimate time-weighted branch "
+            "frequencies"
+          : "exact trace cut into consecutive samples of " + std::to_string(request.entries) +
+                " taken branches: every taken branch appears in exactly one sample";
+  PerfDataWriterOptions options;
+  options.cmdline = {"pathctl", "export", "--format", "perf-lbr", request.source, summary.counts};
+  PATHPROF_RETURN_IF_ERROR(WriteLbrPerfData(output, recording, lbr, options));
+  return summary;
+}
+
+}  // namespace pathprof::decoders

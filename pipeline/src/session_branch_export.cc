@@ -1,0 +1,91 @@
+// Session::ExportBranchProfile: the newest windows of a running session as an optimizer profile.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "pathprof/pipeline/session.h"
+
+namespace pathprof::pipeline {
+namespace {
+
+// The writers take a path; a memfd gives them one without touching the daemon's disk.
+class MemoryFile {
+ public:
+  MemoryFile() : fd_(memfd_create("pathprof-branch-export", MFD_CLOEXEC)) {}
+  ~MemoryFile() {
+    if (fd_ >= 0) close(fd_);
+  }
+  MemoryFile(const MemoryFile&) = delete;
+  MemoryFile& operator=(const MemoryFile&) = delete;
+  bool ok() const { return fd_ >= 0; }
+  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+  Result<std::string> Contents() const {
+    std::string out;
+    char buf[1 << 16];
+    for (off_t at = 0;;) {
+      ssize_t n = pread(fd_, buf, sizeof buf, at);
+      if (n < 0)
+        return Error(ErrorCode::kIo, std::string("reading the export: ") + strerror(errno));
+      if (n == 0) return out;
+      out.append(buf, static_cast<size_t>(n));
+      at += n;
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+// The image record of `pid`'s executable (read through /proc/PID/root in a container).
+std::string ExecutableImage(const PbsContents& recording, const TargetInfo& info) {
+  for (const ImageRecord& img : recording.images) {
+    if (img.pid != info.pid || info.executable.empty()) continue;
+    if (img.path == info.executable ||
+        (img.path.starts_with("/proc/") && img.path.ends_with(info.executable)))
+      return img.path;
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<Session::BranchProfile> Session::ExportBranchProfile(decoders::BranchProfileRequest request,
+                                                            uint32_t pid) const {
+  PbsContents merged;
+  std::vector<std::shared_ptr<const ProfileStore>> stores;
+  if (pid != 0) {
+    if (auto store = Store(pid)) stores.push_back(std::move(store));
+    if (stores.empty()) {
+      return Error(ErrorCode::kNotFound,
+                   "session " + id() + " has no process " + std::to_string(pid));
+    }
+  } else {
+    stores = Stores();
+  }
+  for (const auto& store : stores) {
+    PbsContents one = store->RecentBranches();
+    if (request.binary.empty() && request.format == decoders::BranchProfileFormat::kBoltFdata &&
+        !one.batches.empty())
+      request.binary = ExecutableImage(one, store->Info());
+    for (BranchBatch& b : one.batches) merged.batches.push_back(std::move(b));
+    for (ImageRecord& i : one.images) merged.images.push_back(std::move(i));
+  }
+  if (merged.batches.empty()) {
+    return Error(ErrorCode::kUnavailable,
+                 "session " + id() +
+                     " holds no branch windows yet (stacks-only sessions have "
+                     "none; a branch source sends its first windows within a second or two)");
+  }
+  request.source = "session " + id();
+  MemoryFile file;
+  if (!file.ok()) return Error(ErrorCode::kIo, std::string("memfd_create: ") + strerror(errno));
+  auto summary = decoders::WriteBranchProfile(std::move(merged), request, file.path());
+  if (!summary.ok()) return summary.status();
+  auto data = file.Contents();
+  if (!data.ok()) return data.status();
+  return BranchProfile{std::move(*data), std::move(*summary)};
+}
+
+}  // namespace pathprof::pipeline
