@@ -2,9 +2,13 @@
 -- It mixes what interpreters spend their time on: calls and returns, table reads and writes,
 -- string building, metamethods, closures and floating point, so that the interpreter's
 -- dispatch loop and many of its library functions are hot, not one tight loop.
--- Usage: lua lua_mixed.lua SCALE   (SCALE 1 is a few milliseconds; the bench uses ~100)
+-- Usage: lua lua_mixed.lua SCALE [SIZE]
+--   SCALE: rounds (1 is a few milliseconds); SIZE: the parts' input sizes (default 1; a
+--   single-stepped exact trace uses a fraction, e.g. 0.2, with the same mix of work)
 
 local scale = tonumber(arg and arg[1]) or 1
+local size = tonumber(arg and arg[2]) or 1
+local function n(x) return math.max(1, math.floor(x * size)) end
 
 local function fib(n)
   if n < 2 then return n end
@@ -80,10 +84,10 @@ end
 local check = 0
 for _ = 1, scale do
   check = check + fib(18)
-  check = check + tables(3000)
-  check = check + strings(1500)
-  check = check + objects(4000)
-  check = check + closures(1500)
-  check = check + nbody(8000)
+  check = check + tables(n(3000))
+  check = check + strings(n(1500))
+  check = check + objects(n(4000))
+  check = check + closures(n(1500))
+  check = check + nbody(n(8000))
 end
-print(string.format("lua_mixed scale %d check %.6f", scale, check))
+print(string.format("lua_mixed scale %d size %g check %.6f", scale, size, check))

@@ -56,7 +56,7 @@ int RunExport(Args& args) {
   const std::string format = args.Get("format", "pprof");
   const long long entries = args.GetInt("entries", 32, 1, 1024);
   const std::string binary = args.Get("binary");
-  const long long pid = args.GetInt("pid", 0, 0, 1LL << 32);
+  const long long pid = args.GetInt("pid", 0, 1, 2147483647);
   const std::vector<std::string>& pos = args.positional();
   auto problems = args.Problems();
   if (pos.size() != 1) problems.push_back("expected one SESSION id or RECORDING.pbs");
