@@ -1,5 +1,6 @@
 #include "pathprof/decoders/bolt_fdata_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bolt_fall_through_entries.h"
 #include "pathprof/decoders/elf_function_symbols.h"
 
 namespace pathprof::decoders {
@@ -77,8 +79,31 @@ Result<BoltFdataStats> WriteBoltFdata(const PbsContents& recording, const ElfIma
                      ": name a binary among its images (pathctl export prints them)");
   }
   std::map<std::pair<End, End>, Counts> lines;
+  std::map<int64_t, std::vector<std::pair<uint64_t, uint64_t>>> entries_of;
+  // The straight-line run from the last branch's landing to this branch: the fall-throughs
+  // into jump targets it ran over, as perf2bolt finds them from its CFG.
+  auto walk = [&](const End& landed, const End& left) {
+    if (landed.function < 0 || landed.function != left.function || landed.offset > left.offset)
+      return;
+    auto it = entries_of.find(landed.function);
+    if (it == entries_of.end())
+      it = entries_of
+               .emplace(landed.function, FallThroughEntries(binary, functions[landed.function]))
+               .first;
+    const auto& entries = it->second;
+    auto e = std::upper_bound(entries.begin(), entries.end(),
+                              std::pair<uint64_t, uint64_t>{landed.offset, UINT64_MAX});
+    for (; e != entries.end() && e->first <= left.offset; ++e) {
+      const End from{landed.function, e->second, true}, to{landed.function, e->first, true};
+      ++lines[std::make_pair(from, to)].count;
+      ++stats.fall_throughs;
+    }
+  };
   for (const BranchBatch& batch : recording.batches) {
+    End landed;  // where the previous event of the batch went (none before the first)
     for (const BranchEvent& e : batch.events) {
+      const End previous_landing = landed;
+      landed = End{};
       if (e.kind == BranchKind::kFarTransfer || e.kind == BranchKind::kUnknown) {
         ++stats.far_transfers;
         continue;
@@ -86,6 +111,8 @@ Result<BoltFdataStats> WriteBoltFdata(const PbsContents& recording, const ElfIma
       if (!e.taken && e.kind != BranchKind::kConditional) continue;  // nothing to lay out
       End from = locate.Find(batch.pid, e.from);
       End to = locate.Find(batch.pid, e.to);
+      walk(previous_landing, from);
+      landed = to;
       if (!from.in_binary && !to.in_binary) {
         ++stats.elsewhere;
         continue;
