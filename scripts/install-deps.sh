@@ -10,7 +10,7 @@ packages=(
   libbpf-dev bpftool clang llvm
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libncurses-dev libsystemd-dev libdebuginfod-dev debuginfod tmux
-  linux-perf bpftrace golang-go golang-github-google-pprof-dev bolt-15
+  linux-perf bpftrace golang-go golang-github-google-pprof-dev bolt-15 autofdo
   libcpp-httplib-dev libssl-dev libtomlplusplus-dev prometheus
 )
 
