@@ -24,6 +24,8 @@ class Client {
   virtual Result<v1::ListSessionsResponse> ListSessions() = 0;
   virtual Result<v1::Session> StartSession(const v1::StartSessionRequest& req) = 0;
   virtual Result<v1::Session> StopSession(const std::string& session_id) = 0;
+  // Stops the session if it runs and forgets it (its profile and its place in the quotas).
+  virtual Result<v1::Session> DeleteSession(const std::string& session_id) = 0;
   virtual Result<v1::HotPaths> GetHotPaths(const v1::GetHotPathsRequest& req) = 0;
   virtual Result<v1::HotSubpaths> GetHotSubpaths(const v1::GetHotSubpathsRequest& req) = 0;
   virtual Result<v1::CallingContextTree> GetCallingContextTree(

@@ -1,6 +1,7 @@
 #include "pathtop/fetcher.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 
 namespace pathtop {
@@ -9,6 +10,18 @@ bool Inbox::empty() const {
   return !hot_paths && !subpaths && !cct && !call_pairs && !methods && !targets && !session &&
          !stats && !connection && view_errors.empty();
 }
+
+namespace {
+
+// BRANCH_SOURCE_NONE -> "none", as pathctl and the title spell it.
+std::string SourceWord(v1::BranchSource source) {
+  std::string name = v1::BranchSource_Name(source);
+  if (name.rfind("BRANCH_SOURCE_", 0) == 0) name = name.substr(14);
+  for (char& c : name) c = static_cast<char>(c == '_' ? '-' : std::tolower(c));
+  return name == "unspecified" ? "auto" : name;
+}
+
+}  // namespace
 
 double SteadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -41,9 +54,25 @@ void Fetcher::Stop() {
   client_->CancelWatch();
   if (poll_thread_.joinable()) poll_thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
-  if (options_.stop_owned_session && !owned_session_.empty()) {
-    // Best effort: the daemon may be gone, and then so is the session.
-    (void)client_->StopSession(owned_session_);
+  EndOwnedSessions();
+}
+
+// Deletes (which stops) every session this pathtop started: a stopped one would still be
+// listed and count against the caller's session quota until its retention ends. Best effort:
+// a session that went with a daemon restart is already gone.
+void Fetcher::EndOwnedSessions() {
+  std::vector<std::string> owned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    owned.swap(owned_sessions_);
+  }
+  if (!options_.stop_owned_session) return;
+  for (const std::string& id : owned) {
+    auto deleted = client_->DeleteSession(id);
+    // An older daemon without DeleteSession: at least stop it.
+    if (!deleted.ok() && deleted.status().code() == ErrorCode::kUnsupported) {
+      (void)client_->StopSession(id);
+    }
   }
 }
 
@@ -57,16 +86,14 @@ void Fetcher::SetView(View view) {
 }
 
 void Fetcher::SetTarget(TargetSpec target) {
-  std::string old_owned;
   {
     std::lock_guard<std::mutex> lock(mu_);
     target_ = std::move(target);
     session_id_.clear();
-    old_owned = std::move(owned_session_);
-    owned_session_.clear();
+    last_session_.reset();  // another process: nothing of the old session carries over
     wake_ = true;
   }
-  if (options_.stop_owned_session && !old_owned.empty()) (void)client_->StopSession(old_owned);
+  EndOwnedSessions();
   client_->CancelWatch();
   cv_.notify_all();
 }
@@ -95,70 +122,117 @@ bool Fetcher::WaitFor(double seconds) {
   return !stop_;
 }
 
-Status Fetcher::EstablishSession(const TargetSpec& target) {
-  // Join a running session for the same process before starting a new one, so two pathtops
-  // (or pathtop next to pathctl) share one profile instead of doubling the overhead.
-  auto sessions = client_->ListSessions();
-  if (!sessions.ok()) return sessions.status();
+Result<std::vector<uint32_t>> Fetcher::WantedPids(const TargetSpec& target) {
+  if (target.pid != 0) return std::vector<uint32_t>{target.pid};
+  v1::ListTargetsRequest req;
+  req.set_name_filter(target.comm);
+  auto targets = client_->ListTargets(req);
+  if (!targets.ok()) return targets.status();
   std::vector<uint32_t> wanted;
-  if (target.pid != 0) {
-    wanted.push_back(target.pid);
-  } else {
-    v1::ListTargetsRequest req;
-    req.set_name_filter(target.comm);
-    auto targets = client_->ListTargets(req);
-    if (!targets.ok()) return targets.status();
-    for (const v1::Target& t : targets->targets()) {
-      if (t.comm() == target.comm) wanted.push_back(t.pid());
-    }
+  for (const v1::Target& t : targets->targets()) {
+    if (t.comm() == target.comm) wanted.push_back(t.pid());
   }
-  for (const v1::Session& s : sessions->sessions()) {
-    if (s.state() != v1::SESSION_STATE_RUNNING) continue;
-    for (uint32_t pid : s.pids()) {
-      if (std::find(wanted.begin(), wanted.end(), pid) != wanted.end()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        session_id_ = s.id();
-        inbox_.session = s;
-        return Status::Ok();
-      }
-    }
+  return wanted;
+}
+
+// Makes `session` the one shown; a replacement for a lost one is announced with its source.
+void Fetcher::Adopt(const v1::Session& session, bool owned) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Starting while a session was shown means that one was lost (a daemon restart); joining
+  // another than the one shown means the same. Re-joining the same one after an outage is not
+  // news.
+  if (last_session_ && (owned || last_session_->id() != session.id())) {
+    notice_ = (owned ? "re-created the session as " : "joined session ") + session.id() +
+              ", source " + SourceWord(session.source());
+    notice_ +=
+        session.source() == last_session_->source()
+            ? " as " + last_session_->id() + " had"
+            : " (" + last_session_->id() + " had " + SourceWord(last_session_->source()) + ")";
   }
+  session_id_ = session.id();
+  ++generation_;
+  last_session_ = session;
+  if (owned) owned_sessions_.push_back(session.id());
+  inbox_.session = session;
+}
+
+Status Fetcher::StartOwnSession(const TargetSpec& target) {
   v1::StartSessionRequest req;
   if (target.pid != 0) {
     req.set_pid(target.pid);
   } else {
     req.set_executable_name(target.comm);
   }
-  req.set_source(options_.source);
+  {
+    // The source of the session this one replaces, when there was one: a restarted daemon's
+    // own choice (its default, or `auto` on another day) must not silently replace it.
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool replacing =
+        last_session_ && last_session_->source() != v1::BRANCH_SOURCE_UNSPECIFIED;
+    req.set_source(replacing ? last_session_->source() : options_.source);
+  }
   req.mutable_sampling()->set_step_mode(options_.step_mode);
   auto started = client_->StartSession(req);
   if (!started.ok()) return started.status();
-  std::lock_guard<std::mutex> lock(mu_);
-  session_id_ = started->id();
-  owned_session_ = started->id();
-  inbox_.session = *started;
+  Adopt(*started, true);
   return Status::Ok();
 }
 
-Status Fetcher::PollOnce(View view, const std::string& session_id) {
-  auto view_error = [&](View v, const Status& s) {
-    Publish([&](Inbox* in) { in->view_errors.emplace_back(v, s.message()); });
-  };
-  // Keeps going on a per-view error (unsupported, invalid top-k), stops on a lost daemon or
-  // session, which the caller handles.
-  auto check = [&](View v, const Status& s) -> Status {
-    if (s.ok()) return s;
-    if (IsConnectionError(s) || s.code() == ErrorCode::kNotFound) return s;
-    view_error(v, s);
-    return Status::Ok();
-  };
+Status Fetcher::EstablishSession(const TargetSpec& target) {
+  // Join a running session for the same process before starting a new one, so two pathtops
+  // (or pathtop next to pathctl) share one profile instead of doubling the overhead.
+  auto sessions = client_->ListSessions();
+  if (!sessions.ok()) return sessions.status();
+  auto wanted = WantedPids(target);
+  if (!wanted.ok()) return wanted.status();
+  for (const v1::Session& s : sessions->sessions()) {
+    if (s.state() != v1::SESSION_STATE_RUNNING) continue;
+    for (uint32_t pid : s.pids()) {
+      if (std::find(wanted->begin(), wanted->end(), pid) != wanted->end()) {
+        // Not owned: pathtop ends only sessions it started (its own stays in owned_sessions_
+        // when it is re-joined after a passing outage).
+        Adopt(s, false);
+        return Status::Ok();
+      }
+    }
+  }
+  return StartOwnSession(target);
+}
 
+// The session's state as the daemon has it now: the header must say when it ended (the target
+// exited, someone stopped it), not go on saying what it was when pathtop started.
+Status Fetcher::RefreshSession(const std::string& session_id) {
+  auto sessions = client_->ListSessions();
+  if (!sessions.ok()) return sessions.status();
+  for (const v1::Session& s : sessions->sessions()) {
+    if (s.id() != session_id) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    last_session_ = s;
+    inbox_.session = s;
+    return Status::Ok();
+  }
+  return Status(ErrorCode::kNotFound, "session " + session_id + " is gone");
+}
+
+// Keeps going on a per-view error (unsupported, invalid top-k), which is shown on its view;
+// stops on a lost daemon or session, which the poll loop handles.
+#define PATHTOP_VIEW_CHECK(view, status)                                             \
+  do {                                                                               \
+    const Status& _s = (status);                                                     \
+    if (!_s.ok()) {                                                                  \
+      if (IsConnectionError(_s) || _s.code() == ErrorCode::kNotFound) return _s;     \
+      Publish([&](Inbox* in) { in->view_errors.emplace_back(view, _s.message()); }); \
+    }                                                                                \
+  } while (0)
+
+Status Fetcher::PollOnce(View view, const std::string& session_id) {
   if (view == View::kTargets) {
     auto r = client_->ListTargets(v1::ListTargetsRequest());
     if (r.ok()) Publish([&](Inbox* in) { in->targets = std::move(r.value()); });
-    PATHPROF_RETURN_IF_ERROR(check(view, r.status()));
+    PATHTOP_VIEW_CHECK(view, r.status());
   }
   if (session_id.empty()) return Status::Ok();
+  PATHPROF_RETURN_IF_ERROR(RefreshSession(session_id));
 
   auto stats = client_->GetStats(session_id);
   if (stats.ok()) {
@@ -170,7 +244,10 @@ Status Fetcher::PollOnce(View view, const std::string& session_id) {
   } else if (IsConnectionError(stats.status())) {
     return stats.status();
   }
+  return PollView(view, session_id);
+}
 
+Status Fetcher::PollView(View view, const std::string& session_id) {
   bool poll_paths;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -183,14 +260,14 @@ Status Fetcher::PollOnce(View view, const std::string& session_id) {
     req.set_with_blocks(true);
     auto r = client_->GetHotPaths(req);
     if (r.ok()) Publish([&](Inbox* in) { in->hot_paths = std::move(r.value()); });
-    PATHPROF_RETURN_IF_ERROR(check(view, r.status()));
+    PATHTOP_VIEW_CHECK(view, r.status());
   } else if (view == View::kSubpaths) {
     v1::GetHotSubpathsRequest req;
     req.set_session_id(session_id);
     req.set_top_k(options_.top_k);
     auto r = client_->GetHotSubpaths(req);
     if (r.ok()) Publish([&](Inbox* in) { in->subpaths = std::move(r.value()); });
-    PATHPROF_RETURN_IF_ERROR(check(view, r.status()));
+    PATHTOP_VIEW_CHECK(view, r.status());
   } else if (view == View::kCct) {
     v1::GetCallingContextTreeRequest req;
     req.set_session_id(session_id);
@@ -198,23 +275,65 @@ Status Fetcher::PollOnce(View view, const std::string& session_id) {
     req.set_min_weight(0.001);
     auto r = client_->GetCallingContextTree(req);
     if (r.ok()) Publish([&](Inbox* in) { in->cct = std::move(r.value()); });
-    PATHPROF_RETURN_IF_ERROR(check(view, r.status()));
+    PATHTOP_VIEW_CHECK(view, r.status());
   } else if (view == View::kCallPairs) {
     v1::GetHotCallPairsRequest req;
     req.set_session_id(session_id);
     req.set_top_k(options_.top_k);
     auto r = client_->GetHotCallPairs(req);
     if (r.ok()) Publish([&](Inbox* in) { in->call_pairs = std::move(r.value()); });
-    PATHPROF_RETURN_IF_ERROR(check(view, r.status()));
+    PATHTOP_VIEW_CHECK(view, r.status());
   } else if (view == View::kMethods) {
     v1::GetHotMethodsRequest req;
     req.set_session_id(session_id);
     req.set_top_k(options_.top_k);
     auto r = client_->GetHotMethods(req);
     if (r.ok()) Publish([&](Inbox* in) { in->methods = std::move(r.value()); });
-    PATHPROF_RETURN_IF_ERROR(check(view, r.status()));
+    PATHTOP_VIEW_CHECK(view, r.status());
   }
   return Status::Ok();
+}
+
+#undef PATHTOP_VIEW_CHECK
+
+// Whether to start or join a session now. Not for a session that had ended and then went
+// away (the daemon restarted after its target exited): the process is gone, and a new session
+// would fail or, for --comm, profile other processes than the ones the screen showed.
+bool Fetcher::ShouldEstablish(const TargetSpec& target, const std::string& session_id) {
+  if (!session_id.empty() || target.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return !last_session_ || last_session_->state() == v1::SESSION_STATE_RUNNING ||
+         last_session_->state() == v1::SESSION_STATE_UNSPECIFIED;
+}
+
+// After losing an ended session: back if the daemon was only away for a while, otherwise say
+// that it went with a restart. Asking the daemon also tells whether it is reachable again.
+Status Fetcher::FindEndedSession() {
+  auto sessions = client_->ListSessions();
+  if (!sessions.ok()) return sessions.status();
+  std::string id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = last_session_->id();
+  }
+  for (const v1::Session& s : sessions->sessions()) {
+    if (s.id() == id) {
+      Adopt(s, false);
+      return Status::Ok();
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  notice_ = "session " + id + " had ended and went with the daemon restart (its profile too)";
+  return Status::Ok();
+}
+
+// Lost the daemon or the session: forget the session (a restarted daemon has none); the
+// session itself is kept in last_session_ for its source.
+void Fetcher::Lost(const Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  session_id_.clear();
+  notice_.clear();
+  if (IsConnectionError(status)) lost_daemon_ = true;
 }
 
 void Fetcher::PollLoop() {
@@ -235,25 +354,27 @@ void Fetcher::PollLoop() {
     }
 
     Status status = Status::Ok();
-    bool fresh_session = false;
-    if (session_id.empty() && !target.empty()) {
+    const bool establish = ShouldEstablish(target, session_id);
+    if (establish) {
       status = EstablishSession(target);
-      if (status.ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        session_id = session_id_;
-        fresh_session = true;
-      }
+    } else if (session_id.empty() && !target.empty()) {
+      status = FindEndedSession();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_id = session_id_;
     }
     if (status.ok()) status = PollOnce(view, session_id);
 
     if (status.ok()) {
-      if (fresh_session || attempt > 0 || !announced) {
+      if (establish || attempt > 0 || !announced) {
         announced = true;
         ConnectionState c;
         c.connected = true;
         {
           std::lock_guard<std::mutex> lock(mu_);
           c.reconnected = lost_daemon_;
+          c.message = notice_;
         }
         SetConnection(c);
         cv_.notify_all();  // the watch thread waits for a session
@@ -264,24 +385,14 @@ void Fetcher::PollLoop() {
       continue;
     }
 
-    // Lost the daemon or the session: forget the session (a restarted daemon has none), say so,
-    // and retry with exponential backoff.
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      session_id_.clear();
-      if (IsConnectionError(status)) lost_daemon_ = true;
-    }
+    Lost(status);
     ++attempt;
+    // Not connected: the daemon is away, or it answered but refused (no such process,
+    // permission), which is shown as a problem while retrying since the process may appear.
     ConnectionState c;
-    c.connected = !IsConnectionError(status);
     c.message = status.message();
     c.attempt = attempt;
     c.retry_in_s = backoff;
-    if (c.connected) {
-      // The daemon answered but refused (no such process, permission): show it as a problem
-      // while retrying, since the process may appear.
-      c.connected = false;
-    }
     SetConnection(c);
     if (!WaitFor(backoff)) return;
     backoff = std::min(backoff * 2, options_.max_backoff_s);
@@ -289,13 +400,18 @@ void Fetcher::PollLoop() {
 }
 
 void Fetcher::WatchLoop() {
+  uint64_t finished = 0;  // the session generation whose stream ended with its final report
   while (true) {
     std::string session_id;
+    uint64_t generation;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || (!session_id_.empty() && !watch_unsupported_); });
+      cv_.wait(lock, [&] {
+        return stop_ || (!session_id_.empty() && !watch_unsupported_ && generation_ != finished);
+      });
       if (stop_) return;
       session_id = session_id_;
+      generation = generation_;
     }
     v1::WatchHotPathsRequest req;
     req.mutable_query()->set_session_id(session_id);
@@ -316,8 +432,14 @@ void Fetcher::WatchLoop() {
     if (!IsConnectionError(s) && s.code() != ErrorCode::kIo) {
       inbox_.view_errors.emplace_back(View::kHotPaths, s.message());
     }
-    // The stream ended: the session ended, the daemon went away or the target changed. Start
-    // again once the poll loop has (re)established a session, at most once a second.
+    // The daemon ends the stream of an ended session after its final report: asking again
+    // would only fetch that report again.
+    if (s.code() == ErrorCode::kIo && last_session_ &&
+        last_session_->state() != v1::SESSION_STATE_RUNNING) {
+      finished = generation;
+    }
+    // Otherwise the daemon went away or the target changed. Start again once the poll loop
+    // has (re)established a session, at most once a second.
     cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
   }
 }

@@ -1,7 +1,10 @@
 // Talks to pathprofd off the UI thread: starts or joins the session, follows WatchHotPaths,
-// polls the current view and GetStats every interval, and reconnects with backoff when the
-// daemon goes away (re-joining or re-starting the session, since a restarted daemon has none).
-// The UI takes the newest answers with Take(); nothing here touches the terminal.
+// polls the session's state, the current view and GetStats every interval, and reconnects with
+// backoff when the daemon goes away. A restarted daemon has no sessions: pathtop re-creates the
+// one it showed with the same branch source (never the daemon's default in its place) and says
+// so; a session that had ended (its target exited) is not re-created. At exit it deletes the
+// sessions it started, unless told to keep them. The UI takes the newest answers with Take();
+// nothing here touches the terminal.
 #pragma once
 
 #include <condition_variable>
@@ -28,7 +31,7 @@ struct TargetSpec {
 struct FetcherOptions {
   double interval_s = 2.0;
   uint32_t top_k = 50;
-  bool stop_owned_session = true;  // stop, at exit, a session this pathtop started
+  bool stop_owned_session = true;  // stop and delete, at exit, the sessions this pathtop started
   // For a session pathtop starts: the branch source and how ptrace bursts step (unset: auto).
   v1::BranchSource source = v1::BRANCH_SOURCE_UNSPECIFIED;
   v1::StepMode step_mode = v1::STEP_MODE_UNSPECIFIED;
@@ -60,7 +63,7 @@ class Fetcher {
   ~Fetcher();
 
   void Start();
-  void Stop();  // cancels the stream, joins, stops an owned session
+  void Stop();  // cancels the stream, joins, ends the sessions it started (unless kept)
 
   void SetView(View view);            // and fetch it now
   void SetTarget(TargetSpec target);  // switch process (from the process list)
@@ -70,7 +73,16 @@ class Fetcher {
   void PollLoop();
   void WatchLoop();
   Status EstablishSession(const TargetSpec& target);
+  Result<std::vector<uint32_t>> WantedPids(const TargetSpec& target);
+  Status StartOwnSession(const TargetSpec& target);
+  void Adopt(const v1::Session& session, bool owned);
+  Status RefreshSession(const std::string& session_id);
   Status PollOnce(View view, const std::string& session_id);
+  Status PollView(View view, const std::string& session_id);
+  bool ShouldEstablish(const TargetSpec& target, const std::string& session_id);
+  Status FindEndedSession();
+  void Lost(const Status& status);
+  void EndOwnedSessions();
   void Publish(const std::function<void(Inbox*)>& fill);
   void SetConnection(ConnectionState state);
   bool WaitFor(double seconds);  // false when stopping
@@ -85,8 +97,13 @@ class Fetcher {
   bool wake_ = false;
   View view_ = View::kHotPaths;
   TargetSpec target_;
-  std::string session_id_;  // empty: none yet, or lost with the daemon
-  std::string owned_session_;
+  std::string session_id_;   // empty: none yet, or lost with the daemon
+  uint64_t generation_ = 0;  // counts sessions established, so the stream knows a new one
+  std::vector<std::string> owned_sessions_;  // started by this pathtop, ended at exit
+  // The session last shown, kept when it is lost: a re-created one asks for its source, and one
+  // that had ended is not re-created.
+  std::optional<v1::Session> last_session_;
+  std::string notice_;  // what the next "connected" state says (a re-created session)
   bool watch_unsupported_ = false;
   bool lost_daemon_ = false;
   Inbox inbox_;

@@ -1,5 +1,6 @@
 #include "pathtop/format.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -93,6 +94,70 @@ std::string Fit(const std::string& text, int width, bool right_align) {
   std::string t = Truncate(text, width);
   std::string pad(width - t.size(), ' ');
   return right_align ? pad + t : t + pad;
+}
+
+namespace {
+
+// Splits at runs of two or more spaces: the status lines' fields ("pid 42  session s1 running").
+std::vector<std::string> Fields(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t start = text.find_first_not_of(' ', pos);
+    if (start == std::string::npos) break;
+    size_t end = text.find("  ", start);
+    if (end == std::string::npos) end = text.size();
+    size_t last = text.find_last_not_of(' ', end - 1);
+    out.push_back(text.substr(start, last + 1 - start));
+    pos = end;
+  }
+  return out;
+}
+
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = text.find_first_not_of(' ', pos)) != std::string::npos) {
+    size_t end = std::min(text.find(' ', pos), text.size());
+    out.push_back(text.substr(pos, end - pos));
+    pos = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> Wrap(const std::string& text, int width, int indent) {
+  std::vector<std::string> lines;
+  if (width <= 0) return lines;
+  const size_t w = static_cast<size_t>(width);
+  const std::string pad(static_cast<size_t>(std::clamp(indent, 0, width / 2)), ' ');
+  std::string line;
+  bool fresh = true;
+  auto place = [&](const std::string& piece, const std::string& sep) {
+    if (!fresh && line.size() + sep.size() + piece.size() > w) {
+      lines.push_back(Truncate(line, width));
+      fresh = true;
+    }
+    line = fresh ? (lines.empty() ? "" : pad) : line + sep;
+    line += piece;
+    fresh = false;
+  };
+  // A field goes whole onto a line that can hold it; only a field wider than a line breaks
+  // between its words, so "session s1 running" does not end one line and start the next.
+  for (const std::string& field : Fields(text)) {
+    if (pad.size() + field.size() <= w) {
+      place(field, "  ");
+      continue;
+    }
+    std::string sep = "  ";
+    for (const std::string& word : Words(field)) {
+      place(word, sep);
+      sep = " ";
+    }
+  }
+  if (!fresh || lines.empty()) lines.push_back(Truncate(line, width));
+  return lines;
 }
 
 }  // namespace pathtop

@@ -31,5 +31,9 @@ std::string FormatBytes(uint64_t bytes);
 std::string Truncate(const std::string& text, int width);
 // Pads or cuts to exactly `width` columns, aligned right or left.
 std::string Fit(const std::string& text, int width, bool right_align);
+// Word-wraps `text` into lines of at most `width` columns, breaking at spaces; lines after the
+// first start with `indent` spaces. Status and notes wrap instead of being cut, so what pathtop
+// says is readable whole at 80 columns; only a single word wider than a line is cut ("~").
+std::vector<std::string> Wrap(const std::string& text, int width, int indent = 2);
 
 }  // namespace pathtop

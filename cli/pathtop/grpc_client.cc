@@ -74,6 +74,15 @@ class GrpcClient : public Client {
       return stub_->StopSession(c, req, out);
     });
   }
+  Result<v1::Session> DeleteSession(const std::string& session_id) override {
+    v1::DeleteSessionRequest req;
+    req.set_session_id(session_id);
+    auto r = Call<v1::DeleteSessionResponse>(
+        "DeleteSession",
+        [&](grpc::ClientContext* c, auto* out) { return stub_->DeleteSession(c, req, out); });
+    if (!r.ok()) return r.status();
+    return r->deleted();
+  }
   Result<v1::HotPaths> GetHotPaths(const v1::GetHotPathsRequest& req) override {
     return Call<v1::HotPaths>("GetHotPaths", [&](grpc::ClientContext* c, auto* out) {
       return stub_->GetHotPaths(c, req, out);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 
 #include "pathtop/format.h"
@@ -20,6 +21,12 @@ std::string EnumWord(const std::string& name, const std::string& prefix) {
 
 std::string Rate(double per_s) {
   return FormatCount(per_s) + "/s";
+}
+
+// The session's state as the title shows it: TARGET_EXITED reads "exited".
+std::string StateWord(v1::SessionState state) {
+  if (state == v1::SESSION_STATE_TARGET_EXITED) return "exited";
+  return EnumWord(v1::SessionState_Name(state), "SESSION_STATE_");
 }
 
 std::string Percent1(double p) {
@@ -184,30 +191,62 @@ void Model::SetView(View view) {
 }
 
 Action Model::HandleKey(int k) {
-  Table& t = table(view_);
+  // F10 and F1 work in every mode, as in htop: a key meant as a command never lands in the
+  // filter or search text.
+  if (k == key::kF10) return Action::kQuit;
   if (help_) {
     help_ = false;
     return k == 'q' ? Action::kQuit : Action::kRedraw;
   }
-  if (editing_filter_) {
-    if (k == key::kEnter) {
-      editing_filter_ = false;
-    } else if (k == key::kEscape) {
-      editing_filter_ = false;
-      filter_draft_.clear();
-      t.SetFilter("");
-    } else if (k == key::kBackspace) {
-      if (!filter_draft_.empty()) filter_draft_.pop_back();
-      t.SetFilter(filter_draft_);
-    } else if (k >= 0x20 && k < 0x7f) {
-      filter_draft_ += static_cast<char>(k);
-      t.SetFilter(filter_draft_);  // filters as you type, as htop does
-    } else {
-      return Action::kNone;
-    }
+  if (k == key::kF1) {
+    edit_ = Edit::kNone;  // what was typed stays in effect
+    help_ = true;
     return Action::kRedraw;
   }
-  int page = std::max(1, last_height_ - 5);
+  if (edit_ != Edit::kNone) return HandleEditKey(k);
+  if (auto a = HandleCommandKey(k)) return *a;
+  if (auto a = HandleViewKey(k)) return *a;
+  if (auto a = HandleMoveKey(k)) return *a;
+  return Action::kNone;
+}
+
+// Typing into the filter (`/`, F4) or the search (F3). The filter applies as you type and hides
+// rows; the search only moves the selection to the next row that matches.
+Action Model::HandleEditKey(int k) {
+  Table& t = table(view_);
+  const bool filter = edit_ == Edit::kFilter;
+  std::string& text = filter ? filter_draft_ : search_;
+  if (k == key::kEnter || (!filter && k == key::kEscape)) {
+    edit_ = Edit::kNone;
+    return Action::kRedraw;
+  }
+  if (k == key::kEscape) {
+    edit_ = Edit::kNone;
+    filter_draft_.clear();
+    t.SetFilter("");
+    return Action::kRedraw;
+  }
+  if (!filter && k == key::kF3) {  // F3 in the search bar: the next match, as in htop
+    search_missed_ = !t.SelectMatch(search_, true);
+    return Action::kRedraw;
+  }
+  if (k == key::kBackspace) {
+    if (!text.empty()) text.pop_back();
+  } else if (k >= 0x20 && k < 0x7f) {
+    text += static_cast<char>(k);
+  } else {
+    return Action::kNone;
+  }
+  if (filter) {
+    t.SetFilter(filter_draft_);
+  } else {
+    search_missed_ = !t.SelectMatch(search_, false);
+  }
+  return Action::kRedraw;
+}
+
+std::optional<Action> Model::HandleCommandKey(int k) {
+  Table& t = table(view_);
   switch (k) {
     case 'q':
     case 'Q':
@@ -221,23 +260,6 @@ Action Model::HandleKey(int k) {
       paused_ = !paused_;
       if (!paused_) ApplyPending();
       return Action::kRedraw;
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-    case '6': {
-      View v = static_cast<View>(k - '1');
-      if (v == view_) return Action::kNone;
-      view_ = v;
-      return Action::kViewChanged;
-    }
-    case '\t':
-      view_ = static_cast<View>((static_cast<int>(view_) + 1) % (kViewCount - 1));
-      return Action::kViewChanged;
-    case 't':
-      view_ = View::kTargets;
-      return Action::kViewChanged;
     case '<':
     case ',':
       t.NextSortColumn(-1);
@@ -245,6 +267,7 @@ Action Model::HandleKey(int k) {
     case '>':
     case '.':
     case 's':
+    case key::kF6:
       t.NextSortColumn(+1);
       return Action::kRedraw;
     case 'r':
@@ -252,68 +275,127 @@ Action Model::HandleKey(int k) {
       t.ToggleReverse();
       return Action::kRedraw;
     case '/':
-      editing_filter_ = true;
+    case key::kF4:
+      edit_ = Edit::kFilter;
       filter_draft_ = t.filter();
+      return Action::kRedraw;
+    case key::kF3:
+      edit_ = Edit::kSearch;
+      search_missed_ = !search_.empty() && !t.SelectMatch(search_, true);
       return Action::kRedraw;
     case key::kEscape:
       t.SetFilter("");
       return Action::kRedraw;
+    default:
+      return std::nullopt;
+  }
+}
+
+Action Model::SwitchView(View v) {
+  if (v == view_) return Action::kNone;
+  view_ = v;
+  return Action::kViewChanged;
+}
+
+std::optional<Action> Model::HandleViewKey(int k) {
+  switch (k) {
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+      return SwitchView(static_cast<View>(k - '1'));
+    case '\t':
+      return SwitchView(static_cast<View>((static_cast<int>(view_) + 1) % (kViewCount - 1)));
+    case 't':
+      return SwitchView(View::kTargets);
+    case key::kF5:  // htop's tree view; pressed in the tree, back to where it came from
+      if (view_ == View::kCct) return SwitchView(before_tree_);
+      before_tree_ = view_;
+      return SwitchView(View::kCct);
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Action> Model::HandleMoveKey(int k) {
+  Table& t = table(view_);
+  const int page = std::max(1, last_height_ - 5);
+  switch (k) {
     case key::kUp:
     case 'k':
       t.MoveSelection(-1);
-      return Action::kRedraw;
+      break;
     case key::kDown:
     case 'j':
       t.MoveSelection(+1);
-      return Action::kRedraw;
+      break;
     case key::kPageUp:
       t.MoveSelection(-page);
-      return Action::kRedraw;
+      break;
     case key::kPageDown:
       t.MoveSelection(page);
-      return Action::kRedraw;
+      break;
     case key::kHome:
     case 'g':
       t.SelectFirst();
-      return Action::kRedraw;
+      break;
     case key::kEnd:
     case 'G':
       t.SelectLast();
-      return Action::kRedraw;
+      break;
     case key::kRight:
     case '+':
       t.Expand();
-      return Action::kRedraw;
+      break;
     case key::kLeft:
     case '-':
       t.Collapse();
-      return Action::kRedraw;
+      break;
     case 'e':
       t.ExpandAll();
-      return Action::kRedraw;
+      break;
     case 'c':
       t.CollapseAll();
-      return Action::kRedraw;
+      break;
     case key::kEnter:
       if (view_ == View::kTargets && t.selected_row() != nullptr) {
         picked_pid_ = static_cast<uint32_t>(std::stoul(t.selected_row()->key));
         return Action::kPickTarget;
       }
       t.ToggleExpanded();
-      return Action::kRedraw;
+      break;
     case key::kResize:
-      return Action::kRedraw;
+      break;
     default:
-      return Action::kNone;
+      return std::nullopt;
   }
+  return Action::kRedraw;
 }
 
-std::string Model::TitleLine() const {
+bool Model::SessionEnded() const {
+  return session_ && session_->state() != v1::SESSION_STATE_RUNNING &&
+         session_->state() != v1::SESSION_STATE_UNSPECIFIED;
+}
+
+int64_t Model::NowUnixMs() const {
+  if (now_unix_ms_ != 0) return now_unix_ms_;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Model::StacksRate() const {
+  return stats_.valid ? FormatCount(stats_.stack_samples_per_s) + " stacks/s"
+                      : "stack rate after the next GetStats";
+}
+
+std::string Model::TitleText() const {
   std::string s = "pathtop";
   if (!target_label_.empty()) s += "  " + target_label_;
   if (session_) {
-    s += "  session " + session_->id() + " " +
-         EnumWord(v1::SessionState_Name(session_->state()), "SESSION_STATE_");
+    s += "  session " + session_->id() + " " + StateWord(session_->state());
     s += "  source " + EnumWord(v1::BranchSource_Name(session_->source()), "BRANCH_SOURCE_");
     if (!session_->source_reason().empty()) s += " (" + session_->source_reason() + ")";
     if (!session_->error().empty()) s += "  error: " + session_->error();
@@ -321,9 +403,20 @@ std::string Model::TitleLine() const {
   return s;
 }
 
-std::string Model::StatsLine() const {
+std::string Model::StatsText() const {
+  if (SessionEnded()) {
+    // Rates of an ended session are zeros that read like a stall; say what happened instead.
+    std::string s = session_->state() == v1::SESSION_STATE_TARGET_EXITED ? "target exited"
+                    : session_->state() == v1::SESSION_STATE_FAILED      ? "session failed"
+                                                                         : "session stopped";
+    if (session_->stopped_unix_ms() > 0) {
+      int64_t ago = std::max<int64_t>(0, NowUnixMs() - session_->stopped_unix_ms()) / 1000;
+      s += " " + std::to_string(ago) + "s ago";
+    }
+    s += ": the profile as it ended | drops " + std::to_string(stats_.drops);
+    return s;
+  }
   if (!stats_.valid) return "stats: waiting for two GetStats answers";
-  // The drop reasons go last: on a narrow screen they are what gets cut.
   std::string s = "stacks " + Rate(stats_.stack_samples_per_s) + " win " +
                   Rate(stats_.windows_per_s) + " br " + Rate(stats_.branches_per_s) +
                   " | pathprofd " + Percent1(stats_.daemon_cpu_percent) + " " +
@@ -333,7 +426,7 @@ std::string Model::StatsLine() const {
   return s;
 }
 
-std::string Model::TabsLine() const {
+std::string Model::TabsText() const {
   std::string s;
   for (int i = 0; i < kViewCount - 1; ++i) {
     std::string tab = std::to_string(i + 1) + " " + ViewTitle(static_cast<View>(i));
@@ -351,8 +444,12 @@ std::string Model::TabsLine() const {
   return s;
 }
 
-std::string Model::FooterLine(int width) const {
-  if (editing_filter_) return "filter: " + filter_draft_ + "_   (Enter keep, Esc clear)";
+std::string Model::FooterText(int width) const {
+  if (edit_ == Edit::kFilter) return "filter: " + filter_draft_ + "_   (Enter keep, Esc clear)";
+  if (edit_ == Edit::kSearch) {
+    return "search: " + search_ + "_   (F3 next, Enter/Esc done)" +
+           (search_missed_ ? "  no row matches" : "");
+  }
   if (!connection_.connected) {
     std::string s = "DISCONNECTED " + connection_.target;
     if (connection_.attempt > 0) {
@@ -373,6 +470,32 @@ std::string Model::FooterLine(int width) const {
   const std::string hint = "  ?:help q:quit";
   if (static_cast<int>(s.size() + hint.size()) <= width) s += hint;
   return s;
+}
+
+// What an empty view says: why there are no rows, with what is arriving meanwhile, so that a
+// stacks-only session does not read as "nothing profiled" while stacks stream in.
+std::string Model::EmptyNote(const Table& t) const {
+  if (!t.has_data())
+    return connection_.connected ? "waiting for the first answer..." : "no data yet";
+  if (!t.filter().empty()) return "no row matches /" + t.filter() + "  (Esc clears the filter)";
+  const bool from_branches =
+      view_ == View::kHotPaths || view_ == View::kSubpaths || view_ == View::kCallPairs;
+  const char* what = view_ == View::kHotPaths    ? "no hot paths"
+                     : view_ == View::kSubpaths  ? "no hot subpaths"
+                     : view_ == View::kCallPairs ? "no call pairs"
+                     : view_ == View::kTargets   ? "no process listed"
+                                                 : "no samples";
+  if (view_ == View::kTargets) return what;
+  if (session_ && from_branches && session_->source() == v1::BRANCH_SOURCE_NONE) {
+    return std::string(what) + ": this session collects stacks only (" + StacksRate() +
+           "); see views 3 and 5";
+  }
+  if (SessionEnded()) return std::string(what) + ": the session ended before any arrived";
+  if (from_branches) {
+    return std::string(what) + " yet: no branch windows decoded" +
+           (stats_.valid ? " (win " + Rate(stats_.windows_per_s) + ", " + StacksRate() + ")" : "");
+  }
+  return std::string(what) + " yet (" + StacksRate() + ")";
 }
 
 std::string Model::HeaderRow(const Table& t, int width) const {
@@ -407,78 +530,92 @@ std::vector<ScreenLine> Model::HelpLayout(int width, int height) const {
       "pathtop: hot paths of a live process, from pathprofd",
       "",
       " 1..5, Tab   views: paths, subpaths, calling-context tree, call pairs, methods",
-      " t           the process list (Enter profiles the selected process)",
-      " < > s       sort column left / right       r   reverse the order",
-      " /           filter (as you type; Enter keeps, Esc clears)",
+      " F5          the calling-context tree (F5 again: back)   t   the process list",
+      " < > s, F6   sort column left / right                    r   reverse the order",
+      " /, F4       filter as you type (Enter keeps, Esc clears)",
+      " F3          search: select a matching row (F3 again: the next one)",
       " p, space    pause / resume (answers arriving meanwhile are kept)",
       " Up Down PgUp PgDn Home End (or k j g G)    move the selection",
       " Right + / Left -   open / close a tree node; Enter toggles; e / c all",
-      " ?, h        this help                       q   quit",
+      " Enter       in the process list: profile the selected process",
+      " ?, h, F1    this help                                   q, F10   quit",
       "",
+      "Views 1, 2 and 4 come from branch windows, 3 and 5 from stack samples.",
       "Rows whose shown values tie keep their order; the selection follows its row.",
-      "Hot paths come from the WatchHotPaths stream; other views are polled.",
-      "",
-      "Press any key to return.",
   };
   std::vector<ScreenLine> out;
   for (const char* l : kLines) {
-    if (static_cast<int>(out.size()) >= height) break;
     out.push_back({Truncate(l, width), out.empty() ? ScreenLine::kTitle : ScreenLine::kNormal});
   }
+  if (!hot_data_streams_note_.empty()) {
+    out.push_back({"", ScreenLine::kNormal});
+    for (std::string& l : Wrap("Hot data streams: " + hot_data_streams_note_, width)) {
+      out.push_back({std::move(l), ScreenLine::kNormal});
+    }
+  }
+  out.push_back({"", ScreenLine::kNormal});
+  out.push_back({Truncate("Press any key to return.", width), ScreenLine::kNormal});
+  if (static_cast<int>(out.size()) > height) out.resize(height);
   return out;
+}
+
+// The rows of the current view (or why there are none), then the view's notes, in `rows` lines.
+void Model::AddBody(int width, int rows, std::vector<ScreenLine>* out) {
+  const size_t limit = out->size() + static_cast<size_t>(std::max(rows, 0));
+  auto add = [&](const std::string& text, ScreenLine::Style style) {
+    for (std::string& l : Wrap(text, width)) {
+      if (out->size() < limit) out->push_back({std::move(l), style});
+    }
+  };
+  // The Methods view's one-line pointer to the help screen, which holds the daemon's reason
+  // whole: the reason is three lines at 80 columns and the same on every refresh.
+  const bool streams_note = view_ == View::kMethods && !hot_data_streams_note_.empty();
+  const size_t row_limit = limit - (streams_note && rows > 1 ? 1 : 0);
+  Table& t = table(view_);
+  const std::string& error = view_errors_[static_cast<int>(view_)];
+  if (!error.empty()) add(error, ScreenLine::kAlert);
+  if (t.visible().empty()) {
+    if (error.empty()) add(EmptyNote(t), ScreenLine::kNormal);
+  } else if (out->size() < row_limit) {
+    const int body = static_cast<int>(row_limit - out->size());
+    const int top = t.ScrollTop(body);
+    const int n = static_cast<int>(t.visible().size());
+    for (int i = top; i < n && i < top + body; ++i) {
+      out->push_back({FormatRow(t, t.visible()[i], width),
+                      i == t.selected() ? ScreenLine::kSelected : ScreenLine::kNormal});
+    }
+  }
+  if (streams_note)
+    add("hot data streams: not built from branch traces (? says why)", ScreenLine::kNormal);
 }
 
 std::vector<ScreenLine> Model::Layout(int width, int height) {
   last_height_ = height;
   if (width <= 0 || height <= 0) return {};
   if (help_) return HelpLayout(width, height);
-  std::vector<ScreenLine> out;
-  auto add = [&](const std::string& text, ScreenLine::Style style) {
-    if (static_cast<int>(out.size()) < height) out.push_back({Truncate(text, width), style});
+  auto wrapped = [&](std::vector<ScreenLine>* v, const std::string& text, ScreenLine::Style st) {
+    for (std::string& l : Wrap(text, width)) v->push_back({std::move(l), st});
   };
-  add(TitleLine(), ScreenLine::kTitle);
-  add(StatsLine(), ScreenLine::kNormal);
-  add(TabsLine(), ScreenLine::kNormal);
-  Table& t = table(view_);
-  add(HeaderRow(t, width), ScreenLine::kColumnHeader);
+  // Status lines wrap rather than being cut: the daemon's reasons are the point of them.
+  std::vector<ScreenLine> foot;
+  wrapped(&foot, FooterText(width),
+          edit_ != Edit::kNone    ? ScreenLine::kNormal
+          : connection_.connected ? ScreenLine::kFooter
+                                  : ScreenLine::kAlert);
+  foot.resize(std::min<size_t>(foot.size(), std::max(1, height / 4)));
+  const int room = height - static_cast<int>(foot.size());
 
-  int body = height - static_cast<int>(out.size()) - 1;  // the footer keeps the last line
-  if (body > 0) {
-    const std::string& error = view_errors_[static_cast<int>(view_)];
-    if (t.visible().empty()) {
-      std::string note;
-      if (!error.empty()) {
-        note = error;
-      } else if (!t.has_data()) {
-        note = connection_.connected ? "waiting for the first answer..." : "no data yet";
-      } else if (!t.filter().empty()) {
-        note = "no row matches /" + t.filter() + "  (Esc clears the filter)";
-      } else {
-        note = "nothing profiled yet";
-      }
-      add(note, error.empty() ? ScreenLine::kNormal : ScreenLine::kAlert);
-      --body;
-    } else {
-      if (!error.empty()) {
-        add(error, ScreenLine::kAlert);
-        --body;
-      }
-      int top = t.ScrollTop(body);
-      int n = static_cast<int>(t.visible().size());
-      for (int i = top; i < n && i < top + body; ++i) {
-        add(FormatRow(t, t.visible()[i], width),
-            i == t.selected() ? ScreenLine::kSelected : ScreenLine::kNormal);
-      }
-    }
-    if (view_ == View::kMethods && !hot_data_streams_note_.empty() &&
-        static_cast<int>(out.size()) < height - 1) {
-      add("hot data streams: " + hot_data_streams_note_, ScreenLine::kNormal);
-    }
+  std::vector<ScreenLine> out;
+  wrapped(&out, TitleText(), SessionEnded() ? ScreenLine::kAlert : ScreenLine::kTitle);
+  wrapped(&out, StatsText(), ScreenLine::kNormal);
+  wrapped(&out, TabsText(), ScreenLine::kNormal);
+  out.push_back({HeaderRow(table(view_), width), ScreenLine::kColumnHeader});
+  if (static_cast<int>(out.size()) > room) out.resize(std::max(room, 0));
+  AddBody(width, room - static_cast<int>(out.size()), &out);
+  while (static_cast<int>(out.size()) < room) out.push_back({"", ScreenLine::kNormal});
+  for (ScreenLine& l : foot) {
+    if (static_cast<int>(out.size()) < height) out.push_back(std::move(l));
   }
-  while (static_cast<int>(out.size()) < height - 1) out.push_back({"", ScreenLine::kNormal});
-  add(FooterLine(width), connection_.connected && !editing_filter_ ? ScreenLine::kFooter
-                         : editing_filter_                         ? ScreenLine::kNormal
-                                                                   : ScreenLine::kAlert);
   return out;
 }
 

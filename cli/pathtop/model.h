@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,7 +25,12 @@ namespace key {
 inline constexpr int kUp = 0x1001, kDown = 0x1002, kLeft = 0x1003, kRight = 0x1004,
                      kPageUp = 0x1005, kPageDown = 0x1006, kHome = 0x1007, kEnd = 0x1008,
                      kEnter = 0x1009, kEscape = 0x100a, kBackspace = 0x100b, kResize = 0x100c;
-}
+// Function keys as htop uses them, where pathtop has the feature: F1 help, F3 search, F4 filter,
+// F5 tree (the calling-context tree), F6 sort column, F10 quit. F2 (setup), F7/F8 (nice) and
+// F9 (kill) have no pathtop meaning and stay unbound.
+inline constexpr int kF1 = 0x1101, kF3 = 0x1103, kF4 = 0x1104, kF5 = 0x1105, kF6 = 0x1106,
+                     kF10 = 0x110a;
+}  // namespace key
 
 enum class Action {
   kNone,
@@ -103,7 +109,10 @@ class Model {
   void SetView(View view);
   bool paused() const { return paused_; }
   bool help_visible() const { return help_; }
-  bool editing_filter() const { return editing_filter_; }
+  bool editing_filter() const { return edit_ == Edit::kFilter; }
+  bool searching() const { return edit_ == Edit::kSearch; }
+  // The wall clock for "exited 12s ago"; 0 (the default) reads the system clock. For tests.
+  void SetNowUnixMs(int64_t ms) { now_unix_ms_ = ms; }
   uint32_t picked_pid() const { return picked_pid_; }
   Table& table(View view) { return tables_[static_cast<int>(view)]; }
   const Table& table(View view) const { return tables_[static_cast<int>(view)]; }
@@ -112,14 +121,26 @@ class Model {
   std::vector<ScreenLine> Layout(int width, int height);
 
  private:
+  enum class Edit { kNone, kFilter, kSearch };
+
   void ApplyPending();
-  std::string TitleLine() const;
-  std::string StatsLine() const;
-  std::string TabsLine() const;
-  std::string FooterLine(int width) const;
+  Action HandleEditKey(int k);
+  std::optional<Action> HandleCommandKey(int k);
+  std::optional<Action> HandleViewKey(int k);
+  std::optional<Action> HandleMoveKey(int k);
+  Action SwitchView(View v);
+  bool SessionEnded() const;
+  int64_t NowUnixMs() const;
+  std::string StacksRate() const;
+  std::string TitleText() const;
+  std::string StatsText() const;
+  std::string TabsText() const;
+  std::string FooterText(int width) const;
+  std::string EmptyNote(const Table& t) const;
   std::string HeaderRow(const Table& t, int width) const;
   std::string FormatRow(const Table& t, const VisibleRow& v, int width) const;
   std::vector<ScreenLine> HelpLayout(int width, int height) const;
+  void AddBody(int width, int rows, std::vector<ScreenLine>* out);
 
   View view_ = View::kHotPaths;
   std::array<Table, kViewCount> tables_;
@@ -133,8 +154,12 @@ class Model {
   ConnectionState connection_;
   bool paused_ = false;
   bool help_ = false;
-  bool editing_filter_ = false;
+  Edit edit_ = Edit::kNone;
   std::string filter_draft_;
+  std::string search_;  // the F3 search text, kept for the next F3
+  bool search_missed_ = false;
+  View before_tree_ = View::kHotPaths;  // where F5 goes back to from the tree
+  int64_t now_unix_ms_ = 0;
   uint32_t picked_pid_ = 0;
   int last_height_ = 24;
   // Answers that arrived while paused: the newest of each.

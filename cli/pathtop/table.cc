@@ -165,6 +165,22 @@ void Table::MoveSelection(int delta) {
   selected_key_ = visible_[selected_].row->key;
 }
 
+bool Table::SelectMatch(const std::string& text, bool next) {
+  const int n = static_cast<int>(visible_.size());
+  if (n == 0 || text.empty()) return false;
+  const std::string needle = Lower(text);
+  const int from = std::max(selected_, 0) + (next ? 1 : 0);
+  for (int i = 0; i < n; ++i) {
+    const int at = (from + i) % n;
+    if (Lower(visible_[at].row->search_text).find(needle) != std::string::npos) {
+      selected_ = at;
+      selected_key_ = visible_[at].row->key;
+      return true;
+    }
+  }
+  return false;
+}
+
 void Table::SelectFirst() {
   MoveSelection(-static_cast<int>(visible_.size()));
 }

@@ -78,6 +78,10 @@ class Table {
   void MoveSelection(int delta);
   void SelectFirst();
   void SelectLast();
+  // Search (F3): selects the first visible row from the selection on (after it when `next`)
+  // whose search text holds `text`, case-insensitive, wrapping around. False when none does;
+  // the selection then stays. Unlike the filter it hides nothing.
+  bool SelectMatch(const std::string& text, bool next);
   const Row* selected_row() const;
 
   // First visible row to draw so that the selection is on screen in `height` rows.

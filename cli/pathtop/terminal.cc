@@ -75,10 +75,18 @@ int Terminal::ReadKey(int timeout_ms) {
       return key::kBackspace;
     case KEY_RESIZE:
       return key::kResize;
-    case KEY_F(10):
-      return 'q';
     case KEY_F(1):
-      return '?';
+      return key::kF1;
+    case KEY_F(3):
+      return key::kF3;
+    case KEY_F(4):
+      return key::kF4;
+    case KEY_F(5):
+      return key::kF5;
+    case KEY_F(6):
+      return key::kF6;
+    case KEY_F(10):
+      return key::kF10;
     default:
       return c >= 0 && c < 0x100 ? c : -1;
   }

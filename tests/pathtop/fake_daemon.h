@@ -66,6 +66,8 @@ class FakeProfiler final : public v1::PathProfiler::Service {
 
   std::atomic<int> start_calls{0};
   std::atomic<int> stop_calls{0};
+  std::atomic<int> delete_calls{0};
+  std::atomic<int> last_start_source{-1};  // the BranchSource the last StartSession asked for
   std::atomic<int> watch_calls{0};
   std::atomic<bool> stopping{false};
 
@@ -91,15 +93,18 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   grpc::Status StartSession(grpc::ServerContext*, const v1::StartSessionRequest* req,
                             v1::Session* out) override {
     ++start_calls;
+    last_start_source = req->source();
     if (req->pid() != pid_)
       return {grpc::StatusCode::NOT_FOUND, "no process " + std::to_string(req->pid())};
     std::lock_guard<std::mutex> lock(mu_);
     v1::Session s;
-    s.set_id("s" + std::to_string(sessions_.size() + 1));
+    s.set_id("s" + std::to_string(++session_count_));
     s.add_pids(pid_);
     s.set_state(v1::SESSION_STATE_RUNNING);
-    s.set_source(v1::BRANCH_SOURCE_PTRACE);
-    s.set_source_reason("no PMU in this VM");
+    // As pathprofd: the source asked for, or ptrace where auto finds no PMU.
+    const bool none = req->source() == v1::BRANCH_SOURCE_NONE;
+    s.set_source(none ? v1::BRANCH_SOURCE_NONE : v1::BRANCH_SOURCE_PTRACE);
+    s.set_source_reason(none ? "asked for" : "no PMU in this VM");
     sessions_.push_back(s);
     *out = s;
     return grpc::Status::OK;
@@ -117,18 +122,49 @@ class FakeProfiler final : public v1::PathProfiler::Service {
     }
     return {grpc::StatusCode::NOT_FOUND, "no session " + req->session_id()};
   }
+  grpc::Status DeleteSession(grpc::ServerContext*, const v1::DeleteSessionRequest* req,
+                             v1::DeleteSessionResponse* out) override {
+    ++delete_calls;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+      if (it->id() == req->session_id()) {
+        *out->mutable_deleted() = *it;
+        sessions_.erase(it);
+        return grpc::Status::OK;
+      }
+    }
+    return {grpc::StatusCode::NOT_FOUND, "no session " + req->session_id()};
+  }
   grpc::Status GetHotPaths(grpc::ServerContext*, const v1::GetHotPathsRequest* req,
                            v1::HotPaths* out) override {
     if (!HasSession(req->session_id())) return NoSession(req->session_id());
-    *out = KnownHotPaths(req->session_id());
+    *out = PathsOf(req->session_id());
     return grpc::Status::OK;
+  }
+  // What a session's target does, as the daemon sees it: e.g. TARGET_EXITED when it exits.
+  void SetState(const std::string& id, v1::SessionState state, int64_t stopped_unix_ms) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& s : sessions_) {
+      if (s.id() != id) continue;
+      s.set_state(state);
+      s.set_stopped_unix_ms(stopped_unix_ms);
+    }
+  }
+  size_t session_count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sessions_.size();
+  }
+  std::vector<v1::Session> sessions() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sessions_;
   }
   grpc::Status WatchHotPaths(grpc::ServerContext* ctx, const v1::WatchHotPathsRequest* req,
                              grpc::ServerWriter<v1::HotPaths>* writer) override {
     ++watch_calls;
     if (!HasSession(req->query().session_id())) return NoSession(req->query().session_id());
     while (!ctx->IsCancelled() && !stopping) {
-      if (!writer->Write(KnownHotPaths(req->query().session_id()))) break;
+      if (!writer->Write(PathsOf(req->query().session_id()))) break;
+      if (!Running(req->query().session_id())) break;  // as pathprofd: the final report
       for (uint32_t waited = 0; waited < req->interval_ms() && !ctx->IsCancelled() && !stopping;
            waited += 20) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -232,6 +268,25 @@ class FakeProfiler final : public v1::PathProfiler::Service {
     }
     return false;
   }
+  bool Running(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& s : sessions_) {
+      if (s.id() == id) return s.state() == v1::SESSION_STATE_RUNNING;
+    }
+    return false;
+  }
+  // A stacks-only session (source none) has no branches, hence no hot paths.
+  v1::HotPaths PathsOf(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& s : sessions_) {
+      if (s.id() == id && s.source() == v1::BRANCH_SOURCE_NONE) {
+        v1::HotPaths empty;
+        empty.set_session_id(id);
+        return empty;
+      }
+    }
+    return KnownHotPaths(id);
+  }
   static grpc::Status NoSession(const std::string& id) {
     return {grpc::StatusCode::NOT_FOUND, "no session " + id};
   }
@@ -239,6 +294,7 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   uint32_t pid_;
   std::mutex mu_;
   std::vector<v1::Session> sessions_;
+  int session_count_ = 0;  // ids stay unique after deletes
   std::atomic<int> stats_calls_{0};
 };
 

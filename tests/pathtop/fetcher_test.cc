@@ -31,6 +31,7 @@ struct Collected {
   std::optional<ConnectionState> connection;
   int stats = 0;
   bool saw_disconnect = false;
+  std::string messages;  // every connection message seen, one a line
 };
 
 bool Collect(Fetcher& f, Collected* c, const std::function<bool(const Collected&)>& done) {
@@ -44,6 +45,7 @@ bool Collect(Fetcher& f, Collected* c, const std::function<bool(const Collected&
     if (in.connection) {
       c->connection = in.connection;
       if (!in.connection->connected) c->saw_disconnect = true;
+      c->messages += in.connection->message + "\n";
     }
     if (done(*c)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -58,7 +60,7 @@ FetcherOptions Fast() {
   return o;
 }
 
-TEST(Fetcher, StartsASessionStreamsHotPathsAndStopsItsSession) {
+TEST(Fetcher, StartsASessionStreamsHotPathsAndDeletesItsSession) {
   std::string sock = TempSocket("start");
   FakeDaemon daemon(sock, 4242);
   ASSERT_TRUE(daemon.ok());
@@ -79,9 +81,56 @@ TEST(Fetcher, StartsASessionStreamsHotPathsAndStopsItsSession) {
     f.SetView(View::kCct);
     ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.cct.has_value(); }));
     EXPECT_EQ(c.cct->nodes_size(), 6);
+    EXPECT_EQ(daemon.service().session_count(), 1u);
     f.Stop();
   }
-  EXPECT_EQ(daemon.service().stop_calls.load(), 1);
+  // Deleted, not just stopped: a stopped session would still be listed and held in the quota.
+  EXPECT_EQ(daemon.service().delete_calls.load(), 1);
+  EXPECT_EQ(daemon.service().session_count(), 0u);
+}
+
+TEST(Fetcher, KeepLeavesItsSessionRunning) {
+  std::string sock = TempSocket("keep");
+  FakeDaemon daemon(sock, 4242);
+  ASSERT_TRUE(daemon.ok());
+  TargetSpec target;
+  target.pid = 4242;
+  FetcherOptions o = Fast();
+  o.stop_owned_session = false;
+  Fetcher f(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, o);
+  f.Start();
+  Collected c;
+  ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.hot_paths.has_value(); }));
+  f.Stop();
+  EXPECT_EQ(daemon.service().delete_calls.load(), 0);
+  EXPECT_EQ(daemon.service().stop_calls.load(), 0);
+  ASSERT_EQ(daemon.service().session_count(), 1u);
+  EXPECT_EQ(daemon.service().sessions()[0].state(), v1::SESSION_STATE_RUNNING);
+}
+
+TEST(Fetcher, FollowsTheSessionStateUntilTheTargetExits) {
+  std::string sock = TempSocket("exit");
+  FakeDaemon daemon(sock, 4242);
+  ASSERT_TRUE(daemon.ok());
+  TargetSpec target;
+  target.pid = 4242;
+  Fetcher f(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, Fast());
+  f.Start();
+  Collected c;
+  ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.hot_paths.has_value(); }));
+  ASSERT_EQ(c.session->state(), v1::SESSION_STATE_RUNNING);
+  daemon.service().SetState("s1", v1::SESSION_STATE_TARGET_EXITED, 1234567);
+  ASSERT_TRUE(Collect(f, &c, [](const Collected& c) {
+    return c.session->state() == v1::SESSION_STATE_TARGET_EXITED;
+  })) << "the session's state was not polled";
+  EXPECT_EQ(c.session->stopped_unix_ms(), 1234567);
+  const int watches = daemon.service().watch_calls.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  // The ended session's final report was had: no stream is asked for again and again.
+  EXPECT_LE(daemon.service().watch_calls.load(), watches + 1);
+  EXPECT_EQ(daemon.service().start_calls.load(), 1);  // an ended session is not replaced
+  f.Stop();
+  EXPECT_EQ(daemon.service().session_count(), 0u);  // its own, ended, is deleted too
 }
 
 TEST(Fetcher, JoinsARunningSessionAndLeavesItRunning) {
@@ -102,6 +151,7 @@ TEST(Fetcher, JoinsARunningSessionAndLeavesItRunning) {
   f.Stop();
   EXPECT_EQ(daemon.service().start_calls.load(), 1);  // only the test's own
   EXPECT_EQ(daemon.service().stop_calls.load(), 0);
+  EXPECT_EQ(daemon.service().delete_calls.load(), 0);
 }
 
 TEST(Fetcher, ANoSuchProcessRefusalIsShownAndRetried) {
@@ -118,6 +168,7 @@ TEST(Fetcher, ANoSuchProcessRefusalIsShownAndRetried) {
   EXPECT_FALSE(c.connection->connected);
   EXPECT_NE(c.connection->message.find("no process 78"), std::string::npos);
   f.Stop();
+  EXPECT_EQ(daemon.service().delete_calls.load(), 0);  // it started none
 }
 
 TEST(Fetcher, ReconnectsAfterTheDaemonRestartsAndStartsANewSession) {
@@ -147,6 +198,100 @@ TEST(Fetcher, ReconnectsAfterTheDaemonRestartsAndStartsANewSession) {
   EXPECT_TRUE(c.connection->reconnected);
   EXPECT_EQ(daemon->service().start_calls.load(), 1);
   EXPECT_EQ(c.hot_paths->session_id(), "s1");
+  // Auto chose ptrace on the first daemon; the new session asks for ptrace, not auto again.
+  EXPECT_EQ(daemon->service().last_start_source.load(), v1::BRANCH_SOURCE_PTRACE);
+  EXPECT_NE(c.connection->message.find("re-created the session as s1, source ptrace as s1 had"),
+            std::string::npos)
+      << c.connection->message;
+  f.Stop();
+  EXPECT_EQ(daemon->service().session_count(), 0u);
+}
+
+// Restarts the daemon under a running fetcher; returns the new one once the fetcher has a
+// session on it.
+std::unique_ptr<FakeDaemon> Restart(std::unique_ptr<FakeDaemon> daemon, const std::string& sock,
+                                    Fetcher& f, Collected* c, uint32_t pid) {
+  daemon.reset();
+  unlink(sock.c_str());
+  EXPECT_TRUE(Collect(f, c, [](const Collected& c) { return c.saw_disconnect; }));
+  daemon = std::make_unique<FakeDaemon>(sock, pid);
+  c->session.reset();
+  EXPECT_TRUE(Collect(f, c, [](const Collected& c) {
+    return c.connection && c.connection->connected && c.session;
+  }));
+  return daemon;
+}
+
+TEST(Fetcher, ARestartKeepsTheSourceAskedFor) {
+  std::string sock = TempSocket("source");
+  auto daemon = std::make_unique<FakeDaemon>(sock, 4242);
+  TargetSpec target;
+  target.pid = 4242;
+  FetcherOptions o = Fast();
+  o.source = v1::BRANCH_SOURCE_NONE;
+  Fetcher f(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, o);
+  f.Start();
+  Collected c;
+  ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.session.has_value(); }));
+  EXPECT_EQ(c.session->source(), v1::BRANCH_SOURCE_NONE);
+  daemon = Restart(std::move(daemon), sock, f, &c, 4242);
+  EXPECT_EQ(daemon->service().last_start_source.load(), v1::BRANCH_SOURCE_NONE);
+  ASSERT_TRUE(c.session);
+  EXPECT_EQ(c.session->source(), v1::BRANCH_SOURCE_NONE);
+  EXPECT_NE(c.messages.find("source none as s1 had"), std::string::npos) << c.messages;
+  f.Stop();
+}
+
+// The case: pathtop joined a stacks-only session (pathctl start --source none) and was
+// started without --source. After a restart the re-created session is stacks-only again, not
+// the daemon's auto choice (ptrace here).
+TEST(Fetcher, ARestartKeepsTheSourceOfAJoinedSession) {
+  std::string sock = TempSocket("joinsrc");
+  auto daemon = std::make_unique<FakeDaemon>(sock, 77);
+  v1::StartSessionRequest req;
+  req.set_pid(77);
+  req.set_source(v1::BRANCH_SOURCE_NONE);
+  v1::Session existing;
+  ASSERT_TRUE(daemon->service().StartSession(nullptr, &req, &existing).ok());
+  TargetSpec target;
+  target.pid = 77;
+  Fetcher f(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, Fast());
+  f.Start();
+  Collected c;
+  ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.session.has_value(); }));
+  EXPECT_EQ(c.session->id(), existing.id());
+  daemon = Restart(std::move(daemon), sock, f, &c, 77);
+  EXPECT_EQ(daemon->service().start_calls.load(), 1);
+  EXPECT_EQ(daemon->service().last_start_source.load(), v1::BRANCH_SOURCE_NONE);
+  EXPECT_EQ(c.session->source(), v1::BRANCH_SOURCE_NONE);
+  f.Stop();
+  // Re-created by pathtop, so pathtop's own: deleted at exit.
+  EXPECT_EQ(daemon->service().session_count(), 0u);
+}
+
+TEST(Fetcher, AnEndedSessionLostInARestartIsNotReplaced) {
+  std::string sock = TempSocket("ended");
+  auto daemon = std::make_unique<FakeDaemon>(sock, 4242);
+  TargetSpec target;
+  target.pid = 4242;
+  Fetcher f(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, Fast());
+  f.Start();
+  Collected c;
+  ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.session.has_value(); }));
+  daemon->service().SetState("s1", v1::SESSION_STATE_TARGET_EXITED, 1);
+  ASSERT_TRUE(Collect(f, &c, [](const Collected& c) {
+    return c.session->state() == v1::SESSION_STATE_TARGET_EXITED;
+  }));
+  daemon.reset();
+  unlink(sock.c_str());
+  ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.saw_disconnect; }));
+  daemon = std::make_unique<FakeDaemon>(sock, 4242);
+  ASSERT_TRUE(
+      Collect(f, &c, [](const Collected& c) { return c.connection && c.connection->connected; }));
+  EXPECT_NE(c.connection->message.find("session s1 had ended and went with the daemon restart"),
+            std::string::npos)
+      << c.connection->message;
+  EXPECT_EQ(daemon->service().start_calls.load(), 0);
   f.Stop();
 }
 

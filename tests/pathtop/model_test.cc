@@ -309,6 +309,183 @@ TEST(Model, DisconnectedFooterSaysWhyAndWhen) {
   EXPECT_EQ(m.Layout(80, 24)[23].text.rfind("reconnected unix:/tmp/p.sock", 0), 0u);
 }
 
+// Every line of a screen: within the width, and never cut ("~") unless it is a table row.
+void ExpectNoCutLines(const std::vector<ScreenLine>& lines, int width) {
+  for (const ScreenLine& l : lines) {
+    EXPECT_LE(static_cast<int>(l.text.size()), width) << l.text;
+    if (l.style == ScreenLine::kSelected || l.text.empty()) continue;
+    EXPECT_NE(l.text.back(), '~') << l.text;
+  }
+}
+
+v1::Session RunningSession(v1::BranchSource source, const std::string& reason) {
+  v1::Session s;
+  s.set_id("s1-a9bd");
+  s.add_pids(42);
+  s.set_state(v1::SESSION_STATE_RUNNING);
+  s.set_source(source);
+  s.set_source_reason(reason);
+  return s;
+}
+
+// Stats with `stacks` samples per second over two answers a second apart.
+StatsView StacksPerSecond(double stacks) {
+  StatsTracker tracker;
+  v1::Stats a;
+  a.add_targets()->set_stack_samples(1000);
+  (void)tracker.Update(a, 10.0);
+  a.mutable_targets(0)->set_stack_samples(1000 + static_cast<uint64_t>(stacks));
+  return tracker.Update(a, 11.0);
+}
+
+TEST(Format, WrapKeepsFieldsWholeAndIndentsContinuations) {
+  EXPECT_EQ(Wrap("abc", 10), std::vector<std::string>{"abc"});
+  EXPECT_EQ(Wrap("", 10), std::vector<std::string>{""});
+  // Fields (split at double spaces) move whole to the next line when they fit there.
+  EXPECT_EQ(Wrap("pathtop  pid 42  session s1 running", 20),
+            (std::vector<std::string>{"pathtop  pid 42", "  session s1 running"}));
+  // A field wider than a line breaks between its words.
+  EXPECT_EQ(Wrap("drops 3 (broken-window 3)", 12),
+            (std::vector<std::string>{"drops 3", "  (broken-w~", "  3)"}));
+  for (const std::string& l : Wrap(std::string(200, 'x') + " y", 80)) EXPECT_LE(l.size(), 80u);
+}
+
+TEST(Model, AStacksOnlySessionSaysWhatArrivesInsteadOfNothing) {
+  Model m;
+  m.SetTargetLabel("pid 42 (loop)");
+  m.SetSession(RunningSession(v1::BRANCH_SOURCE_NONE, "asked for"));
+  v1::HotPaths none;
+  none.set_session_id("s1-a9bd");
+  m.SetHotPaths(none);
+  m.SetStats(StacksPerSecond(97));
+  auto lines = m.Layout(80, 24);
+  EXPECT_EQ(lines[4].text,
+            "no hot paths: this session collects stacks only (97 stacks/s); see views 3 and 5");
+  for (const auto& l : lines) EXPECT_EQ(l.text.find("nothing profiled"), std::string::npos);
+  // Call pairs come from branches too; the CCT and methods from stacks say what is missing.
+  m.HandleKey('4');
+  m.SetCallPairs(v1::HotCallPairs());
+  EXPECT_EQ(m.Layout(80, 24)[4].text.rfind("no call pairs: this session collects stacks only", 0),
+            0u);
+  m.HandleKey('3');
+  m.SetCct(v1::CallingContextTree());
+  EXPECT_EQ(m.Layout(80, 24)[4].text, "no samples yet (97 stacks/s)");
+  // A branch source with no windows yet says so, with the rates.
+  m.SetSession(RunningSession(v1::BRANCH_SOURCE_PTRACE, "no PMU"));
+  m.HandleKey('1');
+  EXPECT_EQ(
+      m.Layout(80, 24)[4].text.rfind("no hot paths yet: no branch windows decoded (win 0/s", 0),
+      0u);
+}
+
+TEST(Model, AnExitedTargetIsMarkedInTheHeader) {
+  Model m;
+  m.SetTargetLabel("pid 42 (loop)");
+  v1::Session s = RunningSession(v1::BRANCH_SOURCE_PTRACE, "no PMU");
+  m.SetSession(s);
+  m.SetStats(StacksPerSecond(97));
+  EXPECT_NE(m.Layout(80, 24)[0].text.find("session s1-a9bd running"), std::string::npos);
+  EXPECT_EQ(m.Layout(80, 24)[0].style, ScreenLine::kTitle);
+  s.set_state(v1::SESSION_STATE_TARGET_EXITED);
+  s.set_stopped_unix_ms(1'700'000'000'000);
+  m.SetSession(s);
+  m.SetNowUnixMs(1'700'000'012'400);
+  auto lines = m.Layout(80, 24);
+  EXPECT_NE(lines[0].text.find("session s1-a9bd exited"), std::string::npos) << lines[0].text;
+  EXPECT_EQ(lines[0].text.find("running"), std::string::npos) << lines[0].text;
+  EXPECT_EQ(lines[0].style, ScreenLine::kAlert);
+  // No stale rates: the stats line says when it ended.
+  EXPECT_EQ(lines[1].text.rfind("target exited 12s ago: the profile as it ended", 0), 0u)
+      << lines[1].text;
+  EXPECT_EQ(lines[1].text.find("stacks/s"), std::string::npos);
+}
+
+TEST(Model, NoLineIsCutAt80Columns) {
+  Model m;
+  m.SetTargetLabel("pid 5243 (example_hotloop)");
+  m.SetSession(
+      RunningSession(v1::BRANCH_SOURCE_PTRACE, "ptrace bursts: no LBR or Intel PT on this host"));
+  m.SetStats(StacksPerSecond(97));
+  ConnectionState c;
+  c.connected = true;
+  c.reconnected = true;
+  c.target = "unix:/tmp/pathtop_e2e_123456.sock";
+  c.message = "re-created the session as s2-77aa, source none as s1-a9bd had";
+  m.SetConnection(c);
+  m.HandleKey('5');
+  v1::HotMethods methods;
+  methods.set_hot_data_streams_unsupported(
+      "hot data streams need the data addresses of loads and stores; LBR and Intel PT record "
+      "control flow only, so pathprof cannot build this profile (use a memory-access sampler "
+      "such as PEBS load latency instead)");
+  *methods.add_methods()->mutable_function() = Loc("hot", 0x401000, 0);
+  m.SetMethods(methods);
+  auto lines = m.Layout(80, 24);
+  ASSERT_EQ(lines.size(), 24u);
+  ExpectNoCutLines(lines, 80);
+  // The title wrapped instead: the source's reason is whole on its second line.
+  EXPECT_EQ(lines[1].text, "  source ptrace (ptrace bursts: no LBR or Intel PT on this host)");
+  std::string all;
+  for (const auto& l : lines) all += l.text + "\n";
+  EXPECT_NE(all.find("hot data streams: not built from branch traces (? says why)"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("source none as s1-a9bd had"), std::string::npos) << all;
+  // The daemon's whole reason is on the help screen.
+  m.HandleKey(key::kF1);
+  auto help = m.Layout(80, 24);
+  ExpectNoCutLines(help, 80);
+  std::string text;
+  for (const auto& l : help) text += l.text + " ";
+  EXPECT_NE(text.find("PEBS load latency instead)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Press any key to return."), std::string::npos) << text;
+}
+
+TEST(Model, FunctionKeysAsInHtop) {
+  Model m;
+  m.SetHotPaths(KnownHotPaths("s1"));
+  // F3 searches: the selection moves to the match, nothing is hidden; F3 again goes on.
+  EXPECT_EQ(m.HandleKey(key::kF3), Action::kRedraw);
+  EXPECT_TRUE(m.searching());
+  for (char ch : std::string("CHECK")) m.HandleKey(ch);
+  const Table& t = m.table(View::kHotPaths);
+  EXPECT_EQ(t.visible().size(), 4u);
+  ASSERT_NE(t.selected_row(), nullptr);
+  EXPECT_EQ(t.selected_row()->search_text.find("checksum"), 0u) << t.selected_row()->search_text;
+  EXPECT_NE(m.Layout(80, 24)[23].text.find("search: CHECK_"), std::string::npos);
+  m.HandleKey(key::kBackspace);
+  for (char ch : std::string("xyz")) m.HandleKey(ch);
+  EXPECT_NE(m.Layout(80, 24)[23].text.find("no row matches"), std::string::npos);
+  EXPECT_EQ(t.selected_row()->search_text.find("checksum"), 0u);  // stays on a miss
+  m.HandleKey(key::kEscape);
+  EXPECT_FALSE(m.searching());
+  // F4 filters, as `/`.
+  m.HandleKey(key::kF4);
+  EXPECT_TRUE(m.editing_filter());
+  for (char ch : std::string("mix")) m.HandleKey(ch);
+  EXPECT_EQ(t.visible().size(), 1u);
+  // F10 quits even while typing (it must not type a 'q').
+  EXPECT_EQ(m.HandleKey(key::kF10), Action::kQuit);
+  m.HandleKey(key::kEscape);
+  // F6: the next sort column; F5: the tree and back.
+  EXPECT_EQ(m.HandleKey(key::kF6), Action::kRedraw);
+  EXPECT_EQ(t.sort_column(), 1);
+  m.HandleKey('4');
+  EXPECT_EQ(m.HandleKey(key::kF5), Action::kViewChanged);
+  EXPECT_EQ(m.view(), View::kCct);
+  EXPECT_EQ(m.HandleKey(key::kF5), Action::kViewChanged);
+  EXPECT_EQ(m.view(), View::kCallPairs);
+  // F1 help from anywhere; it names the F-keys.
+  m.HandleKey(key::kF4);
+  EXPECT_EQ(m.HandleKey(key::kF1), Action::kRedraw);
+  EXPECT_TRUE(m.help_visible());
+  EXPECT_FALSE(m.editing_filter());
+  std::string help;
+  for (const auto& l : m.Layout(80, 24)) help += l.text + "\n";
+  for (const char* k : {"F1", "F3", "F4", "F5", "F6", "F10"})
+    EXPECT_NE(help.find(k), std::string::npos) << k;
+}
+
 TEST(StatsTracker, RatesFromTwoAnswers) {
   StatsTracker tracker;
   v1::Stats a;
