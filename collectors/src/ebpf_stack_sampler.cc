@@ -117,8 +117,7 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
     return Error(
         ErrorCode::kInvalidArgument,
         "at most " + std::to_string(PATHPROF_MAX_TARGET_PIDS) + " target pids per sampler");
-  auto cpus = OnlineCpus();
-  if (!cpus.ok()) return cpus.status();
+  PATHPROF_ASSIGN_OR_RETURN(auto cpus, OnlineCpus());
 
   auto impl = std::make_unique<Impl>();
   impl->skel = stack_sampler_bpf__open();
@@ -133,7 +132,7 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   if (cfg.copy_user_stacks) {
     // Records are ~18.6 KiB with the stack copy: room for a second of samples from every CPU
     // between drains (a power of two, as ring buffers must be), 4-64 MiB.
-    const uint64_t per_second = uint64_t{sizeof(stack_sample)} * cfg.frequency_hz * cpus->size();
+    const uint64_t per_second = uint64_t{sizeof(stack_sample)} * cfg.frequency_hz * cpus.size();
     uint64_t bytes = 4u << 20;
     while (bytes < per_second && bytes < (64u << 20)) bytes <<= 1;
     (void)bpf_map__set_max_entries(impl->skel->maps.samples, static_cast<uint32_t>(bytes));
@@ -147,7 +146,7 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   Impl& m = *sampler.impl_;
 
   bool cycles = cfg.prefer_cycles;
-  for (int cpu : *cpus) {
+  for (int cpu : cpus) {
     int fd = OpenPerfEvent(cpu, cfg.frequency_hz, cycles);
     if (fd < 0 && cycles && (errno == ENOENT || errno == EOPNOTSUPP || errno == ENODEV)) {
       cycles = false;  // no hardware PMU (a VM): cpu-clock works everywhere

@@ -464,15 +464,13 @@ Result<ExactTraceStats> TraceExact(const ExactTraceOptions& options, const Exact
 
 Result<ExactTraceStats> TraceExactToFile(const ExactTraceOptions& options,
                                          const std::string& pbs_path) {
-  auto writer = PbsWriter::Create(pbs_path);
-  if (!writer.ok()) return writer.status();
-  PbsWriter& w = *writer;
+  PATHPROF_ASSIGN_OR_RETURN(auto writer, PbsWriter::Create(pbs_path));
+  PbsWriter& w = writer;
   ExactTraceSink sink;
   sink.on_batch = [&](const BranchBatch& b) { return w.Write(b); };
   sink.on_image = [&](const ImageRecord& r) { return w.Write(r); };
   sink.on_meta = [&](const MetaRecord& m) { return w.Write(m); };
-  auto stats = TraceExact(options, sink);
-  if (!stats.ok()) return stats.status();
+  PATHPROF_ASSIGN_OR_RETURN(auto stats, TraceExact(options, sink));
   PATHPROF_RETURN_IF_ERROR(w.Close());
   return stats;
 }

@@ -46,11 +46,10 @@ Result<std::unique_ptr<LbrSource>> LbrSource::Start(const LbrSourceOptions& opti
   config.pid = options.pid;
   config.sample_period = options.sample_period;
   config.data_pages = options.data_pages;
-  auto event = PerfEventSource::OpenLbr(config);
-  if (!event.ok()) return event.status();
-  const decoders::PerfEventAttr attr = decoders::ParsePerfEventAttrBytes((*event)->attr());
-  std::unique_ptr<LbrSource> s(new LbrSource(&(*event)->ring(), attr, options, std::move(sink)));
-  s->event_ = std::move(*event);
+  PATHPROF_ASSIGN_OR_RETURN(auto event, PerfEventSource::OpenLbr(config));
+  const decoders::PerfEventAttr attr = decoders::ParsePerfEventAttrBytes(event->attr());
+  std::unique_ptr<LbrSource> s(new LbrSource(&event->ring(), attr, options, std::move(sink)));
+  s->event_ = std::move(event);
   PATHPROF_RETURN_IF_ERROR(s->event_->Enable());
   return s;
 }

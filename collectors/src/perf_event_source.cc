@@ -110,9 +110,8 @@ Result<std::unique_ptr<PerfEventSource>> PerfEventSource::OpenLbr(const PerfLbrC
 Result<std::unique_ptr<PerfEventSource>> PerfEventSource::OpenPt(const PerfPtConfig& c) {
   if (!IsPowerOfTwo(c.data_pages) || !IsPowerOfTwo(c.aux_pages))
     return Error(ErrorCode::kInvalidArgument, "PT data_pages and aux_pages must be powers of two");
-  auto attr = PtAttr(c);
-  if (!attr.ok()) return attr.status();
-  return Open(attr->bytes, c.pid, c.cpu, c.data_pages, c.aux_pages, c.snapshot, "Intel PT");
+  PATHPROF_ASSIGN_OR_RETURN(auto attr, PtAttr(c));
+  return Open(attr.bytes, c.pid, c.cpu, c.data_pages, c.aux_pages, c.snapshot, "Intel PT");
 }
 
 Result<std::unique_ptr<PerfEventSource>> PerfEventSource::Open(std::vector<uint8_t> attr, pid_t pid,

@@ -47,13 +47,11 @@ Result<std::unique_ptr<PtSource>> PtSource::Start(const PtSourceOptions& options
   config.pid = options.pid;
   config.data_pages = options.data_pages;
   config.aux_pages = options.aux_pages;
-  auto event = PerfEventSource::OpenPt(config);
-  if (!event.ok()) return event.status();
-  const decoders::PerfEventAttr attr = decoders::ParsePerfEventAttrBytes((*event)->attr());
-  auto s = OverRing(&(*event)->ring(), attr, options, std::move(sink));
-  if (!s.ok()) return s.status();
-  (*s)->event_ = std::move(*event);
-  PATHPROF_RETURN_IF_ERROR((*s)->event_->Enable());
+  PATHPROF_ASSIGN_OR_RETURN(auto event, PerfEventSource::OpenPt(config));
+  const decoders::PerfEventAttr attr = decoders::ParsePerfEventAttrBytes(event->attr());
+  PATHPROF_ASSIGN_OR_RETURN(auto s, OverRing(&event->ring(), attr, options, std::move(sink)));
+  s->event_ = std::move(event);
+  PATHPROF_RETURN_IF_ERROR(s->event_->Enable());
   return s;
 }
 
@@ -61,9 +59,8 @@ Result<std::unique_ptr<PtSource>> PtSource::OverRing(PerfRing* ring,
                                                      const decoders::PerfEventAttr& attr,
                                                      const PtSourceOptions& options,
                                                      BranchWindowSink sink) {
-  auto cache = decoders::PtSectionCache::Create();
-  if (!cache.ok()) return cache.status();
-  auto image = std::make_shared<decoders::PtImage>(*cache, "pid " + std::to_string(options.pid));
+  PATHPROF_ASSIGN_OR_RETURN(auto cache, decoders::PtSectionCache::Create());
+  auto image = std::make_shared<decoders::PtImage>(cache, "pid " + std::to_string(options.pid));
   return std::unique_ptr<PtSource>(
       new PtSource(ring, attr, options, std::move(sink), std::move(image)));
 }

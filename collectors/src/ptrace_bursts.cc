@@ -145,14 +145,14 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
     args.insert(args.end(), {"--uid", std::to_string(options.run_as->uid), "--gid",
                              std::to_string(options.run_as->gid)});
   }
-  auto helper = SpawnTracerHelper(args, /*raise_priority=*/!options.run_as);
-  if (!helper.ok()) return helper.status();
+  PATHPROF_ASSIGN_OR_RETURN(auto helper,
+                            SpawnTracerHelper(args, /*raise_priority=*/!options.run_as));
   std::unique_ptr<PtraceBurstCollector> c(new PtraceBurstCollector());
   c->sink_ = std::move(sink);
-  c->tracer_pid_ = helper->pid;
-  c->pidfd_ = helper->pidfd;
-  c->data_fd_ = helper->data_fd;
-  c->control_fd_ = helper->control_fd;
+  c->tracer_pid_ = helper.pid;
+  c->pidfd_ = helper.pidfd;
+  c->data_fd_ = helper.data_fd;
+  c->control_fd_ = helper.control_fd;
   fcntl(c->control_fd_, F_SETFL, O_NONBLOCK);
 
   // The hello, then ready (every thread seized) or the reason it could not be.

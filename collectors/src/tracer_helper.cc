@@ -67,8 +67,7 @@ Result<std::string> TracerHelperPath() {
 constexpr int kTracerNice = -10;
 
 Result<HelperProcess> SpawnTracerHelper(const std::vector<std::string>& args, bool raise_priority) {
-  auto path = TracerHelperPath();
-  if (!path.ok()) return path.status();
+  PATHPROF_ASSIGN_OR_RETURN(auto path, TracerHelperPath());
   int control[2] = {-1, -1}, data[2] = {-1, -1};
   if (pipe2(control, O_CLOEXEC) != 0 || pipe2(data, O_CLOEXEC) != 0) {
     const int err = errno;
@@ -86,17 +85,17 @@ Result<HelperProcess> SpawnTracerHelper(const std::vector<std::string>& args, bo
   posix_spawn_file_actions_adddup2(&actions, child_data, 4);
   posix_spawn_file_actions_addclosefrom_np(&actions, 5);
   std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(path->c_str()));
+  argv.push_back(const_cast<char*>(path.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, path->c_str(), &actions, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   CloseAll({child_control, child_data, control[0], data[1]});
   if (rc != 0) {
     CloseAll({control[1], data[0]});
     return Error(ErrorCode::kUnavailable,
-                 "ptrace helper: cannot run " + *path + ": " + std::strerror(rc));
+                 "ptrace helper: cannot run " + path + ": " + std::strerror(rc));
   }
   // A traced thread waits, stopped, until the tracer runs: on a loaded host an ordinary-priority
   // tracer is one more runnable task, and each stop can last a scheduler slice (with two CPU

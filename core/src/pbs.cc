@@ -334,21 +334,20 @@ Result<bool> PbsReader::Next(PbsRecord* out) {
   uint64_t record_offset = offset_;
   uint8_t type;
   PATHPROF_RETURN_IF_ERROR(ReadExact(&type, 1, "a record type"));
-  auto len = ReadVarint("a record length");
-  if (!len.ok()) return len.status();
+  PATHPROF_ASSIGN_OR_RETURN(auto len, ReadVarint("a record length"));
   // Never allocate more than the input can still hold: a corrupt length must not cost gigabytes.
-  if (*len <= kMaxPayload && *len > RemainingBytes())
+  if (len <= kMaxPayload && len > RemainingBytes())
     return Error(ErrorCode::kTruncated, "pbs file " + name_ + " ends inside the record at offset " +
                                             std::to_string(record_offset) + " (it claims " +
-                                            std::to_string(*len) + " bytes, " +
+                                            std::to_string(len) + " bytes, " +
                                             std::to_string(RemainingBytes()) + " remain)");
-  if (*len > kMaxPayload)
+  if (len > kMaxPayload)
     return Error(ErrorCode::kCorrupt, "pbs file " + name_ + ": record at offset " +
                                           std::to_string(record_offset) + " claims " +
-                                          std::to_string(*len) + " bytes");
+                                          std::to_string(len) + " bytes");
   std::vector<uint8_t> len_bytes;
-  PutVarint(len_bytes, *len);
-  payload_.resize(*len);
+  PutVarint(len_bytes, len);
+  payload_.resize(len);
   uint64_t payload_offset = offset_;
   PATHPROF_RETURN_IF_ERROR(ReadExact(payload_.data(), payload_.size(), "a record payload"));
   uint8_t c[4];
@@ -411,18 +410,16 @@ uint64_t PbsContents::branch_count() const {
 }
 
 Result<PbsContents> ReadPbsFile(const std::string& path) {
-  auto reader = PbsReader::Open(path);
-  if (!reader.ok()) return reader.status();
-  return ReadPbs(&*reader);
+  PATHPROF_ASSIGN_OR_RETURN(auto reader, PbsReader::Open(path));
+  return ReadPbs(&reader);
 }
 
 Result<PbsContents> ReadPbs(PbsReader* reader) {
   PbsContents c;
   PbsRecord rec;
   while (true) {
-    auto more = reader->Next(&rec);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
+    PATHPROF_ASSIGN_OR_RETURN(auto more, reader->Next(&rec));
+    if (!more) break;
     if (auto* b = std::get_if<BranchBatch>(&rec))
       c.batches.push_back(std::move(*b));
     else if (auto* im = std::get_if<ImageRecord>(&rec))
@@ -434,12 +431,11 @@ Result<PbsContents> ReadPbs(PbsReader* reader) {
 }
 
 Status WritePbsFile(const std::string& path, const PbsContents& c) {
-  auto w = PbsWriter::Create(path);
-  if (!w.ok()) return w.status();
-  for (const auto& m : c.meta) PATHPROF_RETURN_IF_ERROR(w->Write(m));
-  for (const auto& im : c.images) PATHPROF_RETURN_IF_ERROR(w->Write(im));
-  for (const auto& b : c.batches) PATHPROF_RETURN_IF_ERROR(w->Write(b));
-  return w->Close();
+  PATHPROF_ASSIGN_OR_RETURN(auto w, PbsWriter::Create(path));
+  for (const auto& m : c.meta) PATHPROF_RETURN_IF_ERROR(w.Write(m));
+  for (const auto& im : c.images) PATHPROF_RETURN_IF_ERROR(w.Write(im));
+  for (const auto& b : c.batches) PATHPROF_RETURN_IF_ERROR(w.Write(b));
+  return w.Close();
 }
 
 }  // namespace pathprof

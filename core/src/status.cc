@@ -39,4 +39,15 @@ Status Error(ErrorCode code, std::string message) {
   return Status(code, std::move(message));
 }
 
+Status WithContext(const Status& status, std::string_view context) {
+  if (status.ok() || context.empty()) return status;
+  return Status(status.code(), std::string(context) + ": " + status.message());
+}
+
+Status OkStatusWithoutValue() {
+  return Status(ErrorCode::kInternal,
+                "a function returned an OK status where a value or an error was due (a bug: "
+                "please report it with the command that printed this)");
+}
+
 }  // namespace pathprof

@@ -320,9 +320,8 @@ Result<DaemonConfig> BuildConfig(const Flags& flags) {
   DaemonConfig c;
   std::ifstream probe(flags.config_path);
   if (probe || flags.config_given) {
-    auto loaded = LoadConfigFile(flags.config_path);
-    if (!loaded.ok()) return loaded.status();
-    c = std::move(loaded.value());
+    PATHPROF_ASSIGN_OR_RETURN(auto loaded, LoadConfigFile(flags.config_path));
+    c = std::move(loaded);
   }
   for (const auto& [key, value] : flags.overrides) {
     Status s = Keys().at(key).from_flag(value, c);

@@ -107,8 +107,7 @@ Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
   ao.max_windows = config.keep_windows;
   ao.max_bytes = config.max_disk_bytes;
   auto archive = fleet::ProfileArchive::Open(ao);
-  if (!archive.ok())
-    return Error(archive.status().code(), "continuous.archive_dir: " + archive.status().message());
+  if (!archive.ok()) return WithContext(archive.status(), "continuous.archive_dir");
   p->archive_ = std::make_unique<fleet::ProfileArchive>(std::move(archive.value()));
 
   fleet::PushOptions po;
@@ -116,9 +115,9 @@ Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
   po.max_attempts = config.push_attempts;
   auto add_pusher = [&](Result<std::unique_ptr<fleet::Sink>> sink,
                         const std::string& key) -> Status {
-    if (!sink.ok()) return Error(sink.status().code(), key + ": " + sink.status().message());
+    if (!sink.ok()) return WithContext(sink.status(), key);
     auto pusher = fleet::Pusher::Start(std::move(sink.value()), po);
-    if (!pusher.ok()) return Error(pusher.status().code(), key + ": " + pusher.status().message());
+    if (!pusher.ok()) return WithContext(pusher.status(), key);
     p->pushers_.push_back(std::move(pusher.value()));
     return Status::Ok();
   };

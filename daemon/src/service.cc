@@ -28,6 +28,8 @@ grpc::Status Invalid(const std::string& msg) {
   return grpc::Status(StatusCode::INVALID_ARGUMENT, msg);
 }
 
+// The one ErrorCode -> gRPC mapping. The switch has no default so that a new ErrorCode does not
+// compile until it is mapped here.
 grpc::Status ToGrpc(const Status& s) {
   StatusCode code = StatusCode::INTERNAL;
   switch (s.code()) {
@@ -49,7 +51,15 @@ grpc::Status ToGrpc(const Status& s) {
     case ErrorCode::kResourceExhausted:
       code = StatusCode::RESOURCE_EXHAUSTED;
       break;
-    default:
+    case ErrorCode::kCorrupt:
+    case ErrorCode::kTruncated:
+      // Bytes the daemon read (a target's ELF file, a recording) do not follow their format:
+      // gRPC's "unrecoverable data loss or corruption", not a fault of the daemon's.
+      code = StatusCode::DATA_LOSS;
+      break;
+    case ErrorCode::kInternal:
+    case ErrorCode::kIo:
+      code = StatusCode::INTERNAL;
       break;
   }
   return grpc::Status(code, s.message());

@@ -67,9 +67,8 @@ class Locator {
 
 Result<BoltFdataStats> WriteBoltFdata(const PbsContents& recording, const ElfImage& binary,
                                       const std::string& output) {
-  auto symbols = ReadFunctionSymbols(binary);
-  if (!symbols.ok()) return symbols.status();
-  const std::vector<FunctionSymbol>& functions = *symbols;
+  PATHPROF_ASSIGN_OR_RETURN(auto symbols, ReadFunctionSymbols(binary));
+  const std::vector<FunctionSymbol>& functions = symbols;
   Locator locate(recording, binary, functions);
   BoltFdataStats stats;
   stats.mappings = locate.mappings();

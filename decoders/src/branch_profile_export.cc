@@ -34,11 +34,9 @@ Result<BranchProfileSummary> WriteBranchProfile(PbsContents recording,
       }
       summary.binary = recording.images.front().path;  // the tracers list the executable first
     }
-    auto image = ElfImage::Open(summary.binary);
-    if (!image.ok()) return image.status();
-    auto stats = WriteBoltFdata(recording, **image, output);
-    if (!stats.ok()) return stats.status();
-    summary.bolt = *stats;
+    PATHPROF_ASSIGN_OR_RETURN(auto image, ElfImage::Open(summary.binary));
+    PATHPROF_ASSIGN_OR_RETURN(auto stats, WriteBoltFdata(recording, *image, output));
+    summary.bolt = stats;
     summary.counts = summary.windows > 0
                          ? "branch counts summed over " + std::to_string(summary.windows) +
                                " ptrace-burst windows (time-weighted estimates, as LBR samples "

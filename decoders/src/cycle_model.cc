@@ -207,16 +207,16 @@ Result<std::vector<double>> CycleModel::RunMca(const std::vector<const Block*>& 
     input += Label(blocks[i]->start, blocks[i]->instructions) + ":\n# LLVM-MCA-END\n";
   }
   ++stats_.mca_runs;
-  auto run = RunTool({options_.llvm_mca, "-mcpu=" + options_.cpu,
-                      "-iterations=" + std::to_string(options_.iterations), "-timeline=false",
-                      "-resource-pressure=false", "-instruction-info=false", "-"},
-                     input, options_.timeout_ms);
-  if (!run.ok()) return run.status();
-  if (run->exit_code != 0) {
-    std::string first = run->output.substr(0, run->output.find('\n'));
+  PATHPROF_ASSIGN_OR_RETURN(
+      auto run, RunTool({options_.llvm_mca, "-mcpu=" + options_.cpu,
+                         "-iterations=" + std::to_string(options_.iterations), "-timeline=false",
+                         "-resource-pressure=false", "-instruction-info=false", "-"},
+                        input, options_.timeout_ms));
+  if (run.exit_code != 0) {
+    std::string first = run.output.substr(0, run.output.find('\n'));
     return Error(ErrorCode::kInvalidArgument, "llvm-mca failed: " + first);
   }
-  return ParseCyclesPerRun(run->output, blocks.size());
+  return ParseCyclesPerRun(run.output, blocks.size());
 }
 
 std::vector<double> CycleModel::Estimate(const std::vector<const Block*>& blocks) {
@@ -336,11 +336,10 @@ Result<double> CycleModel::EstimateCode(std::span<const uint8_t> code, uint64_t 
   Block block{address, count, Disassemble(address, count, last, reader)};
   if (block.assembly.empty())
     return Error(ErrorCode::kCorrupt, "cycle model: the code does not disassemble");
-  auto run = RunMca({&block});
-  if (!run.ok()) return run.status();
-  if (run->empty() || std::isnan((*run)[0]))
+  PATHPROF_ASSIGN_OR_RETURN(auto run, RunMca({&block}));
+  if (run.empty() || std::isnan(run[0]))
     return Error(ErrorCode::kInternal, "cycle model: llvm-mca reported no cycles");
-  return (*run)[0];
+  return run[0];
 }
 
 }  // namespace pathprof::decoders

@@ -223,12 +223,11 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::GetVdso(int pid, uint64_t st
   if (got != static_cast<ssize_t>(len)) {
     return Error(ErrorCode::kIo, mem + ": short read of the vdso at " + std::to_string(start));
   }
-  auto image = ElfImage::FromBytes(std::move(bytes), "[vdso]");
-  if (!image.ok()) return image.status();
-  auto [pos, inserted] = by_identity_.emplace((*image)->build_id().empty()
+  PATHPROF_ASSIGN_OR_RETURN(auto image, ElfImage::FromBytes(std::move(bytes), "[vdso]"));
+  auto [pos, inserted] = by_identity_.emplace(image->build_id().empty()
                                                   ? "vdso:" + std::to_string(pid)
-                                                  : "b:" + NormalizedBuildId((*image)->build_id()),
-                                              *image);
+                                                  : "b:" + NormalizedBuildId(image->build_id()),
+                                              image);
   return pos->second;
 }
 

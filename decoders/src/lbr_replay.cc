@@ -20,9 +20,8 @@ constexpr uint16_t kMiscMmapData = 1u << 13;
 
 Result<LbrReplayResult> ReplayLbr(const std::string& perf_data, const LbrReplayOptions& options,
                                   const std::function<void(std::vector<BranchBatch>&)>& sink) {
-  auto reader = PerfDataReader::Open(perf_data);
-  if (!reader.ok()) return reader.status();
-  return ReplayLbr(&*reader, options, sink);
+  PATHPROF_ASSIGN_OR_RETURN(auto reader, PerfDataReader::Open(perf_data));
+  return ReplayLbr(&reader, options, sink);
 }
 
 Result<LbrReplayResult> ReplayLbr(PerfDataReader* reader, const LbrReplayOptions& options,
@@ -43,9 +42,8 @@ Result<LbrReplayResult> ReplayLbr(PerfDataReader* reader, const LbrReplayOptions
   std::vector<BranchBatch> batches;
   PerfRecord rec;
   while (true) {
-    Result<bool> more = reader->Next(&rec);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
+    PATHPROF_ASSIGN_OR_RETURN(bool more, reader->Next(&rec));
+    if (!more) break;
     ++result.records;
     if (auto* s = std::get_if<PerfSample>(&rec.body)) {
       if (s->branches.empty()) {

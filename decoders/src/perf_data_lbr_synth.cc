@@ -75,12 +75,11 @@ void LbrSampleSynthesizer::AddWindow(const BranchBatch& batch, size_t w,
 Status WriteLbrPerfData(const std::string& path, const PbsContents& pbs, const LbrSynthOptions& lbr,
                         PerfDataWriterOptions options) {
   options.sample_period = lbr.period;
-  Result<PerfDataWriter> w = PerfDataWriter::Create(path, std::move(options));
-  if (!w.ok()) return w.status();
+  PATHPROF_ASSIGN_OR_RETURN(PerfDataWriter w, PerfDataWriter::Create(path, std::move(options)));
   std::set<std::pair<uint32_t, uint32_t>> threads;
   for (const BranchBatch& b : pbs.batches) threads.emplace(b.pid, b.tid);
   for (const auto& [pid, tid] : threads) {
-    PATHPROF_RETURN_IF_ERROR(w->WriteComm(pid, tid, "pathprof-synth"));
+    PATHPROF_RETURN_IF_ERROR(w.WriteComm(pid, tid, "pathprof-synth"));
   }
   for (const ImageRecord& img : pbs.images) {
     PerfImage m;
@@ -91,16 +90,16 @@ Status WriteLbrPerfData(const std::string& path, const PbsContents& pbs, const L
     m.pgoff = img.file_offset;
     m.path = img.path;
     m.build_id = img.build_id.substr(0, 20);
-    PATHPROF_RETURN_IF_ERROR(w->WriteMmap2(m));
+    PATHPROF_RETURN_IF_ERROR(w.WriteMmap2(m));
   }
   LbrSampleSynthesizer synth(lbr);
   std::vector<PerfLbrSample> samples;
   for (const BranchBatch& b : pbs.batches) {
     samples.clear();
     synth.Add(b, &samples);
-    for (const PerfLbrSample& s : samples) PATHPROF_RETURN_IF_ERROR(w->WriteSample(s));
+    for (const PerfLbrSample& s : samples) PATHPROF_RETURN_IF_ERROR(w.WriteSample(s));
   }
-  return w->Close();
+  return w.Close();
 }
 
 }  // namespace pathprof::decoders

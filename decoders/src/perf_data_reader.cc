@@ -388,7 +388,7 @@ Result<PerfDataReader> PerfDataReader::Open(const std::string& path, const Input
   auto impl = std::make_unique<Impl>();
   impl->name = path;
   auto file = InputFile::Open(path, limits);
-  if (!file.ok()) return Status(file.status().code(), "perf.data " + file.status().message());
+  if (!file.ok()) return WithContext(file.status(), "perf.data");
   impl->file.emplace(std::move(*file));
   impl->bytes = impl->file->bytes();
   PATHPROF_RETURN_IF_ERROR(impl->Init());

@@ -133,9 +133,8 @@ Result<Symbolizer::Module*> Symbolizer::ModuleFor(const std::shared_ptr<const El
 
 Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage>& image,
                                             uint64_t vaddr, const std::string& debug_file) {
-  auto mod = ModuleFor(image, debug_file);
-  if (!mod.ok()) return mod.status();
-  Module* m = *mod;
+  PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file));
+  Module* m = mod;
   auto hit = m->cache.find(vaddr);
   if (hit != m->cache.end()) return hit->second;
 

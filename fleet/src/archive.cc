@@ -334,21 +334,19 @@ Status ProfileArchive::Remove(const ArchivedWindow& entry) {
 }
 
 Result<ProfileWindow> ProfileArchive::Read(const ArchivedWindow& entry) const {
-  Result<std::string> pprof = ReadWhole(entry.profile_path);
-  if (!pprof.ok()) return pprof.status();
+  PATHPROF_ASSIGN_OR_RETURN(std::string pprof, ReadWhole(entry.profile_path));
   ProfileWindow window;
-  window.pprof = std::move(pprof).value();
+  window.pprof = std::move(pprof);
   window.start_unix_nanos = entry.start_unix_nanos;
   window.end_unix_nanos = entry.end_unix_nanos;
   window.labels = entry.labels;
   Result<std::string> text = ReadWhole(entry.labels_path);
   if (text.ok()) {
-    Result<ParsedMetadata> meta = ParseMetadata(entry.labels_path, *text);
-    if (!meta.ok()) return meta.status();
-    window.start_unix_nanos = meta->start;
-    window.end_unix_nanos = meta->end;
-    window.sample_rate_hz = meta->rate;
-    window.labels = std::move(meta->labels);
+    PATHPROF_ASSIGN_OR_RETURN(ParsedMetadata meta, ParseMetadata(entry.labels_path, *text));
+    window.start_unix_nanos = meta.start;
+    window.end_unix_nanos = meta.end;
+    window.sample_rate_hz = meta.rate;
+    window.labels = std::move(meta.labels);
   }
   return window;
 }

@@ -79,21 +79,19 @@ Result<std::unique_ptr<ParcaSink>> ParcaSink::Create(ParcaOptions options) {
   if (options.use_tls) {
     grpc::SslCredentialsOptions ssl;
     if (!options.tls.ca_file.empty()) {
-      Result<std::string> pem = ReadPem(options.tls.ca_file, "CA file");
-      if (!pem.ok()) return pem.status();
-      ssl.pem_root_certs = *pem;
+      PATHPROF_ASSIGN_OR_RETURN(std::string pem, ReadPem(options.tls.ca_file, "CA file"));
+      ssl.pem_root_certs = pem;
     }
     if (options.tls.client_cert.empty() != options.tls.client_key.empty()) {
       return Error(ErrorCode::kInvalidArgument,
                    "parca mutual TLS needs both client_cert and client_key");
     }
     if (!options.tls.client_cert.empty()) {
-      Result<std::string> cert = ReadPem(options.tls.client_cert, "client certificate");
-      if (!cert.ok()) return cert.status();
-      Result<std::string> key = ReadPem(options.tls.client_key, "client key");
-      if (!key.ok()) return key.status();
-      ssl.pem_cert_chain = *cert;
-      ssl.pem_private_key = *key;
+      PATHPROF_ASSIGN_OR_RETURN(std::string cert,
+                                ReadPem(options.tls.client_cert, "client certificate"));
+      PATHPROF_ASSIGN_OR_RETURN(std::string key, ReadPem(options.tls.client_key, "client key"));
+      ssl.pem_cert_chain = cert;
+      ssl.pem_private_key = key;
     }
     credentials = grpc::SslCredentials(ssl);
   } else {

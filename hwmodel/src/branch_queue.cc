@@ -60,20 +60,17 @@ Result<BranchQueueReport> SimulateBranchQueue(std::span<const BranchEvent> event
                                               const PathStackConfig& stack_config,
                                               const HotPathTableConfig& hpt_config,
                                               const BranchQueueSimConfig& sim) {
-  auto stack = PathStack::Create(stack_config);
-  if (!stack.ok()) return stack.status();
-  auto hpt = HotPathTable::Create(hpt_config);
-  if (!hpt.ok()) return hpt.status();
-  auto model = BranchQueueModel::Create(sim.queue_size);
-  if (!model.ok()) return model.status();
+  PATHPROF_ASSIGN_OR_RETURN(auto stack, PathStack::Create(stack_config));
+  PATHPROF_ASSIGN_OR_RETURN(auto hpt, HotPathTable::Create(hpt_config));
+  PATHPROF_ASSIGN_OR_RETURN(auto model, BranchQueueModel::Create(sim.queue_size));
   ProfilerLatencies lat = sim.latencies;
   if (sim.latencies_from_hpt) lat.hpt_miss = ProfilerLatencies::FromHpt(hpt_config).hpt_miss;
 
   BranchQueueReport report;
   for (const BranchEvent& e : events) {
     uint32_t hits = 0, misses = 0;
-    const uint8_t ops = stack->Process(e, [&](const CompletedPath& c) {
-      if (hpt->Record(c)) {
+    const uint8_t ops = stack.Process(e, [&](const CompletedPath& c) {
+      if (hpt.Record(c)) {
         hits += 1;
       } else {
         misses += 1;
@@ -82,14 +79,14 @@ Result<BranchQueueReport> SimulateBranchQueue(std::span<const BranchEvent> event
     report.paths += hits + misses;
     const uint64_t gap =
         sim.use_event_cycles && e.cycles > 0 ? e.cycles : uint64_t{sim.cycles_per_branch};
-    model->Add(gap, lat.ServiceCycles(ops, hits, misses));
+    model.Add(gap, lat.ServiceCycles(ops, hits, misses));
   }
-  report.branches = model->branches();
-  report.base_cycles = model->base_cycles();
-  report.busy_cycles = model->busy_cycles();
-  report.stall_cycles = model->stall_cycles();
-  report.overhead_percent = model->OverheadPercent();
-  report.hpt = hpt->stats();
+  report.branches = model.branches();
+  report.base_cycles = model.base_cycles();
+  report.busy_cycles = model.busy_cycles();
+  report.stall_cycles = model.stall_cycles();
+  report.overhead_percent = model.OverheadPercent();
+  report.hpt = hpt.stats();
   return report;
 }
 

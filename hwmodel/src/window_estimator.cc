@@ -24,9 +24,8 @@ Status WindowEstimatorConfig::Validate() const {
 
 Result<WindowEstimator> WindowEstimator::Create(const WindowEstimatorConfig& config) {
   PATHPROF_RETURN_IF_ERROR(config.Validate());
-  auto stack = PathStack::Create(config.stack);
-  if (!stack.ok()) return stack.status();
-  return WindowEstimator(config, std::move(stack).value());
+  PATHPROF_ASSIGN_OR_RETURN(auto stack, PathStack::Create(config.stack));
+  return WindowEstimator(config, std::move(stack));
 }
 
 WindowEstimator::WindowEstimator(const WindowEstimatorConfig& config, PathStack stack)

@@ -238,12 +238,11 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
   impl->pcct = std::make_unique<profiles::Pcct>(pid, pcct);
 
   const hwmodel::PathStackConfig stack_config = PathStackConfigFor(config.engine);
-  auto stack = hwmodel::PathStack::Create(stack_config);
-  if (!stack.ok()) return stack.status();
-  impl->stack_proto.emplace(std::move(*stack));
-  auto hpt = hwmodel::HotPathTable::Create(HotPathTableConfigFor(config.engine));
-  if (!hpt.ok()) return hpt.status();
-  impl->hpt.emplace(std::move(*hpt));
+  PATHPROF_ASSIGN_OR_RETURN(auto stack, hwmodel::PathStack::Create(stack_config));
+  impl->stack_proto.emplace(std::move(stack));
+  PATHPROF_ASSIGN_OR_RETURN(auto hpt,
+                            hwmodel::HotPathTable::Create(HotPathTableConfigFor(config.engine)));
+  impl->hpt.emplace(std::move(hpt));
   if (windowed) {
     hwmodel::WindowEstimatorConfig wc;
     wc.stack = stack_config;
@@ -261,9 +260,8 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
             "time, approximated by instructions (" + model.status().message() + ")";
       }
     }
-    auto est = hwmodel::WindowEstimator::Create(wc);
-    if (!est.ok()) return est.status();
-    impl->estimator.emplace(std::move(*est));
+    PATHPROF_ASSIGN_OR_RETURN(auto est, hwmodel::WindowEstimator::Create(wc));
+    impl->estimator.emplace(std::move(est));
   }
 
   profiles::OspConfig osp;
@@ -272,16 +270,14 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
   // Subpaths longer than a window can never complete inside one.
   if (windowed)
     max_len = std::min(max_len, std::max(2u, FloorPowerOfTwo(config.sampling.window_branches)));
-  auto lengths = profiles::OspLengthDistribution::Geometric(max_len);
-  if (!lengths.ok()) return lengths.status();
-  osp.lengths = std::move(*lengths);
+  PATHPROF_ASSIGN_OR_RETURN(auto lengths, profiles::OspLengthDistribution::Geometric(max_len));
+  osp.lengths = std::move(lengths);
   // Windowed sources see little of the stream: start sampling every block (f = 1) and let the
   // reservoir raise f when it fills.
   osp.expected_blocks = windowed ? 0 : config.osp.expected_blocks;
   osp.seed ^= pid;
-  auto reservoir = profiles::OspReservoir::Create(std::move(osp));
-  if (!reservoir.ok()) return reservoir.status();
-  impl->osp = std::move(*reservoir);
+  PATHPROF_ASSIGN_OR_RETURN(auto reservoir, profiles::OspReservoir::Create(std::move(osp)));
+  impl->osp = std::move(reservoir);
 
   // Read the mappings now: a short-lived target may be gone by the time its samples are read.
   {

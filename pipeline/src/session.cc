@@ -453,8 +453,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
   PATHPROF_RETURN_IF_ERROR(config.Validate());
   // What the host cannot do is said before anything about the targets.
   std::string reason;
-  auto chosen = ChooseBranchSource(config.source, caps, &reason);
-  if (!chosen.ok()) return chosen.status();
+  PATHPROF_ASSIGN_OR_RETURN(auto chosen, ChooseBranchSource(config.source, caps, &reason));
   for (uint32_t pid : config.pids) {
     if (!ProcessAlive(pid))
       return Status(ErrorCode::kNotFound, "process " + std::to_string(pid) +
@@ -473,14 +472,13 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
   s->info.started_unix_ms = UnixMs();
   if (config.confine_to_uid) {
     for (uint32_t pid : config.pids) {
-      auto creds = ReadTargetCredentials(pid);
-      if (!creds.ok()) return creds.status();
+      PATHPROF_ASSIGN_OR_RETURN(auto creds, ReadTargetCredentials(pid));
       Confinement who{*config.confine_to_uid, {}};
-      for (uint32_t g : creds->gids)
+      for (uint32_t g : creds.gids)
         if (std::find(who.gids.begin(), who.gids.end(), g) == who.gids.end()) who.gids.push_back(g);
       // The group ids a target starts with are its own (a user's process may run with any of
       // their groups); its user ids, capabilities and dumpability must be plainly the user's.
-      const std::string gain = PrivilegeGain(*creds, who);
+      const std::string gain = PrivilegeGain(creds, who);
       if (!gain.empty())
         return Status(ErrorCode::kPermission, "pid " + std::to_string(pid) +
                                                   " holds privileges you (uid " +
@@ -489,7 +487,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
     }
   }
 
-  collectors::BranchSource source = *chosen;
+  collectors::BranchSource source = chosen;
   if (source == collectors::BranchSource::kLbr || source == collectors::BranchSource::kIntelPt) {
     // The sinks reach the ingestor only once the live thread polls, after it exists.
     const Status st = s->StartLiveSources(source);
@@ -510,9 +508,8 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       : source == collectors::BranchSource::kLbr        ? BranchWindows::kTakenBranches
                                                         : BranchWindows::kNone;
   for (uint32_t pid : config.pids) {
-    auto store = ProfileStore::Create(pid, config, windows, symbols);
-    if (!store.ok()) return store.status();
-    s->stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store)));
+    PATHPROF_ASSIGN_OR_RETURN(auto store, ProfileStore::Create(pid, config, windows, symbols));
+    s->stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(store)));
   }
   s->ingestor =
       std::make_unique<Ingestor>(config.queues, [s](uint32_t pid) { return s->Lookup(pid); });
@@ -786,8 +783,7 @@ Result<std::string> Session::ExportPprof(bool include_paths, bool kernel_address
   options.period = 1000000000LL / hz;
   options.time_nanos = impl_->info.started_unix_ms * 1000000LL;
   options.default_sample_type = "samples";
-  auto builder = pp::ProfileBuilder::Create(options);
-  if (!builder.ok()) return builder.status();
+  PATHPROF_ASSIGN_OR_RETURN(auto builder, pp::ProfileBuilder::Create(options));
   auto to_pprof = [](const Location& l) {
     pp::Location out;
     out.address = l.address;
@@ -869,7 +865,7 @@ Result<std::string> Session::ExportPprof(bool include_paths, bool kernel_address
       sample.values = {value};
       if (include_paths) sample.values.push_back(0);
       sample.num_labels.push_back({"pid", int64_t(n.pid), ""});
-      PATHPROF_RETURN_IF_ERROR(builder->AddSample(sample));
+      PATHPROF_RETURN_IF_ERROR(builder.AddSample(sample));
     }
   }
   if (include_paths) {
@@ -885,10 +881,10 @@ Result<std::string> Session::ExportPprof(bool include_paths, bool kernel_address
       sample.num_labels.push_back({"pid", int64_t(p.pid), ""});
       sample.num_labels.push_back({"path_length", int64_t(p.length), ""});
       sample.num_labels.push_back({"path_outcomes", int64_t(p.outcomes), ""});
-      PATHPROF_RETURN_IF_ERROR(builder->AddSample(sample));
+      PATHPROF_RETURN_IF_ERROR(builder.AddSample(sample));
     }
   }
-  return builder->SerializeGzip();
+  return builder.SerializeGzip();
 }
 
 }  // namespace pathprof::pipeline

@@ -81,11 +81,10 @@ Result<Session::BranchProfile> Session::ExportBranchProfile(decoders::BranchProf
   request.source = "session " + id();
   MemoryFile file;
   if (!file.ok()) return Error(ErrorCode::kIo, std::string("memfd_create: ") + strerror(errno));
-  auto summary = decoders::WriteBranchProfile(std::move(merged), request, file.path());
-  if (!summary.ok()) return summary.status();
-  auto data = file.Contents();
-  if (!data.ok()) return data.status();
-  return BranchProfile{std::move(*data), std::move(*summary)};
+  PATHPROF_ASSIGN_OR_RETURN(auto summary,
+                            decoders::WriteBranchProfile(std::move(merged), request, file.path()));
+  PATHPROF_ASSIGN_OR_RETURN(auto data, file.Contents());
+  return BranchProfile{std::move(data), std::move(summary)};
 }
 
 }  // namespace pathprof::pipeline

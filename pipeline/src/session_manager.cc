@@ -48,9 +48,8 @@ Result<std::shared_ptr<Session>> SessionManager::Start(SessionConfig config) {
                   static_cast<unsigned>(std::random_device{}() & 0xffff));
     id = buf;
   }
-  auto session = Session::Start(id, std::move(config), caps_, symbols_);
-  if (!session.ok()) return session.status();
-  std::shared_ptr<Session> shared(std::move(*session));
+  PATHPROF_ASSIGN_OR_RETURN(auto session, Session::Start(id, std::move(config), caps_, symbols_));
+  std::shared_ptr<Session> shared(std::move(session));
   std::lock_guard<std::mutex> lock(mu_);
   sessions_.push_back(shared);
   return shared;

@@ -5,9 +5,8 @@
 namespace pathprof::profiles {
 
 Result<BallLarus> BallLarus::Build(const Cfg& cfg) {
-  Result<PathDag> dag = PathDag::Build(cfg);
-  if (!dag.ok()) return dag.status();
-  return Build(std::move(dag).value());
+  PATHPROF_ASSIGN_OR_RETURN(PathDag dag, PathDag::Build(cfg));
+  return Build(std::move(dag));
 }
 
 Result<BallLarus> BallLarus::Build(PathDag dag) {

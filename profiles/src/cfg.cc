@@ -68,12 +68,9 @@ Result<Cfg> Cfg::FromEdgeList(std::span<const std::pair<std::string, std::string
     return cfg.AddNode(name);
   };
   for (const auto& [from_name, to_name] : edges) {
-    Result<NodeId> from = node_of(from_name);
-    if (!from.ok()) return from.status();
-    Result<NodeId> to = node_of(to_name);
-    if (!to.ok()) return to.status();
-    Result<EdgeId> edge = cfg.AddEdge(*from, *to);
-    if (!edge.ok()) return edge.status();
+    PATHPROF_ASSIGN_OR_RETURN(NodeId from, node_of(from_name));
+    PATHPROF_ASSIGN_OR_RETURN(NodeId to, node_of(to_name));
+    PATHPROF_RETURN_IF_ERROR(cfg.AddEdge(from, to).status());
   }
   NodeId entry = cfg.FindNode(entry_name);
   if (entry == kNoNode) {

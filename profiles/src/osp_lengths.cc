@@ -27,17 +27,15 @@ OspLengthDistribution::OspLengthDistribution() {
 }
 
 Result<OspLengthDistribution> OspLengthDistribution::Geometric(uint32_t max_length) {
-  Result<size_t> classes = ClassCount(max_length);
-  if (!classes.ok()) return classes.status();
+  PATHPROF_ASSIGN_OR_RETURN(size_t classes, ClassCount(max_length));
   std::vector<double> w;
-  for (size_t i = 0; i < *classes; ++i) w.push_back(std::ldexp(1.0, -static_cast<int>(i + 1)));
+  for (size_t i = 0; i < classes; ++i) w.push_back(std::ldexp(1.0, -static_cast<int>(i + 1)));
   return FromWeights(std::move(w));
 }
 
 Result<OspLengthDistribution> OspLengthDistribution::Uniform(uint32_t max_length) {
-  Result<size_t> classes = ClassCount(max_length);
-  if (!classes.ok()) return classes.status();
-  return FromWeights(std::vector<double>(*classes, 1.0));
+  PATHPROF_ASSIGN_OR_RETURN(size_t classes, ClassCount(max_length));
+  return FromWeights(std::vector<double>(classes, 1.0));
 }
 
 Result<OspLengthDistribution> OspLengthDistribution::FromWeights(std::vector<double> weights) {

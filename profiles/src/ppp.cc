@@ -47,10 +47,9 @@ Result<PppNumbering> PppNumbering::Build(const BallLarus& bl,
   paths.reserve(interesting.size());
   std::vector<uint32_t> start(num_edges + 1, 0);
   for (uint64_t id : interesting) {
-    Result<DagPath> path = bl.PathOf(id);
-    if (!path.ok()) return path.status();
-    for (EdgeId e : *path) ++start[e + 1];
-    paths.push_back(std::move(path).value());
+    PATHPROF_ASSIGN_OR_RETURN(DagPath path, bl.PathOf(id));
+    for (EdgeId e : path) ++start[e + 1];
+    paths.push_back(std::move(path));
   }
   for (size_t e = 0; e < num_edges; ++e) start[e + 1] += start[e];
   std::vector<Visit> visits(start[num_edges]);

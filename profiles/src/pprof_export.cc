@@ -327,9 +327,8 @@ Result<std::string> ProfileBuilder::SerializeUncompressed() const {
 }
 
 Result<std::string> ProfileBuilder::SerializeGzip() const {
-  Result<std::string> raw = SerializeUncompressed();
-  if (!raw.ok()) return raw.status();
-  return GzipCompress(*raw);
+  PATHPROF_ASSIGN_OR_RETURN(std::string raw, SerializeUncompressed());
+  return GzipCompress(raw);
 }
 
 Status WriteProfileFile(const std::string& path, const std::string& bytes) {

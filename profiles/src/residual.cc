@@ -20,9 +20,8 @@ Result<ResidualDetector> ResidualDetector::Create(BallLarus bl,
                                                   std::span<const uint64_t> baseline) {
   ResidualDetector detector;
   if (!baseline.empty()) {
-    Result<PppNumbering> ppp = PppNumbering::Build(bl, baseline);
-    if (!ppp.ok()) return ppp.status();
-    detector.ppp_ = std::move(ppp).value();
+    PATHPROF_ASSIGN_OR_RETURN(PppNumbering ppp, PppNumbering::Build(bl, baseline));
+    detector.ppp_ = std::move(ppp);
     detector.known_counts_.assign(baseline.size(), 0);
   }
   detector.bl_ = std::move(bl);
@@ -44,22 +43,20 @@ bool ResidualDetector::IsKnown(int64_t ppp_id, uint64_t bl_id) const {
 }
 
 Status ResidualDetector::Record(std::span<const EdgeId> path, uint64_t count) {
-  Result<uint64_t> bl_id = bl_.IdOf(path);
-  if (!bl_id.ok()) return bl_id.status();
+  PATHPROF_ASSIGN_OR_RETURN(uint64_t bl_id, bl_.IdOf(path));
   const int64_t ppp_id = ppp_.has_value() ? ppp_->IdOf(path) : 0;
   if (ppp_.has_value()) {
-    if (std::optional<size_t> slot = ppp_->Lookup(ppp_id, *bl_id)) {
+    if (std::optional<size_t> slot = ppp_->Lookup(ppp_id, bl_id)) {
       return AddCount(known_counts_[*slot], count);
     }
   }
-  auto [it, inserted] = residual_.try_emplace(*bl_id, ppp_id, 0);
+  auto [it, inserted] = residual_.try_emplace(bl_id, ppp_id, 0);
   return AddCount(it->second.second, count);
 }
 
 Status ResidualDetector::RecordId(uint64_t bl_id, uint64_t count) {
-  Result<DagPath> path = bl_.PathOf(bl_id);
-  if (!path.ok()) return path.status();
-  return Record(*path, count);
+  PATHPROF_ASSIGN_OR_RETURN(DagPath path, bl_.PathOf(bl_id));
+  return Record(path, count);
 }
 
 ResidualReport ResidualDetector::Report() const {
@@ -88,13 +85,12 @@ ResidualReport ResidualDetector::Report() const {
 
 Result<ResidualReport> FindResidualPaths(const BallLarus& bl, std::span<const PathCount> baseline,
                                          std::span<const PathCount> current) {
-  Result<ResidualDetector> detector = ResidualDetector::Create(bl, baseline);
-  if (!detector.ok()) return detector.status();
+  PATHPROF_ASSIGN_OR_RETURN(ResidualDetector detector, ResidualDetector::Create(bl, baseline));
   for (const PathCount& p : current) {
     if (p.count == 0) continue;
-    PATHPROF_RETURN_IF_ERROR(detector->RecordId(p.bl_id, p.count));
+    PATHPROF_RETURN_IF_ERROR(detector.RecordId(p.bl_id, p.count));
   }
-  return detector->Report();
+  return detector.Report();
 }
 
 }  // namespace pathprof::profiles

@@ -21,6 +21,53 @@ TEST(Status, ResultCarriesValueOrError) {
   EXPECT_EQ(r.status().ToString(), "invalid argument: odd input 3");
 }
 
+// Quarter(x) = Half(Half(x)), each step through PATHPROF_ASSIGN_OR_RETURN; `steps` counts the
+// lines after each macro that ran, so a macro that carried on after a failure is seen.
+Result<int> Quarter(int x, int* steps) {
+  PATHPROF_ASSIGN_OR_RETURN(int half, Half(x));
+  ++*steps;
+  PATHPROF_ASSIGN_OR_RETURN(auto quarter, Half(half));
+  ++*steps;
+  return quarter;
+}
+
+Status CheckQuarter(int x, int* steps) {
+  PATHPROF_ASSIGN_OR_RETURN(int q, Quarter(x, steps));
+  return q > 0 ? Status::Ok() : Error(ErrorCode::kInvalidArgument, "not positive");
+}
+
+TEST(Status, AssignOrReturnTakesTheValueOrReturnsTheFirstFailure) {
+  int steps = 0;
+  EXPECT_EQ(*Quarter(12, &steps), 3);
+  EXPECT_EQ(steps, 2);
+  steps = 0;
+  auto r = Quarter(6, &steps);  // 6 -> 3 -> odd
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().ToString(), "invalid argument: odd input 3");
+  EXPECT_EQ(steps, 1);
+  steps = 0;
+  Status s = CheckQuarter(5, &steps);
+  EXPECT_EQ(s.ToString(), "invalid argument: odd input 5");
+  EXPECT_EQ(steps, 0);
+  EXPECT_TRUE(CheckQuarter(4, &steps).ok());
+}
+
+TEST(Status, AResultMadeFromOkIsAnInternalErrorThatSaysSo) {
+  Result<int> r = Status::Ok();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInternal);
+  EXPECT_NE(r.status().message().find("OK status where a value"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(Status, WithContextKeepsTheCodeAndPutsTheContextFirst) {
+  Status s = WithContext(Error(ErrorCode::kNotFound, "no such file x.pbs"), "reading recording");
+  EXPECT_EQ(s.code(), ErrorCode::kNotFound);
+  EXPECT_EQ(s.ToString(), "not found: reading recording: no such file x.pbs");
+  EXPECT_TRUE(WithContext(Status::Ok(), "anything").ok());
+  EXPECT_EQ(WithContext(Status::Ok(), "anything").message(), "");
+}
+
 TEST(BranchKind, NamesRoundTrip) {
   for (int i = 0; i < kBranchKindCount; ++i) {
     BranchKind k = static_cast<BranchKind>(i), back;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -43,13 +44,24 @@ class [[nodiscard]] Status {
 
 Status Error(ErrorCode code, std::string message);
 
+// The same failure with what the caller was doing in front: "reading maps of pid 42: <message>".
+// The code is kept, so callers that branch on it still can. An OK status stays OK.
+Status WithContext(const Status& status, std::string_view context);
+
+// What a Result holds when it was made from an OK status: a function that returns a Result must
+// return a value or a failure, and an OK status with no value is a bug in that function. It is
+// turned into this internal error (never a failure whose status says "ok", which callers would
+// print as an empty message), rather than an abort: nothing in a daemon should crash on it.
+Status OkStatusWithoutValue();
+
 // A value or the Status that explains why there is none. (std::expected is C++23; Debian 12's
 // GCC 12 does not ship it, so this is the minimal stand-in.)
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Status status)                      // NOLINT: implicit by design
+      : v_(status.ok() ? OkStatusWithoutValue() : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
@@ -76,3 +88,15 @@ class [[nodiscard]] Result {
     ::pathprof::Status _pp_status = (expr);  \
     if (!_pp_status.ok()) return _pp_status; \
   } while (0)
+
+// `PATHPROF_ASSIGN_OR_RETURN(auto x, ReadThing(path));` declares x as the value of a Result, or
+// returns its failed Status from the enclosing function (which returns a Status or any Result).
+// A type with a comma in it (std::pair<A, B>) needs `auto` or an alias.
+#define PATHPROF_ASSIGN_OR_RETURN(lhs, ...) \
+  PATHPROF_ASSIGN_OR_RETURN_IMPL_(PATHPROF_STATUS_CONCAT_(_pp_result_, __LINE__), lhs, __VA_ARGS__)
+#define PATHPROF_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, ...) \
+  auto tmp = (__VA_ARGS__);                            \
+  if (!tmp.ok()) return tmp.status();                  \
+  lhs = std::move(tmp).value()
+#define PATHPROF_STATUS_CONCAT_(a, b) PATHPROF_STATUS_CONCAT_INNER_(a, b)
+#define PATHPROF_STATUS_CONCAT_INNER_(a, b) a##b
