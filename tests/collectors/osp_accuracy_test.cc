@@ -10,9 +10,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <set>
@@ -189,10 +191,14 @@ std::vector<BlockId> ExampleBlocks(const std::string& example, const std::string
     collectors::ExactTraceOptions o;
     o.argv = {exe};
     if (!arg.empty()) o.argv.push_back(arg);
-    auto st = collectors::TraceExactToFile(o, pbs);
+    // Written aside and renamed when complete: a run killed mid-trace must not leave a
+    // truncated cache that every later run would read (it did once: "more.ok()" failed).
+    const std::string partial = pbs + ".partial";
+    auto st = collectors::TraceExactToFile(o, partial);
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.status().ToString());
     if (!st.ok()) return {};
     EXPECT_EQ(st->exit_code, 0);
+    EXPECT_EQ(std::rename(partial.c_str(), pbs.c_str()), 0) << pbs << ": " << strerror(errno);
   }
   auto reader = PbsReader::Open(pbs);
   EXPECT_TRUE(reader.ok());
@@ -239,7 +245,7 @@ INSTANTIATE_TEST_SUITE_P(
     // FFT: 16 rounds (177k blocks; ~3.5 min to trace once per build directory). Its top 10
     // reach length 32, sampled with P(32) = 1/31 even at f = 1: the 2 default rounds keep too
     // few samples for a 2% median (1.7-2.9% over seeds 1-4 and 7), 16 give 0.9-1.4%.
-        // Heap sort: 4 sorts (255k blocks). Its exact ranks 3-5 tie and the 6th is 7% below them;
+    // Heap sort: 4 sorts (255k blocks). Its exact ranks 3-5 tie and the 6th is 7% below them;
     // one sort leaves each count a ~5% error bound, so which of them made the top 5 was a coin
     // toss that a change of start-up code could flip; four sorts halve the bound.
     ::testing::Values(Example{"example_fft_static", "16"}, Example{"example_heapsort_static", "4"}),
