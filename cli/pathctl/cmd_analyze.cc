@@ -6,14 +6,17 @@
 #include <cstdio>
 #include <string>
 
-#include "pathctl/analyze_input.h"
 #include "pathctl/command.h"
 #include "pathctl/json_writer.h"
+#include "pathprof/pipeline/offline_analysis.h"
 
 namespace pathctl {
 namespace {
 
 namespace pl = pathprof::pipeline;
+using pl::AnalyzeFile;
+using pl::AnalyzeOptions;
+using pl::DecodeSummary;
 
 struct ProcessReport {
   pl::TargetInfo info;
@@ -237,6 +240,8 @@ int RunAnalyze(Args& args) {
     std::fprintf(stderr, "pathctl analyze: %s\n", result.status().ToString().c_str());
     return kExitError;
   }
+  for (const std::string& w : result->decode.warnings)
+    std::fprintf(stderr, "pathctl analyze: %s\n", w.c_str());
   const uint32_t k = static_cast<uint32_t>(top);
   std::vector<ProcessReport> reports;
   for (auto& [p, store] : result->stores) {

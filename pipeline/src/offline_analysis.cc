@@ -1,4 +1,4 @@
-#include "pathctl/analyze_input.h"
+#include "pathprof/pipeline/offline_analysis.h"
 
 #include <fcntl.h>
 #include <intel-pt.h>
@@ -24,15 +24,10 @@
 #include "pathprof/decoders/pt_synth.h"
 #include "pathprof/decoders/x86_branch.h"
 
-namespace pathctl {
+namespace pathprof::pipeline {
 namespace {
 
-namespace pl = pathprof::pipeline;
-namespace dec = pathprof::decoders;
-using pathprof::BranchBatch;
-using pathprof::ErrorCode;
-using pathprof::Result;
-using pathprof::Status;
+namespace dec = decoders;
 
 constexpr uint32_t kNoPid = ~0u;  // perf's -1: kernel mappings, CPU-wide AUX buffers
 
@@ -51,7 +46,7 @@ struct RecordedProcesses {
     map.pgoff = m.pgoff;
     map.executable = !m.is_mmap2 || (m.prot & PROT_EXEC) != 0;
     map.path = m.filename;
-    map.build_id = pathprof::HexBytes(m.build_id);
+    map.build_id = HexBytes(m.build_id);
     mappings[m.pid].push_back(std::move(map));
     mmaps[m.pid].push_back(m);
     pid_of_tid.emplace(m.tid, m.pid);
@@ -68,15 +63,15 @@ struct RecordedProcesses {
 
 class Stores {
  public:
-  Stores(const AnalyzeOptions& options, pl::BranchWindows windows, AnalyzeResult* out,
+  Stores(const AnalyzeOptions& options, BranchWindows windows, AnalyzeResult* out,
          const RecordedProcesses* processes)
       : options_(options), windows_(windows), out_(out), processes_(processes) {}
 
   // The store of `pid`, created with the recorded mappings on first use.
-  Result<pl::ProfileStore*> For(uint32_t pid) {
+  Result<ProfileStore*> For(uint32_t pid) {
     auto it = out_->stores.find(pid);
     if (it != out_->stores.end()) return it->second.get();
-    auto store = pl::ProfileStore::CreateOffline(pid, options_.config, windows_, out_->symbols);
+    auto store = ProfileStore::CreateOffline(pid, options_.config, windows_, out_->symbols);
     if (!store.ok()) return store.status();
     if (processes_ != nullptr) {
       if (auto m = processes_->mappings.find(pid); m != processes_->mappings.end())
@@ -110,9 +105,9 @@ class Stores {
   ~Stores() { cpu_.Flush(); }  // the last batch's CPU, before anyone reads the stats
 
  private:
-  pl::CpuCharger cpu_;
+  CpuCharger cpu_;
   const AnalyzeOptions& options_;
-  pl::BranchWindows windows_;
+  BranchWindows windows_;
   AnalyzeResult* out_;
   const RecordedProcesses* processes_;
 };
@@ -134,8 +129,7 @@ void MergePtStats(const dec::PtDecodeStats& s, DecodeSummary* d) {
 }
 
 // Pass 1 over a perf.data: processes, and whether it holds Intel PT data.
-Result<RecordedProcesses> ReadSideband(const pathprof::InputFile& input, bool* has_pt,
-                                       DecodeSummary* d) {
+Result<RecordedProcesses> ReadSideband(const InputFile& input, bool* has_pt, DecodeSummary* d) {
   auto reader = dec::PerfDataReader::FromBytes(input.bytes(), input.name());
   if (!reader.ok()) return reader.status();
   PATHPROF_RETURN_IF_ERROR(reader->RequireX86_64());
@@ -147,7 +141,7 @@ Result<RecordedProcesses> ReadSideband(const pathprof::InputFile& input, bool* h
     if (!more.ok()) {
       // Keep what was read before the damage; say where it stopped.
       d->decode_errors["perf_data_truncated_or_corrupt"]++;
-      std::fprintf(stderr, "pathctl analyze: %s\n", more.status().ToString().c_str());
+      d->warnings.push_back(more.status().ToString());
       break;
     }
     if (!*more) break;
@@ -170,13 +164,13 @@ Result<RecordedProcesses> ReadSideband(const pathprof::InputFile& input, bool* h
   return p;
 }
 
-Status AnalyzeLbr(const pathprof::InputFile& input, const AnalyzeOptions& options,
+Status AnalyzeLbr(const InputFile& input, const AnalyzeOptions& options,
                   const RecordedProcesses& processes, AnalyzeResult* out) {
   out->decode.format = "perf.data/lbr";
   dec::LbrReplayOptions opt;
   opt.images.binary_dir = options.binary_dir;
   opt.pid = options.pid;
-  Stores stores(options, pl::BranchWindows::kTakenBranches, out, &processes);
+  Stores stores(options, BranchWindows::kTakenBranches, out, &processes);
   Status sink_status;
   auto reader = dec::PerfDataReader::FromBytes(input.bytes(), input.name());
   if (!reader.ok()) return reader.status();
@@ -218,7 +212,7 @@ Status AnalyzeLbr(const pathprof::InputFile& input, const AnalyzeOptions& option
 
 // Pass 2 for Intel PT: every AUXTRACE buffer of a thread, concatenated in file order (full-trace
 // mode writes one continuous stream per thread), decoded over the process's recorded mappings.
-Status AnalyzePt(const pathprof::InputFile& input, const AnalyzeOptions& options,
+Status AnalyzePt(const InputFile& input, const AnalyzeOptions& options,
                  const RecordedProcesses& processes, AnalyzeResult* out) {
   DecodeSummary& d = out->decode;
   d.format = "perf.data/intel-pt";
@@ -230,8 +224,7 @@ Status AnalyzePt(const pathprof::InputFile& input, const AnalyzeOptions& options
     pt_config = *config;
   } else {
     d.decode_errors["pt_config_incomplete"]++;
-    std::fprintf(stderr, "pathctl analyze: decoding with default PT settings: %s\n",
-                 config.status().ToString().c_str());
+    d.warnings.push_back("decoding with default PT settings: " + config.status().ToString());
   }
   std::map<uint32_t, std::vector<uint8_t>> trace_of_tid;
   dec::PerfRecord rec;
@@ -258,7 +251,7 @@ Status AnalyzePt(const pathprof::InputFile& input, const AnalyzeOptions& options
   dec::ImageStoreOptions store_options;
   store_options.binary_dir = options.binary_dir;
   dec::ImageStore files(store_options);
-  Stores stores(options, pl::BranchWindows::kNone, out, &processes);
+  Stores stores(options, BranchWindows::kNone, out, &processes);
   for (auto& [tid, bytes] : trace_of_tid) {
     auto pit = processes.pid_of_tid.find(tid);
     const uint32_t pid = pit != processes.pid_of_tid.end() ? pit->second : tid;
@@ -270,7 +263,7 @@ Status AnalyzePt(const pathprof::InputFile& input, const AnalyzeOptions& options
         for (const dec::PerfMmap& mm : m->second) {
           if (mm.is_mmap2 && (mm.prot & PROT_EXEC) == 0) continue;
           if (mm.filename.empty() || mm.filename[0] != '/') continue;
-          auto found = files.Get(mm.filename, pathprof::HexBytes(mm.build_id));
+          auto found = files.Get(mm.filename, HexBytes(mm.build_id));
           const std::string file = found.ok() ? (*found)->path() : mm.filename;
           if (image->AddFile(file, mm.pgoff, mm.start, mm.start + mm.len).ok())
             d.counters["images_found"]++;
@@ -291,7 +284,7 @@ Status AnalyzePt(const pathprof::InputFile& input, const AnalyzeOptions& options
 // synchronously; anything else that transfers far was asynchronous.
 class FarBranchProbe {
  public:
-  explicit FarBranchProbe(const std::vector<pathprof::ImageRecord>& images) : images_(images) {}
+  explicit FarBranchProbe(const std::vector<ImageRecord>& images) : images_(images) {}
   bool operator()(uint64_t ip) const {
     for (const auto& img : images_) {
       if (ip < img.start || ip >= img.end || img.path.empty() || img.path[0] != '/') continue;
@@ -303,39 +296,38 @@ class FarBranchProbe {
       close(fd);
       dec::X86Instruction insn;
       return n > 0 && dec::DecodeX86Fast(buf, static_cast<size_t>(n), ip, &insn) &&
-             insn.is_branch && insn.kind == pathprof::BranchKind::kFarTransfer;
+             insn.is_branch && insn.kind == BranchKind::kFarTransfer;
     }
     return false;
   }
 
  private:
-  const std::vector<pathprof::ImageRecord>& images_;
+  const std::vector<ImageRecord>& images_;
 };
 
-Status AnalyzePbs(const pathprof::InputFile& input, const AnalyzeOptions& options,
-                  AnalyzeResult* out) {
-  auto reader = pathprof::PbsReader::FromBytes(
+Status AnalyzePbs(const InputFile& input, const AnalyzeOptions& options, AnalyzeResult* out) {
+  auto reader = PbsReader::FromBytes(
       std::vector<uint8_t>(input.bytes().begin(), input.bytes().end()), input.name());
   if (!reader.ok()) return reader.status();
-  auto pbs = pathprof::ReadPbs(&*reader);
+  auto pbs = ReadPbs(&*reader);
   if (!pbs.ok()) return pbs.status();
   DecodeSummary& d = out->decode;
   d.records = pbs->batches.size() + pbs->images.size() + pbs->meta.size();
   RecordedProcesses processes;
-  for (const pathprof::ImageRecord& img : pbs->images) {
+  for (const ImageRecord& img : pbs->images) {
     dec::Mapping m;
     m.start = img.start;
     m.len = img.end - img.start;
     m.pgoff = img.file_offset;
     m.path = img.path;
-    m.build_id = pathprof::HexBytes(img.build_id);
+    m.build_id = HexBytes(img.build_id);
     processes.mappings[img.pid].push_back(std::move(m));
   }
   bool windowed = false;
   for (const BranchBatch& b : pbs->batches) windowed |= b.window;
   // Windows in a .pbs do not say how their starts were drawn: taken as LBR-like.
-  Stores stores(options, windowed ? pl::BranchWindows::kTakenBranches : pl::BranchWindows::kNone,
-                out, &processes);
+  Stores stores(options, windowed ? BranchWindows::kTakenBranches : BranchWindows::kNone, out,
+                &processes);
   if (!options.pbs_via_pt) {
     d.format = "pbs";
     d.samples = pbs->batches.size();
@@ -362,7 +354,7 @@ Status AnalyzePbs(const pathprof::InputFile& input, const AnalyzeOptions& option
     auto& image = images[t.pid];
     if (image == nullptr) {
       image = std::make_shared<dec::PtImage>(*cache, "pid " + std::to_string(t.pid));
-      std::vector<pathprof::ImageRecord> mine;
+      std::vector<ImageRecord> mine;
       for (const auto& img : pbs->images)
         if (img.pid == t.pid) mine.push_back(img);
       image->AddImages(mine);
@@ -386,10 +378,10 @@ Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions&
   AnalyzeResult out;
   dec::ImageStoreOptions images;
   images.binary_dir = options.binary_dir;
-  out.symbols = std::make_shared<pl::SymbolService>(images);
+  out.symbols = std::make_shared<SymbolService>(images);
   // Read once: a pipe cannot be read twice, and the passes below each walk the whole input.
   static constexpr std::string_view kMagics[] = {"PERFILE2", "PBS"};
-  auto input = pathprof::InputFile::Open(path, options.limits, kMagics);
+  auto input = InputFile::Open(path, options.limits, kMagics);
   if (!input.ok()) return input.status();
   if (LooksLikePbs(input->bytes()) || path.ends_with(".pbs")) {
     PATHPROF_RETURN_IF_ERROR(AnalyzePbs(*input, options, &out));
@@ -406,8 +398,8 @@ Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions&
     PATHPROF_RETURN_IF_ERROR(AnalyzeLbr(*input, options, *processes, &out));
   // Shown so that a host whose clocks are system calls can see what they cost here: CPU time is
   // charged per batch, never per sample.
-  out.decode.counters["clock_reads"] = pathprof::ClockReads();
+  out.decode.counters["clock_reads"] = ClockReads();
   return out;
 }
 
-}  // namespace pathctl
+}  // namespace pathprof::pipeline

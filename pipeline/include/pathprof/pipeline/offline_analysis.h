@@ -1,8 +1,8 @@
-// pathctl analyze's input side: reads a recording (perf.data with LBR samples, perf.data with
-// Intel PT AUX data, or a .pbs branch stream), decodes it into branch batches and feeds them to
-// one offline pipeline::ProfileStore per recorded process, with the recorded mappings. Every
-// loss on the way (broken LBR windows, dropped entries, PT decode errors) is counted in
-// DecodeSummary.
+// The offline pipeline behind `pathctl analyze`: reads a recording (perf.data with LBR samples,
+// perf.data with Intel PT AUX data, or a .pbs branch stream), decodes it into branch batches and
+// feeds them to one offline pipeline::ProfileStore per recorded process, with the recorded
+// mappings. Every loss on the way (broken LBR windows, dropped entries, PT decode errors) is
+// counted in DecodeSummary.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include "pathprof/pipeline/session_config.h"
 #include "pathprof/pipeline/symbol_service.h"
 
-namespace pathctl {
+namespace pathprof::pipeline {
 
 struct AnalyzeOptions {
   std::string binary_dir;       // like perf's --symfs; empty: recorded paths on this host
@@ -29,8 +29,8 @@ struct AnalyzeOptions {
   // Decode only: rebuild and count the branch stream, build no profile (to compare the decoder
   // alone with perf script, which builds none either).
   bool decode_only = false;
-  pathprof::InputLimits limits;  // how much of a pipe or file is read
-  pathprof::pipeline::SessionConfig config;
+  InputLimits limits;  // how much of a pipe or file is read
+  SessionConfig config;
 };
 
 struct DecodeSummary {
@@ -47,15 +47,18 @@ struct DecodeSummary {
   std::map<std::string, uint64_t> dropped_entries;  // reason -> LBR entries dropped
   std::map<std::string, uint64_t> decode_errors;    // reason -> count (PT errors, bad records)
   std::map<std::string, uint64_t> counters;         // other named facts (images found, ...)
+  // What the caller should tell the user besides the counts: where a damaged input stopped
+  // being read, or that PT was decoded with default settings (and why).
+  std::vector<std::string> warnings;
 };
 
 struct AnalyzeResult {
   DecodeSummary decode;
-  std::shared_ptr<pathprof::pipeline::SymbolService> symbols;
+  std::shared_ptr<SymbolService> symbols;
   // One store per process that had branches, in pid order.
-  std::map<uint32_t, std::unique_ptr<pathprof::pipeline::ProfileStore>> stores;
+  std::map<uint32_t, std::unique_ptr<ProfileStore>> stores;
 };
 
-pathprof::Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options);
+Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options);
 
-}  // namespace pathctl
+}  // namespace pathprof::pipeline
