@@ -8,8 +8,8 @@
 #include <cmath>
 #include <set>
 
+#include "pathprof/api/convert.h"
 #include "pathprof/core/clock.h"
-#include "pathprof/daemon/convert.h"
 #include "pathprof/daemon/log.h"
 #include "pathprof/daemon/process_stats.h"
 #include "pathprof/daemon/procfs.h"
@@ -21,6 +21,9 @@
 
 namespace pathprof::daemon {
 namespace {
+
+using api::FromProto;
+using api::ToProto;
 
 using grpc::StatusCode;
 
@@ -68,40 +71,6 @@ grpc::Status ToGrpc(const Status& s) {
 grpc::Status AboveLimit(const char* field, uint64_t value, uint64_t max, const char* key) {
   return Invalid(std::string(field) + " " + std::to_string(value) +
                  " is above the server maximum " + std::to_string(max) + " (limits." + key + ")");
-}
-
-void FillCapability(const collectors::SourceCapability& in, v1::SourceCapability* out) {
-  out->set_available(in.available);
-  out->set_detail(in.detail);
-}
-
-void FillMechanism(const collectors::MechanismResult& in, v1::SourceCapability* out) {
-  out->set_available(in.works);
-  out->set_detail(in.detail);
-}
-
-v1::StepMode StepModeToProto(collectors::StepMode m) {
-  switch (m) {
-    case collectors::StepMode::kBreakpoints:
-      return v1::STEP_MODE_BREAKPOINTS;
-    case collectors::StepMode::kInt3:
-      return v1::STEP_MODE_INT3;
-    case collectors::StepMode::kSingleStep:
-      break;
-  }
-  return v1::STEP_MODE_SINGLE_STEP;
-}
-
-void FillStepMechanisms(const collectors::StepProbeResult& p, v1::StepMechanisms* out) {
-  FillMechanism(p.single_step, out->mutable_single_step());
-  FillMechanism(p.dr_breakpoints, out->mutable_dr_breakpoints());
-  FillMechanism(p.int3_breakpoints, out->mutable_int3_breakpoints());
-  FillMechanism(p.block_step, out->mutable_block_step());
-  for (const std::string& n : p.lost_trap_after) out->add_lost_trap_after(n);
-  out->set_single_step_us(static_cast<double>(p.single_step_ns) / 1000.0);
-  out->set_int3_leg_us(static_cast<double>(p.int3_leg_ns) / 1000.0);
-  out->set_dr_leg_us(static_cast<double>(p.dr_leg_ns) / 1000.0);
-  out->set_auto_step_mode(StepModeToProto(p.BestMode()));
 }
 
 }  // namespace
@@ -204,13 +173,13 @@ grpc::Status ProfilerService::GetCapabilities(grpc::ServerContext* ctx,
     const auto& c = sessions_->capabilities();
     resp->set_kernel_release(c.kernel_release);
     resp->set_perf_event_paranoid(c.perf_event_paranoid);
-    FillCapability(c.ebpf, resp->mutable_ebpf_stacks());
-    FillCapability(c.lbr, resp->mutable_lbr());
-    FillCapability(c.intel_pt, resp->mutable_intel_pt());
-    FillCapability(c.ptrace, resp->mutable_ptrace_bursts());
+    ToProto(c.ebpf, resp->mutable_ebpf_stacks());
+    ToProto(c.lbr, resp->mutable_lbr());
+    ToProto(c.intel_pt, resp->mutable_intel_pt());
+    ToProto(c.ptrace, resp->mutable_ptrace_bursts());
     resp->set_best_branch_source(ToProto(c.BestBranchSource()));
     resp->set_daemon_version(PATHPROF_VERSION);
-    if (c.step_probe.ran) FillStepMechanisms(c.step_probe, resp->mutable_step_mechanisms());
+    if (c.step_probe.ran) ToProto(c.step_probe, resp->mutable_step_mechanisms());
     resp->set_simulated_quirks(c.simulated_quirks);
     return grpc::Status::OK;
   });
@@ -523,17 +492,7 @@ grpc::Status ProfilerService::FillHotPaths(const pipeline::Session& session,
   q.with_blocks = req.with_blocks();
   auto r = session.HotPaths(q);
   if (hide_kernel) pipeline::HideKernelFrames(&r);
-  out->set_session_id(session.id());
-  for (const auto& p : r.paths) {
-    auto* hp = out->add_paths();
-    ToProto(p, hp);
-    hp->set_pid(p.pid);
-    hp->set_observations(p.observations);
-  }
-  out->set_total(r.total);
-  out->set_paths_distinct(r.paths_distinct);
-  out->set_as_of_unix_ms(r.as_of_unix_ms ? r.as_of_unix_ms : UnixMs());
-  out->set_estimator(r.estimator);
+  api::ToProto(r, session.id(), out);
   return grpc::Status::OK;
 }
 
@@ -559,18 +518,8 @@ grpc::Status ProfilerService::GetHotSubpaths(grpc::ServerContext* ctx,
     q.threshold = req->threshold();
     auto r = s->HotSubpaths(q);
     if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&r);
-    resp->set_session_id(s->id());
     // An iceberg query is bounded by max_top_k too: it may not return an unbounded list.
-    uint32_t max = limits().max_top_k;
-    for (const auto& sp : r.subpaths) {
-      if (static_cast<uint32_t>(resp->subpaths_size()) >= max) break;
-      auto* o = resp->add_subpaths();
-      for (const auto& b : sp.blocks) ToProto(b, o->add_blocks());
-      o->set_length(sp.length);
-      ToProto(sp.estimate, o->mutable_estimate());
-      o->set_pid(sp.pid);
-    }
-    resp->set_sampling_frequency(r.sampling_frequency);
+    api::ToProto(r, s->id(), limits().max_top_k, resp);
     return grpc::Status::OK;
   });
 }
@@ -598,21 +547,7 @@ grpc::Status ProfilerService::GetCallingContextTree(grpc::ServerContext* ctx,
     q.max_nodes = req->max_nodes() ? req->max_nodes() : std::min<uint32_t>(10000, l.max_tree_nodes);
     auto t = s->Cct(q);
     if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&t);
-    resp->set_session_id(s->id());
-    for (const auto& n : t.nodes) {
-      auto* o = resp->add_nodes();
-      o->set_id(n.id);
-      o->set_parent_id(n.parent_id);
-      ToProto(n.function, o->mutable_function());
-      if (n.call_site.address) ToProto(n.call_site, o->mutable_call_site());
-      o->set_self_weight(n.self_weight);
-      o->set_total_weight(n.total_weight);
-      o->set_edge_weight(n.edge_weight);
-      o->set_pid(n.pid);
-      o->set_truncated(n.truncated);
-    }
-    resp->set_total_weight(t.total_weight);
-    resp->set_samples(t.samples);
+    api::ToProto(t, s->id(), resp);
     return grpc::Status::OK;
   });
 }
@@ -625,16 +560,9 @@ grpc::Status ProfilerService::GetHotCallPairs(grpc::ServerContext* ctx,
     if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
-    resp->set_session_id(s->id());
     auto pairs = s->HotCallPairs(k);
     if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&pairs);
-    for (const auto& p : pairs.pairs) {
-      auto* o = resp->add_pairs();
-      ToProto(p.call_site, o->mutable_call_site());
-      ToProto(p.target, o->mutable_target());
-      ToProto(p.estimate, o->mutable_estimate());
-      o->set_pid(p.pid);
-    }
+    api::ToProto(pairs, s->id(), resp);
     return grpc::Status::OK;
   });
 }
@@ -649,15 +577,7 @@ grpc::Status ProfilerService::GetHotMethods(grpc::ServerContext* ctx,
     if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
     auto r = s->HotMethods(k);
     if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&r);
-    resp->set_session_id(s->id());
-    for (const auto& m : r.methods) {
-      auto* o = resp->add_methods();
-      ToProto(m.function, o->mutable_function());
-      ToProto(m.self, o->mutable_self());
-      ToProto(m.entries, o->mutable_entries());
-      o->set_pid(m.pid);
-    }
-    resp->set_hot_data_streams_unsupported(r.hot_data_streams_unsupported);
+    api::ToProto(r, s->id(), resp);
     return grpc::Status::OK;
   });
 }
@@ -689,20 +609,13 @@ grpc::Status ProfilerService::GetResidualPaths(grpc::ServerContext* ctx,
       return Invalid("baseline name must be 1..256 bytes");
     auto r = s->ResidualPaths(req->baseline(), k);
     if (!r.ok()) return ToGrpc(r.status());
-    resp->set_session_id(s->id());
     if (!Authorizer::KernelAddressesVisible(peer)) {
       pipeline::HotPathsResult view;
       view.paths = std::move(r->residual);
       pipeline::HideKernelFrames(&view);
       r->residual = std::move(view.paths);
     }
-    for (const auto& p : r->residual) {
-      auto* hp = resp->add_residual();
-      ToProto(p, hp);
-      hp->set_pid(p.pid);
-      hp->set_observations(p.observations);
-    }
-    resp->set_known(r->known);
+    api::ToProto(*r, s->id(), resp);
     return grpc::Status::OK;
   });
 }

@@ -1,6 +1,8 @@
-#include "pathprof/daemon/convert.h"
+#include "pathprof/api/convert.h"
 
-namespace pathprof::daemon {
+#include "pathprof/core/clock.h"
+
+namespace pathprof::api {
 
 void ToProto(const pipeline::Location& in, v1::Location* out) {
   out->set_address(in.address);
@@ -28,6 +30,8 @@ void ToProto(const pipeline::HotPath& in, v1::HotPath* out) {
   out->set_metric(ToProto(in.metric));
   for (const auto& b : in.blocks) ToProto(b, out->add_blocks());
   out->set_path_id(in.path_id);
+  out->set_pid(in.pid);
+  out->set_observations(in.observations);
 }
 
 void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
@@ -79,6 +83,114 @@ void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1:
   out->set_memory_bytes(in.memory_bytes);
   out->set_window_weighting(in.window_weighting);
   out->set_namespace_pid(in.namespace_pid);
+}
+
+void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, v1::HotPaths* out) {
+  out->set_session_id(session_id);
+  for (const auto& p : in.paths) ToProto(p, out->add_paths());
+  out->set_total(in.total);
+  out->set_paths_distinct(in.paths_distinct);
+  out->set_as_of_unix_ms(in.as_of_unix_ms ? in.as_of_unix_ms : UnixMs());
+  out->set_estimator(in.estimator);
+}
+
+void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_id,
+             size_t max_subpaths, v1::HotSubpaths* out) {
+  out->set_session_id(session_id);
+  for (const auto& sp : in.subpaths) {
+    if (static_cast<size_t>(out->subpaths_size()) >= max_subpaths) break;
+    auto* o = out->add_subpaths();
+    for (const auto& b : sp.blocks) ToProto(b, o->add_blocks());
+    o->set_length(sp.length);
+    ToProto(sp.estimate, o->mutable_estimate());
+    o->set_pid(sp.pid);
+  }
+  out->set_sampling_frequency(in.sampling_frequency);
+}
+
+void ToProto(const pipeline::CallingContextTree& in, const std::string& session_id,
+             v1::CallingContextTree* out) {
+  out->set_session_id(session_id);
+  for (const auto& n : in.nodes) {
+    auto* o = out->add_nodes();
+    o->set_id(n.id);
+    o->set_parent_id(n.parent_id);
+    ToProto(n.function, o->mutable_function());
+    if (n.call_site.address) ToProto(n.call_site, o->mutable_call_site());
+    o->set_self_weight(n.self_weight);
+    o->set_total_weight(n.total_weight);
+    o->set_edge_weight(n.edge_weight);
+    o->set_pid(n.pid);
+    o->set_truncated(n.truncated);
+  }
+  out->set_total_weight(in.total_weight);
+  out->set_samples(in.samples);
+}
+
+void ToProto(const pipeline::HotCallPairsResult& in, const std::string& session_id,
+             v1::HotCallPairs* out) {
+  out->set_session_id(session_id);
+  for (const auto& p : in.pairs) {
+    auto* o = out->add_pairs();
+    ToProto(p.call_site, o->mutable_call_site());
+    ToProto(p.target, o->mutable_target());
+    ToProto(p.estimate, o->mutable_estimate());
+    o->set_pid(p.pid);
+  }
+}
+
+void ToProto(const pipeline::HotMethodsResult& in, const std::string& session_id,
+             v1::HotMethods* out) {
+  out->set_session_id(session_id);
+  for (const auto& m : in.methods) {
+    auto* o = out->add_methods();
+    ToProto(m.function, o->mutable_function());
+    ToProto(m.self, o->mutable_self());
+    ToProto(m.entries, o->mutable_entries());
+    o->set_pid(m.pid);
+  }
+  out->set_hot_data_streams_unsupported(in.hot_data_streams_unsupported);
+}
+
+void ToProto(const pipeline::ResidualPathsResult& in, const std::string& session_id,
+             v1::ResidualPaths* out) {
+  out->set_session_id(session_id);
+  for (const auto& p : in.residual) ToProto(p, out->add_residual());
+  out->set_known(in.known);
+}
+
+void ToProto(const collectors::SourceCapability& in, v1::SourceCapability* out) {
+  out->set_available(in.available);
+  out->set_detail(in.detail);
+}
+
+void ToProto(const collectors::MechanismResult& in, v1::SourceCapability* out) {
+  out->set_available(in.works);
+  out->set_detail(in.detail);
+}
+
+v1::StepMode ToProto(collectors::StepMode m) {
+  switch (m) {
+    case collectors::StepMode::kBreakpoints:
+      return v1::STEP_MODE_BREAKPOINTS;
+    case collectors::StepMode::kInt3:
+      return v1::STEP_MODE_INT3;
+    case collectors::StepMode::kSingleStep:
+      break;
+  }
+  return v1::STEP_MODE_SINGLE_STEP;
+}
+
+void ToProto(const collectors::StepProbeResult& p, v1::StepMechanisms* out) {
+  ToProto(p.single_step, out->mutable_single_step());
+  ToProto(p.dr_breakpoints, out->mutable_dr_breakpoints());
+  ToProto(p.int3_breakpoints, out->mutable_int3_breakpoints());
+  ToProto(p.block_step, out->mutable_block_step());
+  for (const std::string& n : p.lost_trap_after) out->add_lost_trap_after(n);
+  out->set_single_step_us(static_cast<double>(p.single_step_ns) / 1000.0);
+  out->set_int3_leg_us(static_cast<double>(p.int3_leg_ns) / 1000.0);
+  out->set_dr_leg_us(static_cast<double>(p.dr_leg_ns) / 1000.0);
+  out->set_auto_step_mode(ToProto(p.BestMode()));
 }
 
 v1::BranchSource ToProto(collectors::BranchSource s) {
@@ -150,4 +262,4 @@ pipeline::PathKind FromProto(v1::PathKind k) {
   }
 }
 
-}  // namespace pathprof::daemon
+}  // namespace pathprof::api

@@ -1,0 +1,45 @@
+// Pipeline results and settings <-> pathprof.v1 messages. One function per message; no logic
+// beyond field mapping and enum translation. The daemon fills its answers with these and
+// pathctl's embedded commands use them too, so the two say the same thing in the same words.
+#pragma once
+
+#include "pathprof/collectors/capabilities.h"
+#include "pathprof/collectors/step_probe.h"
+#include "pathprof/pipeline/results.h"
+#include "pathprof/pipeline/session.h"
+#include "pathprof/v1/profiler.pb.h"
+
+namespace pathprof::api {
+
+void ToProto(const pipeline::Location& in, v1::Location* out);
+void ToProto(const pipeline::Estimate& in, v1::Estimate* out);
+void ToProto(const pipeline::HotPath& in, v1::HotPath* out);  // pid and observations included
+void ToProto(const pipeline::SessionInfo& in, v1::Session* out);
+void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out);
+
+// A query's whole answer. `as_of_unix_ms` of a profile with nothing in it yet reads "now".
+void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, v1::HotPaths* out);
+// At most `max_subpaths` rows: an iceberg query (threshold) has no top_k to bound it.
+void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_id,
+             size_t max_subpaths, v1::HotSubpaths* out);
+void ToProto(const pipeline::CallingContextTree& in, const std::string& session_id,
+             v1::CallingContextTree* out);
+void ToProto(const pipeline::HotCallPairsResult& in, const std::string& session_id,
+             v1::HotCallPairs* out);
+void ToProto(const pipeline::HotMethodsResult& in, const std::string& session_id,
+             v1::HotMethods* out);
+void ToProto(const pipeline::ResidualPathsResult& in, const std::string& session_id,
+             v1::ResidualPaths* out);
+
+void ToProto(const collectors::SourceCapability& in, v1::SourceCapability* out);
+void ToProto(const collectors::MechanismResult& in, v1::SourceCapability* out);
+void ToProto(const collectors::StepProbeResult& in, v1::StepMechanisms* out);
+
+v1::BranchSource ToProto(collectors::BranchSource s);
+v1::StepMode ToProto(collectors::StepMode m);
+v1::Metric ToProto(pipeline::PathMetric m);
+pipeline::PathMetric FromProto(v1::Metric m);
+pipeline::SourceChoice FromProto(v1::BranchSource s);
+pipeline::PathKind FromProto(v1::PathKind k);
+
+}  // namespace pathprof::api
