@@ -103,6 +103,7 @@ int Main(int argc, char** argv) {
   }
   if (flags->help) {
     std::fputs(FlagsHelp(), stdout);
+    std::fputs("  -h, --help             print this help and exit\n", stdout);
     return 0;
   }
   if (flags->version) {

@@ -17,9 +17,15 @@ namespace pathctl {
 namespace v1 = pathprof::v1;
 
 namespace {
-std::string ReadFileOrEmpty(const std::string& path) {
+// The contents of the file a --tls-* flag names; one that cannot be read is a usage problem
+// (not an empty PEM, which would quietly fall back to the system's roots or no client identity).
+std::string ReadTlsFile(Args& args, const std::string& flag, const std::string& path) {
   if (path.empty()) return "";
   std::ifstream in(path);
+  if (!in) {
+    args.AddProblem("--" + flag + ": cannot read " + path + " (" + std::strerror(errno) + ")");
+    return "";
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -71,8 +77,7 @@ int DiagnoseSocket(const std::string& path, std::string* message) {
 Client::Client(Args& args) {
   std::string socket = args.Get("socket");
   std::string address = args.Get("address");
-  std::string ca = args.Get("tls-ca"), cert = args.Get("tls-cert"), key = args.Get("tls-key");
-  timeout_s_ = args.GetDouble("timeout", 10, 0.001, 86400);
+  timeout_s_ = args.GetDuration("timeout", 10, 1, 0.001, 86400);
   const char* env = std::getenv("PATHPROF_SOCKET");
   explicit_ = !socket.empty() || !address.empty() || (env && *env);
   grpc::ChannelArguments ch;
@@ -81,11 +86,17 @@ Client::Client(Args& args) {
     tcp_ = true;
     target_ = address;
     grpc::SslCredentialsOptions o;
-    o.pem_root_certs = ReadFileOrEmpty(ca);
-    o.pem_cert_chain = ReadFileOrEmpty(cert);
-    o.pem_private_key = ReadFileOrEmpty(key);
+    o.pem_root_certs = ReadTlsFile(args, "tls-ca", args.Get("tls-ca"));
+    o.pem_cert_chain = ReadTlsFile(args, "tls-cert", args.Get("tls-cert"));
+    o.pem_private_key = ReadTlsFile(args, "tls-key", args.Get("tls-key"));
+    if (o.pem_cert_chain.empty() != o.pem_private_key.empty())
+      args.AddProblem("--tls-cert and --tls-key go together");
     channel_ = grpc::CreateCustomChannel(address, grpc::SslCredentials(o), ch);
   } else {
+    for (const char* flag : {"tls-ca", "tls-cert", "tls-key"})
+      if (args.Has(flag))
+        args.AddProblem(std::string("--") + flag +
+                        " goes with --address (a Unix socket has no TLS)");
     if (socket.empty()) socket = env && *env ? env : kDefaultSocket;
     target_ = socket;
     channel_ = grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), ch);
@@ -96,7 +107,7 @@ Client::Client(Args& args) {
 std::unique_ptr<grpc::ClientContext> Client::Context() const {
   auto c = std::make_unique<grpc::ClientContext>();
   c->set_deadline(std::chrono::system_clock::now() +
-                  std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+                  std::chrono::microseconds(static_cast<int64_t>(timeout_s_ * 1e6)));
   return c;
 }
 
@@ -286,6 +297,7 @@ void SessionJson(JsonWriter& w, const v1::Session& s) {
   w.Key("stopped_unix_ms").Int(s.stopped_unix_ms());
   w.Key("error").String(s.error());
   w.Key("owner_uid").Uint(s.owner_uid());
+  w.Key("memory_bound_bytes").Uint(s.memory_bound_bytes());
   w.EndObject();
 }
 

@@ -16,16 +16,20 @@ namespace pathctl {
 constexpr const char* kDefaultSocket = "/run/pathprof/pathprofd.sock";
 
 // The options every daemon command accepts (each command also lists them in its usage).
-#define PATHCTL_CLIENT_USAGE                                                              \
-  "  --socket PATH     the daemon's Unix socket (default /run/pathprof/pathprofd.sock,\n" \
-  "                    or $PATHPROF_SOCKET)\n"                                            \
-  "  --address H:P     a daemon over TCP with TLS (--tls-ca, --tls-cert, --tls-key)\n"    \
-  "  --timeout SEC     per-call deadline (default 10)\n"                                  \
+#define PATHCTL_CLIENT_USAGE                                                                \
+  "  --socket PATH     the daemon's Unix socket (default /run/pathprof/pathprofd.sock,\n"   \
+  "                    or $PATHPROF_SOCKET)\n"                                              \
+  "  --address H:P     a daemon over TCP with TLS (--tls-ca, --tls-cert, --tls-key)\n"      \
+  "  --tls-ca FILE     with --address: the CA that signed the daemon's certificate\n"       \
+  "  --tls-cert FILE, --tls-key FILE   with --address: this client's certificate and key\n" \
+  "  --timeout DUR     per-call deadline: 500ms, 5s, 2m (a bare number is seconds;\n"       \
+  "                    default 10s)\n"                                                      \
   "  --json            machine-readable output\n"
 
 class Client {
  public:
-  // Reads --socket/--address/--tls-*/--timeout from args.
+  // Reads --socket/--address/--tls-*/--timeout from args; a --tls-* flag without --address, or
+  // a --tls-* file that cannot be read, is a usage problem (args.Problems()).
   explicit Client(Args& args);
   // True when the user named a daemon (--socket, --address or $PATHPROF_SOCKET).
   bool explicitly_chosen() const { return explicit_; }
@@ -36,6 +40,7 @@ class Client {
   // Prints "pathctl CMD: <helpful message>" and returns the exit code for `status`.
   int Fail(const std::string& command, const grpc::Status& status) const;
   const std::string& target() const { return target_; }
+  double timeout_s() const { return timeout_s_; }
 
  private:
   std::string target_;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "pathctl/command.h"
+#include "pathctl/json_writer.h"
 #include "pathprof/collectors/ptrace_bursts.h"
 #include "pathprof/collectors/step_classifier.h"
 #include "pathprof/core/pbs.h"
@@ -19,17 +20,19 @@ namespace pathctl {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pathctl bursts --pid PID [--duration S] [--rate R] [--window W] [--max-stopped F]\n"
-    "                      [--seed N] [--step-mode auto|breakpoints|int3|step] [-o OUT.pbs]\n"
-    "                      [--top K]\n"
+    "usage: pathctl bursts -p PID [--duration DUR] [--burst-rate R] [--window W]\n"
+    "                      [--max-stopped F] [--seed N] [--step-mode auto|breakpoints|int3|step]\n"
+    "                      [-o OUT.pbs] [--top K] [--json]\n"
     "\n"
     "Software LBR for hosts without a PMU: seizes every thread of PID with ptrace and, R times\n"
     "a second on average, steps one thread through W taken branches. Prints the hottest\n"
     "Ball-Larus paths (window-bias corrected estimates) and the session counters; detaches\n"
     "cleanly at the end, on Ctrl-C/SIGTERM, or when PID exits.\n"
-    "  --pid PID          the process to watch (all its threads)\n"
-    "  --duration S       seconds to run (default 0: until PID exits or Ctrl-C)\n"
-    "  --rate R           mean bursts per second (default 20; each gap jittered 0.5x-1.5x)\n"
+    "  -p, --pid PID      the process to watch (all its threads)\n"
+    "  --duration DUR     how long to run: 500ms, 5s, 2m (a bare number is seconds; default 0:\n"
+    "                     until PID exits or Ctrl-C)\n"
+    "  --burst-rate R     mean bursts per second (default 20; each gap jittered 0.5x-1.5x;\n"
+    "                     formerly --rate)\n"
     "  --window W         taken branches per window (default 32, like LBR)\n"
     "  --max-stopped F    cap on the fraction of wall time threads spend stopped (default 0.04)\n"
     "  --seed N           seed of the jitter (default: from the clock)\n"
@@ -37,8 +40,9 @@ constexpr const char* kUsage =
     "                     breakpoints (debug-register block stepping, ~8x fewer stops than step),\n"
     "                     int3 (block stepping with int3 bytes, where debug registers never fire)\n"
     "                     or step (PTRACE_SINGLESTEP every instruction)\n"
-    "  -o OUT.pbs         also write the windows to a .pbs file\n"
-    "  --top K            hot paths to print (default 10; 0: none)";
+    "  -o, --output OUT.pbs  also write the windows to a .pbs file\n"
+    "  --top K            hot paths to print (default 10; 0: none)\n"
+    "  --json             the hot paths and the session's counters as one JSON object on stdout";
 
 std::atomic<bool> g_interrupted{false};
 void OnSignal(int) {
@@ -48,8 +52,9 @@ void OnSignal(int) {
 int RunBursts(Args& args) {
   pathprof::collectors::PtraceBurstOptions o;
   o.pid = static_cast<pid_t>(args.GetInt("pid", 0, 1, kMaxPid));
-  const double duration = args.GetDouble("duration", 0, 0, 1e7);
-  o.bursts_per_second = args.GetDouble("rate", o.bursts_per_second, 0, 10000);
+  const double duration = args.GetDuration("duration", 0, 1, 0, 1e7);
+  o.bursts_per_second = args.GetDouble("burst-rate", o.bursts_per_second, 0, 10000);
+  const bool json = args.Has("json");
   o.window_taken = static_cast<uint32_t>(args.GetInt("window", o.window_taken, 1, 4096));
   o.max_stopped_fraction = args.GetDouble("max-stopped", o.max_stopped_fraction, 0, 0.5);
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0, 0, kMaxI64));
@@ -130,8 +135,8 @@ int RunBursts(Args& args) {
     std::fprintf(stderr, "pathctl bursts: %s\n", collector.status().ToString().c_str());
     return kExitError;
   }
-  const int total_ms = static_cast<int>(duration * 1000);
-  for (int waited = 0;
+  const long long total_ms = static_cast<long long>(duration * 1000);
+  for (long long waited = 0;
        !g_interrupted && !(*collector)->finished() && (duration == 0 || waited < total_ms);
        waited += 20)
     usleep(20000);
@@ -148,10 +153,41 @@ int RunBursts(Args& args) {
   auto estimates = estimator->Estimates();
   double total = 0;
   for (const auto& e : estimates) total += e.estimate;
-  for (long long i = 0; i < top && i < static_cast<long long>(estimates.size()); ++i)
-    std::printf("%3lld %6.2f%%  %s\n", i + 1, 100 * estimates[i].estimate / total,
-                pathprof::hwmodel::FormatPathDescriptor(estimates[i].path).c_str());
   const double elapsed = static_cast<double>(s.elapsed_ns) / 1e9;
+  if (json) {
+    JsonWriter w;
+    w.BeginObject();
+    w.Key("pid").Int(o.pid);
+    w.Key("seconds").Double(elapsed);
+    w.Key("bursts").Uint(s.bursts);
+    w.Key("windows").Uint(s.windows);
+    w.Key("windows_short").Uint(s.windows_short);
+    w.Key("branches").Uint(s.events);
+    w.Key("taken").Uint(s.taken);
+    w.Key("step_mode")
+        .String(std::string(pathprof::collectors::StepModeName(
+            static_cast<pathprof::collectors::StepMode>(s.step_mode))));
+    w.Key("stopped_fraction")
+        .Double(s.elapsed_ns ? static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns)
+                             : 0.0);
+    w.Key("target_exited").Bool(s.target_exited);
+    if (!out.empty()) w.Key("output").String(out);
+    w.Key("paths").BeginArray();
+    for (long long i = 0; i < top && i < static_cast<long long>(estimates.size()); ++i) {
+      w.BeginObject();
+      w.Key("share").Double(total > 0 ? estimates[i].estimate / total : 0);
+      w.Key("estimate").Double(estimates[i].estimate);
+      w.Key("path").String(pathprof::hwmodel::FormatPathDescriptor(estimates[i].path));
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    for (long long i = 0; i < top && i < static_cast<long long>(estimates.size()); ++i)
+      std::printf("%3lld %6.2f%%  %s\n", i + 1, 100 * estimates[i].estimate / total,
+                  pathprof::hwmodel::FormatPathDescriptor(estimates[i].path).c_str());
+  }
   std::fprintf(
       stderr,
       "pathctl bursts: %.1f s, %llu bursts, %llu windows (%llu short), %llu steps (%llu lost "
@@ -191,7 +227,7 @@ int RunBursts(Args& args) {
 PATHCTL_COMMAND(Command{"bursts",
                         "sample a running process's branches with ptrace bursts (software LBR)",
                         kUsage,
-                        {},
+                        {"json"},
                         RunBursts});
 
 }  // namespace

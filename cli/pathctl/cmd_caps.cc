@@ -110,9 +110,14 @@ int RunRemoteCaps(Client& client, bool json) {
 int RunCaps(Args& args) {
   bool json = args.Has("json");
   bool remote = args.Has("socket") || args.Has("address");
-  Client client(args);
+  if (remote) {
+    Client client(args);
+    if (auto p = args.Problems(); !p.empty()) return UsageError("caps", p);
+    return RunRemoteCaps(client, json);
+  }
+  // The local probe connects nowhere: --timeout and --tls-* are left unread, so Problems() says
+  // they do not apply without --socket or --address.
   if (auto p = args.Problems(); !p.empty()) return UsageError("caps", p);
-  if (remote) return RunRemoteCaps(client, json);
   HostCapabilities h = pathprof::collectors::ProbeHostCapabilities();
   const std::pair<const char*, const SourceCapability*> sources[] = {{"ebpf_stacks", &h.ebpf},
                                                                      {"lbr", &h.lbr},
@@ -184,7 +189,7 @@ PATHCTL_COMMAND(Command{"caps",
                         "what this host can collect (eBPF, LBR, Intel PT, ptrace) and why not",
                         "usage: pathctl caps [--json] [--socket PATH | --address HOST:PORT]\n\n"
                         "Probes each source by trying it and explains what is missing; with\n"
-                        "--socket or --address, asks that daemon instead.",
+                        "--socket or --address, asks that daemon instead:\n" PATHCTL_CLIENT_USAGE,
                         {"json"},
                         RunCaps});
 

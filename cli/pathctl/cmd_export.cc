@@ -3,6 +3,7 @@
 // recording as an optimizer profile.
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "pathctl/client.h"
 #include "pathctl/export_recording.h"
@@ -49,22 +50,25 @@ int ExportSessionBranches(Client& client, const BranchExport& e, uint32_t pid) {
 }
 
 int RunExport(Args& args) {
-  Client client(args);  // reads the connection flags (a recording's export does not connect)
+  const std::vector<std::string>& pos = args.positional();
+  const bool recording = !pos.empty() && pos[0].ends_with(".pbs");
+  // A recording's export does not connect: its connection flags would be ignored, so they are
+  // not read (Problems() reports them as not applying).
+  std::optional<Client> client;
+  if (!recording) client.emplace(args);
   bool paths = args.Has("paths");
   const std::string out = args.Get("output");  // -o is its short spelling (Args)
   const bool json = args.Has("json");
   const std::string format = args.Get("format", "pprof");
   const long long entries = args.GetInt("entries", 32, 1, 1024);
   const std::string binary = args.Get("binary");
-  const long long pid = args.GetInt("pid", 0, 1, 2147483647);
-  const std::vector<std::string>& pos = args.positional();
+  const long long pid = args.GetInt("pid", 0, 1, kMaxPid);
   auto problems = args.Problems();
   if (pos.size() != 1) problems.push_back("expected one SESSION id or RECORDING.pbs");
   if (out.empty()) problems.push_back("-o FILE is required");
   const bool branches = format == "perf-lbr" || format == "bolt";
   if (format != "pprof" && !branches) problems.push_back("--format is pprof, perf-lbr or bolt");
-  const bool recording = !pos.empty() && pos[0].ends_with(".pbs");
-  if (format == "pprof" && !pos.empty() && pos[0].ends_with(".pbs"))
+  if (format == "pprof" && recording)
     problems.push_back("a .pbs recording exports as --format perf-lbr or bolt");
   if (!binary.empty() && format != "bolt") problems.push_back("--binary goes with --format bolt");
   if (args.Has("entries") && (format != "perf-lbr" || !recording))
@@ -81,15 +85,15 @@ int RunExport(Args& args) {
     e.request.binary = binary;
     e.request.source = pos[0];
     if (recording) return ExportRecording(e);
-    return ExportSessionBranches(client, e, static_cast<uint32_t>(pid));
+    return ExportSessionBranches(*client, e, static_cast<uint32_t>(pid));
   }
   pathprof::v1::ExportProfileRequest req;
   req.set_session_id(pos[0]);
   req.set_include_paths(paths);
   pathprof::v1::ExportProfileResponse resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub().ExportProfile(ctx.get(), req, &resp);
-  if (!s.ok()) return client.Fail("export", s);
+  auto ctx = client->Context();
+  grpc::Status s = client->stub().ExportProfile(ctx.get(), req, &resp);
+  if (!s.ok()) return client->Fail("export", s);
   std::ofstream f(out, std::ios::binary);
   f.write(resp.pprof_gzip().data(), static_cast<std::streamsize>(resp.pprof_gzip().size()));
   if (!f) {
@@ -121,7 +125,7 @@ PATHCTL_COMMAND(Command{
     "  --paths        add path counts as a second sample type\n"
     "  --format F     pprof (a session's profile, the default); perf-lbr: a recording as a\n"
     "                 perf.data of branch-stack samples (MMAP2 with build-ids) that perf script\n"
-    "                 -F brstack, perf2bolt and create_llvm_prof read like perf record -b. An\n"
+    "                 brstack, perf2bolt and create_llvm_prof read like perf record -b's. An\n"
     "                 exact trace is cut into consecutive samples of N taken branches (each\n"
     "                 taken branch counted once); a ptrace-burst window becomes one sample;\n"
     "                 bolt: BOLT's fdata for one binary (llvm-bolt -data), each branch of the\n"
@@ -131,7 +135,10 @@ PATHCTL_COMMAND(Command{
     "  --entries N    a recording's branches per sample (default 32, the LBR depth)\n"
     "  --binary PATH  the binary whose fdata to write (default: the recording's first image,\n"
     "                 the traced executable; a session's target executable)\n"
-    "  --pid PID      a session's process to export (default: all of them)\n" PATHCTL_CLIENT_USAGE,
+    "  -o, --output FILE  the file to write\n"
+    "  -p, --pid PID  a session's process to export (default: all of them)\n"
+    "  --json         what was written, as JSON on stdout\n"
+    "A recording's export reads the file here; a session's asks the daemon:\n" PATHCTL_CLIENT_USAGE,
     {"json", "paths"},
     RunExport});
 

@@ -11,7 +11,8 @@ int RunResidual(Args& args) {
   Client client(args);
   bool json = args.Has("json"), save = args.Has("save");
   std::string baseline = args.Get("baseline");
-  uint32_t top = static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000));
+  // --save stores every path: --top would be ignored, so it is left unread and reported.
+  const uint32_t top = save ? 0 : static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000));
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (baseline.empty()) problems.push_back("--baseline NAME is required");
@@ -62,8 +63,11 @@ int RunResidual(Args& args) {
 PATHCTL_COMMAND(Command{
     "residual",
     "paths seen now that a saved baseline never saw",
-    "usage: pathctl residual SESSION --baseline NAME [--save] [--top K]\n\n"
-    "  --save   store the session's current paths as baseline NAME\n" PATHCTL_CLIENT_USAGE,
+    "usage: pathctl residual SESSION --baseline NAME [--top K]\n"
+    "       pathctl residual SESSION --baseline NAME --save\n\n"
+    "  --baseline NAME   the saved baseline to compare with (or to save, with --save)\n"
+    "  --top K           new paths to list (default 20)\n"
+    "  --save            store the session's current paths as baseline NAME\n" PATHCTL_CLIENT_USAGE,
     {"json", "save"},
     RunResidual});
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -325,14 +326,16 @@ int RunRun(Args& args) {
     return UsageError("run", {"--call-graph must be dwarf or fp"});
   // As perf record does: children forked from now on are profiled too, unless --no-inherit.
   config.follow_children = !args.Has("no-inherit");
-  config.sampling.stack_hz = static_cast<uint32_t>(args.GetInt("stack-hz", 99, 0, 10000));
+  // -F and the older --stack-hz are --freq's other spellings (Args).
+  config.sampling.stack_hz = static_cast<uint32_t>(args.GetInt("freq", 99, 0, 10000));
   config.sampling.bursts_per_second = args.GetDouble("burst-rate", 20, 0, 10000);
   config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32, 1, 4096));
-  config.duration_s = static_cast<uint32_t>(args.GetInt("duration", 0, 0, kMaxU32));
-  const long long top = args.GetInt("top", 10, 1, 1000000);
+  // Timed here rather than by the session (whole seconds) so that 500ms means 500 ms; the
+  // session ends the same way (Stop(): state stopped) either way.
+  const double duration = args.GetDuration("duration", 0, 1, 0, kMaxU32);
+  const long long top = args.GetInt("top", 10, 1, 1000);
   const long long pid_arg = args.GetInt("pid", 0, 1, kMaxPid);
   std::vector<std::string> problems = args.Problems();
-  if (top < 1 || top > 1000) problems.push_back("--top must be 1..1000");
   if (pid_arg == 0 && args.rest().empty()) problems.push_back("give -- CMD [ARGS] or --pid P");
   if (pid_arg != 0 && !args.rest().empty()) problems.push_back("give either --pid or a command");
   if (!problems.empty()) return UsageError("run", problems);
@@ -381,7 +384,13 @@ int RunRun(Args& args) {
   // for this line before they let the target go.
   std::fprintf(stderr, "pathctl run: profiling pid %u (%s; %s)\n", config.pids[0],
                (*session)->Info().source_reason.c_str(), (*session)->Info().stacks_reason.c_str());
-  while (!(*session)->WaitEnded(200)) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(static_cast<long long>(duration * 1e6));
+  while (!(*session)->WaitEnded(duration > 0 ? 20 : 200)) {
+    if (duration > 0 && std::chrono::steady_clock::now() >= deadline) {
+      (*session)->Stop();
+      break;
+    }
   }
   Report r;
   if (child > 0) {
@@ -418,13 +427,21 @@ PATHCTL_COMMAND(Command{
     "profile a command (or --pid) with the embedded pipeline and print its hot paths",
     "usage: pathctl run [--source auto|pt|lbr|ptrace|none] [--step-mode "
     "auto|breakpoints|int3|step]\n"
-    "                   [--stack-hz N] [--duration S] [--top K] [--burst-rate R] [--window W]\n"
+    "                   [-F HZ] [--duration DUR] [--top K] [--burst-rate R] [--window W]\n"
     "                   [--call-graph dwarf|fp] [--no-inherit] [--json] -- CMD [ARGS]\n"
-    "       pathctl run [options] --pid P\n\n"
+    "       pathctl run [options] -p PID\n\n"
+    "  -p, --pid PID     attach to a running process instead of starting CMD\n"
+    "  -F, --freq HZ     eBPF stack samples per second (default 99; 0: off; formerly --stack-hz)\n"
+    "  --duration DUR    stop after DUR: 500ms, 5s, 2m (a bare number is seconds; default: when\n"
+    "                    CMD exits)\n"
+    "  --top K           entries per table (default 10, at most 1000)\n"
+    "  --burst-rate R    ptrace bursts per second (default 20)\n"
+    "  --window W        taken branches per window (default 32)\n"
+    "  --json            the whole report as one JSON object on stdout\n\n"
     "Runs CMD (or attaches to process P), profiles it with eBPF stack samples and the best\n"
     "branch source (PT > LBR > ptrace bursts unless --source says otherwise), and prints its hot\n"
     "paths with their blocks' functions and lines, hot subpaths, hot call pairs, hot methods and\n"
-    "the top of its calling context tree when it exits or --duration seconds pass (then CMD is\n"
+    "the top of its calling context tree when it exits or --duration passes (then CMD is\n"
     "sent SIGTERM, and SIGKILL half a second later; a --pid target is left running).\n"
     "--step-mode says how ptrace bursts step a window: auto (what `pathctl caps` found works\n"
     "best here), breakpoints (debug registers), int3 (int3 bytes in the text, for hosts whose\n"

@@ -298,9 +298,11 @@ int RunSweep(Args& args) {
   const auto branches = static_cast<uint64_t>(args.GetInt("branches", 20000000, 1, kMaxI64));
   const auto dyn = static_cast<uint64_t>(args.GetInt("dynamic-window", 10000000, 1, kMaxI64));
   auto stack_config = hwmodel::ParsePathStackConfig(args.Get("paths", "bl"));
-  args.Get("hpt");  // the sweep sets the geometry
-  auto base = ParseHpt(args);
   std::vector<std::string> problems;
+  // The sweep sets the geometry from --sizes and --ways: a --hpt would be ignored.
+  if (args.Has("hpt"))
+    problems.push_back("--hpt does not go with --sweep (--sizes and --ways set the grid)");
+  auto base = ParseHpt(args);
   auto sizes = ParseList(args.Get("sizes", "128,256,512,1024,2048"), &problems, "sizes");
   auto ways = ParseList(args.Get("ways", "2,4,8,16,32"), &problems, "ways");
   synth::WorkloadSpec probe;
@@ -614,12 +616,14 @@ compares what it finds with the exact profile of the same stream.
   --dynamic-window N     branches per window for the dynamic overlap (default 10000000)
   --json                 machine-readable output
   --sweep                complete and dynamic overlap for HPT sizes x ways (Figure 5.7 style)
-                         over --workload (default all); --sizes and --ways set the grid)
+                         over --workload (default all)
+  --sizes N,N,...        with --sweep: HPT entries (default 128,256,512,1024,2048)
+  --ways N,N,...         with --sweep: HPT associativities (default 2,4,8,16,32)
 
 Stream profiles (instead of the path engine; both flags may be given):
   --subpaths             OSP hot subpaths (paper 000): the top K with blocks, estimate, error
                          bound, exact count (a second pass), f and memory
-  --osp-memory M         reservoir bound m in entries (default 4096)
+  --osp-entries M        reservoir bound m in entries (default 4096; formerly --osp-memory)
   --osp-max-length L     longest subpath, a power of two 2..1024 (default 32)
   --osp-gain G --osp-min-f F --osp-seed N
                          eq. 2.13's expected gain (default 100), floor on f (default 2), seed

@@ -43,7 +43,7 @@ int RunStart(Args& args) {
   v1::StartSessionRequest req;
   std::vector<std::string> problems;
   int targets = 0;
-  if (args.Has("pid")) {
+  if (args.Has("pid")) {  // -p is its short spelling (Args)
     req.set_pid(static_cast<uint32_t>(args.GetInt("pid", 0, 1, kMaxPid)));
     ++targets;
   }
@@ -83,7 +83,9 @@ int RunStart(Args& args) {
   else
     problems.push_back("--call-graph is dwarf or fp");
   req.set_follow_children(args.Has("inherit"));
-  req.set_max_descendants(static_cast<uint32_t>(args.GetInt("max-descendants", 0, 0, 1024)));
+  // Without --inherit no descendant is followed: --max-descendants is left unread (reported).
+  if (req.follow_children())
+    req.set_max_descendants(static_cast<uint32_t>(args.GetInt("max-descendants", 0, 0, 1024)));
   v1::PathKind kind = v1::PATH_KIND_UNSPECIFIED;
   if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
     problems.push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
@@ -93,17 +95,22 @@ int RunStart(Args& args) {
       static_cast<uint32_t>(args.GetInt("max-length", 0, 0, 64)));
   req.mutable_engine()->set_hpt_entries(
       static_cast<uint32_t>(args.GetInt("hpt-entries", 0, 0, 1 << 24)));
-  if (args.Has("stack-hz"))
-    req.mutable_sampling()->set_stack_hz(
-        static_cast<uint32_t>(args.GetInt("stack-hz", 99, 0, 10000)));
+  if (args.Has("freq"))  // -F and the older --stack-hz are its other spellings (Args)
+    req.mutable_sampling()->set_stack_hz(static_cast<uint32_t>(args.GetInt("freq", 99, 0, 10000)));
   req.mutable_sampling()->set_window_branches(
       static_cast<uint32_t>(args.GetInt("window", 0, 0, 4096)));
-  req.mutable_sampling()->set_bursts_per_second(args.GetDouble("bursts-per-second", 0, 0, 10000));
+  req.mutable_sampling()->set_bursts_per_second(args.GetDouble("burst-rate", 0, 0, 10000));
   req.mutable_sampling()->set_max_stopped_fraction(args.GetDouble("max-stopped", 0, 0, 0.5));
   req.mutable_osp()->set_memory_entries(
       static_cast<uint32_t>(args.GetInt("osp-entries", 0, 0, 1 << 24)));
   req.mutable_pcct()->set_max_depth(static_cast<uint32_t>(args.GetInt("max-depth", 0, 0, 4096)));
-  req.set_duration_s(static_cast<uint32_t>(args.GetInt("duration", 0, 0, kMaxU32)));
+  // The daemon counts whole seconds: 1500ms is refused rather than rounded.
+  const double duration = args.GetDuration("duration", 0, 1, 0, kMaxU32);
+  if (duration != static_cast<double>(static_cast<uint32_t>(duration)))
+    problems.push_back(
+        "--duration is whole seconds for a daemon session (such as 5s or 2m), got '" +
+        args.Get("duration") + "'");
+  req.set_duration_s(static_cast<uint32_t>(duration));
   for (auto& p : args.Problems()) problems.push_back(p);
   if (!problems.empty()) return UsageError("start", problems);
   v1::Session resp;
@@ -126,18 +133,23 @@ int RunStart(Args& args) {
 PATHCTL_COMMAND(Command{
     "start",
     "start a profiling session in the daemon (prints its id)",
-    "usage: pathctl start (--pid N | --name EXE | --cgroup PATH | --unit UNIT) [options]\n\n"
+    "usage: pathctl start (-p PID | --name EXE | --cgroup PATH | --unit UNIT) [options]\n\n"
+    "  -p, --pid PID     a process (all its threads)\n"
+    "  --name EXE        the processes running executable EXE\n"
+    "  --cgroup PATH     a cgroup's processes\n"
     "  --unit UNIT       a systemd unit's processes (nginx means nginx.service)\n"
     "  --source auto|none|ptrace|lbr|pt   branch source (default auto: the best the host has)\n"
     "  --step-mode auto|breakpoints|int3|step   how ptrace bursts step (default: the daemon's\n"
     "                    [ptrace] step_mode, auto: what `pathctl caps` found works best)\n"
     "  --path-kind ball-larus|wpp|extended-loops|extended-calls, --extension N\n"
     "  --max-length N    branches per path (1..64)      --hpt-entries N   Hot Path Table size\n"
-    "  --stack-hz N      eBPF stack sampling (0: off)   --window N        branches per window\n"
-    "  --bursts-per-second X                            --osp-entries N   OSP memory bound\n"
+    "  -F, --freq HZ     eBPF stack samples per second (0: off; formerly --stack-hz)\n"
+    "  --window N        branches per window            --osp-entries N   OSP memory bound\n"
+    "  --burst-rate R    ptrace bursts per second (formerly --bursts-per-second)\n"
     "  --max-stopped F   ptrace bursts: cap on the share of any second threads spend stopped\n"
-    "  --max-depth N     PCCT depth bound               --duration SEC    stop after "
-    "SEC\n"
+    "  --max-depth N     PCCT depth bound\n"
+    "  --duration DUR    stop after DUR: whole seconds, such as 30s or 2m (a bare number is\n"
+    "                    seconds; default: until stopped)\n"
     "  --call-graph dwarf|fp  user stacks: DWARF CFI on a copy of the stack (default) or\n"
     "                    frame pointers alone\n"
     "  --inherit         profile the processes the targets fork from now on (stacks), at most\n"

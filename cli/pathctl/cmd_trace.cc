@@ -1,13 +1,15 @@
 #include <cstdio>
 
 #include "pathctl/command.h"
+#include "pathctl/json_writer.h"
 #include "pathprof/collectors/exact_tracer.h"
 
 namespace pathctl {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pathctl trace --exact -o OUT.pbs [--batch-events N] [--max-steps N] -- CMD [ARGS]\n"
+    "usage: pathctl trace --exact -o OUT.pbs [--batch-events N] [--max-steps N] [--json]\n"
+    "                     -- CMD [ARGS]\n"
     "\n"
     "Runs CMD under ptrace single-step and writes every branch it retires (all threads, taken\n"
     "and not taken) and the images it maps to OUT.pbs. Exact but slow: expect tens of thousands\n"
@@ -15,10 +17,12 @@ constexpr const char* kUsage =
     "  --exact           the ptrace single-step tracer (the only mode so far)\n"
     "  -o, --output      the .pbs file to write\n"
     "  --batch-events N  events per batch (default 4096)\n"
-    "  --max-steps N     kill CMD after N instructions (default: no limit)";
+    "  --max-steps N     kill CMD after N instructions (default: no limit)\n"
+    "  --json            the tracer's counts as one JSON object on stdout (else a line on stderr)";
 
 int RunTrace(Args& args) {
   bool exact = args.Has("exact");
+  const bool json = args.Has("json");
   const std::string out = args.Get("output");  // -o is its short spelling (Args)
   const std::vector<std::string>& extra = args.positional();
   long long batch = args.GetInt("batch-events", 4096, 1, 1 << 20);
@@ -42,6 +46,26 @@ int RunTrace(Args& args) {
     return kExitError;
   }
   const auto& s = *stats;
+  if (json) {
+    JsonWriter w;
+    w.BeginObject();
+    w.Key("output").String(out);
+    w.Key("instructions").Uint(s.steps);
+    w.Key("branches").Uint(s.branches);
+    w.Key("taken").Uint(s.taken);
+    w.Key("threads").Uint(s.threads);
+    w.Key("images").Uint(s.images);
+    w.Key("signals_forwarded").Uint(s.signals_forwarded);
+    w.Key("decode_failures").Uint(s.decode_failures);
+    w.Key("unexpected_transfers").Uint(s.unexpected_transfers);
+    w.Key("lost_step_traps").Uint(s.lost_step_traps);
+    w.Key("step_timeouts").Uint(s.step_timeouts);
+    w.Key("step_limit_hit").Bool(s.step_limit_hit);
+    w.Key("exit_code").Int(s.exit_code);
+    w.EndObject();
+    std::printf("%s\n", w.str().c_str());
+    return s.branches == 0 ? kExitNoData : kExitOk;
+  }
   std::fprintf(
       stderr,
       "pathctl trace: %llu instructions stepped, %llu branches (%llu taken), %llu threads, "
@@ -60,7 +84,7 @@ int RunTrace(Args& args) {
 PATHCTL_COMMAND(Command{"trace",
                         "record a program's exact branch stream (ptrace single-step)",
                         kUsage,
-                        {"exact"},
+                        {"exact", "json"},
                         RunTrace});
 
 }  // namespace

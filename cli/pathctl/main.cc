@@ -15,14 +15,65 @@ std::map<std::string, Command>& Registry() {
 }
 
 // The short spellings people type from habit (perf, tar, curl). Any other single-dash option
-// is an error rather than a positional, so that `run -F 99` cannot be silently ignored.
+// is an error rather than a positional, so that `run -x 99` cannot be silently ignored.
 const std::map<std::string, std::string>& ShortOptions() {
-  static const std::map<std::string, std::string> kShort = {{"-o", "output"}, {"-h", "help"}};
+  static const std::map<std::string, std::string> kShort = {
+      {"-o", "output"}, {"-p", "pid"}, {"-F", "freq"}, {"-h", "help"}, {"-V", "version"}};
   return kShort;
 }
 
+// Older long spellings of one concept, kept working for scripts: the flag's one name is the
+// value. (Stack sampling was --stack-hz; the ptrace burst rate was --bursts-per-second in start
+// and --rate in bursts; the OSP reservoir bound was --osp-memory in sim.)
+const std::map<std::string, std::string>& LongAliases() {
+  static const std::map<std::string, std::string> kAliases = {{"stack-hz", "freq"},
+                                                              {"bursts-per-second", "burst-rate"},
+                                                              {"rate", "burst-rate"},
+                                                              {"osp-memory", "osp-entries"}};
+  return kAliases;
+}
+
+std::vector<std::string> FlagsInUsage(const std::string& usage) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& f) {
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  };
+  for (size_t i = 0; i < usage.size(); ++i) {
+    if (usage[i] != '-' ||
+        (i > 0 && (std::isalnum(static_cast<unsigned char>(usage[i - 1])) || usage[i - 1] == '-')))
+      continue;
+    size_t j = i + 1;
+    const bool long_flag = j < usage.size() && usage[j] == '-';
+    if (long_flag) ++j;
+    size_t k = j;
+    while (k < usage.size() &&
+           (std::islower(static_cast<unsigned char>(usage[k])) ||
+            std::isdigit(static_cast<unsigned char>(usage[k])) || (k > j && usage[k] == '-')))
+      ++k;
+    if (long_flag && k > j && std::islower(static_cast<unsigned char>(usage[j]))) {
+      add(usage.substr(j, k - j));
+    } else if (!long_flag && j < usage.size()) {
+      // A short option: "-o" that starts an option line or follows a bracket ("[-o FILE]"),
+      // followed by a space, a comma or a bracket. (Not "perf script -F ...", which is prose.)
+      size_t before = i;
+      while (before > 0 && usage[before - 1] == ' ') --before;
+      const bool starts = before == 0 || usage[before - 1] == '\n' ||
+                          (before == i && (usage[i - 1] == '[' || usage[i - 1] == '('));
+      const std::string opt = usage.substr(i, 2);
+      const bool alone =
+          starts && (i + 2 >= usage.size() || usage[i + 2] == ' ' || usage[i + 2] == ',' ||
+                     usage[i + 2] == ']' || usage[i + 2] == '\n');
+      auto it = ShortOptions().find(opt);
+      if (alone && it != ShortOptions().end()) add(it->second);
+    }
+    i = k;
+  }
+  return out;
+}
+
 Args::Args(std::vector<std::string> argv, std::vector<std::string> boolean_flags) {
-  boolean_flags.push_back("help");  // every command answers --help
+  boolean_flags.push_back("help");  // every command answers --help and --version
+  boolean_flags.push_back("version");
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string a = argv[i];
     if (a == "--") {
@@ -33,22 +84,30 @@ Args::Args(std::vector<std::string> argv, std::vector<std::string> boolean_flags
     const bool short_option = a.size() >= 2 && a[0] == '-' && a[1] != '-' &&
                               !std::isdigit(static_cast<unsigned char>(a[1]));
     if (short_option) {
-      auto it = ShortOptions().find(a);
+      auto it = ShortOptions().find(a.substr(0, 2));
       if (it == ShortOptions().end()) {
         errors_.push_back("unknown option " + a);
         continue;
       }
-      spelled_[it->second] = a + " (--" + it->second + ")";
-      a = "--" + it->second;
+      spelled_[it->second] = a.substr(0, 2) + " (--" + it->second + ")";
+      // `-p1234`, `-F99`, `-oFILE`: the value attached, as getopt allows.
+      a = "--" + it->second + (a.size() > 2 ? "=" + a.substr(2) : "");
     }
     if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
       std::string key = a.substr(2), value;
       auto eq = key.find('=');
-      bool boolean =
-          std::find(boolean_flags.begin(), boolean_flags.end(), key) != boolean_flags.end();
-      if (eq != std::string::npos) {
+      const bool has_value = eq != std::string::npos;
+      if (has_value) {
         value = key.substr(eq + 1);
         key = key.substr(0, eq);
+      }
+      if (auto alias = LongAliases().find(key); alias != LongAliases().end()) {
+        spelled_[alias->second] = "--" + key + " (--" + alias->second + ")";
+        key = alias->second;
+      }
+      const bool boolean =
+          std::find(boolean_flags.begin(), boolean_flags.end(), key) != boolean_flags.end();
+      if (has_value) {
       } else if (boolean) {
         value = "true";
       } else if (i + 1 < argv.size() && argv[i + 1].compare(0, 2, "--") != 0) {
@@ -89,7 +148,7 @@ long long Args::GetInt(const std::string& key, long long fallback, long long lo,
   errno = 0;
   const long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || *end || errno == ERANGE || x < lo || x > hi) {
-    errors_.push_back("--" + key + " expects an integer in " + range + ", got '" + v + "'");
+    errors_.push_back(Spelling(key) + " expects an integer in " + range + ", got '" + v + "'");
     return fallback;
   }
   return x;
@@ -104,7 +163,40 @@ double Args::GetDouble(const std::string& key, double fallback, double lo, doubl
   if (v.empty() || *end || !std::isfinite(x) || !(x >= lo) || !(x <= hi)) {
     char range[96];
     std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
-    errors_.push_back("--" + key + " expects a number in " + range + ", got '" + v + "'");
+    errors_.push_back(Spelling(key) + " expects a number in " + range + ", got '" + v + "'");
+    return fallback;
+  }
+  return x;
+}
+
+double Args::GetDuration(const std::string& key, double fallback, double bare_unit, double lo,
+                         double hi) {
+  if (!Has(key)) return fallback;
+  const std::string& v = values_[key];
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  const std::string unit = end != nullptr ? std::string(end) : "";
+  double scale = -1;
+  if (unit.empty())
+    scale = bare_unit;
+  else if (unit == "ms")
+    scale = 0.001;
+  else if (unit == "s")
+    scale = 1;
+  else if (unit == "m")
+    scale = 60;
+  else if (unit == "h")
+    scale = 3600;
+  const bool hex = v.find_first_of("xX") != std::string::npos;  // strtod reads 0x10
+  x *= scale;
+  if (v.empty() || end == v.c_str() || hex || scale < 0 || !std::isfinite(x) || !(x >= lo) ||
+      !(x <= hi)) {
+    char range[128];
+    std::snprintf(range, sizeof range, "[%gs, %gs]", lo, hi);
+    errors_.push_back(Spelling(key) +
+                      " expects a duration such as 500ms, 5s or 2m (a bare number " +
+                      (bare_unit == 1 ? "is seconds" : "is milliseconds") + ") in " + range +
+                      ", got '" + v + "'");
     return fallback;
   }
   return x;
@@ -115,13 +207,22 @@ std::string Args::Spelling(const std::string& key) const {
   return it == spelled_.end() ? "--" + key : it->second;
 }
 
+bool Args::Documented(const std::string& key) const {
+  return std::find(documented_.begin(), documented_.end(), key) != documented_.end();
+}
+
 std::vector<std::string> Args::Problems() const {
   std::vector<std::string> out = errors_;
+  // A flag the usage names but this use of the command did not read: not unknown, but not
+  // silently ignored either.
+  const auto unread = [&](const std::string& k) {
+    return Documented(k) ? Spelling(k) + " does not apply with the other options given"
+                         : "unknown option " + Spelling(k);
+  };
   for (const auto& [k, v] : values_)
-    if (!used_.count(k) && k != "help") out.push_back("unknown option " + Spelling(k));
+    if (!used_.count(k) && k != "help" && k != "version") out.push_back(unread(k));
   for (const std::string& k : missing_value_)
-    out.push_back(used_.count(k) ? Spelling(k) + " needs a value"
-                                 : "unknown option " + Spelling(k));
+    out.push_back(used_.count(k) ? Spelling(k) + " needs a value" : unread(k));
   return out;
 }
 
@@ -139,13 +240,35 @@ void PrintVersion() {
   std::printf("pathctl %s\n", PATHPROF_VERSION_STRING);
 }
 
+// The exit codes of command.h's ExitCode, for `pathctl --help`.
+constexpr const char* kExitCodeHelp =
+    "exit status:\n"
+    "  0  success\n"
+    "  1  the command failed (the message on stderr says why)\n"
+    "  2  usage error: a bad or unknown flag, a value out of its range\n"
+    "  3  ran, but found nothing to report\n"
+    "  4  no daemon on the socket (none there, or nothing listening), or the TCP address does\n"
+    "     not answer\n"
+    "  5  the daemon refused: permission, authentication or a rate/quota limit\n"
+    "  6  no such process or session\n"
+    "  7  the socket is there but this user may not connect to it (join its group)\n"
+    "  8  the daemon did not answer within --timeout\n";
+static_assert(kExitOk == 0 && kExitError == 1 && kExitUsage == 2 && kExitNoData == 3 &&
+                  kExitUnavailable == 4 && kExitDenied == 5 && kExitNotFound == 6 &&
+                  kExitSocketDenied == 7 && kExitTimeout == 8,
+              "kExitCodeHelp lists these values");
+
 void PrintHelp() {
   std::printf("pathctl: the pathprof command-line tool\n\nusage: pathctl COMMAND [OPTIONS]\n\n");
   for (const auto& [name, c] : Registry())
     std::printf("  %-10s %s\n", name.c_str(), c.summary.c_str());
   std::printf(
-      "\npathctl help COMMAND (or pathctl COMMAND --help) shows a command's options;"
-      " pathctl --version its version.\n");
+      "\npathctl help COMMAND (or pathctl COMMAND -h/--help) shows a command's options;"
+      " pathctl --version (-V, or COMMAND --version) the version.\n"
+      "Short options as perf has them: -p PID (--pid), -o FILE (--output), -F HZ (--freq).\n"
+      "Durations take a unit: 500ms, 5s, 2m, 1h (a bare number keeps the unit the flag's help\n"
+      "gives).\n\n%s",
+      kExitCodeHelp);
 }
 
 }  // namespace
@@ -181,5 +304,10 @@ int main(int argc, char** argv) {
     std::printf("%s\n", it->second.usage.c_str());
     return kExitOk;
   }
+  if (parsed.Has("version")) {
+    PrintVersion();
+    return kExitOk;
+  }
+  parsed.SetDocumented(FlagsInUsage(it->second.usage));
   return it->second.run(parsed);
 }

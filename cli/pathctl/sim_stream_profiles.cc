@@ -48,7 +48,7 @@ Result<Options> ParseOptions(Args& args) {
   o.calls = args.Has("calls");
   o.json = args.Has("json");
   const long long top = args.GetInt("top", 10, 0, 1000000);
-  const long long memory = args.GetInt("osp-memory", 4096, 1, 1 << 24);
+  const long long memory = args.GetInt("osp-entries", 4096, 1, 1 << 24);  // was --osp-memory
   const long long max_length = args.GetInt("osp-max-length", 32, 1, 1024);
   o.osp.expected_gain = args.GetDouble("osp-gain", 100, 1e-9, 1e12);
   o.osp.min_f = args.GetDouble("osp-min-f", 2, 0, 1e12);
@@ -59,7 +59,7 @@ Result<Options> ParseOptions(Args& args) {
   const long long window = args.GetInt("window", 0, 0, kMaxI64),
                   period = args.GetInt("period", 0, 0, kMaxI64);
   if (top < 0) return Error(ErrorCode::kInvalidArgument, "--top must be >= 0");
-  if (memory < 1) return Error(ErrorCode::kInvalidArgument, "--osp-memory must be >= 1 entry");
+  if (memory < 1) return Error(ErrorCode::kInvalidArgument, "--osp-entries must be >= 1 entry");
   if (!(o.confidence > 0 && o.confidence < 1))
     return Error(ErrorCode::kInvalidArgument, "--confidence must be in (0, 1), e.g. 0.95");
   if (!(o.osp.expected_gain > 0) || !(o.osp.min_f >= 1))

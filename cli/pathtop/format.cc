@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <utility>
 
 namespace pathtop {
 
@@ -98,9 +99,10 @@ std::string Fit(const std::string& text, int width, bool right_align) {
 
 namespace {
 
-// Splits at runs of two or more spaces: the status lines' fields ("pid 42  session s1 running").
-std::vector<std::string> Fields(const std::string& text) {
-  std::vector<std::string> out;
+// Splits at runs of two or more spaces: the status lines' fields ("pid 42  session s1 running"),
+// each with the spaces before it, so that a line holding several keeps their spacing.
+std::vector<std::pair<std::string, std::string>> Fields(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
   size_t pos = 0;
   while (pos < text.size()) {
     size_t start = text.find_first_not_of(' ', pos);
@@ -108,8 +110,8 @@ std::vector<std::string> Fields(const std::string& text) {
     size_t end = text.find("  ", start);
     if (end == std::string::npos) end = text.size();
     size_t last = text.find_last_not_of(' ', end - 1);
-    out.push_back(text.substr(start, last + 1 - start));
-    pos = end;
+    out.emplace_back(text.substr(pos, start - pos), text.substr(start, last + 1 - start));
+    pos = last + 1;
   }
   return out;
 }
@@ -145,12 +147,20 @@ std::vector<std::string> Wrap(const std::string& text, int width, int indent) {
   };
   // A field goes whole onto a line that can hold it; only a field wider than a line breaks
   // between its words, so "session s1 running" does not end one line and start the next.
-  for (const std::string& field : Fields(text)) {
+  bool first = true;
+  for (const auto& [before, field] : Fields(text)) {
+    std::string sep = before;
+    if (first) {
+      // The text's leading spaces stay on the first line (" 1 Paths [2 Subpaths]").
+      line = before;
+      fresh = before.empty();
+      sep.clear();
+      first = false;
+    }
     if (pad.size() + field.size() <= w) {
-      place(field, "  ");
+      place(field, sep);
       continue;
     }
-    std::string sep = "  ";
     for (const std::string& word : Words(field)) {
       place(word, sep);
       sep = " ";

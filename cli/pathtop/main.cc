@@ -1,4 +1,5 @@
 // pathtop: a top-like live view of one process's hot paths, served by pathprofd.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -6,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "pathtop/fetcher.h"
 #include "pathtop/model.h"
@@ -30,12 +33,30 @@ constexpr const char* kUsage =
     "  --address HOST:PORT pathprofd over TCP instead\n"
     "  --interval SECONDS  refresh period (default 2)\n"
     "  --top N             rows asked per view (default 50)\n"
-    "  --keep              leave a session pathtop started running when it exits\n"
+    "  --keep              leave the sessions pathtop started running when it exits\n"
+    "                      (otherwise they are stopped and deleted)\n"
     "  --source S          branch source of a session pathtop starts (default auto)\n"
     "  --step-mode M       how its ptrace bursts step (default: the daemon's; auto: what\n"
     "                      `pathctl caps` found works best here)\n"
     "\n"
-    "Keys: 1-5 views, < > sort, r reverse, / filter, p or space pause, ? help, q quit.\n";
+    "Keys: 1-5 views, < > or F6 sort, r reverse, / or F4 filter, F3 search, F5 tree,\n"
+    "p or space pause, ? or F1 help, q or F10 quit.\n";
+
+// Ctrl-C, kill and a closed terminal end pathtop the way `q` does, so the sessions it started
+// are deleted rather than left running in the daemon. Set here, read by the UI loop.
+volatile sig_atomic_t g_quit_signal = 0;
+
+void OnQuitSignal(int sig) {
+  g_quit_signal = sig;
+}
+
+// Before initscr: ncurses installs its own SIGINT/SIGTERM handlers only where none is set.
+void CatchQuitSignals() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnQuitSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
 
 int Usage(const char* problem) {
   std::fprintf(stderr, "pathtop: %s\n\n%s", problem, kUsage);
@@ -65,13 +86,130 @@ std::string LabelFor(const pathtop::TargetSpec& t) {
   return "choose a process (Enter)";
 }
 
-}  // namespace
+// The newest answers into the model; true when something changed.
+bool Absorb(pathtop::Inbox in, pathtop::Model* model, pathtop::StatsTracker* stats) {
+  if (in.empty()) return false;
+  if (in.connection) model->SetConnection(*in.connection);
+  if (in.session) model->SetSession(*in.session);
+  if (in.stats) model->SetStats(stats->Update(*in.stats, in.stats_time_s));
+  if (in.hot_paths) model->SetHotPaths(*in.hot_paths);
+  if (in.subpaths) model->SetSubpaths(*in.subpaths);
+  if (in.cct) model->SetCct(*in.cct);
+  if (in.call_pairs) model->SetCallPairs(*in.call_pairs);
+  if (in.methods) model->SetMethods(*in.methods);
+  if (in.targets) model->SetTargets(*in.targets);
+  for (const auto& [view, message] : in.view_errors) model->SetViewError(view, message);
+  return true;
+}
 
-int main(int argc, char** argv) {
+// Draws, reads keys and hands them to the model until `q`, F10 or a quit signal.
+void RunUi(pathtop::Model* model, pathtop::Fetcher* fetcher) {
   using namespace pathtop;
-  TargetSpec target;
-  FetcherOptions options;
+  StatsTracker stats;
+  Terminal term;
+  bool dirty = true;
+  while (g_quit_signal == 0) {
+    dirty = Absorb(fetcher->Take(), model, &stats) || dirty;
+    if (dirty) term.Draw(model->Layout(term.width(), term.height()));
+    dirty = false;
+
+    int k = term.ReadKey(100);
+    if (k < 0) continue;
+    Action action = model->HandleKey(k);
+    dirty = action != Action::kNone;
+    if (action == Action::kQuit) return;
+    if (action == Action::kViewChanged) fetcher->SetView(model->view());
+    if (action == Action::kPickTarget) {
+      TargetSpec picked;
+      picked.pid = model->picked_pid();
+      model->SetTargetLabel(LabelFor(picked));
+      model->ResetData();
+      stats = StatsTracker();
+      model->SetView(View::kHotPaths);
+      fetcher->SetTarget(picked);
+      fetcher->SetView(View::kHotPaths);
+    }
+  }
+}
+
+struct Args {
+  pathtop::TargetSpec target;
+  pathtop::FetcherOptions options;
   std::string address = "unix:/run/pathprof/pathprofd.sock";
+};
+
+bool ParseSource(const std::string& s, pathprof::v1::BranchSource* out) {
+  static const std::pair<const char*, pathprof::v1::BranchSource> kNames[] = {
+      {"auto", pathprof::v1::BRANCH_SOURCE_UNSPECIFIED},
+      {"none", pathprof::v1::BRANCH_SOURCE_NONE},
+      {"ptrace", pathprof::v1::BRANCH_SOURCE_PTRACE},
+      {"lbr", pathprof::v1::BRANCH_SOURCE_LBR},
+      {"pt", pathprof::v1::BRANCH_SOURCE_INTEL_PT}};
+  for (const auto& [name, value] : kNames) {
+    if (s == name) {
+      *out = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ParseStepMode(const std::string& s, pathprof::v1::StepMode* out) {
+  static const std::pair<const char*, pathprof::v1::StepMode> kNames[] = {
+      {"auto", pathprof::v1::STEP_MODE_UNSPECIFIED},
+      {"breakpoints", pathprof::v1::STEP_MODE_BREAKPOINTS},
+      {"int3", pathprof::v1::STEP_MODE_INT3},
+      {"step", pathprof::v1::STEP_MODE_SINGLE_STEP}};
+  for (const auto& [name, value] : kNames) {
+    if (s == name) {
+      *out = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+// One option with its value; an exit code when it is wrong.
+std::optional<int> ParseOption(const std::string& a, const char* v, Args* args) {
+  double number = 0;
+  if (a == "--pid") {
+    if (!ParseNumber(v, &number, 1, 2147483647) || number != std::floor(number)) {
+      return Usage("--pid needs a process id, an integer in [1, 2147483647]");
+    }
+    args->target.pid = static_cast<uint32_t>(number);
+  } else if (a == "--source") {
+    if (!ParseSource(v, &args->options.source)) {
+      return Usage("--source is auto, none, ptrace, lbr or pt");
+    }
+  } else if (a == "--step-mode") {
+    if (!ParseStepMode(v, &args->options.step_mode)) {
+      return Usage("--step-mode is auto, breakpoints, int3 or step");
+    }
+  } else if (a == "--comm") {
+    args->target.comm = v;
+  } else if (a == "--socket") {
+    args->address = std::string("unix:") + v;
+  } else if (a == "--address") {
+    args->address = v;
+  } else if (a == "--interval") {
+    if (!ParseNumber(v, &number, 0.1, 3600)) {
+      return Usage("--interval needs seconds between 0.1 and 3600");
+    }
+    args->options.interval_s = number;
+  } else if (a == "--top") {
+    if (!ParseNumber(v, &number, 1, 100000) || number != std::floor(number)) {
+      return Usage("--top needs a row count, an integer in [1, 100000]");
+    }
+    args->options.top_k = static_cast<uint32_t>(number);
+  } else {
+    return Usage(("unknown option " + a).c_str());
+  }
+  return std::nullopt;
+}
+
+// The command line into `args`; an exit code when pathtop should exit now (help, version, a
+// usage error).
+std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -83,64 +221,26 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a == "--keep") {
-      options.stop_owned_session = false;
+      args->options.stop_owned_session = false;
       continue;
     }
     if (i + 1 >= argc) return Usage((a + " needs a value").c_str());
-    const char* v = argv[++i];
-    double number = 0;
-    if (a == "--pid") {
-      if (!ParseNumber(v, &number, 1, 2147483647) || number != std::floor(number)) {
-        return Usage("--pid needs a process id, an integer in [1, 2147483647]");
-      }
-      target.pid = static_cast<uint32_t>(number);
-    } else if (a == "--source") {
-      const std::string s = v;
-      if (s == "auto")
-        options.source = pathprof::v1::BRANCH_SOURCE_UNSPECIFIED;
-      else if (s == "none")
-        options.source = pathprof::v1::BRANCH_SOURCE_NONE;
-      else if (s == "ptrace")
-        options.source = pathprof::v1::BRANCH_SOURCE_PTRACE;
-      else if (s == "lbr")
-        options.source = pathprof::v1::BRANCH_SOURCE_LBR;
-      else if (s == "pt")
-        options.source = pathprof::v1::BRANCH_SOURCE_INTEL_PT;
-      else
-        return Usage("--source is auto, none, ptrace, lbr or pt");
-    } else if (a == "--step-mode") {
-      const std::string s = v;
-      if (s == "auto")
-        options.step_mode = pathprof::v1::STEP_MODE_UNSPECIFIED;
-      else if (s == "breakpoints")
-        options.step_mode = pathprof::v1::STEP_MODE_BREAKPOINTS;
-      else if (s == "int3")
-        options.step_mode = pathprof::v1::STEP_MODE_INT3;
-      else if (s == "step")
-        options.step_mode = pathprof::v1::STEP_MODE_SINGLE_STEP;
-      else
-        return Usage("--step-mode is auto, breakpoints, int3 or step");
-    } else if (a == "--comm") {
-      target.comm = v;
-    } else if (a == "--socket") {
-      address = std::string("unix:") + v;
-    } else if (a == "--address") {
-      address = v;
-    } else if (a == "--interval") {
-      if (!ParseNumber(v, &number, 0.1, 3600)) {
-        return Usage("--interval needs seconds between 0.1 and 3600");
-      }
-      options.interval_s = number;
-    } else if (a == "--top") {
-      if (!ParseNumber(v, &number, 1, 100000) || number != std::floor(number)) {
-        return Usage("--top needs a row count, an integer in [1, 100000]");
-      }
-      options.top_k = static_cast<uint32_t>(number);
-    } else {
-      return Usage(("unknown option " + a).c_str());
-    }
+    if (std::optional<int> bad = ParseOption(a, argv[++i], args)) return bad;
   }
-  if (target.pid != 0 && !target.comm.empty()) return Usage("give --pid or --comm, not both");
+  const pathtop::TargetSpec& t = args->target;
+  if (t.pid != 0 && !t.comm.empty()) return Usage("give --pid or --comm, not both");
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace pathtop;
+  Args args;
+  if (std::optional<int> done = ParseArgs(argc, argv, &args)) return *done;
+  const TargetSpec& target = args.target;
+  const FetcherOptions& options = args.options;
+  const std::string& address = args.address;
   if (!isatty(STDOUT_FILENO)) {
     std::fprintf(stderr, "pathtop: needs a terminal; for scripts use `pathctl paths --json`\n");
     return 1;
@@ -155,46 +255,10 @@ int main(int argc, char** argv) {
   model.SetConnection(connecting);
   if (target.empty()) model.SetView(View::kTargets);
 
+  CatchQuitSignals();
   Fetcher fetcher(MakeGrpcClient(address), address, target, options);
   fetcher.Start();
-  StatsTracker stats;
-  {
-    Terminal term;
-    bool dirty = true;
-    while (true) {
-      Inbox in = fetcher.Take();
-      if (!in.empty()) dirty = true;
-      if (in.connection) model.SetConnection(*in.connection);
-      if (in.session) model.SetSession(*in.session);
-      if (in.stats) model.SetStats(stats.Update(*in.stats, in.stats_time_s));
-      if (in.hot_paths) model.SetHotPaths(*in.hot_paths);
-      if (in.subpaths) model.SetSubpaths(*in.subpaths);
-      if (in.cct) model.SetCct(*in.cct);
-      if (in.call_pairs) model.SetCallPairs(*in.call_pairs);
-      if (in.methods) model.SetMethods(*in.methods);
-      if (in.targets) model.SetTargets(*in.targets);
-      for (const auto& [view, message] : in.view_errors) model.SetViewError(view, message);
-      if (dirty) term.Draw(model.Layout(term.width(), term.height()));
-      dirty = false;
-
-      int k = term.ReadKey(100);
-      if (k < 0) continue;
-      Action action = model.HandleKey(k);
-      dirty = action != Action::kNone;
-      if (action == Action::kQuit) break;
-      if (action == Action::kViewChanged) fetcher.SetView(model.view());
-      if (action == Action::kPickTarget) {
-        TargetSpec picked;
-        picked.pid = model.picked_pid();
-        model.SetTargetLabel(LabelFor(picked));
-        model.ResetData();
-        stats = StatsTracker();
-        model.SetView(View::kHotPaths);
-        fetcher.SetTarget(picked);
-        fetcher.SetView(View::kHotPaths);
-      }
-    }
-  }
+  RunUi(&model, &fetcher);
   fetcher.Stop();
   return 0;
 }

@@ -388,7 +388,7 @@ int64_t Model::NowUnixMs() const {
 
 std::string Model::StacksRate() const {
   return stats_.valid ? FormatCount(stats_.stack_samples_per_s) + " stacks/s"
-                      : "stack rate after the next GetStats";
+                      : "stack rate at the next refresh";
 }
 
 std::string Model::TitleText() const {
@@ -422,7 +422,8 @@ std::string Model::StatsText() const {
                   " | pathprofd " + Percent1(stats_.daemon_cpu_percent) + " " +
                   FormatBytes(stats_.daemon_rss_bytes) + " | drops " + std::to_string(stats_.drops);
   if (stats_.decode_errors) s += " decode-err " + std::to_string(stats_.decode_errors);
-  if (!stats_.top_drop.empty()) s += " (" + stats_.top_drop + ")";
+  // Two spaces: the reason is a field of its own, which wraps whole (Wrap).
+  if (!stats_.top_drop.empty()) s += "  (" + stats_.top_drop + ")";
   return s;
 }
 
@@ -487,8 +488,7 @@ std::string Model::EmptyNote(const Table& t) const {
                                                  : "no samples";
   if (view_ == View::kTargets) return what;
   if (session_ && from_branches && session_->source() == v1::BRANCH_SOURCE_NONE) {
-    return std::string(what) + ": this session collects stacks only (" + StacksRate() +
-           "); see views 3 and 5";
+    return std::string(what) + ": stacks-only session (" + StacksRate() + "); see views 3 and 5";
   }
   if (SessionEnded()) return std::string(what) + ": the session ended before any arrived";
   if (from_branches) {

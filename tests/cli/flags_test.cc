@@ -29,25 +29,38 @@ TEST(Flags, OutOfRangeNumbersAreUsageErrorsNamingTheFlagAndItsRange) {
       {"start --pid 0", "--pid expects an integer in [1, 2147483647], got '0'"},
       {"start --pid -1", "--pid expects an integer in [1, 2147483647], got '-1'"},
       {"start --pid 1 --duration 4294967296",
-       "--duration expects an integer in [0, 4294967295], got '4294967296'"},
-      {"start --pid 1 --duration -5", "--duration expects an integer in [0, 4294967295]"},
-      {"start --pid 1 --stack-hz -1", "--stack-hz expects an integer in [0, 10000]"},
+       "--duration expects a duration such as 500ms, 5s or 2m (a bare number is seconds) in "
+       "[0s, 4.29497e+09s], got '4294967296'"},
+      {"start --pid 1 --duration -5", "--duration expects a duration"},
+      {"start --pid 1 --duration 5parsecs", "--duration expects a duration"},
+      {"start --pid 1 --duration 0x10", "--duration expects a duration"},
+      // An older spelling is named as typed, with the flag's one name.
+      {"start --pid 1 --stack-hz -1", "--stack-hz (--freq) expects an integer in [0, 10000]"},
+      {"start --pid 1 -F -1", "-F (--freq) expects an integer in [0, 10000]"},
       {"start --pid 1 --bursts-per-second nan",
-       "--bursts-per-second expects a number in [0, 10000], got 'nan'"},
+       "--bursts-per-second (--burst-rate) expects a number in [0, 10000], got 'nan'"},
       {"start --pid 1 --max-stopped inf", "--max-stopped expects a number in [0, 0.5], got 'inf'"},
       {"start --pid 1 --window 99999999999999999999",
        "--window expects an integer in [0, 4096], got '99999999999999999999'"},
       {"paths s-1 --top -3", "--top expects an integer in [1, 1000000], got '-3'"},
       {"tree s-1 --min-weight nan", "--min-weight expects a number in [0, 1e+300], got 'nan'"},
-      {"watch s-1 --interval 1", "--interval expects an integer in [10, 3600000], got '1'"},
-      {"bursts --pid 1 --rate nan", "--rate expects a number in [0, 10000], got 'nan'"},
-      {"bursts --pid 1 --rate -inf", "--rate expects a number in [0, 10000], got '-inf'"},
+      {"watch s-1 --interval 1", "--interval expects a duration"},
+      {"bursts --pid 1 --rate nan",
+       "--rate (--burst-rate) expects a number in [0, 10000], got 'nan'"},
+      {"bursts --pid 1 --burst-rate -inf",
+       "--burst-rate expects a number in [0, 10000], got '-inf'"},
+      {"bursts -p1 --duration 1e400", "--duration expects a duration"},
       {"bursts --pid 4294967297", "--pid expects an integer in [1, 2147483647]"},
-      {"run --duration 4294967296 -- /bin/true",
-       "--duration expects an integer in [0, 4294967295]"},
+      {"run --duration 4294967296 -- /bin/true", "--duration expects a duration"},
+      {"run --duration 2d -- /bin/true", "--duration expects a duration"},
       {"run --burst-rate nan -- /bin/true", "--burst-rate expects a number in [0, 10000]"},
       {"analyze --pid -1 x.data", "--pid expects an integer in [1, 2147483647], got '-1'"},
-      {"sessions --timeout nan", "--timeout expects a number in [0.001, 86400], got 'nan'"},
+      {"sessions --timeout nan",
+       "--timeout expects a duration such as 500ms, 5s or 2m (a bare number is seconds) in "
+       "[0.001s, 86400s], got 'nan'"},
+      {"watch s-1 --interval 5ms",
+       "--interval expects a duration such as 500ms, 5s or 2m (a "
+       "bare number is milliseconds) in [0.01s, 3600s], got '5ms'"},
       {"start --pid 0x10", "--pid expects an integer in [1, 2147483647], got '0x10'"},
   };
   for (const Case& c : cases) {
@@ -104,9 +117,18 @@ TEST(Flags, UnknownOrValuelessFlagsAreNamedNeverIgnored) {
       {"paths s-1 --bogus --top 5", "unknown option --bogus"},
       // A known flag without its value.
       {"paths s-1 --top", "--top needs a value"},
-      // perf's habits on a command that does not take them.
-      {"run -F 99 -- /bin/true", "unknown option -F"},
+      // Short options nobody has, and perf's habits on a command that does not take them.
+      {"run -x 99 -- /bin/true", "unknown option -x"},
       {"run -o x.pb.gz -- /bin/true", "unknown option -o (--output)"},
+      {"paths s-1 -p 5", "unknown option -p (--pid)"},
+      {"sessions -F 99", "unknown option -F (--freq)"},
+      // A flag the command has, but not in this use of it.
+      {"sim --sweep --top 3", "--top does not apply with the other options given"},
+      {"caps --timeout 5", "--timeout does not apply with the other options given"},
+      {"export --format bolt x.pbs -o y --socket /s", "--socket does not apply"},
+      {"sessions --tls-ca ca.pem", "--tls-ca goes with --address"},
+      {"residual s-1 --baseline b --save --top 3", "--top does not apply"},
+      {"start -p 1 --max-descendants 3", "--max-descendants does not apply"},
       {"export s-1", "-o FILE is required"},
   };
   for (const Case& c : cases) {

@@ -348,6 +348,11 @@ TEST(Format, WrapKeepsFieldsWholeAndIndentsContinuations) {
   EXPECT_EQ(Wrap("drops 3 (broken-window 3)", 12),
             (std::vector<std::string>{"drops 3", "  (broken-w~", "  3)"}));
   for (const std::string& l : Wrap(std::string(200, 'x') + " y", 80)) EXPECT_LE(l.size(), 80u);
+  // Leading spaces and the spacing between fields that share a line are kept.
+  EXPECT_EQ(Wrap(" 1 Paths [2 Subpaths] 3 CCT   sort SHARE%-", 80),
+            std::vector<std::string>{" 1 Paths [2 Subpaths] 3 CCT   sort SHARE%-"});
+  EXPECT_EQ(Wrap(" 1 Paths [2 Subpaths] 3 CCT   sort SHARE%-", 30),
+            (std::vector<std::string>{" 1 Paths [2 Subpaths] 3 CCT", "  sort SHARE%-"}));
 }
 
 TEST(Model, AStacksOnlySessionSaysWhatArrivesInsteadOfNothing) {
@@ -360,12 +365,12 @@ TEST(Model, AStacksOnlySessionSaysWhatArrivesInsteadOfNothing) {
   m.SetStats(StacksPerSecond(97));
   auto lines = m.Layout(80, 24);
   EXPECT_EQ(lines[4].text,
-            "no hot paths: this session collects stacks only (97 stacks/s); see views 3 and 5");
+            "no hot paths: stacks-only session (97 stacks/s); see views 3 and 5");
   for (const auto& l : lines) EXPECT_EQ(l.text.find("nothing profiled"), std::string::npos);
   // Call pairs come from branches too; the CCT and methods from stacks say what is missing.
   m.HandleKey('4');
   m.SetCallPairs(v1::HotCallPairs());
-  EXPECT_EQ(m.Layout(80, 24)[4].text.rfind("no call pairs: this session collects stacks only", 0),
+  EXPECT_EQ(m.Layout(80, 24)[4].text.rfind("no call pairs: stacks-only session (", 0),
             0u);
   m.HandleKey('3');
   m.SetCct(v1::CallingContextTree());

@@ -35,6 +35,21 @@ class Tmux {
   bool started() const { return rc_ == 0; }
   void Keys(const std::string& keys) { Sh(Base() + " send-keys -t t " + keys); }
   std::string Capture() { return Sh(Base() + " capture-pane -p -t t 2>/dev/null"); }
+  // With the attributes as escape sequences: the selected row is in reverse video (ESC[7m).
+  std::string CaptureWithAttributes() {
+    return Sh(Base() + " capture-pane -p -e -t t 2>/dev/null");
+  }
+  // The pid of the pane's process: the program itself when the command starts with `exec`.
+  pid_t PanePid() {
+    return static_cast<pid_t>(std::atoi(Sh(Base() + " list-panes -t t -F '#{pane_pid}'").c_str()));
+  }
+  // Waits (up to `seconds`) for the program to end; true when it did.
+  bool WaitForExit(int seconds = 5) {
+    for (int i = 0; i < seconds * 20 && Alive(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return !Alive();
+  }
   bool Alive() {
     int rc = 0;
     Sh(Base() + " has-session -t t 2>/dev/null", &rc);
@@ -78,6 +93,22 @@ inline std::string Line(const std::string& screen, int n) {
   }
   if (pos == std::string::npos) return "";
   return screen.substr(pos, screen.find('\n', pos) - pos);
+}
+
+// The n-th table row on a pathtop screen (0: the first under the column header). Found from
+// the tabs line ("... sort SHARE%-"), since the status lines above it wrap to what they say.
+inline std::string Row(const std::string& screen, int n) {
+  for (int i = 0; i < 24; ++i) {
+    if (Has(Line(screen, i), "  sort ")) return Line(screen, i + 2 + n);
+  }
+  return "";
+}
+
+// The last `n` lines of the screen, joined by spaces: where the (possibly wrapped) footer is.
+inline std::string Bottom(const std::string& screen, int n, int height = 24) {
+  std::string out;
+  for (int i = height - n; i < height; ++i) out += Line(screen, i) + " ";
+  return out;
 }
 
 inline void Keep(const std::string& name, const std::string& screen) {

@@ -3,6 +3,7 @@
 // gRPC server (fake_daemon.h) on a temp socket, so the screens hold known values.
 // Set PATHTOP_CAPTURE_DIR to keep each view's capture (docs/pathtop.md shows them).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 namespace {
 
 using pathtop_test::FakeDaemon;
+namespace v1 = ::pathprof::v1;
 using namespace pathtop_test;
 
 class PathtopTui : public ::testing::Test {
@@ -33,7 +35,8 @@ class PathtopTui : public ::testing::Test {
 
   std::string Command(const std::string& args) const {
     // Leak checking is for the unit tests; ncurses keeps its screen buffers until exit.
-    return "env TERM=xterm NO_COLOR=1 ASAN_OPTIONS=detect_leaks=0 " PATHPROF_BIN_DIR
+    // `exec`: the pane's process is pathtop itself, so a test can signal it by pid.
+    return "exec env TERM=xterm NO_COLOR=1 ASAN_OPTIONS=detect_leaks=0 " PATHPROF_BIN_DIR
            "/pathtop --socket " +
            sock_ + " " + args;
   }
@@ -50,24 +53,26 @@ TEST_F(PathtopTui, ViewsSortFilterAndQuitIn80x24) {
   Keep("paths", s);
   ASSERT_TRUE(Has(s, "hot_loop+0x10 > +0x24 > +0x38")) << s;
   EXPECT_TRUE(Has(Line(s, 0), "session s1 running  source ptrace (no PMU in this VM)")) << s;
-  EXPECT_TRUE(Has(Line(s, 2), "[1 Paths]")) << s;
-  EXPECT_TRUE(Has(Line(s, 3), "SHARE%     EST  +-ERR LEN START")) << s;
-  EXPECT_TRUE(Has(Line(s, 4), "62.0     620     31   3 hot_loop+0x10")) << s;
+  EXPECT_TRUE(Has(s, "[1 Paths]")) << s;
+  EXPECT_TRUE(Has(Row(s, -1), "SHARE%     EST  +-ERR LEN START")) << s;  // the column header
+  EXPECT_TRUE(Has(Row(s, 0), "62.0     620     31   3 hot_loop+0x10")) << s;
   s = tmux.WaitForText("stacks ");
   EXPECT_TRUE(Has(Line(s, 1), "| pathprofd ")) << s;
-  EXPECT_TRUE(Has(Line(s, 1), "% 24.0M | drops 3 (broken-window")) << s;
+  // The drop reason does not fit the line: it wraps whole onto the next instead of being cut.
+  EXPECT_TRUE(Has(Line(s, 1), "% 24.0M | drops 3")) << s;
+  EXPECT_TRUE(Has(Line(s, 2), "  (broken-window 3)")) << s;
 
   tmux.Keys("2");
   s = tmux.WaitForText("[2 Subpaths]");
   s = tmux.WaitForText("hot_loop+0x10 > +0x24 > +0x38 > +0x10");
   Keep("subpaths", s);
-  EXPECT_TRUE(Has(Line(s, 4), "48.0    4.8k    310    4 hot_loop+0x10")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), "48.0    4.8k    310    4 hot_loop+0x10")) << s;
 
   tmux.Keys("3");
   s = tmux.WaitForText("rarely_called");
   Keep("cct", s);
-  EXPECT_TRUE(Has(Line(s, 4), "- _start")) << s;
-  EXPECT_TRUE(Has(Line(s, 6), "hot_loop")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), "- _start")) << s;
+  EXPECT_TRUE(Has(Row(s, 2), "hot_loop")) << s;
   // Select mix (4 rows down) and close it: checksum disappears.
   tmux.Keys("Down Down Down Left");
   s = tmux.WaitFor([](const std::string& s) { return !Has(s, "checksum"); });
@@ -79,23 +84,25 @@ TEST_F(PathtopTui, ViewsSortFilterAndQuitIn80x24) {
   tmux.Keys("4");
   s = tmux.WaitForText("main+0x2c");
   Keep("callpairs", s);
-  EXPECT_TRUE(Has(Line(s, 4), "75.0    9.0k      0 main+0x2c")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), "75.0    9.0k      0 main+0x2c")) << s;
 
   tmux.Keys("5");
   s = tmux.WaitForText("hot data streams");
   Keep("methods", s);
-  EXPECT_TRUE(Has(Line(s, 4), "62.0      62   75.0    9.0k hot_loop  loop.c:10")) << s;
+  // The note fits the line; the daemon's whole reason is on the help screen.
+  EXPECT_TRUE(Has(s, "hot data streams: not built from branch traces (? says why)")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), "62.0      62   75.0    9.0k hot_loop  loop.c:10")) << s;
 
   // Back on paths: sort by the start function, A to Z (checksum first), then filter.
   tmux.Keys("1");
   tmux.WaitForText("[1 Paths]");
   tmux.Keys("'>' '>' '>' '>'");
   s = tmux.WaitForText("sort START+");
-  EXPECT_TRUE(Has(Line(s, 4), "checksum+0x8")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), "checksum+0x8")) << s;
   tmux.Keys("/ m i x Enter");
   s = tmux.WaitForText("/mix");
   Keep("paths_filtered", s);
-  EXPECT_TRUE(Has(Line(s, 4), "mix+0x0")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), "mix+0x0")) << s;
   EXPECT_FALSE(Has(s, "hot_loop")) << s;
   tmux.Keys("Escape");
   s = tmux.WaitForText("hot_loop");
@@ -108,12 +115,12 @@ TEST_F(PathtopTui, ViewsSortFilterAndQuitIn80x24) {
   tmux.Keys("Space");
   tmux.WaitFor([](const std::string& s) { return !Has(s, "Press any key"); });
 
+  EXPECT_EQ(daemon.service().session_count(), 1u);
   tmux.Keys("q");
-  for (int i = 0; i < 100 && tmux.Alive(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_FALSE(tmux.Alive()) << "pathtop did not exit on q";
-  EXPECT_EQ(daemon.service().stop_calls.load(), 1);  // its own session, stopped on exit
+  EXPECT_TRUE(tmux.WaitForExit()) << "pathtop did not exit on q";
+  // Its own session, deleted on exit: the daemon lists none.
+  EXPECT_EQ(daemon.service().delete_calls.load(), 1);
+  EXPECT_EQ(daemon.service().session_count(), 0u);
 }
 
 TEST_F(PathtopTui, SaysWhenTheDaemonIsGoneAndReconnects) {
@@ -128,16 +135,22 @@ TEST_F(PathtopTui, SaysWhenTheDaemonIsGoneAndReconnects) {
   unlink(sock_.c_str());
   s = tmux.WaitForText("DISCONNECTED");
   Keep("disconnected", s);
-  EXPECT_TRUE(Has(Line(s, 23), "DISCONNECTED unix:" + sock_)) << s;
-  EXPECT_TRUE(Has(Line(s, 23), "retry")) << s;
+  // The footer wraps the reason over the bottom lines.
+  EXPECT_TRUE(Has(Bottom(s, 4), "DISCONNECTED unix:" + sock_)) << s;
+  EXPECT_TRUE(Has(Bottom(s, 4), "retry")) << s;
   // The last answers stay on screen while disconnected.
   EXPECT_TRUE(Has(s, "hot_loop+0x10")) << s;
 
   daemon = std::make_unique<FakeDaemon>(sock_, 4242);
   s = tmux.WaitForText("reconnected unix:");
-  EXPECT_TRUE(Has(Line(s, 23), "reconnected")) << s;
+  Keep("reconnected", s);
+  EXPECT_TRUE(Has(Bottom(s, 2), "reconnected")) << s;
+  // It says what it did: a new session, with the source the lost one had.
+  EXPECT_TRUE(Has(Bottom(s, 2), "re-created the session as s1, source ptrace as s1 had")) << s;
   EXPECT_EQ(daemon->service().start_calls.load(), 1);  // a new session on the new daemon
+  EXPECT_EQ(daemon->service().last_start_source.load(), v1::BRANCH_SOURCE_PTRACE);
   tmux.Keys("q");
+  EXPECT_TRUE(tmux.WaitForExit());
 }
 
 TEST_F(PathtopTui, PicksAProcessFromTheListAndFollowsResize) {
@@ -147,19 +160,120 @@ TEST_F(PathtopTui, PicksAProcessFromTheListAndFollowsResize) {
   ASSERT_TRUE(tmux.started());
   std::string s = tmux.WaitForText("/usr/local/bin/loop");
   Keep("targets", s);
-  EXPECT_TRUE(Has(Line(s, 4), "4242")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), "4242")) << s;
   tmux.Keys("Enter");
   s = tmux.WaitForText("hot_loop+0x10 > +0x24");
   EXPECT_TRUE(Has(Line(s, 0), "pid 4242")) << s;
-  EXPECT_TRUE(Has(Line(s, 6), "checksum+0x8 > +0x14 > +0x30 > +~")) << s;
+  EXPECT_TRUE(Has(Row(s, 2), "checksum+0x8 > +0x14 > +0x30 > +~")) << s;
 
   tmux.Resize(120, 30);
   s = tmux.WaitFor([](const std::string& s) { return !Line(s, 29).empty(); });
   // The path cut at 80 columns is whole at 120, and the footer moved to the new last line.
-  EXPECT_TRUE(Has(Line(s, 6), "checksum+0x8 > +0x14 > +0x30 > +0x44")) << s;
-  EXPECT_FALSE(Has(Line(s, 6), "~")) << s;
+  EXPECT_TRUE(Has(Row(s, 2), "checksum+0x8 > +0x14 > +0x30 > +0x44")) << s;
+  EXPECT_FALSE(Has(Row(s, 2), "~")) << s;
   EXPECT_TRUE(Has(Line(s, 29), "?:help")) << s;
   tmux.Keys("q");
+}
+
+TEST_F(PathtopTui, AStacksOnlySessionShowsWhatArrives) {
+  FakeDaemon daemon(sock_, 4242);
+  ASSERT_TRUE(daemon.ok());
+  Tmux tmux(Command("--pid 4242 --interval 0.5 --source none"));
+  ASSERT_TRUE(tmux.started());
+  // The fake's stack counter grows 99 per GetStats: a rate, not "nothing profiled".
+  std::string s = tmux.WaitForText(" stacks/s); see views 3 and 5");
+  Keep("stacks_only", s);
+  EXPECT_TRUE(Has(Line(s, 0), "source none")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), "no hot paths: stacks-only session (")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), " stacks/s); see views 3 and 5")) << s;
+  EXPECT_FALSE(Has(s, "nothing profiled")) << s;
+  EXPECT_EQ(daemon.service().last_start_source.load(), v1::BRANCH_SOURCE_NONE);
+  tmux.Keys("q");
+  EXPECT_TRUE(tmux.WaitForExit());
+}
+
+TEST_F(PathtopTui, MarksAnExitedTarget) {
+  FakeDaemon daemon(sock_, 4242);
+  ASSERT_TRUE(daemon.ok());
+  Tmux tmux(Command("--pid 4242 --interval 0.5"));
+  ASSERT_TRUE(tmux.started());
+  std::string s = tmux.WaitForText("hot_loop+0x10 > +0x24");
+  ASSERT_TRUE(Has(Line(s, 0), "session s1 running")) << s;
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  daemon.service().SetState("s1", v1::SESSION_STATE_TARGET_EXITED, now_ms - 5000);
+  s = tmux.WaitFor([](const std::string& s) { return Has(Line(s, 0), "exited"); });
+  Keep("exited", s);
+  EXPECT_TRUE(Has(Line(s, 0), "session s1 exited")) << s;
+  EXPECT_FALSE(Has(Line(s, 0), "running")) << s;
+  EXPECT_TRUE(Has(Line(s, 1), "target exited ")) << s;
+  EXPECT_TRUE(Has(Line(s, 1), "s ago: the profile as it ended")) << s;
+  EXPECT_TRUE(Has(s, "hot_loop+0x10 > +0x24")) << s;  // the last profile stays
+  tmux.Keys("q");
+  EXPECT_TRUE(tmux.WaitForExit());
+  EXPECT_EQ(daemon.service().session_count(), 0u);
+}
+
+TEST_F(PathtopTui, FunctionKeysSearchFilterTreeSortAndQuit) {
+  FakeDaemon daemon(sock_, 4242);
+  ASSERT_TRUE(daemon.ok());
+  Tmux tmux(Command("--pid 4242 --interval 0.5"));
+  ASSERT_TRUE(tmux.started());
+  std::string s = tmux.WaitForText("hot_loop+0x10 > +0x24");
+  // F3: search; the selection (reverse video) moves to the checksum row, nothing is hidden.
+  tmux.Keys("F3 c h e c k");
+  s = tmux.WaitForText("search: check_");
+  EXPECT_TRUE(Has(s, "hot_loop+0x10")) << s;
+  std::string attrs = tmux.CaptureWithAttributes();
+  size_t at = attrs.find("checksum+0x8  ");
+  ASSERT_NE(at, std::string::npos) << attrs;
+  size_t line_start = attrs.rfind('\n', at);
+  EXPECT_NE(attrs.substr(line_start, at - line_start).find("\x1b[7m"), std::string::npos) << attrs;
+  tmux.Keys("Enter");
+  // F4: the filter, as `/`.
+  tmux.Keys("F4 m i x Enter");
+  s = tmux.WaitForText("/mix");
+  EXPECT_FALSE(Has(s, "hot_loop+0x10")) << s;
+  tmux.Keys("Escape");
+  // F6: the next sort column; F5: the tree and back.
+  tmux.Keys("F6");
+  s = tmux.WaitForText("sort EST-");
+  EXPECT_TRUE(Has(s, "sort EST-")) << s;
+  tmux.Keys("F5");
+  s = tmux.WaitForText("[3 CCT]");
+  EXPECT_TRUE(Has(s, "[3 CCT]")) << s;
+  tmux.Keys("F5");
+  s = tmux.WaitForText("[1 Paths]");
+  EXPECT_TRUE(Has(s, "[1 Paths]")) << s;
+  // F1: help naming the F-keys.
+  tmux.Keys("F1");
+  s = tmux.WaitForText("Press any key to return.");
+  Keep("help", s);
+  EXPECT_TRUE(Has(s, "F3          search")) << s;
+  tmux.Keys("Space");
+  tmux.WaitFor([](const std::string& s) { return !Has(s, "Press any key"); });
+  // F10 quits, even with the filter being typed.
+  tmux.Keys("/ F10");
+  EXPECT_TRUE(tmux.WaitForExit()) << "pathtop did not exit on F10";
+  EXPECT_EQ(daemon.service().session_count(), 0u);
+}
+
+TEST_F(PathtopTui, ASignalEndsItLikeQ) {
+  FakeDaemon daemon(sock_, 4242);
+  ASSERT_TRUE(daemon.ok());
+  Tmux tmux(Command("--pid 4242 --interval 0.5"));
+  ASSERT_TRUE(tmux.started());
+  std::string s = tmux.WaitForText("hot_loop+0x10 > +0x24");
+  ASSERT_EQ(daemon.service().session_count(), 1u);
+  const pid_t pid = tmux.PanePid();
+  ASSERT_GT(pid, 1);
+  // The pane's process is the pathtop this test started (exec in Command()).
+  ASSERT_NE(Sh("cat /proc/" + std::to_string(pid) + "/comm").find("pathtop"), std::string::npos);
+  kill(pid, SIGTERM);
+  EXPECT_TRUE(tmux.WaitForExit()) << "pathtop did not end on SIGTERM";
+  EXPECT_EQ(daemon.service().delete_calls.load(), 1);
+  EXPECT_EQ(daemon.service().session_count(), 0u);
 }
 
 }  // namespace
