@@ -112,16 +112,16 @@ TEST_F(PathtopEndToEnd, ShowsTheHotLoopOfALiveProcess) {
   tmux.Keys("5");
   // hot() holds most of the CPU: it is the first row under the default sort (SELF% down).
   s = tmux.WaitFor(
-      [&](const std::string& s) { return Has(s, "[5 Methods]") && Has(Line(s, 4), "hot  "); }, 30);
+      [&](const std::string& s) { return Has(s, "[5 Methods]") && Has(Row(s, 0), "hot  "); }, 30);
   Keep("e2e_methods", s);
-  EXPECT_TRUE(Has(Line(s, 4), "hot  ")) << s;
-  EXPECT_TRUE(Has(Line(s, 2), "sort SELF%-")) << s;
+  EXPECT_TRUE(Has(Row(s, 0), "hot  ")) << s;
+  EXPECT_TRUE(Has(Tabs(s), "sort SELF%-")) << s;
   // Reversed, the hottest method goes to the bottom of the rows.
   tmux.Keys("r");
-  s = tmux.WaitFor([&](const std::string& s) { return Has(Line(s, 2), "sort SELF%+"); }, 10);
+  s = tmux.WaitFor([&](const std::string& s) { return Has(Tabs(s), "sort SELF%+"); }, 10);
   Keep("e2e_methods_reversed", s);
-  EXPECT_TRUE(Has(Line(s, 2), "sort SELF%+")) << s;
-  EXPECT_FALSE(Has(Line(s, 4), "hot  ")) << s;
+  EXPECT_TRUE(Has(Tabs(s), "sort SELF%+")) << s;
+  EXPECT_FALSE(Has(Row(s, 0), "hot  ")) << s;
   EXPECT_TRUE(row_has(s, "hot  ")) << s;
   tmux.Keys("r");
   tmux.Keys("1 / w a r m Enter");

@@ -104,6 +104,14 @@ inline std::string Row(const std::string& screen, int n) {
   return "";
 }
 
+// The tabs line ("1 Paths ... sort SHARE%-"): its place depends on how the status lines wrap.
+inline std::string Tabs(const std::string& screen) {
+  for (int i = 0; i < 24; ++i) {
+    if (Has(Line(screen, i), "  sort ")) return Line(screen, i);
+  }
+  return "";
+}
+
 // The last `n` lines of the screen, joined by spaces: where the (possibly wrapped) footer is.
 inline std::string Bottom(const std::string& screen, int n, int height = 24) {
   std::string out;
