@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <google/protobuf/util/json_util.h>
+
 namespace pathctl {
 namespace v1 = pathprof::v1;
 
@@ -282,6 +284,16 @@ void HotPathsTable(const v1::HotPaths& hp) {
     std::printf("%4d %7u %6.2f%% %16s %4u  %-34s %s\n", ++i, p.pid(), 100 * p.estimate().share(),
                 EstimateText(p.estimate()).c_str(), p.length(), LocationText(p.start()).c_str(),
                 OutcomesText(p.outcomes(), p.length()).c_str());
+}
+
+void PrintJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  // Serializing a message built in this process cannot fail (no Any to resolve).
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  std::printf("%s\n", out.c_str());
 }
 
 void SessionJson(JsonWriter& w, const v1::Session& s) {

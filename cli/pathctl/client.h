@@ -52,6 +52,10 @@ class Client {
 };
 
 // Output helpers shared by the query commands.
+// A v1 message as protobuf's JSON mapping (proto field names, every field printed, 64-bit
+// integers as strings), one line: what every query's --json prints, whether the daemon or a
+// recording answered, so that both are the same document of the same message type.
+void PrintJson(const google::protobuf::Message& message);
 std::string LocationText(const pathprof::v1::Location& l);  // "func+0x1a (file.c:12)"
 void LocationJson(JsonWriter& w, const pathprof::v1::Location& l);
 void EstimateJson(JsonWriter& w, const pathprof::v1::Estimate& e);

@@ -1,40 +1,25 @@
 // pathctl methods SESSION: hot methods, by stack-sample self weight and by entries.
 #include <cstdio>
 
-#include "pathctl/client.h"
+#include "pathctl/query_source.h"
 
 namespace pathctl {
 namespace {
 
 int RunMethods(Args& args) {
-  Client client(args);
+  QuerySource source(args, "methods");
   bool json = args.Has("json");
   pathprof::v1::GetHotMethodsRequest req;
   req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
   auto problems = args.Problems();
-  if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
+  if (args.positional().size() != 1)
+    problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
   if (!problems.empty()) return UsageError("methods", problems);
   req.set_session_id(args.positional()[0]);
   pathprof::v1::HotMethods resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub().GetHotMethods(ctx.get(), req, &resp);
-  if (!s.ok()) return client.Fail("methods", s);
+  if (int rc = source.Get(req, &resp); rc != kExitOk) return rc;
   if (json) {
-    JsonWriter w;
-    w.BeginObject().Key("session_id").String(resp.session_id()).Key("methods").BeginArray();
-    for (const auto& m : resp.methods()) {
-      w.BeginObject().Key("pid").Uint(m.pid()).Key("function");
-      LocationJson(w, m.function());
-      w.Key("self");
-      EstimateJson(w, m.self());
-      w.Key("entries");
-      EstimateJson(w, m.entries());
-      w.EndObject();
-    }
-    w.EndArray();
-    w.Key("hot_data_streams_unsupported").String(resp.hot_data_streams_unsupported());
-    w.EndObject();
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
   } else {
     std::printf("%4s %7s %7s %12s %14s  %s\n", "#", "pid", "self%", "self", "entries", "function");
     int i = 0;
@@ -50,7 +35,8 @@ int RunMethods(Args& args) {
 
 PATHCTL_COMMAND(Command{"methods",
                         "a session's hot methods",
-                        "usage: pathctl methods SESSION [--top K]\n\n" PATHCTL_CLIENT_USAGE,
+                        "usage: pathctl methods SESSION|RECORDING [--top K]\n\n" PATHCTL_QUERY_USAGE
+                            PATHCTL_CLIENT_USAGE,
                         {"json"},
                         RunMethods});
 

@@ -1,7 +1,7 @@
 // pathctl paths SESSION: the session's hot paths, largest first.
 #include <cstdio>
 
-#include "pathctl/client.h"
+#include "pathctl/query_source.h"
 
 namespace pathctl {
 namespace {
@@ -22,7 +22,7 @@ bool ParseMetric(const std::string& s, v1::Metric* m) {
 }
 
 int RunPaths(Args& args) {
-  Client client(args);
+  QuerySource source(args, "paths");
   bool json = args.Has("json");
   v1::GetHotPathsRequest req;
   req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
@@ -31,18 +31,15 @@ int RunPaths(Args& args) {
   auto problems = args.Problems();
   if (!ParseMetric(args.Get("metric", "count"), &metric))
     problems.push_back("--metric is count, instructions, cycles or mispredictions");
-  if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
+  if (args.positional().size() != 1)
+    problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
   if (!problems.empty()) return UsageError("paths", problems);
   req.set_metric(metric);
   req.set_session_id(args.positional()[0]);
   v1::HotPaths resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub().GetHotPaths(ctx.get(), req, &resp);
-  if (!s.ok()) return client.Fail("paths", s);
+  if (int rc = source.Get(req, &resp); rc != kExitOk) return rc;
   if (json) {
-    JsonWriter w;
-    HotPathsJson(w, resp);
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
   } else {
     HotPathsTable(resp);
     if (req.with_blocks())
@@ -55,12 +52,13 @@ int RunPaths(Args& args) {
   return resp.paths_size() ? kExitOk : kExitNoData;
 }
 
-PATHCTL_COMMAND(Command{"paths",
-                        "a session's hot paths (path engine)",
-                        "usage: pathctl paths SESSION [--top K] [--metric count|instructions|"
-                        "cycles|mispredictions] [--blocks]\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json", "blocks"},
-                        RunPaths});
+PATHCTL_COMMAND(Command{
+    "paths",
+    "a session's hot paths (path engine)",
+    "usage: pathctl paths SESSION|RECORDING [--top K] [--metric count|instructions|"
+    "cycles|mispredictions] [--blocks]\n\n" PATHCTL_QUERY_USAGE PATHCTL_CLIENT_USAGE,
+    {"json", "blocks"},
+    RunPaths});
 
 }  // namespace
 }  // namespace pathctl

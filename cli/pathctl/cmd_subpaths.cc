@@ -1,39 +1,26 @@
 // pathctl subpaths SESSION: hot subpaths from the online subpath reservoir.
 #include <cstdio>
 
-#include "pathctl/client.h"
+#include "pathctl/query_source.h"
 
 namespace pathctl {
 namespace {
 
 int RunSubpaths(Args& args) {
-  Client client(args);
+  QuerySource source(args, "subpaths");
   bool json = args.Has("json");
   pathprof::v1::GetHotSubpathsRequest req;
   req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
   req.set_threshold(args.GetDouble("threshold", 0, 0, 1e12));
   auto problems = args.Problems();
-  if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
+  if (args.positional().size() != 1)
+    problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
   if (!problems.empty()) return UsageError("subpaths", problems);
   req.set_session_id(args.positional()[0]);
   pathprof::v1::HotSubpaths resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub().GetHotSubpaths(ctx.get(), req, &resp);
-  if (!s.ok()) return client.Fail("subpaths", s);
+  if (int rc = source.Get(req, &resp); rc != kExitOk) return rc;
   if (json) {
-    JsonWriter w;
-    w.BeginObject().Key("session_id").String(resp.session_id());
-    w.Key("sampling_frequency").Double(resp.sampling_frequency()).Key("subpaths").BeginArray();
-    for (const auto& sp : resp.subpaths()) {
-      w.BeginObject().Key("pid").Uint(sp.pid()).Key("length").Uint(sp.length());
-      w.Key("estimate");
-      EstimateJson(w, sp.estimate());
-      w.Key("blocks").BeginArray();
-      for (const auto& b : sp.blocks()) LocationJson(w, b);
-      w.EndArray().EndObject();
-    }
-    w.EndArray().EndObject();
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
   } else {
     std::printf("session %s: OSP sampling frequency %.1f\n", resp.session_id().c_str(),
                 resp.sampling_frequency());
@@ -48,12 +35,12 @@ int RunSubpaths(Args& args) {
   return resp.subpaths_size() ? kExitOk : kExitNoData;
 }
 
-PATHCTL_COMMAND(Command{
-    "subpaths",
-    "a session's hot subpaths (OSP reservoir)",
-    "usage: pathctl subpaths SESSION [--top K | --threshold SHARE]\n\n" PATHCTL_CLIENT_USAGE,
-    {"json"},
-    RunSubpaths});
+PATHCTL_COMMAND(Command{"subpaths",
+                        "a session's hot subpaths (OSP reservoir)",
+                        "usage: pathctl subpaths SESSION|RECORDING [--top K | --threshold "
+                        "SHARE]\n\n" PATHCTL_QUERY_USAGE PATHCTL_CLIENT_USAGE,
+                        {"json"},
+                        RunSubpaths});
 
 }  // namespace
 }  // namespace pathctl

@@ -2,13 +2,13 @@
 #include <cstdio>
 #include <map>
 
-#include "pathctl/client.h"
+#include "pathctl/query_source.h"
 
 namespace pathctl {
 namespace {
 
 int RunTree(Args& args) {
-  Client client(args);
+  QuerySource source(args, "tree");
   bool json = args.Has("json");
   pathprof::v1::GetCallingContextTreeRequest req;
   req.set_max_depth(static_cast<uint32_t>(args.GetInt("depth", 0, 0, 4096)));
@@ -16,30 +16,14 @@ int RunTree(Args& args) {
   req.set_root_function(args.Get("root"));
   req.set_max_nodes(static_cast<uint32_t>(args.GetInt("max-nodes", 0, 0, kMaxU32)));
   auto problems = args.Problems();
-  if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
+  if (args.positional().size() != 1)
+    problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
   if (!problems.empty()) return UsageError("tree", problems);
   req.set_session_id(args.positional()[0]);
   pathprof::v1::CallingContextTree resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub().GetCallingContextTree(ctx.get(), req, &resp);
-  if (!s.ok()) return client.Fail("tree", s);
+  if (int rc = source.Get(req, &resp); rc != kExitOk) return rc;
   if (json) {
-    JsonWriter w;
-    w.BeginObject().Key("session_id").String(resp.session_id());
-    w.Key("total_weight").Double(resp.total_weight()).Key("samples").Uint(resp.samples());
-    w.Key("nodes").BeginArray();
-    for (const auto& n : resp.nodes()) {
-      w.BeginObject().Key("id").Uint(n.id()).Key("parent_id").Uint(n.parent_id());
-      w.Key("pid").Uint(n.pid()).Key("function");
-      LocationJson(w, n.function());
-      w.Key("call_site");
-      LocationJson(w, n.call_site());
-      w.Key("self_weight").Double(n.self_weight()).Key("total_weight").Double(n.total_weight());
-      w.Key("edge_weight").Double(n.edge_weight()).Key("truncated").Bool(n.truncated());
-      w.EndObject();
-    }
-    w.EndArray().EndObject();
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
   } else {
     std::printf("session %s: %llu samples, total weight %.0f\n", resp.session_id().c_str(),
                 static_cast<unsigned long long>(resp.samples()), resp.total_weight());
@@ -58,12 +42,13 @@ int RunTree(Args& args) {
   return resp.nodes_size() ? kExitOk : kExitNoData;
 }
 
-PATHCTL_COMMAND(Command{"tree",
-                        "a session's calling context tree (PCCT)",
-                        "usage: pathctl tree SESSION [--depth N] [--min-weight SHARE] "
-                        "[--root FUNCTION] [--max-nodes N]\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
-                        RunTree});
+PATHCTL_COMMAND(Command{
+    "tree",
+    "a session's calling context tree (PCCT)",
+    "usage: pathctl tree SESSION|RECORDING [--depth N] [--min-weight SHARE] "
+    "[--root FUNCTION] [--max-nodes N]\n\n" PATHCTL_QUERY_USAGE PATHCTL_CLIENT_USAGE,
+    {"json"},
+    RunTree});
 
 }  // namespace
 }  // namespace pathctl

@@ -455,6 +455,33 @@ grpc::Status ProfilerService::StopSession(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status ProfilerService::ImportRecording(grpc::ServerContext* ctx,
+                                              const v1::ImportRecordingRequest* req,
+                                              v1::Session* resp) {
+  return Run("ImportRecording", ctx, [&](const Peer& peer) -> grpc::Status {
+    // The daemon reads the file and the binaries it names as root: as with ExportBranchProfile's
+    // binary, only an admin may name them.
+    if (!peer.admin)
+      return grpc::Status(StatusCode::PERMISSION_DENIED,
+                          "path: only an admin may name a file for the daemon to read; analyze "
+                          "a recording of your own with pathctl analyze or pathctl paths FILE");
+    if (req->path().empty()) return Invalid("path is empty (a perf.data or .pbs on this host)");
+    pipeline::AnalyzeOptions options;
+    options.config.owner_uid = peer.uid;
+    auto imported = sessions_->Import(req->path(), options);
+    if (!imported.ok()) return ToGrpc(imported.status());  // its message names the file
+    pipeline::SessionInfo info = (*imported)->Info();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_clients_[info.id] = peer.client_key();
+    }
+    Log(kLogNotice, "session %s imported from %s by %s (%zu process(es))", info.id.c_str(),
+        req->path().c_str(), peer.Describe().c_str(), info.pids.size());
+    ToProto(info, resp);
+    return grpc::Status::OK;
+  });
+}
+
 grpc::Status ProfilerService::DeleteSession(grpc::ServerContext* ctx,
                                             const v1::DeleteSessionRequest* req,
                                             v1::DeleteSessionResponse* resp) {

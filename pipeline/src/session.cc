@@ -597,6 +597,31 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
+std::unique_ptr<Session> Session::FromRecording(
+    std::string id, SessionConfig config, std::shared_ptr<SymbolService> symbols,
+    std::map<uint32_t, std::unique_ptr<ProfileStore>> stores, std::string source_reason) {
+  auto impl = std::make_unique<Impl>();
+  impl->id = std::move(id);
+  impl->config = std::move(config);
+  impl->symbols = symbols ? std::move(symbols) : std::make_shared<SymbolService>();
+  impl->info.id = impl->id;
+  for (auto& [pid, store] : stores) {
+    impl->info.pids.push_back(pid);
+    impl->stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(store)));
+  }
+  impl->config.pids = impl->info.pids;
+  impl->info.owner_uid = impl->config.owner_uid;
+  impl->info.config = impl->config;
+  impl->info.state = SessionState::kStopped;
+  impl->info.source_reason = std::move(source_reason);
+  impl->info.stacks_reason = "a recording: no live collection";
+  impl->info.started_unix_ms = UnixMs();
+  impl->info.stopped_unix_ms = impl->info.started_unix_ms;
+  // Nothing to stop: Stop() and WaitEnded() see a session that has ended.
+  impl->torn_down = true;
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
 const std::string& Session::id() const {
   return impl_->id;
 }

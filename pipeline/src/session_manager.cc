@@ -34,22 +34,36 @@ size_t SessionManager::StopAll() {
   return running.size();
 }
 
+Result<std::string> SessionManager::NextId() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sessions_.size() >= options_.max_sessions)
+    return Status(ErrorCode::kResourceExhausted,
+                  "session limit reached (" + std::to_string(options_.max_sessions) +
+                      "); stop a session or wait for ended ones to expire");
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "s%llu-%04x", static_cast<unsigned long long>(next_id_++),
+                static_cast<unsigned>(std::random_device{}() & 0xffff));
+  return std::string(buf);
+}
+
 Result<std::shared_ptr<Session>> SessionManager::Start(SessionConfig config) {
   ReapExpired();
-  std::string id;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (sessions_.size() >= options_.max_sessions)
-      return Status(ErrorCode::kResourceExhausted,
-                    "session limit reached (" + std::to_string(options_.max_sessions) +
-                        "); stop a session or wait for ended ones to expire");
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "s%llu-%04x", static_cast<unsigned long long>(next_id_++),
-                  static_cast<unsigned>(std::random_device{}() & 0xffff));
-    id = buf;
-  }
+  PATHPROF_ASSIGN_OR_RETURN(std::string id, NextId());
   PATHPROF_ASSIGN_OR_RETURN(auto session, Session::Start(id, std::move(config), caps_, symbols_));
   std::shared_ptr<Session> shared(std::move(session));
+  std::lock_guard<std::mutex> lock(mu_);
+  sessions_.push_back(shared);
+  return shared;
+}
+
+Result<std::shared_ptr<Session>> SessionManager::Import(const std::string& path,
+                                                        const AnalyzeOptions& options) {
+  ReapExpired();
+  PATHPROF_ASSIGN_OR_RETURN(std::string id, NextId());
+  PATHPROF_ASSIGN_OR_RETURN(AnalyzeResult analysis, AnalyzeFile(path, options));
+  std::shared_ptr<Session> shared = Session::FromRecording(
+      std::move(id), options.config, analysis.symbols, std::move(analysis.stores),
+      "a recording (" + analysis.decode.format + ")");
   std::lock_guard<std::mutex> lock(mu_);
   sessions_.push_back(shared);
   return shared;

@@ -201,8 +201,9 @@ TEST_F(Authorization, NonAdminsSeeNoKernelAddressesWhereTheHostHidesThem) {
   ASSERT_EQ(started.rc, 0) << started.out << daemon_.Log();
   const std::string id = FirstLine(started.out);
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  // Kernel addresses are 0xffff... : 184467... in JSON's decimal.
-  const std::regex kernel_address("\"address\":18446[0-9]{15}");
+  // Kernel addresses are 0xffff... : "184467..." in protobuf's JSON mapping (a uint64 is a
+  // decimal string).
+  const std::regex kernel_address("\"address\":\"18446[0-9]{15}\"");
   for (const std::string& query : {"tree " + id + " --json", "methods " + id + " --json",
                                    "paths " + id + " --json", "calls " + id + " --json"}) {
     auto user = daemon_.Ctl(query, as_);

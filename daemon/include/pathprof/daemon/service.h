@@ -80,6 +80,8 @@ class ProfilerService final : public v1::PathProfiler::Service {
                                 v1::ResidualPaths*) override;
   grpc::Status WatchHotPaths(grpc::ServerContext*, const v1::WatchHotPathsRequest*,
                              grpc::ServerWriter<v1::HotPaths>*) override;
+  grpc::Status ImportRecording(grpc::ServerContext*, const v1::ImportRecordingRequest*,
+                               v1::Session*) override;
   grpc::Status ExportProfile(grpc::ServerContext*, const v1::ExportProfileRequest*,
                              v1::ExportProfileResponse*) override;
   grpc::Status ExportBranchProfile(grpc::ServerContext*, const v1::ExportBranchProfileRequest*,

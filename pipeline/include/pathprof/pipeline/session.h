@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,13 @@ class Session {
   static Result<std::unique_ptr<Session>> Start(std::string id, SessionConfig config,
                                                 const collectors::HostCapabilities& caps,
                                                 std::shared_ptr<SymbolService> symbols);
+  // A session over what a recording held (pipeline::AnalyzeFile's stores): no collectors, ended
+  // from the start (kStopped), one store per recorded process. The daemon's ImportRecording and
+  // pathctl's queries of a recording (analyze --query) both answer from one, so a query of the
+  // same recording gives the same answer either way.
+  static std::unique_ptr<Session> FromRecording(
+      std::string id, SessionConfig config, std::shared_ptr<SymbolService> symbols,
+      std::map<uint32_t, std::unique_ptr<ProfileStore>> stores, std::string source_reason);
   ~Session();  // Stop()
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

@@ -11,6 +11,7 @@
 
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/core/status.h"
+#include "pathprof/pipeline/offline_analysis.h"
 #include "pathprof/pipeline/session.h"
 #include "pathprof/pipeline/symbol_service.h"
 
@@ -32,6 +33,10 @@ class SessionManager {
   const collectors::HostCapabilities& capabilities() const { return caps_; }
 
   Result<std::shared_ptr<Session>> Start(SessionConfig config);
+  // A session over a recording (perf.data or .pbs at `path`, read through AnalyzeFile): ended
+  // from the start, queried like any other, counted against max_sessions and dropped after
+  // options.config.retention_s like an ended session.
+  Result<std::shared_ptr<Session>> Import(const std::string& path, const AnalyzeOptions& options);
   // Stops and returns the final info; kNotFound for an unknown id.
   Result<SessionInfo> Stop(const std::string& id);
   // Stops it if it runs and forgets it (its profiles go when the last reader lets go).
@@ -48,6 +53,9 @@ class SessionManager {
   size_t ReapExpired();
 
  private:
+  // A new session id, or kResourceExhausted at max_sessions.
+  Result<std::string> NextId();
+
   SessionManagerOptions options_;
   collectors::HostCapabilities caps_;
   std::shared_ptr<SymbolService> symbols_;

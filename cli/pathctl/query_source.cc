@@ -1,0 +1,124 @@
+#include "pathctl/query_source.h"
+
+#include <cstdio>
+#include <limits>
+
+#include "pathprof/api/convert.h"
+#include "pathprof/pipeline/offline_analysis.h"
+
+namespace pathctl {
+
+namespace pl = pathprof::pipeline;
+using pathprof::api::FromProto;
+using pathprof::api::ToProto;
+
+namespace {
+// The daemon's defaults for a request that leaves a bound at 0 (daemon/config.h:
+// limits.default_top_k; the tree's node bound).
+constexpr uint32_t kDefaultTopK = 20;
+constexpr uint32_t kDefaultTreeNodes = 10000;
+
+uint32_t TopK(uint32_t requested) {
+  return requested == 0 ? kDefaultTopK : requested;
+}
+}  // namespace
+
+bool QuerySource::IsRecording(const std::string& arg) {
+  return arg.find('/') != std::string::npos || arg.ends_with(".pbs") || arg.ends_with(".data");
+}
+
+QuerySource::QuerySource(Args& args, std::string command) : command_(std::move(command)) {
+  const auto& pos = args.positional();
+  if (!(pos.size() == 1 && IsRecording(pos[0]))) client_.emplace(args);
+}
+
+const pl::Session* QuerySource::Recording(const std::string& path) {
+  if (recording_) return recording_.get();
+  auto analysis = pl::AnalyzeFile(path, pl::AnalyzeOptions());
+  if (!analysis.ok()) {
+    std::fprintf(stderr, "pathctl %s: %s\n", command_.c_str(),
+                 analysis.status().ToString().c_str());
+    return nullptr;
+  }
+  for (const std::string& w : analysis->decode.warnings)
+    std::fprintf(stderr, "pathctl %s: %s\n", command_.c_str(), w.c_str());
+  recording_ = pl::Session::FromRecording(path, pl::SessionConfig(), analysis->symbols,
+                                          std::move(analysis->stores),
+                                          "a recording (" + analysis->decode.format + ")");
+  return recording_.get();
+}
+
+int QuerySource::Get(const v1::GetHotPathsRequest& req, v1::HotPaths* out) {
+  if (client_) {
+    auto ctx = client_->Context();
+    grpc::Status s = client_->stub().GetHotPaths(ctx.get(), req, out);
+    return s.ok() ? kExitOk : client_->Fail(command_, s);
+  }
+  const pl::Session* session = Recording(req.session_id());
+  if (session == nullptr) return kExitError;
+  pl::HotPathsQuery q;
+  q.top_k = TopK(req.top_k());
+  q.metric = FromProto(req.metric());
+  q.with_blocks = req.with_blocks();
+  ToProto(session->HotPaths(q), session->id(), out);
+  return kExitOk;
+}
+
+int QuerySource::Get(const v1::GetHotSubpathsRequest& req, v1::HotSubpaths* out) {
+  if (client_) {
+    auto ctx = client_->Context();
+    grpc::Status s = client_->stub().GetHotSubpaths(ctx.get(), req, out);
+    return s.ok() ? kExitOk : client_->Fail(command_, s);
+  }
+  const pl::Session* session = Recording(req.session_id());
+  if (session == nullptr) return kExitError;
+  pl::HotSubpathsQuery q;
+  q.top_k = TopK(req.top_k());
+  q.threshold = req.threshold();
+  // The daemon bounds an iceberg answer by its max_top_k; here nothing is shared to protect.
+  ToProto(session->HotSubpaths(q), session->id(), std::numeric_limits<size_t>::max(), out);
+  return kExitOk;
+}
+
+int QuerySource::Get(const v1::GetCallingContextTreeRequest& req, v1::CallingContextTree* out) {
+  if (client_) {
+    auto ctx = client_->Context();
+    grpc::Status s = client_->stub().GetCallingContextTree(ctx.get(), req, out);
+    return s.ok() ? kExitOk : client_->Fail(command_, s);
+  }
+  const pl::Session* session = Recording(req.session_id());
+  if (session == nullptr) return kExitError;
+  pl::CctQuery q;
+  if (req.max_depth()) q.max_depth = req.max_depth();
+  q.min_weight = req.min_weight();
+  q.root_function = req.root_function();
+  q.max_nodes = req.max_nodes() ? req.max_nodes() : kDefaultTreeNodes;
+  ToProto(session->Cct(q), session->id(), out);
+  return kExitOk;
+}
+
+int QuerySource::Get(const v1::GetHotCallPairsRequest& req, v1::HotCallPairs* out) {
+  if (client_) {
+    auto ctx = client_->Context();
+    grpc::Status s = client_->stub().GetHotCallPairs(ctx.get(), req, out);
+    return s.ok() ? kExitOk : client_->Fail(command_, s);
+  }
+  const pl::Session* session = Recording(req.session_id());
+  if (session == nullptr) return kExitError;
+  ToProto(session->HotCallPairs(TopK(req.top_k())), session->id(), out);
+  return kExitOk;
+}
+
+int QuerySource::Get(const v1::GetHotMethodsRequest& req, v1::HotMethods* out) {
+  if (client_) {
+    auto ctx = client_->Context();
+    grpc::Status s = client_->stub().GetHotMethods(ctx.get(), req, out);
+    return s.ok() ? kExitOk : client_->Fail(command_, s);
+  }
+  const pl::Session* session = Recording(req.session_id());
+  if (session == nullptr) return kExitError;
+  ToProto(session->HotMethods(TopK(req.top_k())), session->id(), out);
+  return kExitOk;
+}
+
+}  // namespace pathctl
