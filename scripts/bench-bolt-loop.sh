@@ -64,7 +64,7 @@ version="$(ls -d lua5.4-*/ | head -1)"
 profile_bursts() {  # BINARY OUT
   ./"$1" "$workload" $((scale * 200)) >/dev/null & local pid=$!
   sleep 0.5
-  "$pathctl" bursts --pid "$pid" --duration "$burst_seconds" --rate "$burst_rate" \
+  "$pathctl" bursts --pid "$pid" --duration "$burst_seconds" --burst-rate "$burst_rate" \
       --window "$burst_window" --top 0 -o "$2.pbs" > "$2.log" 2>&1
   kill "$pid"; wait "$pid" 2>/dev/null || true
   "$pathctl" export --format perf-lbr "$2.pbs" -o "$2.data" >> "$2.log" 2>&1

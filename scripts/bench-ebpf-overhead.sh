@@ -60,7 +60,7 @@ def bare():
 
 def pathprof(extra=()):
     p = start_stopped()
-    prof = subprocess.Popen([pathctl, "run", "--source", "none", "--stack-hz", str(hz), "--top", "3",
+    prof = subprocess.Popen([pathctl, "run", "--source", "none", "--freq", str(hz), "--top", "3",
                              *extra, "--pid", str(p.pid)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     wait_line(prof, b"profiling pid")

@@ -81,7 +81,7 @@ def run(prog, how):
     elif how.startswith("pathctl"):
         cg = how.split("-")[1]
         prof = subprocess.Popen(["/usr/bin/time", "-f", "RSS %M", pathctl, "run", "--json", "--source", "none",
-                                 "--stack-hz", str(hz), "--call-graph", cg, "--top", "10", "--pid", str(p.pid)],
+                                 "--freq", str(hz), "--call-graph", cg, "--top", "10", "--pid", str(p.pid)],
                                 stdout=subprocess.PIPE, stderr=open(err, "wb"))
         wait_text(err, b"profiling pid", prof)
         os.kill(p.pid, signal.SIGCONT)
@@ -145,7 +145,7 @@ for prog in programs:
 def same_run(prog, hz2=499):
     p = start_stopped(programs[prog])
     err = os.path.join(tmp, "err2.txt")
-    prof = subprocess.Popen([pathctl, "run", "--json", "--source", "none", "--stack-hz", str(hz2),
+    prof = subprocess.Popen([pathctl, "run", "--json", "--source", "none", "--freq", str(hz2),
                              "--top", "10", "--pid", str(p.pid)], stdout=subprocess.PIPE,
                             stderr=open(err, "wb"))
     wait_text(err, b"profiling pid", prof)

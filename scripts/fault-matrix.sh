@@ -101,10 +101,10 @@ kill_run() {
     rm -f "$work/pathprofd.sock"
     start_daemon || { failed_start=$((failed_start + 1)); reap "$target" kill; return; }
     host=$daemon_pid
-    "$bin/pathctl" start --pid "$target" --source ptrace --bursts-per-second "$rate" \
+    "$bin/pathctl" start --pid "$target" --source ptrace --burst-rate "$rate" \
       --max-stopped "$cap" --socket "$work/pathprofd.sock" >/dev/null 2>&1
   else
-    "$bin/pathctl" bursts --pid "$target" --rate "$rate" --max-stopped "$cap" --top 0 \
+    "$bin/pathctl" bursts --pid "$target" --burst-rate "$rate" --max-stopped "$cap" --top 0 \
       >/dev/null 2>&1 &
     host=$!
   fi
