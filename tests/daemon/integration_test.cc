@@ -224,8 +224,14 @@ TEST(DaemonStripped, PprofNamesAStrippedProgramFromTheUnstrippedFile) {
   // With lines from the unstripped file's DWARF, spread over hot()'s lines.
   auto lines = Sh(pprof + " -top -lines " + file);
   EXPECT_NE(lines.out.find(" hot "), std::string::npos) << lines.out;
-  EXPECT_NE(lines.out.find("hotloop.c:12"), std::string::npos) << lines.out;
-  EXPECT_NE(lines.out.find("hotloop.c:16"), std::string::npos) << lines.out;
+  // Which of hot()'s lines the samples hit depends on the host's timer skid (one run here had
+  // 12, 14 and 19 but not 16): at least two distinct lines of hot(), from the DWARF of the file.
+  std::set<std::string> hot_lines;
+  const std::regex hot_line(R"( hot \S*hotloop\.c:(\d+))");
+  for (auto it = std::sregex_iterator(lines.out.begin(), lines.out.end(), hot_line);
+       it != std::sregex_iterator(); ++it)
+    hot_lines.insert((*it)[1].str());
+  EXPECT_GE(hot_lines.size(), 2u) << lines.out;
   Sh("rm -rf " + dir);
 }
 
