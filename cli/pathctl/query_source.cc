@@ -49,11 +49,7 @@ const pl::Session* QuerySource::Recording(const std::string& path) {
 }
 
 int QuerySource::Get(const v1::GetHotPathsRequest& req, v1::HotPaths* out) {
-  if (client_) {
-    auto ctx = client_->Context();
-    grpc::Status s = client_->stub().GetHotPaths(ctx.get(), req, out);
-    return s.ok() ? kExitOk : client_->Fail(command_, s);
-  }
+  if (client_) return Ask([&](auto& stub, auto* ctx) { return stub.GetHotPaths(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
   if (session == nullptr) return kExitError;
   pl::HotPathsQuery q;
@@ -65,11 +61,8 @@ int QuerySource::Get(const v1::GetHotPathsRequest& req, v1::HotPaths* out) {
 }
 
 int QuerySource::Get(const v1::GetHotSubpathsRequest& req, v1::HotSubpaths* out) {
-  if (client_) {
-    auto ctx = client_->Context();
-    grpc::Status s = client_->stub().GetHotSubpaths(ctx.get(), req, out);
-    return s.ok() ? kExitOk : client_->Fail(command_, s);
-  }
+  if (client_)
+    return Ask([&](auto& stub, auto* ctx) { return stub.GetHotSubpaths(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
   if (session == nullptr) return kExitError;
   pl::HotSubpathsQuery q;
@@ -81,11 +74,8 @@ int QuerySource::Get(const v1::GetHotSubpathsRequest& req, v1::HotSubpaths* out)
 }
 
 int QuerySource::Get(const v1::GetCallingContextTreeRequest& req, v1::CallingContextTree* out) {
-  if (client_) {
-    auto ctx = client_->Context();
-    grpc::Status s = client_->stub().GetCallingContextTree(ctx.get(), req, out);
-    return s.ok() ? kExitOk : client_->Fail(command_, s);
-  }
+  if (client_)
+    return Ask([&](auto& stub, auto* ctx) { return stub.GetCallingContextTree(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
   if (session == nullptr) return kExitError;
   pl::CctQuery q;
@@ -98,11 +88,8 @@ int QuerySource::Get(const v1::GetCallingContextTreeRequest& req, v1::CallingCon
 }
 
 int QuerySource::Get(const v1::GetHotCallPairsRequest& req, v1::HotCallPairs* out) {
-  if (client_) {
-    auto ctx = client_->Context();
-    grpc::Status s = client_->stub().GetHotCallPairs(ctx.get(), req, out);
-    return s.ok() ? kExitOk : client_->Fail(command_, s);
-  }
+  if (client_)
+    return Ask([&](auto& stub, auto* ctx) { return stub.GetHotCallPairs(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
   if (session == nullptr) return kExitError;
   ToProto(session->HotCallPairs(TopK(req.top_k())), session->id(), out);
@@ -110,11 +97,7 @@ int QuerySource::Get(const v1::GetHotCallPairsRequest& req, v1::HotCallPairs* ou
 }
 
 int QuerySource::Get(const v1::GetHotMethodsRequest& req, v1::HotMethods* out) {
-  if (client_) {
-    auto ctx = client_->Context();
-    grpc::Status s = client_->stub().GetHotMethods(ctx.get(), req, out);
-    return s.ok() ? kExitOk : client_->Fail(command_, s);
-  }
+  if (client_) return Ask([&](auto& stub, auto* ctx) { return stub.GetHotMethods(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
   if (session == nullptr) return kExitError;
   ToProto(session->HotMethods(TopK(req.top_k())), session->id(), out);

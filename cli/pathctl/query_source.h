@@ -42,6 +42,14 @@ class QuerySource {
   int Get(const v1::GetHotMethodsRequest& req, v1::HotMethods* out);
 
  private:
+  // The daemon's answer: `call(stub, context)` with this command's deadline; a failure is
+  // printed and becomes its exit code.
+  template <typename Call>
+  int Ask(Call call) {
+    auto ctx = client_->Context();
+    const grpc::Status s = call(client_->stub(), ctx.get());
+    return s.ok() ? kExitOk : client_->Fail(command_, s);
+  }
   // The recording's session, read on first use; nullptr after printing why it cannot be.
   const pathprof::pipeline::Session* Recording(const std::string& path);
 
