@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -86,8 +87,9 @@ bool NeedsRestart(const DaemonConfig& a, const DaemonConfig& b) {
          a.metrics_address != b.metrics_address;
 }
 
-int Main(int argc, char** argv) {
-  // Signals go to the loop at the bottom (sigwait); block them before any thread starts.
+// Signals go to the loop in ServeUntilTerminated (sigwait): blocked before any thread starts,
+// so that every thread inherits the mask.
+sigset_t BlockDaemonSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -95,12 +97,115 @@ int Main(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
 
-  auto flags = ParseFlags(argc, argv);
-  if (!flags.ok()) {
-    Log(kLogError, "%s", flags.status().message().c_str());
+// Continuous mode's profiler, started; nullptr where the config leaves it off.
+Result<std::unique_ptr<ContinuousProfiler>> StartContinuous(const DaemonConfig& config,
+                                                            pipeline::SessionManager& sessions,
+                                                            ProfilerService& service) {
+  if (!config.continuous.enabled) return std::unique_ptr<ContinuousProfiler>();
+  ContinuousConfig cc = config.continuous;
+  cc.step_mode = config.step_mode;
+  auto created = ContinuousProfiler::Create(cc, sessions.capabilities());
+  if (!created.ok()) return WithContext(created.status(), "continuous mode");
+  std::unique_ptr<ContinuousProfiler> continuous = std::move(created.value());
+  service.SetContinuous(continuous.get());
+  continuous->Start();
+  Log(kLogNotice, "continuous mode: %u s windows at %u Hz into %s", config.continuous.window_s,
+      config.continuous.stack_hz, config.continuous.archive_dir.c_str());
+  return continuous;
+}
+
+// The gRPC server with health and reflection, and the TLS port where the config has one.
+Result<std::unique_ptr<grpc::Server>> StartGrpcServer(const DaemonConfig& config,
+                                                      ProfilerService& service) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(1 << 20);  // requests are small; anything bigger is hostile
+  builder.SetMaxSendMessageSize(256 << 20);   // exports of big profiles
+  grpc::ResourceQuota quota("pathprofd");
+  quota.SetMaxThreads(128);  // bounds the sync server's thread pool under a connection flood
+  builder.SetResourceQuota(quota);
+  int tcp_port = 0;
+  if (!config.tcp_address.empty()) {
+    auto creds = TlsCredentials(config);
+    if (!creds.ok()) return WithContext(creds.status(), "tls");
+    builder.AddListeningPort(config.tcp_address, *creds, &tcp_port);
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || (!config.tcp_address.empty() && tcp_port == 0))
+    return Error(ErrorCode::kUnavailable,
+                 "cannot start the gRPC server" +
+                     (config.tcp_address.empty() ? "" : " on " + config.tcp_address));
+  server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  return server;
+}
+
+// What /metrics reports about the daemon itself, besides the service's own counters.
+struct DaemonCounters {
+  double start_unix_s = 0;
+  std::atomic<uint64_t> reloads{0}, reload_failures{0};
+};
+
+Status StartMetrics(const DaemonConfig& config, const ProfilerService& service,
+                    const UnixListener& listener, PeerRegistry& peers,
+                    const DaemonCounters& counters, MetricsServer* metrics) {
+  if (config.metrics_address.empty()) return Status::Ok();
+  auto render = [&] {
+    DaemonHealth h;
+    h.start_unix_s = counters.start_unix_s;
+    h.reloads = counters.reloads;
+    h.reload_failures = counters.reload_failures;
+    h.connections_accepted = listener.accepted();
+    peers.Prune();
+    h.connections_open = peers.size();
+    return RenderMetrics(service, h);
+  };
+  PATHPROF_RETURN_IF_ERROR(metrics->Start(config.metrics_address, render));
+  Log(kLogInfo, "metrics at http://%s/metrics (port %d)", config.metrics_address.c_str(),
+      metrics->port());
+  return Status::Ok();
+}
+
+// SIGHUP re-reads the config (what needs a restart is said, and kept); returns on SIGTERM or
+// SIGINT.
+void ServeUntilTerminated(const sigset_t& signals, const Flags& flags, DaemonConfig* config,
+                          ProfilerService& service, DaemonCounters* counters) {
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&signals, &sig) != 0) continue;
+    if (sig != SIGHUP) return;
+    sd_notify(0, "RELOADING=1");
+    auto next = BuildConfig(flags);
+    if (!next.ok()) {
+      ++counters->reload_failures;
+      Log(kLogError, "reload failed, keeping the old config: %s", next.status().message().c_str());
+    } else {
+      if (NeedsRestart(*config, *next))
+        Log(kLogWarning,
+            "reload: socket, tcp, tls and metrics settings take effect only after a restart");
+      service.Configure(*next);
+      SetLogLevel(next->log_level);
+      *config = std::move(next.value());
+      ++counters->reloads;
+      Log(kLogNotice, "config reloaded (limits: max_top_k %u, rate %.0f/s per client)",
+          config->limits.max_top_k, config->limits.rate_qps);
+    }
+    sd_notify(0, "READY=1");
+  }
+}
+
+// Flags and config; an exit code where the daemon should not serve (help, version, bad input).
+std::optional<int> ReadConfig(int argc, char** argv, Flags* flags, DaemonConfig* config) {
+  auto parsed = ParseFlags(argc, argv);
+  if (!parsed.ok()) {
+    Log(kLogError, "%s", parsed.status().message().c_str());
     return 2;
   }
+  *flags = std::move(parsed.value());
   if (flags->help) {
     std::fputs(FlagsHelp(), stdout);
     std::fputs("  -h, --help             print this help and exit\n", stdout);
@@ -115,9 +220,18 @@ int Main(int argc, char** argv) {
     Log(kLogError, "%s", built.status().message().c_str());
     return 2;
   }
-  DaemonConfig config = std::move(built.value());
+  *config = std::move(built.value());
+  return std::nullopt;
+}
+
+int Main(int argc, char** argv) {
+  const sigset_t signals = BlockDaemonSignals();
+  Flags flags;
+  DaemonConfig config;
+  if (std::optional<int> done = ReadConfig(argc, argv, &flags, &config)) return *done;
   SetLogLevel(config.log_level);
-  double start_unix_s =
+  DaemonCounters counters;
+  counters.start_unix_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
   pipeline::SessionManagerOptions mopts;
@@ -125,82 +239,33 @@ int Main(int argc, char** argv) {
   // is a safety net above it (continuous mode's sessions are not the clients').
   mopts.max_sessions = config.limits.max_sessions * 2;
   pipeline::SessionManager sessions(mopts);
-
   PeerRegistry peers;
   ProfilerService service(&sessions, &peers, config);
 
-  std::unique_ptr<ContinuousProfiler> continuous;
-  if (config.continuous.enabled) {
-    ContinuousConfig cc = config.continuous;
-    cc.step_mode = config.step_mode;
-    auto created = ContinuousProfiler::Create(cc, sessions.capabilities());
-    if (!created.ok()) {
-      Log(kLogError, "continuous mode: %s", created.status().message().c_str());
-      return 1;
-    }
-    continuous = std::move(created.value());
-    service.SetContinuous(continuous.get());
-    continuous->Start();
-    Log(kLogNotice, "continuous mode: %u s windows at %u Hz into %s", config.continuous.window_s,
-        config.continuous.stack_hz, config.continuous.archive_dir.c_str());
+  auto continuous = StartContinuous(config, sessions, service);
+  if (!continuous.ok()) {
+    Log(kLogError, "%s", continuous.status().message().c_str());
+    return 1;
   }
-
   UnixListener unix_listener;
   if (Status s = unix_listener.Bind(config.socket_path, config.socket_group); !s.ok()) {
     Log(kLogError, "%s", s.message().c_str());
     return 1;
   }
-
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(1 << 20);  // requests are small; anything bigger is hostile
-  builder.SetMaxSendMessageSize(256 << 20);   // exports of big profiles
-  grpc::ResourceQuota quota("pathprofd");
-  quota.SetMaxThreads(128);  // bounds the sync server's thread pool under a connection flood
-  builder.SetResourceQuota(quota);
-  int tcp_port = 0;
-  if (!config.tcp_address.empty()) {
-    auto creds = TlsCredentials(config);
-    if (!creds.ok()) {
-      Log(kLogError, "tls: %s", creds.status().message().c_str());
-      return 1;
-    }
-    builder.AddListeningPort(config.tcp_address, *creds, &tcp_port);
-  }
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || (!config.tcp_address.empty() && tcp_port == 0)) {
-    Log(kLogError, "cannot start the gRPC server%s",
-        config.tcp_address.empty() ? "" : (" on " + config.tcp_address).c_str());
+  auto server = StartGrpcServer(config, service);
+  if (!server.ok()) {
+    Log(kLogError, "%s", server.status().message().c_str());
     return 1;
   }
-  server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
-  unix_listener.Start(server.get(), &peers);
+  unix_listener.Start(server->get(), &peers);
   service.SetClientCounter([&peers] {
     peers.Prune();
     return peers.size();
   });
-
-  std::atomic<uint64_t> reloads{0}, reload_failures{0};
   MetricsServer metrics;
-  if (!config.metrics_address.empty()) {
-    auto render = [&] {
-      DaemonHealth h;
-      h.start_unix_s = start_unix_s;
-      h.reloads = reloads;
-      h.reload_failures = reload_failures;
-      h.connections_accepted = unix_listener.accepted();
-      peers.Prune();
-      h.connections_open = peers.size();
-      return RenderMetrics(service, h);
-    };
-    if (Status s = metrics.Start(config.metrics_address, render); !s.ok()) {
-      Log(kLogError, "%s", s.message().c_str());
-      return 1;
-    }
-    Log(kLogInfo, "metrics at http://%s/metrics (port %d)", config.metrics_address.c_str(),
-        metrics.port());
+  if (Status s = StartMetrics(config, service, unix_listener, peers, counters, &metrics); !s.ok()) {
+    Log(kLogError, "%s", s.message().c_str());
+    return 1;
   }
 
   Log(kLogNotice, "pathprofd serving on %s%s%s", config.socket_path.c_str(),
@@ -209,44 +274,17 @@ int Main(int argc, char** argv) {
   sd_notifyf(0, "READY=1\nSTATUS=serving on %s\nMAINPID=%d", config.socket_path.c_str(), getpid());
   Watchdog watchdog;
   watchdog.Start();
-
-  for (;;) {
-    int sig = 0;
-    if (sigwait(&signals, &sig) != 0) continue;
-    if (sig == SIGHUP) {
-      sd_notify(0, "RELOADING=1");
-      auto next = BuildConfig(*flags);
-      if (!next.ok()) {
-        ++reload_failures;
-        Log(kLogError, "reload failed, keeping the old config: %s",
-            next.status().message().c_str());
-      } else {
-        if (NeedsRestart(config, *next))
-          Log(kLogWarning,
-              "reload: socket, tcp, tls and metrics settings take effect only after "
-              "a restart");
-        service.Configure(*next);
-        SetLogLevel(next->log_level);
-        config = std::move(next.value());
-        ++reloads;
-        Log(kLogNotice, "config reloaded (limits: max_top_k %u, rate %.0f/s per client)",
-            config.limits.max_top_k, config.limits.rate_qps);
-      }
-      sd_notify(0, "READY=1");
-      continue;
-    }
-    break;  // SIGTERM / SIGINT
-  }
+  ServeUntilTerminated(signals, flags, &config, service, &counters);
 
   Log(kLogNotice, "stopping: ending streams, stopping sessions, releasing tracees");
   sd_notify(0, "STOPPING=1");
-  server->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+  (*server)->GetHealthCheckService()->SetServingStatus(kServiceName, false);
   service.BeginShutdown();
   unix_listener.Stop();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   const size_t stopped = sessions.StopAll();  // in parallel: each detaches within ~1 s
   metrics.Stop();
-  if (continuous) continuous->Stop();
+  if (*continuous) (*continuous)->Stop();
   Log(kLogNotice, "pathprofd stopped (%zu session(s) stopped)", stopped);
   return 0;
 }
