@@ -61,18 +61,26 @@ class PathtopEndToEnd : public ::testing::Test {
     std::string daemon = Binary("PATHTOP_E2E_PATHPROFD", PATHPROF_BIN_DIR "/pathprofd");
     std::string target = Binary("PATHTOP_E2E_TARGET", PATHPROF_BIN_DIR "/example_hotloop");
     if (access(daemon.c_str(), X_OK) != 0) GTEST_SKIP() << "no pathprofd at " << daemon;
+    daemon_binary_ = daemon;
     target_ = Spawn({target}, "/dev/null");
-    daemon_ = Spawn({daemon, "--socket", sock_}, log_);
+    StartDaemon(log_);
+  }
+  void StartDaemon(const std::string& log) {
+    daemon_ = Spawn({daemon_binary_, "--socket", sock_}, log);
     struct stat st;
     for (int i = 0; i < 200 && stat(sock_.c_str(), &st) != 0; ++i) usleep(50000);
-    ASSERT_EQ(stat(sock_.c_str(), &st), 0) << "pathprofd did not start; see " << log_;
+    ASSERT_EQ(stat(sock_.c_str(), &st), 0) << "pathprofd did not start; see " << log;
+  }
+  // `pathctl sessions --json` of the daemon now on the socket.
+  std::string Sessions() {
+    return Sh(PATHPROF_BIN_DIR "/pathctl sessions --json --socket " + sock_ + " 2>&1");
   }
   void TearDown() override {
     Kill(daemon_);
     Kill(target_);
     unlink(sock_.c_str());
   }
-  std::string sock_, log_;
+  std::string sock_, log_, daemon_binary_;
   pid_t target_ = -1, daemon_ = -1;
 };
 
@@ -131,6 +139,43 @@ TEST_F(PathtopEndToEnd, ShowsTheHotLoopOfALiveProcess) {
   tmux.Keys("q");
   for (int i = 0; i < 100 && tmux.Alive(); ++i) usleep(50000);
   EXPECT_FALSE(tmux.Alive());
+}
+
+// The three things a live view must get right about time passing (issue 12): a daemon that
+// restarts under it (pathtop re-creates its session, with the source it had, and says so), a
+// target that exits (the header says so, with no "running"), and quitting (the sessions it made
+// are deleted, none left in the daemon).
+TEST_F(PathtopEndToEnd, SurvivesADaemonRestartMarksTheExitAndLeavesNoSession) {
+  Tmux tmux("env TERM=xterm NO_COLOR=1 ASAN_OPTIONS=detect_leaks=0 " PATHPROF_BIN_DIR
+            "/pathtop --interval 0.5 --source ptrace --socket " +
+            sock_ + " --pid " + std::to_string(target_));
+  ASSERT_TRUE(tmux.started());
+  std::string s = tmux.WaitFor([](const std::string& s) { return Has(Line(s, 0), "running"); }, 60);
+  ASSERT_TRUE(Has(Line(s, 0), "running")) << s << "\n(daemon log: " << log_ << ")";
+  ASSERT_TRUE(Has(Sessions(), "\"state\":\"running\"")) << Sessions();
+
+  Kill(daemon_);  // SIGTERM: the daemon stops its sessions and goes
+  StartDaemon(log_ + ".restarted");
+  s = tmux.WaitForText("re-created the session", 60);
+  Keep("e2e_restarted", s);
+  EXPECT_TRUE(Has(s, "re-created the session")) << s;
+  EXPECT_TRUE(Has(s, "source ptrace")) << s;
+  s = tmux.WaitFor([](const std::string& s) { return Has(Line(s, 0), "running"); }, 30);
+  EXPECT_TRUE(Has(Line(s, 0), "running")) << s;
+  const std::string during = Sessions();
+  EXPECT_TRUE(Has(during, "\"state\":\"running\"")) << during;
+
+  Kill(target_);
+  target_ = -1;
+  s = tmux.WaitFor([](const std::string& s) { return Has(Line(s, 0), "exited"); }, 30);
+  Keep("e2e_exited", s);
+  EXPECT_TRUE(Has(Line(s, 0), "exited")) << s;
+  EXPECT_FALSE(Has(Line(s, 0), "running")) << s;
+
+  tmux.Keys("q");
+  EXPECT_TRUE(tmux.WaitForExit(10));
+  const std::string after = Sessions();
+  EXPECT_FALSE(Has(after, "\"id\":")) << "pathtop left its session behind: " << after;
 }
 
 }  // namespace
