@@ -269,6 +269,8 @@ int RunAnalyze(Args& args) {
   return result->decode.events == 0 ? kExitNoData : kExitOk;
 }
 
+// The usage names only flags analyze takes: its flags are read from it (FlagsInUsage), so a
+// "--symfs" in prose here made `--symfs` "not apply" instead of being unknown.
 PATHCTL_COMMAND(Command{
     "analyze",
     "hot paths, subpaths and call pairs of a recording (perf.data LBR or Intel PT, or .pbs)",
@@ -281,10 +283,11 @@ PATHCTL_COMMAND(Command{
     "  --max-stream-mb N most MiB read from a pipe or FIFO, held in memory (default 1024)\n"
     "  --binary-dir DIR  look for profiled binaries under DIR: by build-id (DIR/.build-id as\n"
     "                    perf buildid-cache keeps it, or any ELF file under DIR), then the\n"
-    "                    recorded path under DIR (like perf's --symfs), then the basename\n"
+    "                    recorded path under DIR (like perf's symfs option), then the basename\n"
     "  --pid P           only process P\n"
     "  --top K           entries per table (default 10)\n"
-    "  --window W        LBR depth assumed for subpath lengths (default 32)\n"
+    "  --window W        LBR depth assumed for subpath lengths (default 32; recordings of\n"
+    "                    windows only: an exact .pbs trace has none)\n"
     "  --via-pt          .pbs only: encode the stream as Intel PT and analyze the PT decoder's\n"
     "                    output (checks the PT route without PT hardware)\n"
     "  --decode-only     rebuild and count the branch stream only: no profiles (what perf\n"

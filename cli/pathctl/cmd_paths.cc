@@ -28,9 +28,11 @@ int RunPaths(Args& args) {
   req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
   req.set_with_blocks(args.Has("blocks"));
   v1::Metric metric = v1::METRIC_COUNT;
+  // --metric is read before Problems(): a flag not yet read counts as one that "does not
+  // apply", which refused every --metric.
+  const bool metric_ok = ParseMetric(args.Get("metric", "count"), &metric);
   auto problems = args.Problems();
-  if (!ParseMetric(args.Get("metric", "count"), &metric))
-    problems.push_back("--metric is count, instructions, cycles or mispredictions");
+  if (!metric_ok) problems.push_back("--metric is count, instructions, cycles or mispredictions");
   if (args.positional().size() != 1)
     problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
   if (!problems.empty()) return UsageError("paths", problems);

@@ -35,7 +35,10 @@ const std::map<std::string, std::string>& LongAliases() {
 
 std::vector<std::string> FlagsInUsage(const std::string& usage) {
   std::vector<std::string> out;
-  auto add = [&](const std::string& f) {
+  auto add = [&](std::string f) {
+    // An older spelling a usage mentions ("formerly --stack-hz") is its canonical flag, which
+    // is the key Args keeps it under: not a flag of its own.
+    if (auto alias = LongAliases().find(f); alias != LongAliases().end()) f = alias->second;
     if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
   };
   for (size_t i = 0; i < usage.size(); ++i) {
