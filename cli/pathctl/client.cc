@@ -179,27 +179,6 @@ std::string LocationText(const v1::Location& l) {
   return out;
 }
 
-void LocationJson(JsonWriter& w, const v1::Location& l) {
-  w.BeginObject();
-  w.Key("address").Uint(l.address());
-  w.Key("function").String(l.function());
-  w.Key("offset").Uint(l.offset());
-  w.Key("file").String(l.file());
-  w.Key("line").Uint(l.line());
-  w.Key("image").String(l.image());
-  w.Key("build_id").String(l.build_id());
-  w.EndObject();
-}
-
-void EstimateJson(JsonWriter& w, const v1::Estimate& e) {
-  w.BeginObject();
-  w.Key("value").Double(e.value());
-  w.Key("error_bound").Double(e.error_bound());
-  w.Key("confidence").Double(e.confidence());
-  w.Key("share").Double(e.share());
-  w.EndObject();
-}
-
 std::string EstimateText(const v1::Estimate& e) {
   char buf[96];
   if (e.error_bound() > 0)
@@ -245,34 +224,6 @@ const char* BranchSourceName(v1::BranchSource s) {
   }
 }
 
-void HotPathsJson(JsonWriter& w, const v1::HotPaths& hp) {
-  w.BeginObject();
-  w.Key("session_id").String(hp.session_id());
-  w.Key("total").Double(hp.total());
-  w.Key("paths_distinct").Uint(hp.paths_distinct());
-  w.Key("as_of_unix_ms").Int(hp.as_of_unix_ms());
-  w.Key("estimator").String(hp.estimator());
-  w.Key("paths").BeginArray();
-  for (const auto& p : hp.paths()) {
-    w.BeginObject();
-    w.Key("pid").Uint(p.pid());
-    w.Key("start");
-    LocationJson(w, p.start());
-    w.Key("length").Uint(p.length());
-    w.Key("outcomes").Uint(p.outcomes());
-    w.Key("estimate");
-    EstimateJson(w, p.estimate());
-    w.Key("observations").Uint(p.observations());
-    w.Key("path_id").Int(p.path_id());
-    w.Key("blocks").BeginArray();
-    for (const auto& b : p.blocks()) LocationJson(w, b);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-}
-
 void HotPathsTable(const v1::HotPaths& hp) {
   std::printf("session %s: %llu distinct paths, total %.0f (%s)\n", hp.session_id().c_str(),
               static_cast<unsigned long long>(hp.paths_distinct()), hp.total(),
@@ -294,23 +245,6 @@ void PrintJson(const google::protobuf::Message& message) {
   // Serializing a message built in this process cannot fail (no Any to resolve).
   (void)google::protobuf::util::MessageToJsonString(message, &out, options);
   std::printf("%s\n", out.c_str());
-}
-
-void SessionJson(JsonWriter& w, const v1::Session& s) {
-  w.BeginObject();
-  w.Key("id").String(s.id());
-  w.Key("pids").BeginArray();
-  for (uint32_t p : s.pids()) w.Uint(p);
-  w.EndArray();
-  w.Key("state").String(SessionStateName(s.state()));
-  w.Key("source").String(BranchSourceName(s.source()));
-  w.Key("source_reason").String(s.source_reason());
-  w.Key("started_unix_ms").Int(s.started_unix_ms());
-  w.Key("stopped_unix_ms").Int(s.stopped_unix_ms());
-  w.Key("error").String(s.error());
-  w.Key("owner_uid").Uint(s.owner_uid());
-  w.Key("memory_bound_bytes").Uint(s.memory_bound_bytes());
-  w.EndObject();
 }
 
 }  // namespace pathctl

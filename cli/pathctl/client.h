@@ -53,18 +53,14 @@ class Client {
 
 // Output helpers shared by the query commands.
 // A v1 message as protobuf's JSON mapping (proto field names, every field printed, 64-bit
-// integers as strings), one line: what every query's --json prints, whether the daemon or a
-// recording answered, so that both are the same document of the same message type.
+// integers as strings, enums by name), one line: what every daemon command's --json prints,
+// and a query's answered here from a recording: the same document of the same message type.
 void PrintJson(const google::protobuf::Message& message);
-std::string LocationText(const pathprof::v1::Location& l);  // "func+0x1a (file.c:12)"
-void LocationJson(JsonWriter& w, const pathprof::v1::Location& l);
-void EstimateJson(JsonWriter& w, const pathprof::v1::Estimate& e);
+std::string LocationText(const pathprof::v1::Location& l);     // "func+0x1a (file.c:12)"
 std::string EstimateText(const pathprof::v1::Estimate& e);     // "1234 ±56" or "1234"
 std::string OutcomesText(uint64_t outcomes, uint32_t length);  // "TNTT..."
 const char* SessionStateName(pathprof::v1::SessionState s);
 const char* BranchSourceName(pathprof::v1::BranchSource s);
-void HotPathsJson(JsonWriter& w, const pathprof::v1::HotPaths& hp);
 void HotPathsTable(const pathprof::v1::HotPaths& hp);
-void SessionJson(JsonWriter& w, const pathprof::v1::Session& s);
 
 }  // namespace pathctl

@@ -41,18 +41,14 @@ int RunResidual(Args& args) {
   pathprof::v1::ResidualPaths resp;
   grpc::Status s = client.stub().GetResidualPaths(ctx.get(), req, &resp);
   if (!s.ok()) return client.Fail("residual", s);
-  pathprof::v1::HotPaths as_paths;
-  as_paths.set_session_id(resp.session_id());
-  as_paths.set_estimator("residual vs " + baseline);
-  *as_paths.mutable_paths() = resp.residual();
-  as_paths.set_paths_distinct(resp.residual_size());
   if (json) {
-    JsonWriter w;
-    w.BeginObject().Key("known").Uint(resp.known()).Key("residual");
-    HotPathsJson(w, as_paths);
-    w.EndObject();
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
   } else {
+    pathprof::v1::HotPaths as_paths;
+    as_paths.set_session_id(resp.session_id());
+    as_paths.set_estimator("residual vs " + baseline);
+    *as_paths.mutable_paths() = resp.residual();
+    as_paths.set_paths_distinct(resp.residual_size());
     std::printf("%llu paths also in baseline %s; new paths:\n",
                 static_cast<unsigned long long>(resp.known()), baseline.c_str());
     HotPathsTable(as_paths);

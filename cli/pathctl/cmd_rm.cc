@@ -13,8 +13,6 @@ int RunRm(Args& args) {
   auto problems = args.Problems();
   if (args.positional().empty()) problems.push_back("expected one or more SESSION ids");
   if (!problems.empty()) return UsageError("rm", problems);
-  JsonWriter w;
-  if (json) w.BeginArray();
   for (const std::string& id : args.positional()) {
     pathprof::v1::DeleteSessionRequest req;
     req.set_session_id(id);
@@ -22,15 +20,11 @@ int RunRm(Args& args) {
     auto ctx = client.Context();
     grpc::Status s = client.stub().DeleteSession(ctx.get(), req, &resp);
     if (!s.ok()) return client.Fail("rm", s);
-    if (json)
-      SessionJson(w, resp.deleted());
+    if (json)  // one DeleteSessionResponse per line, as each id is deleted
+      PrintJson(resp);
     else
       std::printf("session %s deleted (was %s)\n", id.c_str(),
                   SessionStateName(resp.deleted().state()));
-  }
-  if (json) {
-    w.EndArray();
-    std::printf("%s\n", w.str().c_str());
   }
   return kExitOk;
 }

@@ -15,11 +15,7 @@ int RunSessions(Args& args) {
   grpc::Status s = client.stub().ListSessions(ctx.get(), {}, &resp);
   if (!s.ok()) return client.Fail("sessions", s);
   if (json) {
-    JsonWriter w;
-    w.BeginArray();
-    for (const auto& x : resp.sessions()) SessionJson(w, x);
-    w.EndArray();
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
   } else {
     std::printf("%-10s %-14s %-7s %6s %-20s %s\n", "ID", "STATE", "SOURCE", "OWNER", "PIDS",
                 "DETAIL");

@@ -118,9 +118,7 @@ int RunStart(Args& args) {
   grpc::Status s = client.stub().StartSession(ctx.get(), req, &resp);
   if (!s.ok()) return client.Fail("start", s);
   if (json) {
-    JsonWriter w;
-    SessionJson(w, resp);
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
   } else {
     std::printf("%s\n", resp.id().c_str());
     std::fflush(stdout);  // the id first, so `ID=$(pathctl start ...)` and `| head -1` work

@@ -19,33 +19,7 @@ int RunStats(Args& args) {
   grpc::Status s = client.stub().GetStats(ctx.get(), req, &resp);
   if (!s.ok()) return client.Fail("stats", s);
   if (json) {
-    JsonWriter w;
-    w.BeginObject().Key("daemon_cpu_seconds").Double(resp.daemon_cpu_seconds());
-    w.Key("daemon_rss_bytes").Uint(resp.daemon_rss_bytes()).Key("clients").Uint(resp.clients());
-    w.Key("streams").Uint(resp.streams());
-    w.Key("sessions_held")
-        .Uint(resp.sessions_held())
-        .Key("sessions_limit")
-        .Uint(resp.sessions_limit());
-    w.Key("sessions_memory_bound_bytes").Uint(resp.sessions_memory_bound_bytes());
-    w.Key("sessions_memory_limit_bytes").Uint(resp.sessions_memory_limit_bytes());
-    w.Key("targets").BeginArray();
-    for (const auto& t : resp.targets()) {
-      w.BeginObject().Key("session_id").String(t.session_id()).Key("pid").Uint(t.pid());
-      if (t.namespace_pid() != 0) w.Key("namespace_pid").Uint(t.namespace_pid());
-      w.Key("stack_samples").Uint(t.stack_samples()).Key("windows").Uint(t.windows());
-      w.Key("branches").Uint(t.branches());
-      w.Key("pipeline_cpu_seconds").Double(t.pipeline_cpu_seconds());
-      w.Key("memory_bytes").Uint(t.memory_bytes());
-      w.Key("window_weighting").String(t.window_weighting());
-      w.Key("drops").BeginObject();
-      for (const auto& d : t.drops()) w.Key(d.reason()).Uint(d.count());
-      w.EndObject().Key("decode_errors").BeginObject();
-      for (const auto& d : t.decode_errors()) w.Key(d.reason()).Uint(d.count());
-      w.EndObject().EndObject();
-    }
-    w.EndArray().EndObject();
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
     return kExitOk;
   }
   std::printf("daemon: %.2f s CPU, %.1f MiB resident, %u clients, %u streams\n",

@@ -19,9 +19,7 @@ int RunStop(Args& args) {
   grpc::Status s = client.stub().StopSession(ctx.get(), req, &resp);
   if (!s.ok()) return client.Fail("stop", s);
   if (json) {
-    JsonWriter w;
-    SessionJson(w, resp);
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
   } else {
     std::printf("session %s %s\n", resp.id().c_str(), SessionStateName(resp.state()));
   }

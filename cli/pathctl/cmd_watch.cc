@@ -52,9 +52,7 @@ int RunWatch(Args& args) {
       last = std::chrono::steady_clock::now();
     }
     if (json) {
-      JsonWriter w;
-      HotPathsJson(w, msg);
-      std::printf("%s\n", w.str().c_str());
+      PrintJson(msg);  // one HotPaths per line
     } else {
       HotPathsTable(msg);
       std::printf("\n");

@@ -718,12 +718,12 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
   };
   t["start --source"] = [start_json] {
     const R r = start_json("-p " + Loop() + kCheap);
-    EXPECT_EQ(Str(r.out, "source"), "none") << r.out;
+    EXPECT_EQ(Str(r.out, "source"), "BRANCH_SOURCE_NONE") << r.out;
     // ptrace on a loop of its own: the shared loop is already traced by the shared session
     // (a process has one tracer at a time).
     HotLoop other;
     const R p = start_json("-p " + std::to_string(other.pid()) + " --source ptrace -F 0");
-    EXPECT_EQ(Str(p.out, "source"), "ptrace") << p.out;
+    EXPECT_EQ(Str(p.out, "source"), "BRANCH_SOURCE_PTRACE") << p.out;
     Ctl("stop " + Str(p.out, "id") + Sock());
   };
   t["start --hpt-entries"] = [bound] {
@@ -757,9 +757,11 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
   t["start --duration"] = [start_json] {
     const std::string id = Str(start_json("-p " + Loop() + kCheap + " --duration 1s").out, "id");
     const R r = PollCtl("sessions --json" + Sock(), [&](const R& x) {
-      return Has(x.out, "\"id\":\"" + id + "\",\"pids\":[" + Loop() + "],\"state\":\"stopped\"");
+      return Has(x.out, "\"id\":\"" + id + "\",\"pids\":[" + Loop() +
+                            "],\"state\":\"SESSION_STATE_STOPPED\"");
     });
-    EXPECT_TRUE(Has(r.out, "\"id\":\"" + id + "\",\"pids\":[" + Loop() + "],\"state\":\"stopped\""))
+    EXPECT_TRUE(Has(r.out, "\"id\":\"" + id + "\",\"pids\":[" + Loop() +
+                               "],\"state\":\"SESSION_STATE_STOPPED\""))
         << r.out;
     const R frac = Ctl("start -p " + Loop() + " --duration 1500ms" + Sock());
     EXPECT_EQ(frac.rc, 2) << Show("start --duration 1500ms", frac);

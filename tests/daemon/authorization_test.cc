@@ -137,10 +137,11 @@ TEST_F(Authorization, SessionStopsWhenItsTargetExecsASetuidRootProgram) {
   CmdResult sessions;
   for (int i = 0; i < 100; ++i) {
     sessions = daemon_.Ctl("sessions --json", as_);
-    if (sessions.out.find("\"state\":\"stopped\"") != std::string::npos) break;
+    if (sessions.out.find("\"state\":\"SESSION_STATE_STOPPED\"") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_NE(sessions.out.find("\"state\":\"stopped\""), std::string::npos) << sessions.out;
+  EXPECT_NE(sessions.out.find("\"state\":\"SESSION_STATE_STOPPED\""), std::string::npos)
+      << sessions.out;
   EXPECT_NE(sessions.out.find("stopped collecting: pid " + std::to_string(target) +
                               " now holds privileges its requester (uid " +
                               std::to_string(TestUid()) + ") does not: effective uid 0"),
@@ -179,7 +180,8 @@ TEST_F(Authorization, NoElevationUnderANonAdminsPtraceSession) {
   }
   EXPECT_EQ(paths.rc, 0) << paths.out;
   auto sessions = daemon_.Ctl("sessions --json", as_);
-  EXPECT_NE(sessions.out.find("\"state\":\"running\""), std::string::npos) << sessions.out;
+  EXPECT_NE(sessions.out.find("\"state\":\"SESSION_STATE_RUNNING\""), std::string::npos)
+      << sessions.out;
 }
 
 TEST_F(Authorization, NonAdminsSeeNoKernelAddressesWhereTheHostHidesThem) {
@@ -274,7 +276,8 @@ TEST(AuthorizationQuotas, ANonAdminCannotMakeTheDaemonRefuseAnAdmin) {
   auto stats = d.Ctl("stats --json");
   EXPECT_NE(stats.out.find("\"sessions_held\":5,\"sessions_limit\":5"), std::string::npos)
       << stats.out;
-  EXPECT_EQ(stats.out.find("\"sessions_memory_bound_bytes\":0,"), std::string::npos) << stats.out;
+  EXPECT_EQ(stats.out.find("\"sessions_memory_bound_bytes\":\"0\""), std::string::npos)
+      << stats.out;
   // Deleting frees a place at once; the user may delete only its own sessions.
   auto root_session = d.Ctl("start --pid " + std::to_string(roots.pid()) + " --source none");
   EXPECT_EQ(root_session.rc, 5) << "the daemon is full: " << root_session.out;

@@ -54,7 +54,8 @@ TEST(DaemonOps, SurvivesClientDisconnectMidStreamAndTargetExit) {
   loop.Kill();
   bool exited = false;
   for (int i = 0; i < 100 && !exited; ++i) {
-    exited = d.Ctl("sessions --json").out.find("\"state\":\"target-exited\"") != std::string::npos;
+    exited = d.Ctl("sessions --json").out.find("\"state\":\"SESSION_STATE_TARGET_EXITED\"") !=
+             std::string::npos;
     if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(exited) << d.Ctl("sessions").out;

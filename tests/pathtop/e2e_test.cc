@@ -152,7 +152,7 @@ TEST_F(PathtopEndToEnd, SurvivesADaemonRestartMarksTheExitAndLeavesNoSession) {
   ASSERT_TRUE(tmux.started());
   std::string s = tmux.WaitFor([](const std::string& s) { return Has(Line(s, 0), "running"); }, 60);
   ASSERT_TRUE(Has(Line(s, 0), "running")) << s << "\n(daemon log: " << log_ << ")";
-  ASSERT_TRUE(Has(Sessions(), "\"state\":\"running\"")) << Sessions();
+  ASSERT_TRUE(Has(Sessions(), "\"state\":\"SESSION_STATE_RUNNING\"")) << Sessions();
 
   Kill(daemon_);  // SIGTERM: the daemon stops its sessions and goes
   StartDaemon(log_ + ".restarted");
@@ -163,7 +163,7 @@ TEST_F(PathtopEndToEnd, SurvivesADaemonRestartMarksTheExitAndLeavesNoSession) {
   s = tmux.WaitFor([](const std::string& s) { return Has(Line(s, 0), "running"); }, 30);
   EXPECT_TRUE(Has(Line(s, 0), "running")) << s;
   const std::string during = Sessions();
-  EXPECT_TRUE(Has(during, "\"state\":\"running\"")) << during;
+  EXPECT_TRUE(Has(during, "\"state\":\"SESSION_STATE_RUNNING\"")) << during;
 
   Kill(target_);
   target_ = -1;
