@@ -49,55 +49,148 @@ void OnSignal(int) {
   g_interrupted = true;
 }
 
-int RunBursts(Args& args) {
-  pathprof::collectors::PtraceBurstOptions o;
+namespace col = pathprof::collectors;
+
+struct BurstsRequest {
+  col::PtraceBurstOptions options;
+  double duration_s = 0;  // 0: until the target exits or a signal
+  bool json = false;
+  long long top = 10;
+  std::string output;  // a .pbs to write, or empty
+};
+
+// The flags into `req`; the usage error's exit code where they are wrong.
+std::optional<int> ParseBursts(Args& args, BurstsRequest* req) {
+  col::PtraceBurstOptions& o = req->options;
   o.pid = static_cast<pid_t>(args.GetInt("pid", 0, 1, kMaxPid));
-  const double duration = args.GetDuration("duration", 0, 1, 0, 1e7);
+  req->duration_s = args.GetDuration("duration", 0, 1, 0, 1e7);
   o.bursts_per_second = args.GetDouble("burst-rate", o.bursts_per_second, 0, 10000);
-  const bool json = args.Has("json");
+  req->json = args.Has("json");
   o.window_taken = static_cast<uint32_t>(args.GetInt("window", o.window_taken, 1, 4096));
   o.max_stopped_fraction = args.GetDouble("max-stopped", o.max_stopped_fraction, 0, 0.5);
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0, 0, kMaxI64));
   const std::string mode = args.Get("step-mode", "auto");
-  const long long top = args.GetInt("top", 10, 0, 1000000);
-  const std::string out = args.Get("output");  // -o is its short spelling (Args)
+  req->top = args.GetInt("top", 10, 0, 1000000);
+  req->output = args.Get("output");  // -o is its short spelling (Args)
   const std::vector<std::string>& extra = args.positional();
   auto problems = args.Problems();
   if (o.pid <= 0) problems.push_back("--pid PID is required");
-  pathprof::collectors::StepMode step_mode;
+  col::StepMode step_mode;
   if (mode == "auto")
     o.step_mode.reset();
-  else if (pathprof::collectors::ParseStepMode(mode, &step_mode))
+  else if (col::ParseStepMode(mode, &step_mode))
     o.step_mode = step_mode;
   else
     problems.push_back("--step-mode must be auto, breakpoints, int3 or step, not '" + mode + "'");
-  if (duration < 0) problems.push_back("--duration must not be negative");
-  if (top < 0) problems.push_back("--top must not be negative");
   if (!extra.empty()) problems.push_back("unexpected argument '" + extra[0] + "'");
   if (auto st = o.Validate(); o.pid > 0 && !st.ok()) problems.push_back(st.ToString());
   if (!problems.empty()) return UsageError("bursts", problems);
+  return std::nullopt;
+}
 
+// A .pbs for the windows, opened with the images they run in, so that a replay or
+// `export --format perf-lbr` maps them.
+pathprof::Result<pathprof::PbsWriter> OpenRecording(const std::string& path, pid_t pid) {
+  PATHPROF_ASSIGN_OR_RETURN(pathprof::PbsWriter writer, pathprof::PbsWriter::Create(path));
+  if (auto space = pathprof::decoders::ReadProcMaps(pid); space.ok()) {
+    for (const pathprof::decoders::Mapping& m : space->mappings()) {
+      if (!m.executable || m.IsSpecial()) continue;
+      pathprof::ImageRecord r;
+      r.pid = static_cast<uint32_t>(pid);
+      r.start = m.start;
+      r.end = m.end();
+      r.file_offset = m.pgoff;
+      r.path = m.path;
+      (void)writer.Write(r);
+    }
+  }
+  return writer;
+}
+
+double StoppedFraction(const col::PtraceBurstStats& s) {
+  return s.elapsed_ns ? static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns) : 0;
+}
+
+std::string ModeName(const col::PtraceBurstStats& s) {
+  return std::string(col::StepModeName(static_cast<col::StepMode>(s.step_mode)));
+}
+
+// The hottest paths (stdout): a table, or with the session's counters as one JSON object.
+void PrintPaths(const BurstsRequest& req, const col::PtraceBurstStats& s,
+                const std::vector<pathprof::hwmodel::PathEstimate>& estimates) {
+  double total = 0;
+  for (const auto& e : estimates) total += e.estimate;
+  const long long shown = std::min<long long>(req.top, static_cast<long long>(estimates.size()));
+  if (!req.json) {
+    for (long long i = 0; i < shown; ++i)
+      std::printf("%3lld %6.2f%%  %s\n", i + 1, 100 * estimates[i].estimate / total,
+                  pathprof::hwmodel::FormatPathDescriptor(estimates[i].path).c_str());
+    return;
+  }
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("pid").Int(req.options.pid);
+  w.Key("seconds").Double(static_cast<double>(s.elapsed_ns) / 1e9);
+  w.Key("bursts").Uint(s.bursts);
+  w.Key("windows").Uint(s.windows);
+  w.Key("windows_short").Uint(s.windows_short);
+  w.Key("branches").Uint(s.events);
+  w.Key("taken").Uint(s.taken);
+  w.Key("step_mode").String(ModeName(s));
+  w.Key("stopped_fraction").Double(StoppedFraction(s));
+  w.Key("target_exited").Bool(s.target_exited);
+  if (!req.output.empty()) w.Key("output").String(req.output);
+  w.Key("paths").BeginArray();
+  for (long long i = 0; i < shown; ++i) {
+    w.BeginObject();
+    w.Key("share").Double(total > 0 ? estimates[i].estimate / total : 0);
+    w.Key("estimate").Double(estimates[i].estimate);
+    w.Key("path").String(pathprof::hwmodel::FormatPathDescriptor(estimates[i].path));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::printf("%s\n", w.str().c_str());
+}
+
+// Every counter of the session (stderr): what was collected, what was lost, and why.
+void PrintCounters(const col::PtraceBurstStats& s) {
+  std::fprintf(
+      stderr,
+      "pathctl bursts: %.1f s, %llu bursts, %llu windows (%llu short), %llu steps (%llu lost "
+      "traps decoded across), %llu breakpoint legs (mode %s, %llu fallbacks), %llu branches "
+      "(%llu taken); aborted: %llu syscall, %llu signal, %llu exit, %llu steps, %llu decode, "
+      "%llu timed out, %llu over the cap; %llu deferred by the cap; %llu threads attached, "
+      "%llu signals forwarded, %llu execs; threads stopped %.2f%% of wall time (%.2f%% in the "
+      "worst second, %llu event stops)%s%s\n",
+      static_cast<double>(s.elapsed_ns) / 1e9, (unsigned long long)s.bursts,
+      (unsigned long long)s.windows, (unsigned long long)s.windows_short,
+      (unsigned long long)s.steps, (unsigned long long)s.lost_step_traps,
+      (unsigned long long)s.breakpoint_legs, ModeName(s).c_str(),
+      (unsigned long long)s.step_mode_fallbacks, (unsigned long long)s.events,
+      (unsigned long long)s.taken, (unsigned long long)s.aborted_syscall,
+      (unsigned long long)s.aborted_signal, (unsigned long long)s.aborted_exit,
+      (unsigned long long)s.aborted_steps, (unsigned long long)s.aborted_decode,
+      (unsigned long long)s.aborted_timeout, (unsigned long long)s.aborted_budget,
+      (unsigned long long)s.deferred_cap, (unsigned long long)s.threads_attached,
+      (unsigned long long)s.signals_forwarded, (unsigned long long)s.execs,
+      100.0 * StoppedFraction(s), static_cast<double>(s.max_stopped_ppm_1s) / 1e4,
+      (unsigned long long)s.event_stops, s.target_exited ? "; target exited" : "",
+      s.detached ? "; detached" : "");
+}
+
+int RunBursts(Args& args) {
+  BurstsRequest req;
+  if (std::optional<int> bad = ParseBursts(args, &req)) return *bad;
+  const col::PtraceBurstOptions& o = req.options;
   std::optional<pathprof::PbsWriter> writer;
-  if (!out.empty()) {
-    auto w = pathprof::PbsWriter::Create(out);
+  if (!req.output.empty()) {
+    auto w = OpenRecording(req.output, o.pid);
     if (!w.ok()) {
       std::fprintf(stderr, "pathctl bursts: %s\n", w.status().ToString().c_str());
       return kExitError;
     }
     writer.emplace(std::move(*w));
-    // The images the windows run in, so that a replay or `export --format perf-lbr` maps them.
-    if (auto space = pathprof::decoders::ReadProcMaps(o.pid); space.ok()) {
-      for (const pathprof::decoders::Mapping& m : space->mappings()) {
-        if (!m.executable || m.IsSpecial()) continue;
-        pathprof::ImageRecord r;
-        r.pid = static_cast<uint32_t>(o.pid);
-        r.start = m.start;
-        r.end = m.end();
-        r.file_offset = m.pgoff;
-        r.path = m.path;
-        (void)writer->Write(r);
-      }
-    }
   }
   // Bursts start where a timer interrupt lands: weight windows by their time, from the cycles
   // of their blocks (llvm-mca), or by their instructions where that is unavailable.
@@ -105,17 +198,15 @@ int RunBursts(Args& args) {
   if (!cycle_model.ok())
     std::fprintf(stderr, "pathctl bursts: windows weighted by instructions: %s\n",
                  cycle_model.status().message().c_str());
-  auto estimator = pathprof::hwmodel::WindowEstimator::Create([&] {
-    pathprof::hwmodel::WindowEstimatorConfig c;
-    c.starts = cycle_model.ok() ? pathprof::hwmodel::WindowStarts::kTime
-                                : pathprof::hwmodel::WindowStarts::kInstructions;
-    return c;
-  }());
+  pathprof::hwmodel::WindowEstimatorConfig ec;
+  ec.starts = cycle_model.ok() ? pathprof::hwmodel::WindowStarts::kTime
+                               : pathprof::hwmodel::WindowStarts::kInstructions;
+  auto estimator = pathprof::hwmodel::WindowEstimator::Create(ec);
   if (!estimator.ok()) return kExitError;
   std::mutex mu;
   pathprof::Status write_status;
-  pathprof::collectors::PtraceBurstSink sink;
-  pathprof::collectors::InstructionReader target_code(o.pid);  // the live target's code bytes
+  col::PtraceBurstSink sink;
+  col::InstructionReader target_code(o.pid);  // the live target's code bytes
   const auto read_code = [&](uint64_t address) { return target_code.Bytes(address); };
   sink.on_window = [&](const pathprof::BranchBatch& b) {
     std::lock_guard<std::mutex> lock(mu);
@@ -130,14 +221,14 @@ int RunBursts(Args& args) {
   };
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
-  auto collector = pathprof::collectors::PtraceBurstCollector::Start(o, sink);
+  auto collector = col::PtraceBurstCollector::Start(o, sink);
   if (!collector.ok()) {
     std::fprintf(stderr, "pathctl bursts: %s\n", collector.status().ToString().c_str());
     return kExitError;
   }
-  const long long total_ms = static_cast<long long>(duration * 1000);
+  const long long total_ms = static_cast<long long>(req.duration_s * 1000);
   for (long long waited = 0;
-       !g_interrupted && !(*collector)->finished() && (duration == 0 || waited < total_ms);
+       !g_interrupted && !(*collector)->finished() && (req.duration_s == 0 || waited < total_ms);
        waited += 20)
     usleep(20000);
   const auto s = (*collector)->Stop();
@@ -145,74 +236,13 @@ int RunBursts(Args& args) {
   if (writer) {
     if (write_status.ok()) write_status = writer->Close();
     if (!write_status.ok()) {
-      std::fprintf(stderr, "pathctl bursts: writing %s: %s\n", out.c_str(),
+      std::fprintf(stderr, "pathctl bursts: writing %s: %s\n", req.output.c_str(),
                    write_status.ToString().c_str());
       return kExitError;
     }
   }
-  auto estimates = estimator->Estimates();
-  double total = 0;
-  for (const auto& e : estimates) total += e.estimate;
-  const double elapsed = static_cast<double>(s.elapsed_ns) / 1e9;
-  if (json) {
-    JsonWriter w;
-    w.BeginObject();
-    w.Key("pid").Int(o.pid);
-    w.Key("seconds").Double(elapsed);
-    w.Key("bursts").Uint(s.bursts);
-    w.Key("windows").Uint(s.windows);
-    w.Key("windows_short").Uint(s.windows_short);
-    w.Key("branches").Uint(s.events);
-    w.Key("taken").Uint(s.taken);
-    w.Key("step_mode")
-        .String(std::string(pathprof::collectors::StepModeName(
-            static_cast<pathprof::collectors::StepMode>(s.step_mode))));
-    w.Key("stopped_fraction")
-        .Double(s.elapsed_ns ? static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns)
-                             : 0.0);
-    w.Key("target_exited").Bool(s.target_exited);
-    if (!out.empty()) w.Key("output").String(out);
-    w.Key("paths").BeginArray();
-    for (long long i = 0; i < top && i < static_cast<long long>(estimates.size()); ++i) {
-      w.BeginObject();
-      w.Key("share").Double(total > 0 ? estimates[i].estimate / total : 0);
-      w.Key("estimate").Double(estimates[i].estimate);
-      w.Key("path").String(pathprof::hwmodel::FormatPathDescriptor(estimates[i].path));
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-    std::printf("%s\n", w.str().c_str());
-  } else {
-    for (long long i = 0; i < top && i < static_cast<long long>(estimates.size()); ++i)
-      std::printf("%3lld %6.2f%%  %s\n", i + 1, 100 * estimates[i].estimate / total,
-                  pathprof::hwmodel::FormatPathDescriptor(estimates[i].path).c_str());
-  }
-  std::fprintf(
-      stderr,
-      "pathctl bursts: %.1f s, %llu bursts, %llu windows (%llu short), %llu steps (%llu lost "
-      "traps decoded across), %llu breakpoint legs (mode %s, %llu fallbacks), %llu branches "
-      "(%llu taken); aborted: %llu syscall, %llu signal, %llu exit, %llu steps, %llu decode, "
-      "%llu timed out, %llu over the cap; %llu deferred by the cap; %llu threads attached, "
-      "%llu signals forwarded, %llu execs; threads stopped %.2f%% of wall time (%.2f%% in the "
-      "worst second, %llu event stops)%s%s\n",
-      elapsed, (unsigned long long)s.bursts, (unsigned long long)s.windows,
-      (unsigned long long)s.windows_short, (unsigned long long)s.steps,
-      (unsigned long long)s.lost_step_traps, (unsigned long long)s.breakpoint_legs,
-      std::string(pathprof::collectors::StepModeName(
-                      static_cast<pathprof::collectors::StepMode>(s.step_mode)))
-          .c_str(),
-      (unsigned long long)s.step_mode_fallbacks, (unsigned long long)s.events,
-      (unsigned long long)s.taken, (unsigned long long)s.aborted_syscall,
-      (unsigned long long)s.aborted_signal, (unsigned long long)s.aborted_exit,
-      (unsigned long long)s.aborted_steps, (unsigned long long)s.aborted_decode,
-      (unsigned long long)s.aborted_timeout, (unsigned long long)s.aborted_budget,
-      (unsigned long long)s.deferred_cap, (unsigned long long)s.threads_attached,
-      (unsigned long long)s.signals_forwarded, (unsigned long long)s.execs,
-      s.elapsed_ns ? 100.0 * static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns)
-                   : 0.0,
-      static_cast<double>(s.max_stopped_ppm_1s) / 1e4, (unsigned long long)s.event_stops,
-      s.target_exited ? "; target exited" : "", s.detached ? "; detached" : "");
+  PrintPaths(req, s, estimator->Estimates());
+  PrintCounters(s);
   if (cycle_model.ok()) {
     const auto& c = (*cycle_model)->stats();
     std::fprintf(stderr,
