@@ -100,15 +100,25 @@ hwmodel::ExactPathProfile ExactProfile(const std::string& exe, int rounds) {
 }
 
 // The steady-state mix of one round: run(2 rounds) - run(1 round). Start-up and exit paths
-// (a long run never shows them in proportion) cancel out exactly, as the program is deterministic.
+// (a long run never shows them in proportion) cancel out, as the program is deterministic, all
+// but libc's start-up loops over the environment and the randomized stack, which can differ by a
+// traversal or two between runs (one run here had a path in libc 1 lower with 2 rounds). Such
+// differences must stay negligible against the round itself.
 Shares ExactRoundShares(const std::string& exe) {
   hwmodel::ExactPathProfile two = ExactProfile(exe, 2), one = ExactProfile(exe, 1);
   std::vector<std::pair<PathDescriptor, double>> w;
+  double round = 0, negative = 0;
   for (const auto& [p, m] : two.paths()) {
     const double d = static_cast<double>(m.count) - static_cast<double>(one.Get(p).count);
-    EXPECT_GE(d, 0) << hwmodel::FormatPathDescriptor(p);
-    if (d > 0) w.emplace_back(p, d);
+    if (d > 0) {
+      w.emplace_back(p, d);
+      round += d;
+    } else {
+      negative -= d;
+    }
   }
+  EXPECT_LE(negative, 1e-3 * round) << "run(2) - run(1) is not one round: " << negative
+                                    << " traversals fewer with two rounds, of " << round;
   return Normalize(w);
 }
 
@@ -243,14 +253,15 @@ TEST_P(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
   EXPECT_TRUE(s.detached);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    StepModes, PtraceBurstsAccuracyTest,
-    ::testing::Values(std::nullopt, std::optional<StepMode>(StepMode::kBreakpoints),
-                      std::optional<StepMode>(StepMode::kInt3),
-                      std::optional<StepMode>(StepMode::kSingleStep)),
-    [](const auto& info) {
-      return info.param ? std::string(StepModeName(*info.param)) : std::string("auto");
-    });
+INSTANTIATE_TEST_SUITE_P(StepModes, PtraceBurstsAccuracyTest,
+                         ::testing::Values(std::nullopt,
+                                           std::optional<StepMode>(StepMode::kBreakpoints),
+                                           std::optional<StepMode>(StepMode::kInt3),
+                                           std::optional<StepMode>(StepMode::kSingleStep)),
+                         [](const auto& info) {
+                           return info.param ? std::string(StepModeName(*info.param))
+                                             : std::string("auto");
+                         });
 
 }  // namespace
 }  // namespace pathprof::collectors
