@@ -15,6 +15,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "pathprof/api/grpc_status.h"
+
 namespace pathctl {
 namespace v1 = pathprof::v1;
 
@@ -113,6 +115,32 @@ std::unique_ptr<grpc::ClientContext> Client::Context() const {
   return c;
 }
 
+int ExitCodeFor(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return kExitOk;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return kExitTimeout;
+    case grpc::StatusCode::UNAVAILABLE:
+      return kExitUnavailable;
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return kExitDenied;
+    case grpc::StatusCode::NOT_FOUND:
+      return kExitNotFound;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return kExitUsage;
+    default:
+      return kExitError;
+  }
+}
+
+int FailLocal(const std::string& command, const pathprof::Status& status) {
+  std::fprintf(stderr, "pathctl %s: %s\n", command.c_str(), status.ToString().c_str());
+  return ExitCodeFor(pathprof::api::ToGrpcCode(status.code()));
+}
+
 int Client::Fail(const std::string& command, const grpc::Status& s) const {
   const std::string& m = s.error_message();
   switch (s.error_code()) {
@@ -123,7 +151,7 @@ int Client::Fail(const std::string& command, const grpc::Status& s) const {
                    "pathctl %s: timed out after %s s waiting for the daemon at %s (it may be "
                    "busy or wedged; raise --timeout, or see journalctl -u pathprofd)\n",
                    command.c_str(), secs, target_.c_str());
-      return kExitTimeout;
+      return ExitCodeFor(s.error_code());
     }
     case grpc::StatusCode::UNAVAILABLE: {
       if (tcp_) {
@@ -138,23 +166,23 @@ int Client::Fail(const std::string& command, const grpc::Status& s) const {
     }
     case grpc::StatusCode::PERMISSION_DENIED:
       std::fprintf(stderr, "pathctl %s: permission denied: %s\n", command.c_str(), m.c_str());
-      return kExitDenied;
+      return ExitCodeFor(s.error_code());
     case grpc::StatusCode::UNAUTHENTICATED:
       std::fprintf(stderr, "pathctl %s: not authenticated: %s\n", command.c_str(), m.c_str());
-      return kExitDenied;
+      return ExitCodeFor(s.error_code());
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       std::fprintf(stderr, "pathctl %s: limit reached: %s\n", command.c_str(), m.c_str());
-      return kExitDenied;
+      return ExitCodeFor(s.error_code());
     case grpc::StatusCode::NOT_FOUND:
       std::fprintf(stderr, "pathctl %s: %s\n", command.c_str(), m.c_str());
-      return kExitNotFound;
+      return ExitCodeFor(s.error_code());
     case grpc::StatusCode::INVALID_ARGUMENT:
       std::fprintf(stderr, "pathctl %s: invalid request: %s\n", command.c_str(), m.c_str());
-      return kExitUsage;
+      return ExitCodeFor(s.error_code());
     default:
       std::fprintf(stderr, "pathctl %s: daemon error: %s (grpc code %d)\n", command.c_str(),
                    m.c_str(), static_cast<int>(s.error_code()));
-      return kExitError;
+      return ExitCodeFor(s.error_code());
   }
 }
 

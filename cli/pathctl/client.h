@@ -9,6 +9,7 @@
 
 #include "pathctl/command.h"
 #include "pathctl/json_writer.h"
+#include "pathprof/core/status.h"
 #include "pathprof/v1/profiler.grpc.pb.h"
 
 namespace pathctl {
@@ -50,6 +51,13 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pathprof::v1::PathProfiler::Stub> stub_;
 };
+
+// The one gRPC code -> exit code mapping (command.h's ExitCode), for the daemon's failures and,
+// through api::ToGrpcCode, for those met here: a missing file exits 6 whoever met it.
+int ExitCodeFor(grpc::StatusCode code);
+// Prints "pathctl COMMAND: <status>" and returns its exit code (a failure met here, not by the
+// daemon).
+int FailLocal(const std::string& command, const pathprof::Status& status);
 
 // Output helpers shared by the query commands.
 // A v1 message as protobuf's JSON mapping (proto field names, every field printed, 64-bit

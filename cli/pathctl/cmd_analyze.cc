@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "pathctl/client.h"
 #include "pathctl/command.h"
 #include "pathctl/json_writer.h"
 #include "pathprof/pipeline/offline_analysis.h"
@@ -236,10 +237,7 @@ int RunAnalyze(Args& args) {
   const std::string file = args.positional()[0];
 
   auto result = AnalyzeFile(file, opt);
-  if (!result.ok()) {
-    std::fprintf(stderr, "pathctl analyze: %s\n", result.status().ToString().c_str());
-    return kExitError;
-  }
+  if (!result.ok()) return FailLocal("analyze", result.status());
   for (const std::string& w : result->decode.warnings)
     std::fprintf(stderr, "pathctl analyze: %s\n", w.c_str());
   const uint32_t k = static_cast<uint32_t>(top);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "pathctl/client.h"
 #include "pathctl/command.h"
 #include "pathctl/json_writer.h"
 #include "pathprof/collectors/capabilities.h"
@@ -372,13 +373,13 @@ int RunRun(Args& args) {
 
   auto session = pl::Session::Start("run", config, caps, nullptr);
   if (!session.ok()) {
-    std::fprintf(stderr, "pathctl run: cannot profile pid %u: %s\n", config.pids[0],
-                 session.status().ToString().c_str());
     if (child > 0) {  // nothing to profile it with: do not leave it running unwatched
       kill(child, SIGTERM);
       ReapWithin(child, 1000);
     }
-    return kExitError;
+    return FailLocal("run",
+                     pathprof::WithContext(session.status(),
+                                           "cannot profile pid " + std::to_string(config.pids[0])));
   }
   // On stderr with --json too: the report is stdout's, and scripts that attach to a --pid wait
   // for this line before they let the target go.

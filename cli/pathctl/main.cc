@@ -243,17 +243,20 @@ void PrintVersion() {
   std::printf("pathctl %s\n", PATHPROF_VERSION_STRING);
 }
 
-// The exit codes of command.h's ExitCode, for `pathctl --help`.
+// The exit codes of command.h's ExitCode, for `pathctl --help`. A failure maps to one by its gRPC
+// code (ExitCodeFor), whether the daemon or pathctl met it.
 constexpr const char* kExitCodeHelp =
     "exit status:\n"
     "  0  success\n"
     "  1  the command failed (the message on stderr says why)\n"
-    "  2  usage error: a bad or unknown flag, a value out of its range\n"
+    "  2  usage error: a bad or unknown flag, a value out of its range, an input that cannot be\n"
+    "     one (a device)\n"
     "  3  ran, but found nothing to report\n"
     "  4  no daemon on the socket (none there, or nothing listening), or the TCP address does\n"
     "     not answer\n"
-    "  5  the daemon refused: permission, authentication or a rate/quota limit\n"
-    "  6  no such process or session\n"
+    "  5  refused: permission, authentication, or a limit (the daemon's rate or quota, a\n"
+    "     stream's size bound)\n"
+    "  6  no such process, session or file\n"
     "  7  the socket is there but this user may not connect to it (join its group)\n"
     "  8  the daemon did not answer within --timeout\n";
 static_assert(kExitOk == 0 && kExitError == 1 && kExitUsage == 2 && kExitNoData == 3 &&

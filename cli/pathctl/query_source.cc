@@ -36,8 +36,7 @@ const pl::Session* QuerySource::Recording(const std::string& path) {
   if (recording_) return recording_.get();
   auto analysis = pl::AnalyzeFile(path, pl::AnalyzeOptions());
   if (!analysis.ok()) {
-    std::fprintf(stderr, "pathctl %s: %s\n", command_.c_str(),
-                 analysis.status().ToString().c_str());
+    failed_ = FailLocal(command_, analysis.status());
     return nullptr;
   }
   for (const std::string& w : analysis->decode.warnings)
@@ -51,7 +50,7 @@ const pl::Session* QuerySource::Recording(const std::string& path) {
 int QuerySource::Get(const v1::GetHotPathsRequest& req, v1::HotPaths* out) {
   if (client_) return Ask([&](auto& stub, auto* ctx) { return stub.GetHotPaths(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
-  if (session == nullptr) return kExitError;
+  if (session == nullptr) return failed_;
   pl::HotPathsQuery q;
   q.top_k = TopK(req.top_k());
   q.metric = FromProto(req.metric());
@@ -64,7 +63,7 @@ int QuerySource::Get(const v1::GetHotSubpathsRequest& req, v1::HotSubpaths* out)
   if (client_)
     return Ask([&](auto& stub, auto* ctx) { return stub.GetHotSubpaths(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
-  if (session == nullptr) return kExitError;
+  if (session == nullptr) return failed_;
   pl::HotSubpathsQuery q;
   q.top_k = TopK(req.top_k());
   q.threshold = req.threshold();
@@ -77,7 +76,7 @@ int QuerySource::Get(const v1::GetCallingContextTreeRequest& req, v1::CallingCon
   if (client_)
     return Ask([&](auto& stub, auto* ctx) { return stub.GetCallingContextTree(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
-  if (session == nullptr) return kExitError;
+  if (session == nullptr) return failed_;
   pl::CctQuery q;
   if (req.max_depth()) q.max_depth = req.max_depth();
   q.min_weight = req.min_weight();
@@ -91,7 +90,7 @@ int QuerySource::Get(const v1::GetHotCallPairsRequest& req, v1::HotCallPairs* ou
   if (client_)
     return Ask([&](auto& stub, auto* ctx) { return stub.GetHotCallPairs(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
-  if (session == nullptr) return kExitError;
+  if (session == nullptr) return failed_;
   ToProto(session->HotCallPairs(TopK(req.top_k())), session->id(), out);
   return kExitOk;
 }
@@ -99,7 +98,7 @@ int QuerySource::Get(const v1::GetHotCallPairsRequest& req, v1::HotCallPairs* ou
 int QuerySource::Get(const v1::GetHotMethodsRequest& req, v1::HotMethods* out) {
   if (client_) return Ask([&](auto& stub, auto* ctx) { return stub.GetHotMethods(ctx, req, out); });
   const pl::Session* session = Recording(req.session_id());
-  if (session == nullptr) return kExitError;
+  if (session == nullptr) return failed_;
   ToProto(session->HotMethods(TopK(req.top_k())), session->id(), out);
   return kExitOk;
 }

@@ -56,6 +56,7 @@ class QuerySource {
   std::string command_;
   std::optional<Client> client_;
   std::unique_ptr<pathprof::pipeline::Session> recording_;
+  int failed_ = kExitError;  // the exit code of the recording that could not be read
 };
 
 }  // namespace pathctl

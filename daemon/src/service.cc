@@ -9,6 +9,7 @@
 #include <set>
 
 #include "pathprof/api/convert.h"
+#include "pathprof/api/grpc_status.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/daemon/log.h"
 #include "pathprof/daemon/process_stats.h"
@@ -31,42 +32,7 @@ grpc::Status Invalid(const std::string& msg) {
   return grpc::Status(StatusCode::INVALID_ARGUMENT, msg);
 }
 
-// The one ErrorCode -> gRPC mapping. The switch has no default so that a new ErrorCode does not
-// compile until it is mapped here.
-grpc::Status ToGrpc(const Status& s) {
-  StatusCode code = StatusCode::INTERNAL;
-  switch (s.code()) {
-    case ErrorCode::kOk:
-      return grpc::Status::OK;
-    case ErrorCode::kInvalidArgument:
-      code = StatusCode::INVALID_ARGUMENT;
-      break;
-    case ErrorCode::kNotFound:
-      code = StatusCode::NOT_FOUND;
-      break;
-    case ErrorCode::kPermission:
-      code = StatusCode::PERMISSION_DENIED;
-      break;
-    case ErrorCode::kUnavailable:
-    case ErrorCode::kUnsupported:
-      code = StatusCode::FAILED_PRECONDITION;
-      break;
-    case ErrorCode::kResourceExhausted:
-      code = StatusCode::RESOURCE_EXHAUSTED;
-      break;
-    case ErrorCode::kCorrupt:
-    case ErrorCode::kTruncated:
-      // Bytes the daemon read (a target's ELF file, a recording) do not follow their format:
-      // gRPC's "unrecoverable data loss or corruption", not a fault of the daemon's.
-      code = StatusCode::DATA_LOSS;
-      break;
-    case ErrorCode::kInternal:
-    case ErrorCode::kIo:
-      code = StatusCode::INTERNAL;
-      break;
-  }
-  return grpc::Status(code, s.message());
-}
+using api::ToGrpc;  // the one ErrorCode -> gRPC mapping (api/grpc_status.h)
 
 grpc::Status AboveLimit(const char* field, uint64_t value, uint64_t max, const char* key) {
   return Invalid(std::string(field) + " " + std::to_string(value) +

@@ -225,11 +225,13 @@ TEST(AnalyzeCli, BadInputIsAClearErrorNotACrash) {
 TEST(AnalyzeCli, DevicesAreRefusedAndStreamsAreBounded) {
   const std::string pathctl = std::string(PATHPROF_BIN_DIR) + "/pathctl";
   const std::string pt = kShared + "/corpus/pt/quipper/perf.data.intel_pt-4.14";
+  // Exit codes by the one ErrorCode mapping: a device is an invalid argument (2), a stream over
+  // its bound a limit reached (5), bytes that are no recording a failure (1).
   CmdResult r = pathprof::testing::RunCommand("timeout 20 " + pathctl + " analyze /dev/zero 2>&1");
-  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("/dev/zero is a character device"), std::string::npos) << r.out;
   r = pathprof::testing::RunCommand("timeout 20 " + pathctl + " analyze - < /dev/zero 2>&1");
-  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("character device"), std::string::npos) << r.out;
   // An endless stream of the wrong bytes ends at its first bytes, not at the cap.
   r = pathprof::testing::RunCommand("yes | timeout 20 " + pathctl + " analyze - 2>&1");
@@ -239,7 +241,7 @@ TEST(AnalyzeCli, DevicesAreRefusedAndStreamsAreBounded) {
   // A stream that starts right but goes on past the cap.
   r = pathprof::testing::RunCommand("cat " + pt + " /dev/zero | head -c 3000000 | timeout 20 " +
                                     pathctl + " analyze - --max-stream-mb 1 2>&1");
-  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_EQ(r.rc, 5) << r.out;
   EXPECT_NE(r.out.find("longer than the 1 MiB"), std::string::npos) << r.out;
   EXPECT_EQ(Pathctl("analyze --max-stream-mb 0 " + pt).rc, 2);
 }

@@ -154,6 +154,10 @@ TEST_F(RecordingQueries, AnImportedRecordingIsAnEndedSession) {
   auto missing = daemon_.Ctl("import " + *dir_ + "/no-such.pbs");
   EXPECT_EQ(missing.rc, 6) << missing.out;  // not found, as for a missing session
   EXPECT_NE(missing.out.find("no-such.pbs"), std::string::npos) << missing.out;
+  // The same failure met by pathctl itself exits the same way (one ErrorCode -> exit mapping).
+  auto here = Sh(kBin + "/pathctl paths " + *dir_ + "/no-such.pbs");
+  EXPECT_EQ(here.rc, 6) << here.out;
+  EXPECT_NE(here.out.find("no-such.pbs"), std::string::npos) << here.out;
 }
 
 // Only an admin may have the daemon read a file: a user gets PERMISSION_DENIED (exit 5) and the
