@@ -29,7 +29,6 @@ void ToProto(const pipeline::HotPath& in, v1::HotPath* out) {
   ToProto(in.estimate, out->mutable_estimate());
   out->set_metric(ToProto(in.metric));
   for (const auto& b : in.blocks) ToProto(b, out->add_blocks());
-  out->set_path_id(in.path_id);
   out->set_pid(in.pid);
   out->set_observations(in.observations);
 }

@@ -394,7 +394,7 @@ Daemon& D() {
     const std::string& cmd = CurrentCommand();
     const bool all = cmd.empty();
     if (all || cmd == "paths" || cmd == "watch" || cmd == "residual" || cmd == "export")
-      PollCtl("paths" + s, [](const R& x) { return Count(x.out, "\"path_id\"") >= 3; });
+      PollCtl("paths" + s, [](const R& x) { return Count(x.out, "\"outcomes\"") >= 3; });
     if (all || cmd == "calls")
       PollCtl("calls" + s, [](const R& x) { return Count(x.out, "\"call_site\"") >= 2; });
     if (all || cmd == "methods")
@@ -544,7 +544,7 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
   AddClientCases(t, "paths", [] { return "paths " + S(); });
   t["paths --top"] = [] {
     ExpectRows("paths --top 2", Ctl("paths " + S() + " --top 2 --json" + Sock()),
-               Ctl("paths " + S() + " --json" + Sock()), "\"path_id\"", 2);
+               Ctl("paths " + S() + " --json" + Sock()), "\"outcomes\"", 2);
   };
   t["paths --metric"] = [] {
     const R count = Ctl("paths " + S() + " --json" + Sock());
@@ -616,10 +616,10 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     const R save = Ctl("residual " + id + " --baseline b-early --save --json" + Sock());
     EXPECT_EQ(save.rc, 0) << Show("residual --save", save);
     const R full = PollCtl("residual " + id + " --baseline b-early --json" + Sock(),
-                           [](const R& x) { return Count(x.out, "\"path_id\"") >= 3; });
+                           [](const R& x) { return Count(x.out, "\"outcomes\"") >= 3; });
     ExpectRows("residual --top 1",
                Ctl("residual " + id + " --baseline b-early --top 1 --json" + Sock()), full,
-               "\"path_id\"", 1);
+               "\"outcomes\"", 1);
     Ctl("stop " + id + Sock());
   };
   AddClientCases(t, "rm", [] { return "rm " + NewSession(); });
@@ -681,9 +681,9 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
   t["watch --top"] = [] {
     const R r = Ctl("watch " + S() + " --count 1 --interval 100 --top 1 --json" + Sock());
     EXPECT_EQ(r.rc, 0) << Show("watch --top 1", r);
-    EXPECT_LE(Count(r.out, "\"path_id\""), 1u) << r.out;
+    EXPECT_LE(Count(r.out, "\"outcomes\""), 1u) << r.out;
     const R all = Ctl("watch " + S() + " --count 1 --interval 100 --json" + Sock());
-    EXPECT_GT(Count(all.out, "\"path_id\""), 1u) << all.out;
+    EXPECT_GT(Count(all.out, "\"outcomes\""), 1u) << all.out;
   };
   t["watch --interval"] = [] {
     // Updates 1.5 s apart (the default is 1 s): a lower bound, which the daemon's clock gives.
@@ -785,7 +785,7 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_EQ(r.rc, 0) << Show("start --max-length 2", r);
     const std::string id = r.out.substr(0, r.out.find('\n'));
     const R paths = PollCtl("paths " + id + " --json" + Sock(),
-                            [](const R& x) { return Count(x.out, "\"path_id\"") >= 2; });
+                            [](const R& x) { return Count(x.out, "\"outcomes\"") >= 2; });
     const auto lengths = Nums(paths.out, "length");
     ASSERT_FALSE(lengths.empty()) << paths.out;
     for (double l : lengths) EXPECT_LE(l, 2) << paths.out;

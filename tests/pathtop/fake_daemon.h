@@ -55,7 +55,6 @@ inline v1::HotPaths KnownHotPaths(const std::string& session) {
     h->mutable_estimate()->set_confidence(0.95);
     h->mutable_estimate()->set_share(p.value / 1000);
     for (uint64_t o : p.offs) *h->add_blocks() = Loc(p.fn, p.base, o);
-    h->set_path_id(-1);
   }
   return msg;
 }

@@ -35,7 +35,6 @@ struct HotPath {
   Estimate estimate;
   PathMetric metric = PathMetric::kCount;
   std::vector<Location> blocks;  // first to last; empty unless with_blocks
-  int64_t path_id = -1;          // Ball-Larus id when the function's CFG is known
   uint64_t observations = 0;     // whole traversals seen (windowed sources) or HPT value
 };
 
