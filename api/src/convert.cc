@@ -90,7 +90,7 @@ void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, 
   out->set_total(in.total);
   out->set_paths_distinct(in.paths_distinct);
   out->set_as_of_unix_ms(in.as_of_unix_ms ? in.as_of_unix_ms : UnixMs());
-  out->set_estimator(in.estimator);
+  out->set_estimator(ToProto(in.estimator));
 }
 
 void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_id,
@@ -204,6 +204,18 @@ v1::BranchSource ToProto(collectors::BranchSource s) {
       return v1::BRANCH_SOURCE_INTEL_PT;
   }
   return v1::BRANCH_SOURCE_UNSPECIFIED;
+}
+
+v1::PathEstimator ToProto(pipeline::PathEstimator e) {
+  switch (e) {
+    case pipeline::PathEstimator::kNone:
+      return v1::PATH_ESTIMATOR_UNSPECIFIED;
+    case pipeline::PathEstimator::kWindows:
+      return v1::PATH_ESTIMATOR_WINDOWS;
+    case pipeline::PathEstimator::kHotPathTable:
+      return v1::PATH_ESTIMATOR_HOT_PATH_TABLE;
+  }
+  return v1::PATH_ESTIMATOR_UNSPECIFIED;
 }
 
 v1::Metric ToProto(pipeline::PathMetric m) {

@@ -252,10 +252,22 @@ const char* BranchSourceName(v1::BranchSource s) {
   }
 }
 
-void HotPathsTable(const v1::HotPaths& hp) {
+// The estimator as run and analyze name it (pipeline::PathEstimatorName).
+const char* EstimatorName(v1::PathEstimator e) {
+  switch (e) {
+    case v1::PATH_ESTIMATOR_WINDOWS:
+      return "window-estimator";
+    case v1::PATH_ESTIMATOR_HOT_PATH_TABLE:
+      return "hot-path-table";
+    default:
+      return "no paths yet";
+  }
+}
+
+void HotPathsTable(const v1::HotPaths& hp, const std::string& how) {
   std::printf("session %s: %llu distinct paths, total %.0f (%s)\n", hp.session_id().c_str(),
               static_cast<unsigned long long>(hp.paths_distinct()), hp.total(),
-              hp.estimator().c_str());
+              how.empty() ? EstimatorName(hp.estimator()) : how.c_str());
   std::printf("%4s %7s %7s %16s %4s  %-34s %s\n", "#", "pid", "share", "estimate", "len", "start",
               "outcomes");
   int i = 0;

@@ -69,6 +69,7 @@ std::string EstimateText(const pathprof::v1::Estimate& e);     // "1234 ±56" or
 std::string OutcomesText(uint64_t outcomes, uint32_t length);  // "TNTT..."
 const char* SessionStateName(pathprof::v1::SessionState s);
 const char* BranchSourceName(pathprof::v1::BranchSource s);
-void HotPathsTable(const pathprof::v1::HotPaths& hp);
+// The paths as a table under a line saying how they were obtained (`how`; default: the estimator).
+void HotPathsTable(const pathprof::v1::HotPaths& hp, const std::string& how = "");
 
 }  // namespace pathctl

@@ -89,7 +89,7 @@ void PrintJson(const std::string& file, const DecodeSummary& d,
     w.Key("pid").Uint(r.info.pid);
     w.Key("comm").String(r.info.comm);
     w.Key("hot_paths").BeginObject();
-    w.Key("estimator").String(r.paths.estimator);
+    w.Key("estimator").String(std::string(pl::PathEstimatorName(r.paths.estimator)));
     w.Key("total").Double(r.paths.total);
     w.Key("paths_distinct").Uint(r.paths.paths_distinct);
     w.Key("paths").BeginArray();
@@ -175,7 +175,8 @@ void PrintText(const std::string& file, const DecodeSummary& d,
     std::printf("\nprocess %u %s: %llu windows, %llu branches\n", r.info.pid, r.info.comm.c_str(),
                 static_cast<unsigned long long>(r.stats.windows),
                 static_cast<unsigned long long>(r.stats.branches));
-    std::printf("\nhot paths (%s, %llu distinct):\n", r.paths.estimator.c_str(),
+    std::printf("\nhot paths (%s, %llu distinct):\n",
+                std::string(pl::PathEstimatorName(r.paths.estimator)).c_str(),
                 static_cast<unsigned long long>(r.paths.paths_distinct));
     int rank = 0;
     for (const pl::HotPath& p : r.paths.paths) {

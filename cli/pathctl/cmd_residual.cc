@@ -46,12 +46,11 @@ int RunResidual(Args& args) {
   } else {
     pathprof::v1::HotPaths as_paths;
     as_paths.set_session_id(resp.session_id());
-    as_paths.set_estimator("residual vs " + baseline);
     *as_paths.mutable_paths() = resp.residual();
     as_paths.set_paths_distinct(resp.residual_size());
     std::printf("%llu paths also in baseline %s; new paths:\n",
                 static_cast<unsigned long long>(resp.known()), baseline.c_str());
-    HotPathsTable(as_paths);
+    HotPathsTable(as_paths, "residual vs " + baseline);
   }
   return resp.residual_size() ? kExitOk : kExitNoData;
 }

@@ -127,7 +127,7 @@ void PrintJson(const Report& r) {
   w.Key("exit_status").Int(r.exit_status);
   w.EndObject();
   w.Key("hot_paths").BeginObject();
-  w.Key("estimator").String(r.paths.estimator);
+  w.Key("estimator").String(std::string(pl::PathEstimatorName(r.paths.estimator)));
   w.Key("total").Double(r.paths.total);
   w.Key("paths_distinct").Uint(r.paths.paths_distinct);
   w.Key("paths").BeginArray();
@@ -238,7 +238,8 @@ void PrintText(const Report& r) {
   std::printf("\n  branches: %s\n  stacks:   %s\n", r.info.source_reason.c_str(),
               r.info.stacks_reason.c_str());
 
-  std::printf("\nhot paths (%s, %llu distinct):\n", r.paths.estimator.c_str(),
+  std::printf("\nhot paths (%s, %llu distinct):\n",
+              std::string(pl::PathEstimatorName(r.paths.estimator)).c_str(),
               static_cast<unsigned long long>(r.paths.paths_distinct));
   int rank = 0;
   for (const pl::HotPath& p : r.paths.paths) {

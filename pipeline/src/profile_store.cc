@@ -23,6 +23,18 @@
 #include "pathprof/profiles/pcct.h"
 
 namespace pathprof::pipeline {
+
+std::string_view PathEstimatorName(PathEstimator e) {
+  switch (e) {
+    case PathEstimator::kNone:
+      return "";
+    case PathEstimator::kWindows:
+      return "window-estimator";
+    case PathEstimator::kHotPathTable:
+      return "hot-path-table";
+  }
+  return "";
+}
 namespace {
 
 std::string ReadFirstLine(const std::string& path) {
@@ -505,7 +517,7 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
     std::lock_guard<std::mutex> lock(s.mu);
     space = s.space;
     if (s.estimator && metric == PathMetric::kCount) {
-      out.estimator = "window-estimator";
+      out.estimator = PathEstimator::kWindows;
       const auto est = s.estimator->Estimates();
       out.paths_distinct = est.size();
       for (const auto& e : est) out.total += e.estimate;
@@ -517,7 +529,7 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
                         {}});
       }
     } else {
-      out.estimator = "hot-path-table";
+      out.estimator = PathEstimator::kHotPathTable;
       // The table accumulates one metric, fixed when the session started.
       metric = s.config.engine.metric;
       const auto sorted = s.hpt->Sorted();

@@ -48,7 +48,7 @@ TEST_F(DaemonSession, HotPathTreeAndMethodsNameTheHotLoop) {
   // commonest one within the error bounds.)
   auto top3 = daemon_.Ctl("paths " + id_ + " --top 3 --json");
   EXPECT_NE(top3.out.find("\"function\":\"hot\""), std::string::npos) << top3.out;
-  EXPECT_NE(paths.out.find("\"estimator\":\"window-estimator\""), std::string::npos);
+  EXPECT_NE(paths.out.find("\"estimator\":\"PATH_ESTIMATOR_WINDOWS\""), std::string::npos);
 
   auto methods = daemon_.Ctl("methods " + id_ + " --top 3 --json");
   ASSERT_EQ(methods.rc, 0) << methods.out;

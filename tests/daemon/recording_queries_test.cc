@@ -105,7 +105,7 @@ TEST_F(RecordingQueries, HotPathsAgree) {
   EXPECT_TRUE(Same(d, h));
   // An exact trace goes through the Hot Path Table: exact counts, and spin()'s loop on top.
   ASSERT_EQ(d.paths_size(), 8);
-  EXPECT_EQ(d.estimator(), "hot-path-table");
+  EXPECT_EQ(d.estimator(), v1::PATH_ESTIMATOR_HOT_PATH_TABLE);
   EXPECT_EQ(d.paths(0).start().function(), "spin");
   EXPECT_GT(d.paths(0).blocks_size(), 0);
   EXPECT_EQ(d.paths(0).observations(), static_cast<uint64_t>(d.paths(0).estimate().value()));

@@ -120,7 +120,7 @@ TEST(IngestorTest, WindowsFeedPathsSubpathsAndCallPairs) {
   pl::HotPathsQuery q;
   q.top_k = 5;
   const pl::HotPathsResult paths = (*store)->HotPaths(q);
-  EXPECT_EQ(paths.estimator, "window-estimator");
+  EXPECT_EQ(paths.estimator, pl::PathEstimator::kWindows);
   ASSERT_FALSE(paths.paths.empty());
   // The loop body path (start 0x2000, not-taken then taken) is the hottest: 2 whole traversals
   // per window (the first starts at the call, the last is cut by the window end).

@@ -38,6 +38,7 @@ void ToProto(const collectors::StepProbeResult& in, v1::StepMechanisms* out);
 v1::BranchSource ToProto(collectors::BranchSource s);
 v1::StepMode ToProto(collectors::StepMode m);
 v1::Metric ToProto(pipeline::PathMetric m);
+v1::PathEstimator ToProto(pipeline::PathEstimator e);
 pipeline::PathMetric FromProto(v1::Metric m);
 pipeline::SourceChoice FromProto(v1::BranchSource s);
 pipeline::PathKind FromProto(v1::PathKind k);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pathprof/pipeline/location.h"
@@ -38,13 +39,21 @@ struct HotPath {
   uint64_t observations = 0;     // whole traversals seen (windowed sources) or HPT value
 };
 
+// How a profile's path values were obtained.
+enum class PathEstimator : uint8_t {
+  kNone,          // nothing recorded yet
+  kWindows,       // the window estimator: ptrace/LBR windows, scaled, with error bounds
+  kHotPathTable,  // the Hot Path Table: exact counts (PT, exact traces)
+};
+// "window-estimator", "hot-path-table" ("" for kNone): the names run and analyze print.
+std::string_view PathEstimatorName(PathEstimator e);
+
 struct HotPathsResult {
   std::vector<HotPath> paths;  // largest estimate first
   double total = 0;            // the profile's total metric
   uint64_t paths_distinct = 0;
   int64_t as_of_unix_ms = 0;
-  // "window-estimator" (ptrace/LBR windows, with error bounds) or "hot-path-table" (PT, exact).
-  std::string estimator;
+  PathEstimator estimator = PathEstimator::kNone;
 };
 
 // A stable identity of a path for baselines / residual paths.
