@@ -245,17 +245,17 @@ pipeline::PathMetric FromProto(v1::Metric m) {
   }
 }
 
-pipeline::SourceChoice FromProto(v1::BranchSource s) {
+pipeline::SourceChoice FromProto(v1::SourceChoice s) {
   switch (s) {
-    case v1::BRANCH_SOURCE_NONE:
+    case v1::SOURCE_CHOICE_NONE:
       return pipeline::SourceChoice::kNone;
-    case v1::BRANCH_SOURCE_PTRACE:
+    case v1::SOURCE_CHOICE_PTRACE:
       return pipeline::SourceChoice::kPtrace;
-    case v1::BRANCH_SOURCE_LBR:
+    case v1::SOURCE_CHOICE_LBR:
       return pipeline::SourceChoice::kLbr;
-    case v1::BRANCH_SOURCE_INTEL_PT:
+    case v1::SOURCE_CHOICE_INTEL_PT:
       return pipeline::SourceChoice::kIntelPt;
-    default:
+    default:  // AUTO, and not set
       return pipeline::SourceChoice::kAuto;
   }
 }

@@ -7,17 +7,17 @@ namespace pathctl {
 namespace {
 namespace v1 = pathprof::v1;
 
-bool ParseSource(const std::string& s, v1::BranchSource* out) {
+bool ParseSource(const std::string& s, v1::SourceChoice* out) {
   if (s == "auto")
-    *out = v1::BRANCH_SOURCE_UNSPECIFIED;
+    *out = v1::SOURCE_CHOICE_AUTO;
   else if (s == "none")
-    *out = v1::BRANCH_SOURCE_NONE;
+    *out = v1::SOURCE_CHOICE_NONE;
   else if (s == "ptrace")
-    *out = v1::BRANCH_SOURCE_PTRACE;
+    *out = v1::SOURCE_CHOICE_PTRACE;
   else if (s == "lbr")
-    *out = v1::BRANCH_SOURCE_LBR;
+    *out = v1::SOURCE_CHOICE_LBR;
   else if (s == "pt")
-    *out = v1::BRANCH_SOURCE_INTEL_PT;
+    *out = v1::SOURCE_CHOICE_INTEL_PT;
   else
     return false;
   return true;
@@ -60,7 +60,7 @@ int RunStart(Args& args) {
     ++targets;
   }
   if (targets != 1) problems.push_back("give exactly one of --pid, --name, --cgroup, --unit");
-  v1::BranchSource src = v1::BRANCH_SOURCE_UNSPECIFIED;
+  v1::SourceChoice src = v1::SOURCE_CHOICE_AUTO;
   if (!ParseSource(args.Get("source", "auto"), &src))
     problems.push_back("--source is auto, none, ptrace, lbr or pt");
   req.set_source(src);

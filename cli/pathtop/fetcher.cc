@@ -13,6 +13,22 @@ bool Inbox::empty() const {
 
 namespace {
 
+// The choice that asks for exactly the source a session used (AUTO for one not set).
+v1::SourceChoice ChoiceOf(v1::BranchSource used) {
+  switch (used) {
+    case v1::BRANCH_SOURCE_NONE:
+      return v1::SOURCE_CHOICE_NONE;
+    case v1::BRANCH_SOURCE_PTRACE:
+      return v1::SOURCE_CHOICE_PTRACE;
+    case v1::BRANCH_SOURCE_LBR:
+      return v1::SOURCE_CHOICE_LBR;
+    case v1::BRANCH_SOURCE_INTEL_PT:
+      return v1::SOURCE_CHOICE_INTEL_PT;
+    default:
+      return v1::SOURCE_CHOICE_AUTO;
+  }
+}
+
 // BRANCH_SOURCE_NONE -> "none", as pathctl and the title spell it.
 std::string SourceWord(v1::BranchSource source) {
   std::string name = v1::BranchSource_Name(source);
@@ -169,7 +185,7 @@ Status Fetcher::StartOwnSession(const TargetSpec& target) {
     std::lock_guard<std::mutex> lock(mu_);
     const bool replacing =
         last_session_ && last_session_->source() != v1::BRANCH_SOURCE_UNSPECIFIED;
-    req.set_source(replacing ? last_session_->source() : options_.source);
+    req.set_source(replacing ? ChoiceOf(last_session_->source()) : options_.source);
   }
   req.mutable_sampling()->set_step_mode(options_.step_mode);
   auto started = client_->StartSession(req);

@@ -33,7 +33,7 @@ struct FetcherOptions {
   uint32_t top_k = 50;
   bool stop_owned_session = true;  // stop and delete, at exit, the sessions this pathtop started
   // For a session pathtop starts: the branch source and how ptrace bursts step (unset: auto).
-  v1::BranchSource source = v1::BRANCH_SOURCE_UNSPECIFIED;
+  v1::SourceChoice source = v1::SOURCE_CHOICE_AUTO;
   v1::StepMode step_mode = v1::STEP_MODE_UNSPECIFIED;
   double max_backoff_s = 8.0;
 };

@@ -138,13 +138,13 @@ struct Args {
   std::string address = "unix:/run/pathprof/pathprofd.sock";
 };
 
-bool ParseSource(const std::string& s, pathprof::v1::BranchSource* out) {
-  static const std::pair<const char*, pathprof::v1::BranchSource> kNames[] = {
-      {"auto", pathprof::v1::BRANCH_SOURCE_UNSPECIFIED},
-      {"none", pathprof::v1::BRANCH_SOURCE_NONE},
-      {"ptrace", pathprof::v1::BRANCH_SOURCE_PTRACE},
-      {"lbr", pathprof::v1::BRANCH_SOURCE_LBR},
-      {"pt", pathprof::v1::BRANCH_SOURCE_INTEL_PT}};
+bool ParseSource(const std::string& s, pathprof::v1::SourceChoice* out) {
+  static const std::pair<const char*, pathprof::v1::SourceChoice> kNames[] = {
+      {"auto", pathprof::v1::SOURCE_CHOICE_AUTO},
+      {"none", pathprof::v1::SOURCE_CHOICE_NONE},
+      {"ptrace", pathprof::v1::SOURCE_CHOICE_PTRACE},
+      {"lbr", pathprof::v1::SOURCE_CHOICE_LBR},
+      {"pt", pathprof::v1::SOURCE_CHOICE_INTEL_PT}};
   for (const auto& [name, value] : kNames) {
     if (s == name) {
       *out = value;

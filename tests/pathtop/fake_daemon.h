@@ -66,7 +66,7 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   std::atomic<int> start_calls{0};
   std::atomic<int> stop_calls{0};
   std::atomic<int> delete_calls{0};
-  std::atomic<int> last_start_source{-1};  // the BranchSource the last StartSession asked for
+  std::atomic<int> last_start_source{-1};  // the SourceChoice the last StartSession asked for
   std::atomic<int> watch_calls{0};
   std::atomic<bool> stopping{false};
 
@@ -101,7 +101,7 @@ class FakeProfiler final : public v1::PathProfiler::Service {
     s.add_pids(pid_);
     s.set_state(v1::SESSION_STATE_RUNNING);
     // As pathprofd: the source asked for, or ptrace where auto finds no PMU.
-    const bool none = req->source() == v1::BRANCH_SOURCE_NONE;
+    const bool none = req->source() == v1::SOURCE_CHOICE_NONE;
     s.set_source(none ? v1::BRANCH_SOURCE_NONE : v1::BRANCH_SOURCE_PTRACE);
     s.set_source_reason(none ? "asked for" : "no PMU in this VM");
     sessions_.push_back(s);

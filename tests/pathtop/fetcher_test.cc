@@ -199,7 +199,7 @@ TEST(Fetcher, ReconnectsAfterTheDaemonRestartsAndStartsANewSession) {
   EXPECT_EQ(daemon->service().start_calls.load(), 1);
   EXPECT_EQ(c.hot_paths->session_id(), "s1");
   // Auto chose ptrace on the first daemon; the new session asks for ptrace, not auto again.
-  EXPECT_EQ(daemon->service().last_start_source.load(), v1::BRANCH_SOURCE_PTRACE);
+  EXPECT_EQ(daemon->service().last_start_source.load(), v1::SOURCE_CHOICE_PTRACE);
   EXPECT_NE(c.connection->message.find("re-created the session as s1, source ptrace as s1 had"),
             std::string::npos)
       << c.connection->message;
@@ -228,14 +228,14 @@ TEST(Fetcher, ARestartKeepsTheSourceAskedFor) {
   TargetSpec target;
   target.pid = 4242;
   FetcherOptions o = Fast();
-  o.source = v1::BRANCH_SOURCE_NONE;
+  o.source = v1::SOURCE_CHOICE_NONE;
   Fetcher f(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, o);
   f.Start();
   Collected c;
   ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.session.has_value(); }));
   EXPECT_EQ(c.session->source(), v1::BRANCH_SOURCE_NONE);
   daemon = Restart(std::move(daemon), sock, f, &c, 4242);
-  EXPECT_EQ(daemon->service().last_start_source.load(), v1::BRANCH_SOURCE_NONE);
+  EXPECT_EQ(daemon->service().last_start_source.load(), v1::SOURCE_CHOICE_NONE);
   ASSERT_TRUE(c.session);
   EXPECT_EQ(c.session->source(), v1::BRANCH_SOURCE_NONE);
   EXPECT_NE(c.messages.find("source none as s1 had"), std::string::npos) << c.messages;
@@ -250,7 +250,7 @@ TEST(Fetcher, ARestartKeepsTheSourceOfAJoinedSession) {
   auto daemon = std::make_unique<FakeDaemon>(sock, 77);
   v1::StartSessionRequest req;
   req.set_pid(77);
-  req.set_source(v1::BRANCH_SOURCE_NONE);
+  req.set_source(v1::SOURCE_CHOICE_NONE);
   v1::Session existing;
   ASSERT_TRUE(daemon->service().StartSession(nullptr, &req, &existing).ok());
   TargetSpec target;
@@ -262,7 +262,7 @@ TEST(Fetcher, ARestartKeepsTheSourceOfAJoinedSession) {
   EXPECT_EQ(c.session->id(), existing.id());
   daemon = Restart(std::move(daemon), sock, f, &c, 77);
   EXPECT_EQ(daemon->service().start_calls.load(), 1);
-  EXPECT_EQ(daemon->service().last_start_source.load(), v1::BRANCH_SOURCE_NONE);
+  EXPECT_EQ(daemon->service().last_start_source.load(), v1::SOURCE_CHOICE_NONE);
   EXPECT_EQ(c.session->source(), v1::BRANCH_SOURCE_NONE);
   f.Stop();
   // Re-created by pathtop, so pathtop's own: deleted at exit.

@@ -364,14 +364,12 @@ TEST(Model, AStacksOnlySessionSaysWhatArrivesInsteadOfNothing) {
   m.SetHotPaths(none);
   m.SetStats(StacksPerSecond(97));
   auto lines = m.Layout(80, 24);
-  EXPECT_EQ(lines[4].text,
-            "no hot paths: stacks-only session (97 stacks/s); see views 3 and 5");
+  EXPECT_EQ(lines[4].text, "no hot paths: stacks-only session (97 stacks/s); see views 3 and 5");
   for (const auto& l : lines) EXPECT_EQ(l.text.find("nothing profiled"), std::string::npos);
   // Call pairs come from branches too; the CCT and methods from stacks say what is missing.
   m.HandleKey('4');
   m.SetCallPairs(v1::HotCallPairs());
-  EXPECT_EQ(m.Layout(80, 24)[4].text.rfind("no call pairs: stacks-only session (", 0),
-            0u);
+  EXPECT_EQ(m.Layout(80, 24)[4].text.rfind("no call pairs: stacks-only session (", 0), 0u);
   m.HandleKey('3');
   m.SetCct(v1::CallingContextTree());
   EXPECT_EQ(m.Layout(80, 24)[4].text, "no samples yet (97 stacks/s)");

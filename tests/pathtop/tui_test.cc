@@ -148,7 +148,7 @@ TEST_F(PathtopTui, SaysWhenTheDaemonIsGoneAndReconnects) {
   // It says what it did: a new session, with the source the lost one had.
   EXPECT_TRUE(Has(Bottom(s, 2), "re-created the session as s1, source ptrace as s1 had")) << s;
   EXPECT_EQ(daemon->service().start_calls.load(), 1);  // a new session on the new daemon
-  EXPECT_EQ(daemon->service().last_start_source.load(), v1::BRANCH_SOURCE_PTRACE);
+  EXPECT_EQ(daemon->service().last_start_source.load(), v1::SOURCE_CHOICE_PTRACE);
   tmux.Keys("q");
   EXPECT_TRUE(tmux.WaitForExit());
 }
@@ -187,7 +187,7 @@ TEST_F(PathtopTui, AStacksOnlySessionShowsWhatArrives) {
   EXPECT_TRUE(Has(Row(s, 0), "no hot paths: stacks-only session (")) << s;
   EXPECT_TRUE(Has(Row(s, 0), " stacks/s); see views 3 and 5")) << s;
   EXPECT_FALSE(Has(s, "nothing profiled")) << s;
-  EXPECT_EQ(daemon.service().last_start_source.load(), v1::BRANCH_SOURCE_NONE);
+  EXPECT_EQ(daemon.service().last_start_source.load(), v1::SOURCE_CHOICE_NONE);
   tmux.Keys("q");
   EXPECT_TRUE(tmux.WaitForExit());
 }

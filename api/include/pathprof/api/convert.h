@@ -40,7 +40,7 @@ v1::StepMode ToProto(collectors::StepMode m);
 v1::Metric ToProto(pipeline::PathMetric m);
 v1::PathEstimator ToProto(pipeline::PathEstimator e);
 pipeline::PathMetric FromProto(v1::Metric m);
-pipeline::SourceChoice FromProto(v1::BranchSource s);
+pipeline::SourceChoice FromProto(v1::SourceChoice s);
 pipeline::PathKind FromProto(v1::PathKind k);
 
 }  // namespace pathprof::api
