@@ -151,13 +151,13 @@ int Client::Fail(const std::string& command, const grpc::Status& s) const {
                    "pathctl %s: timed out after %s s waiting for the daemon at %s (it may be "
                    "busy or wedged; raise --timeout, or see journalctl -u pathprofd)\n",
                    command.c_str(), secs, target_.c_str());
-      return ExitCodeFor(s.error_code());
+      break;
     }
     case grpc::StatusCode::UNAVAILABLE: {
       if (tcp_) {
         std::fprintf(stderr, "pathctl %s: daemon not reachable at %s (%s)\n", command.c_str(),
                      target_.c_str(), m.c_str());
-        return kExitUnavailable;
+        break;
       }
       std::string why;
       const int code = DiagnoseSocket(target_, &why);
@@ -166,24 +166,25 @@ int Client::Fail(const std::string& command, const grpc::Status& s) const {
     }
     case grpc::StatusCode::PERMISSION_DENIED:
       std::fprintf(stderr, "pathctl %s: permission denied: %s\n", command.c_str(), m.c_str());
-      return ExitCodeFor(s.error_code());
+      break;
     case grpc::StatusCode::UNAUTHENTICATED:
       std::fprintf(stderr, "pathctl %s: not authenticated: %s\n", command.c_str(), m.c_str());
-      return ExitCodeFor(s.error_code());
+      break;
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       std::fprintf(stderr, "pathctl %s: limit reached: %s\n", command.c_str(), m.c_str());
-      return ExitCodeFor(s.error_code());
+      break;
     case grpc::StatusCode::NOT_FOUND:
       std::fprintf(stderr, "pathctl %s: %s\n", command.c_str(), m.c_str());
-      return ExitCodeFor(s.error_code());
+      break;
     case grpc::StatusCode::INVALID_ARGUMENT:
       std::fprintf(stderr, "pathctl %s: invalid request: %s\n", command.c_str(), m.c_str());
-      return ExitCodeFor(s.error_code());
+      break;
     default:
       std::fprintf(stderr, "pathctl %s: daemon error: %s (grpc code %d)\n", command.c_str(),
                    m.c_str(), static_cast<int>(s.error_code()));
-      return ExitCodeFor(s.error_code());
+      break;
   }
+  return ExitCodeFor(s.error_code());
 }
 
 std::string LocationText(const v1::Location& l) {

@@ -11,7 +11,7 @@
 namespace pathctl {
 
 // Exit codes that mean something to scripts (`pathctl --help` and pathctl(1) list them; keep
-// ExitCodeHelp() in main.cc in step).
+// kExitCodeHelp in main.cc in step; ExitCodeFor in client.h maps failures onto them).
 enum ExitCode {
   kExitOk = 0,
   kExitError = 1,         // the operation failed (message on stderr)

@@ -111,6 +111,7 @@ Args::Args(std::vector<std::string> argv, std::vector<std::string> boolean_flags
       const bool boolean =
           std::find(boolean_flags.begin(), boolean_flags.end(), key) != boolean_flags.end();
       if (has_value) {
+        // `--key=value`: the value is already split off.
       } else if (boolean) {
         value = "true";
       } else if (i + 1 < argv.size() && argv[i + 1].compare(0, 2, "--") != 0) {

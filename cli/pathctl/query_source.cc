@@ -34,16 +34,15 @@ QuerySource::QuerySource(Args& args, std::string command) : command_(std::move(c
 
 const pl::Session* QuerySource::Recording(const std::string& path) {
   if (recording_) return recording_.get();
-  auto analysis = pl::AnalyzeFile(path, pl::AnalyzeOptions());
-  if (!analysis.ok()) {
-    failed_ = FailLocal(command_, analysis.status());
+  std::vector<std::string> warnings;
+  auto session = pl::SessionFromRecording(path, path, pl::AnalyzeOptions(), &warnings);
+  for (const std::string& w : warnings)
+    std::fprintf(stderr, "pathctl %s: %s\n", command_.c_str(), w.c_str());
+  if (!session.ok()) {
+    failed_ = FailLocal(command_, session.status());
     return nullptr;
   }
-  for (const std::string& w : analysis->decode.warnings)
-    std::fprintf(stderr, "pathctl %s: %s\n", command_.c_str(), w.c_str());
-  recording_ = pl::Session::FromRecording(path, pl::SessionConfig(), analysis->symbols,
-                                          std::move(analysis->stores),
-                                          "a recording (" + analysis->decode.format + ")");
+  recording_ = std::move(*session);
   return recording_.get();
 }
 

@@ -434,8 +434,11 @@ grpc::Status ProfilerService::ImportRecording(grpc::ServerContext* ctx,
     if (req->path().empty()) return Invalid("path is empty (a perf.data or .pbs on this host)");
     pipeline::AnalyzeOptions options;
     options.config.owner_uid = peer.uid;
-    auto imported = sessions_->Import(req->path(), options);
+    std::vector<std::string> warnings;
+    auto imported = sessions_->Import(req->path(), options, &warnings);
     if (!imported.ok()) return ToGrpc(imported.status());  // its message names the file
+    for (const std::string& w : warnings)
+      Log(kLogWarning, "import of %s: %s", req->path().c_str(), w.c_str());
     pipeline::SessionInfo info = (*imported)->Info();
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -402,4 +402,14 @@ Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions&
   return out;
 }
 
+Result<std::unique_ptr<Session>> SessionFromRecording(std::string id, const std::string& path,
+                                                      const AnalyzeOptions& options,
+                                                      std::vector<std::string>* warnings) {
+  PATHPROF_ASSIGN_OR_RETURN(AnalyzeResult analysis, AnalyzeFile(path, options));
+  if (warnings != nullptr) *warnings = std::move(analysis.decode.warnings);
+  return Session::FromRecording(std::move(id), options.config, std::move(analysis.symbols),
+                                std::move(analysis.stores),
+                                "a recording (" + analysis.decode.format + ")");
+}
+
 }  // namespace pathprof::pipeline

@@ -57,13 +57,12 @@ Result<std::shared_ptr<Session>> SessionManager::Start(SessionConfig config) {
 }
 
 Result<std::shared_ptr<Session>> SessionManager::Import(const std::string& path,
-                                                        const AnalyzeOptions& options) {
+                                                        const AnalyzeOptions& options,
+                                                        std::vector<std::string>* warnings) {
   ReapExpired();
   PATHPROF_ASSIGN_OR_RETURN(std::string id, NextId());
-  PATHPROF_ASSIGN_OR_RETURN(AnalyzeResult analysis, AnalyzeFile(path, options));
-  std::shared_ptr<Session> shared = Session::FromRecording(
-      std::move(id), options.config, analysis.symbols, std::move(analysis.stores),
-      "a recording (" + analysis.decode.format + ")");
+  PATHPROF_ASSIGN_OR_RETURN(std::shared_ptr<Session> shared,
+                            SessionFromRecording(std::move(id), path, options, warnings));
   std::lock_guard<std::mutex> lock(mu_);
   sessions_.push_back(shared);
   return shared;

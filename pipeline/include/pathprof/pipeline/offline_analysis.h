@@ -15,6 +15,7 @@
 #include "pathprof/core/input_file.h"
 #include "pathprof/core/status.h"
 #include "pathprof/pipeline/profile_store.h"
+#include "pathprof/pipeline/session.h"
 #include "pathprof/pipeline/session_config.h"
 #include "pathprof/pipeline/symbol_service.h"
 
@@ -60,5 +61,12 @@ struct AnalyzeResult {
 };
 
 Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options);
+
+// The recording at `path` as an ended session named `id` (Session::FromRecording over
+// AnalyzeFile's stores): what the daemon's ImportRecording keeps and what pathctl's queries of a
+// recording answer from. `warnings` receives DecodeSummary::warnings, for the caller to show.
+Result<std::unique_ptr<Session>> SessionFromRecording(std::string id, const std::string& path,
+                                                      const AnalyzeOptions& options,
+                                                      std::vector<std::string>* warnings);
 
 }  // namespace pathprof::pipeline

@@ -35,8 +35,9 @@ class SessionManager {
   Result<std::shared_ptr<Session>> Start(SessionConfig config);
   // A session over a recording (perf.data or .pbs at `path`, read through AnalyzeFile): ended
   // from the start, queried like any other, counted against max_sessions and dropped after
-  // options.config.retention_s like an ended session.
-  Result<std::shared_ptr<Session>> Import(const std::string& path, const AnalyzeOptions& options);
+  // options.config.retention_s like an ended session. `warnings`: see SessionFromRecording.
+  Result<std::shared_ptr<Session>> Import(const std::string& path, const AnalyzeOptions& options,
+                                          std::vector<std::string>* warnings = nullptr);
   // Stops and returns the final info; kNotFound for an unknown id.
   Result<SessionInfo> Stop(const std::string& id);
   // Stops it if it runs and forgets it (its profiles go when the last reader lets go).
