@@ -87,7 +87,7 @@ for path in sorted(glob.glob(os.path.join(root, "proto/pathprof/v1/*.proto"))):
                 in_oneof = True; oneof_name = line.split()[1]; continue
             if in_oneof:
                 desc = f"(one of `{oneof_name}`) " + desc
-            fm = re.match(r"(repeated\s+|optional\s+)?([\w.]+)\s+(\w+)\s*=\s*(\d+);", line)
+            fm = re.match(r"(repeated\s+|optional\s+)?([\w.]+|map<[\w.]+,\s*[\w.]+>)\s+(\w+)\s*=\s*(\d+);", line)
             if fm:
                 block[3].append([f"`{fm.group(3)}`", f"`{(fm.group(1) or '')}{fm.group(2)}`", fm.group(4), desc])
 with open(out, "w") as f:

@@ -1,5 +1,8 @@
 #include "pathprof/api/convert.h"
 
+#include <google/protobuf/util/time_util.h>
+
+#include "pathprof/api/resource_names.h"
 #include "pathprof/core/clock.h"
 
 namespace pathprof::api {
@@ -34,7 +37,7 @@ void ToProto(const pipeline::HotPath& in, v1::HotPath* out) {
 }
 
 void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
-  out->set_id(in.id);
+  out->set_name(SessionName(in.id));
   for (uint32_t p : in.pids) out->add_pids(p);
   switch (in.state) {
     case pipeline::SessionState::kRunning:
@@ -55,15 +58,17 @@ void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
   if (!in.stacks && !in.stacks_reason.empty())
     reason += (reason.empty() ? "" : "; ") + std::string("no stacks: ") + in.stacks_reason;
   out->set_source_reason(reason);
-  out->set_started_unix_ms(in.started_unix_ms);
-  out->set_stopped_unix_ms(in.stopped_unix_ms);
+  using google::protobuf::util::TimeUtil;
+  *out->mutable_start_time() = TimeUtil::MillisecondsToTimestamp(in.started_unix_ms);
+  if (in.stopped_unix_ms)
+    *out->mutable_end_time() = TimeUtil::MillisecondsToTimestamp(in.stopped_unix_ms);
   out->set_error(in.error);
   out->set_owner_uid(in.owner_uid);
   out->set_memory_bound_bytes(in.config.MemoryBoundBytes());
 }
 
 void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out) {
-  out->set_session_id(session_id);
+  out->set_session(SessionName(session_id));
   out->set_pid(in.pid);
   out->set_stack_samples(in.stack_samples);
   out->set_windows(in.windows);
@@ -85,17 +90,18 @@ void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1:
 }
 
 void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, v1::HotPaths* out) {
-  out->set_session_id(session_id);
+  out->set_session(SessionName(session_id));
   for (const auto& p : in.paths) ToProto(p, out->add_paths());
   out->set_total(in.total);
   out->set_paths_distinct(in.paths_distinct);
-  out->set_as_of_unix_ms(in.as_of_unix_ms ? in.as_of_unix_ms : UnixMs());
+  *out->mutable_compute_time() = google::protobuf::util::TimeUtil::MillisecondsToTimestamp(
+      in.as_of_unix_ms ? in.as_of_unix_ms : UnixMs());
   out->set_estimator(ToProto(in.estimator));
 }
 
 void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_id,
              size_t max_subpaths, v1::HotSubpaths* out) {
-  out->set_session_id(session_id);
+  out->set_session(SessionName(session_id));
   for (const auto& sp : in.subpaths) {
     if (static_cast<size_t>(out->subpaths_size()) >= max_subpaths) break;
     auto* o = out->add_subpaths();
@@ -109,7 +115,7 @@ void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_i
 
 void ToProto(const pipeline::CallingContextTree& in, const std::string& session_id,
              v1::CallingContextTree* out) {
-  out->set_session_id(session_id);
+  out->set_session(SessionName(session_id));
   for (const auto& n : in.nodes) {
     auto* o = out->add_nodes();
     o->set_id(n.id);
@@ -128,7 +134,7 @@ void ToProto(const pipeline::CallingContextTree& in, const std::string& session_
 
 void ToProto(const pipeline::HotCallPairsResult& in, const std::string& session_id,
              v1::HotCallPairs* out) {
-  out->set_session_id(session_id);
+  out->set_session(SessionName(session_id));
   for (const auto& p : in.pairs) {
     auto* o = out->add_pairs();
     ToProto(p.call_site, o->mutable_call_site());
@@ -140,7 +146,7 @@ void ToProto(const pipeline::HotCallPairsResult& in, const std::string& session_
 
 void ToProto(const pipeline::HotMethodsResult& in, const std::string& session_id,
              v1::HotMethods* out) {
-  out->set_session_id(session_id);
+  out->set_session(SessionName(session_id));
   for (const auto& m : in.methods) {
     auto* o = out->add_methods();
     ToProto(m.function, o->mutable_function());
@@ -153,7 +159,7 @@ void ToProto(const pipeline::HotMethodsResult& in, const std::string& session_id
 
 void ToProto(const pipeline::ResidualPathsResult& in, const std::string& session_id,
              v1::ResidualPaths* out) {
-  out->set_session_id(session_id);
+  out->set_session(SessionName(session_id));
   for (const auto& p : in.residual) ToProto(p, out->add_residual());
   out->set_known(in.known);
 }

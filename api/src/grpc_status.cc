@@ -1,5 +1,7 @@
 #include "pathprof/api/grpc_status.h"
 
+#include <cctype>
+
 namespace pathprof::api {
 
 // The switch has no default so that a new ErrorCode does not compile until it is mapped here.
@@ -30,9 +32,90 @@ grpc::StatusCode ToGrpcCode(ErrorCode code) {
   return grpc::StatusCode::INTERNAL;  // not reached: every code is mapped above
 }
 
-grpc::Status ToGrpc(const Status& status) {
+std::string ReasonName(ErrorCode code) {
+  std::string name = ErrorCodeName(code);  // "permission denied" -> PERMISSION_DENIED
+  for (char& c : name) c = c == ' ' ? '_' : static_cast<char>(std::toupper(c));
+  return name;
+}
+
+std::string ReasonName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+grpc::Status MakeError(grpc::StatusCode code, std::string message, ErrorDetail detail) {
+  if (code == grpc::StatusCode::OK) return grpc::Status::OK;
+  v1::ErrorInfo info;
+  info.set_reason(detail.reason.empty() ? ReasonName(code) : detail.reason);
+  info.set_domain(kErrorDomain);
+  if (!detail.field.empty()) (*info.mutable_metadata())["field"] = detail.field;
+  if (!detail.limit.empty()) (*info.mutable_metadata())["limit"] = detail.limit;
+  v1::RpcStatus status;
+  status.set_code(static_cast<int>(code));
+  status.set_message(message);
+  auto* any = status.add_details();
+  // Packed by hand rather than with Any::PackFrom, which would name pathprof.v1.ErrorInfo: the
+  // URL must be google.rpc's for other clients to decode it.
+  any->set_type_url(kErrorInfoTypeUrl);
+  any->set_value(info.SerializeAsString());
+  return grpc::Status(code, std::move(message), status.SerializeAsString());
+}
+
+grpc::Status ToGrpc(const Status& status, ErrorDetail detail) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(ToGrpcCode(status.code()), status.message());
+  if (detail.reason.empty()) detail.reason = ReasonName(status.code());
+  return MakeError(ToGrpcCode(status.code()), status.message(), std::move(detail));
+}
+
+grpc::Status WithErrorInfo(const grpc::Status& s) {
+  if (s.ok() || !s.error_details().empty()) return s;
+  return MakeError(s.error_code(), s.error_message());
+}
+
+std::optional<v1::ErrorInfo> ErrorInfoOf(const grpc::Status& s) {
+  v1::RpcStatus status;
+  if (s.error_details().empty() || !status.ParseFromString(s.error_details())) return std::nullopt;
+  for (const auto& any : status.details()) {
+    v1::ErrorInfo info;
+    if (any.type_url() == kErrorInfoTypeUrl && info.ParseFromString(any.value())) return info;
+  }
+  return std::nullopt;
 }
 
 }  // namespace pathprof::api

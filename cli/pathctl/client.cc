@@ -266,7 +266,8 @@ const char* EstimatorName(v1::PathEstimator e) {
 }
 
 void HotPathsTable(const v1::HotPaths& hp, const std::string& how) {
-  std::printf("session %s: %llu distinct paths, total %.0f (%s)\n", hp.session_id().c_str(),
+  std::printf("session %s: %llu distinct paths, total %.0f (%s)\n",
+              SessionIdForDisplay(hp.session()).c_str(),
               static_cast<unsigned long long>(hp.paths_distinct()), hp.total(),
               how.empty() ? EstimatorName(hp.estimator()) : how.c_str());
   std::printf("%4s %7s %7s %16s %4s  %-34s %s\n", "#", "pid", "share", "estimate", "len", "start",

@@ -9,10 +9,15 @@
 
 #include "pathctl/command.h"
 #include "pathctl/json_writer.h"
+#include "pathprof/api/resource_names.h"
 #include "pathprof/core/status.h"
 #include "pathprof/v1/profiler.grpc.pb.h"
 
 namespace pathctl {
+
+// Commands take a session as its id or as sessions/ID, and show the id.
+using pathprof::api::SessionIdForDisplay;
+using pathprof::api::SessionNameFromUser;
 
 constexpr const char* kDefaultSocket = "/run/pathprof/pathprofd.sock";
 

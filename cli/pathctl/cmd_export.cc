@@ -16,7 +16,7 @@ namespace dec = pathprof::decoders;
 
 int ExportSessionBranches(Client& client, const BranchExport& e, uint32_t pid) {
   pathprof::v1::ExportBranchProfileRequest req;
-  req.set_session_id(e.input);
+  req.set_session(SessionNameFromUser(e.input));
   req.set_format(e.request.format == dec::BranchProfileFormat::kBoltFdata
                      ? pathprof::v1::BRANCH_PROFILE_FORMAT_BOLT_FDATA
                      : pathprof::v1::BRANCH_PROFILE_FORMAT_PERF_LBR);
@@ -88,7 +88,7 @@ int RunExport(Args& args) {
     return ExportSessionBranches(*client, e, static_cast<uint32_t>(pid));
   }
   pathprof::v1::ExportProfileRequest req;
-  req.set_session_id(pos[0]);
+  req.set_session(SessionNameFromUser(pos[0]));
   req.set_include_paths(paths);
   pathprof::v1::ExportProfileResponse resp;
   auto ctx = client->Context();

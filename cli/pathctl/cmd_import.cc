@@ -25,7 +25,7 @@ int RunImport(Args& args) {
   if (json)
     PrintJson(resp);
   else
-    std::printf("%s\n", resp.id().c_str());
+    std::printf("%s\n", SessionIdForDisplay(resp.name()).c_str());
   return kExitOk;
 }
 

@@ -10,12 +10,12 @@ int RunMethods(Args& args) {
   QuerySource source(args, "methods");
   bool json = args.Has("json");
   pathprof::v1::GetHotMethodsRequest req;
-  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
+  req.set_top_k(static_cast<int32_t>(args.GetInt("top", 20, 1, 1000000)));
   auto problems = args.Problems();
   if (args.positional().size() != 1)
     problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
   if (!problems.empty()) return UsageError("methods", problems);
-  req.set_session_id(args.positional()[0]);
+  req.set_session(source.Name(args.positional()[0]));
   pathprof::v1::HotMethods resp;
   if (int rc = source.Get(req, &resp); rc != kExitOk) return rc;
   if (json) {

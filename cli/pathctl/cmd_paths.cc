@@ -25,7 +25,7 @@ int RunPaths(Args& args) {
   QuerySource source(args, "paths");
   bool json = args.Has("json");
   v1::GetHotPathsRequest req;
-  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
+  req.set_top_k(static_cast<int32_t>(args.GetInt("top", 20, 1, 1000000)));
   req.set_with_blocks(args.Has("blocks"));
   v1::Metric metric = v1::METRIC_COUNT;
   // --metric is read before Problems(): a flag not yet read counts as one that "does not
@@ -37,7 +37,7 @@ int RunPaths(Args& args) {
     problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
   if (!problems.empty()) return UsageError("paths", problems);
   req.set_metric(metric);
-  req.set_session_id(args.positional()[0]);
+  req.set_session(source.Name(args.positional()[0]));
   v1::HotPaths resp;
   if (int rc = source.Get(req, &resp); rc != kExitOk) return rc;
   if (json) {

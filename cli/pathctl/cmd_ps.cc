@@ -11,41 +11,41 @@ int RunPs(Args& args) {
   bool json = args.Has("json");
   pathprof::v1::ListTargetsRequest req;
   req.set_name_filter(args.Get("name"));
-  req.set_limit(static_cast<uint32_t>(args.GetInt("limit", 0, 0, kMaxU32)));
+  const int64_t limit = args.GetInt("limit", 0, 0, kMaxU32);  // 0: every page
   if (auto p = args.Problems(); !p.empty()) return UsageError("ps", p);
+  // The pages, gathered into one response (next_page_token set only where --limit cut it).
   pathprof::v1::ListTargetsResponse resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub().ListTargets(ctx.get(), req, &resp);
-  if (!s.ok()) return client.Fail("ps", s);
+  do {
+    if (limit) req.set_page_size(static_cast<int32_t>(limit - resp.targets_size()));
+    pathprof::v1::ListTargetsResponse page;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub().ListTargets(ctx.get(), req, &page);
+    if (!s.ok()) return client.Fail("ps", s);
+    resp.mutable_targets()->MergeFrom(page.targets());
+    resp.set_next_page_token(page.next_page_token());
+    req.set_page_token(page.next_page_token());
+  } while (!req.page_token().empty() && (limit == 0 || resp.targets_size() < limit));
   if (json) {
-    JsonWriter w;
-    w.BeginObject().Key("truncated").Bool(resp.truncated()).Key("targets").BeginArray();
-    for (const auto& t : resp.targets()) {
-      w.BeginObject();
-      w.Key("pid").Uint(t.pid()).Key("uid").Uint(t.uid()).Key("comm").String(t.comm());
-      w.Key("executable").String(t.executable()).Key("cgroup").String(t.cgroup());
-      w.Key("sessions").BeginArray();
-      for (const auto& id : t.session_ids()) w.String(id);
-      w.EndArray().EndObject();
-    }
-    w.EndArray().EndObject();
-    std::printf("%s\n", w.str().c_str());
+    PrintJson(resp);
   } else {
     std::printf("%7s %6s %-16s %-12s %s\n", "PID", "UID", "COMM", "SESSIONS", "EXECUTABLE");
     for (const auto& t : resp.targets()) {
       std::string sessions;
-      for (const auto& id : t.session_ids()) sessions += (sessions.empty() ? "" : ",") + id;
-      std::printf("%7u %6u %-16s %-12s %s\n", t.pid(), t.uid(), t.comm().c_str(),
+      for (const auto& name : t.sessions())
+        sessions += (sessions.empty() ? "" : ",") + SessionIdForDisplay(name);
+      std::printf("%7d %6d %-16s %-12s %s\n", t.pid(), t.uid(), t.comm().c_str(),
                   sessions.empty() ? "-" : sessions.c_str(), t.executable().c_str());
     }
-    if (resp.truncated()) std::printf("(more processes match; raise --limit)\n");
+    if (!resp.next_page_token().empty()) std::printf("(more processes match; raise --limit)\n");
   }
   return resp.targets_size() ? kExitOk : kExitNoData;
 }
 
 PATHCTL_COMMAND(Command{"ps",
                         "processes the daemon lets you profile",
-                        "usage: pathctl ps [--name SUBSTRING] [--limit N]\n\n" PATHCTL_CLIENT_USAGE,
+                        "usage: pathctl ps [--name SUBSTRING] [--limit N]\n\n"
+                        "  --limit N         at most N processes (default: all)\n"
+                        "\n" PATHCTL_CLIENT_USAGE,
                         {"json"},
                         RunPs});
 

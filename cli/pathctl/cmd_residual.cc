@@ -12,30 +12,29 @@ int RunResidual(Args& args) {
   bool json = args.Has("json"), save = args.Has("save");
   std::string baseline = args.Get("baseline");
   // --save stores every path: --top would be ignored, so it is left unread and reported.
-  const uint32_t top = save ? 0 : static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000));
+  const int32_t top = save ? 0 : static_cast<int32_t>(args.GetInt("top", 20, 1, 1000000));
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (baseline.empty()) problems.push_back("--baseline NAME is required");
   if (!problems.empty()) return UsageError("residual", problems);
-  const std::string& id = args.positional()[0];
+  const std::string session = SessionNameFromUser(args.positional()[0]);
   auto ctx = client.Context();
   if (save) {
     pathprof::v1::SaveBaselineRequest req;
-    req.set_session_id(id);
+    req.set_session(session);
     req.set_name(baseline);
     pathprof::v1::SaveBaselineResponse resp;
     grpc::Status s = client.stub().SaveBaseline(ctx.get(), req, &resp);
     if (!s.ok()) return client.Fail("residual", s);
     if (json)
-      std::printf("{\"baseline\":\"%s\",\"paths\":%llu}\n", baseline.c_str(),
-                  static_cast<unsigned long long>(resp.paths()));
+      PrintJson(resp);
     else
       std::printf("baseline %s saved: %llu paths\n", baseline.c_str(),
                   static_cast<unsigned long long>(resp.paths()));
     return kExitOk;
   }
   pathprof::v1::GetResidualPathsRequest req;
-  req.set_session_id(id);
+  req.set_session(session);
   req.set_baseline(baseline);
   req.set_top_k(top);
   pathprof::v1::ResidualPaths resp;
@@ -45,7 +44,7 @@ int RunResidual(Args& args) {
     PrintJson(resp);
   } else {
     pathprof::v1::HotPaths as_paths;
-    as_paths.set_session_id(resp.session_id());
+    as_paths.set_session(resp.session());
     *as_paths.mutable_paths() = resp.residual();
     as_paths.set_paths_distinct(resp.residual_size());
     std::printf("%llu paths also in baseline %s; new paths:\n",

@@ -15,7 +15,7 @@ int RunRm(Args& args) {
   if (!problems.empty()) return UsageError("rm", problems);
   for (const std::string& id : args.positional()) {
     pathprof::v1::DeleteSessionRequest req;
-    req.set_session_id(id);
+    req.set_name(SessionNameFromUser(id));
     pathprof::v1::DeleteSessionResponse resp;
     auto ctx = client.Context();
     grpc::Status s = client.stub().DeleteSession(ctx.get(), req, &resp);

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "pathctl/client.h"
+#include "pathprof/api/resource_names.h"
 
 namespace pathctl {
 namespace {
@@ -44,7 +45,7 @@ int RunStart(Args& args) {
   std::vector<std::string> problems;
   int targets = 0;
   if (args.Has("pid")) {  // -p is its short spelling (Args)
-    req.set_pid(static_cast<uint32_t>(args.GetInt("pid", 0, 1, kMaxPid)));
+    req.set_pid(static_cast<int32_t>(args.GetInt("pid", 0, 1, kMaxPid)));
     ++targets;
   }
   if (args.Has("name")) {
@@ -85,32 +86,32 @@ int RunStart(Args& args) {
   req.set_follow_children(args.Has("inherit"));
   // Without --inherit no descendant is followed: --max-descendants is left unread (reported).
   if (req.follow_children())
-    req.set_max_descendants(static_cast<uint32_t>(args.GetInt("max-descendants", 0, 0, 1024)));
+    req.set_max_descendants(static_cast<int32_t>(args.GetInt("max-descendants", 0, 0, 1024)));
   v1::PathKind kind = v1::PATH_KIND_UNSPECIFIED;
   if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
     problems.push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
   req.mutable_engine()->set_path_kind(kind);
-  req.mutable_engine()->set_extension(static_cast<uint32_t>(args.GetInt("extension", 0, 0, 255)));
+  req.mutable_engine()->set_extension(static_cast<int32_t>(args.GetInt("extension", 0, 0, 255)));
   req.mutable_engine()->set_max_path_length(
-      static_cast<uint32_t>(args.GetInt("max-length", 0, 0, 64)));
+      static_cast<int32_t>(args.GetInt("max-length", 0, 0, 64)));
   req.mutable_engine()->set_hpt_entries(
-      static_cast<uint32_t>(args.GetInt("hpt-entries", 0, 0, 1 << 24)));
+      static_cast<int32_t>(args.GetInt("hpt-entries", 0, 0, 1 << 24)));
   if (args.Has("freq"))  // -F and the older --stack-hz are its other spellings (Args)
-    req.mutable_sampling()->set_stack_hz(static_cast<uint32_t>(args.GetInt("freq", 99, 0, 10000)));
+    req.mutable_sampling()->set_stack_hz(static_cast<int32_t>(args.GetInt("freq", 99, 0, 10000)));
   req.mutable_sampling()->set_window_branches(
-      static_cast<uint32_t>(args.GetInt("window", 0, 0, 4096)));
+      static_cast<int32_t>(args.GetInt("window", 0, 0, 4096)));
   req.mutable_sampling()->set_bursts_per_second(args.GetDouble("burst-rate", 0, 0, 10000));
   req.mutable_sampling()->set_max_stopped_fraction(args.GetDouble("max-stopped", 0, 0, 0.5));
   req.mutable_osp()->set_memory_entries(
-      static_cast<uint32_t>(args.GetInt("osp-entries", 0, 0, 1 << 24)));
-  req.mutable_pcct()->set_max_depth(static_cast<uint32_t>(args.GetInt("max-depth", 0, 0, 4096)));
+      static_cast<int32_t>(args.GetInt("osp-entries", 0, 0, 1 << 24)));
+  req.mutable_pcct()->set_max_depth(static_cast<int32_t>(args.GetInt("max-depth", 0, 0, 4096)));
   // The daemon counts whole seconds: 1500ms is refused rather than rounded.
   const double duration = args.GetDuration("duration", 0, 1, 0, kMaxU32);
   if (duration != static_cast<double>(static_cast<uint32_t>(duration)))
     problems.push_back(
         "--duration is whole seconds for a daemon session (such as 5s or 2m), got '" +
         args.Get("duration") + "'");
-  req.set_duration_s(static_cast<uint32_t>(duration));
+  req.mutable_duration()->set_seconds(static_cast<int64_t>(duration));
   for (auto& p : args.Problems()) problems.push_back(p);
   if (!problems.empty()) return UsageError("start", problems);
   v1::Session resp;
@@ -120,9 +121,12 @@ int RunStart(Args& args) {
   if (json) {
     PrintJson(resp);
   } else {
-    std::printf("%s\n", resp.id().c_str());
-    std::fflush(stdout);  // the id first, so `ID=$(pathctl start ...)` and `| head -1` work
-    std::fprintf(stderr, "session %s on %d process(es), branch source %s (%s)\n", resp.id().c_str(),
+    // The id alone (every command takes it as it is, or as sessions/ID), and first, so that
+    // `ID=$(pathctl start ...)` and `| head -1` work.
+    const std::string id = pathprof::api::SessionIdForDisplay(resp.name());
+    std::printf("%s\n", id.c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "session %s on %d process(es), branch source %s (%s)\n", id.c_str(),
                  resp.pids_size(), BranchSourceName(resp.source()), resp.source_reason().c_str());
   }
   return kExitOk;

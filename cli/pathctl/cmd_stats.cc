@@ -13,7 +13,7 @@ int RunStats(Args& args) {
   if (args.positional().size() > 1) problems.push_back("expected at most one SESSION id");
   if (!problems.empty()) return UsageError("stats", problems);
   pathprof::v1::GetStatsRequest req;
-  if (!args.positional().empty()) req.set_session_id(args.positional()[0]);
+  if (!args.positional().empty()) req.set_session(SessionNameFromUser(args.positional()[0]));
   pathprof::v1::Stats resp;
   auto ctx = client.Context();
   grpc::Status s = client.stub().GetStats(ctx.get(), req, &resp);
@@ -37,19 +37,19 @@ int RunStats(Args& args) {
       lost += (lost.empty() ? "" : " ") + d.reason() + "=" + std::to_string(d.count());
     for (const auto& d : t.decode_errors())
       lost += (lost.empty() ? "" : " ") + d.reason() + "=" + std::to_string(d.count());
-    std::printf("%-10s %7u %10llu %9llu %12llu %8.2f %9.1f  %s\n", t.session_id().c_str(), t.pid(),
-                static_cast<unsigned long long>(t.stack_samples()),
-                static_cast<unsigned long long>(t.windows()),
-                static_cast<unsigned long long>(t.branches()), t.pipeline_cpu_seconds(),
-                t.memory_bytes() / 1048576.0, lost.empty() ? "-" : lost.c_str());
+    std::printf(
+        "%-10s %7u %10llu %9llu %12llu %8.2f %9.1f  %s\n", SessionIdForDisplay(t.session()).c_str(),
+        t.pid(), static_cast<unsigned long long>(t.stack_samples()),
+        static_cast<unsigned long long>(t.windows()), static_cast<unsigned long long>(t.branches()),
+        t.pipeline_cpu_seconds(), t.memory_bytes() / 1048576.0, lost.empty() ? "-" : lost.c_str());
   }
   for (const auto& t : resp.targets()) {
     if (t.namespace_pid() != 0)
       std::printf("%s pid %u: pid %u in its own pid namespace (a container)\n",
-                  t.session_id().c_str(), t.pid(), t.namespace_pid());
+                  SessionIdForDisplay(t.session()).c_str(), t.pid(), t.namespace_pid());
     if (!t.window_weighting().empty())
-      std::printf("%s pid %u: windows weighted by %s\n", t.session_id().c_str(), t.pid(),
-                  t.window_weighting().c_str());
+      std::printf("%s pid %u: windows weighted by %s\n", SessionIdForDisplay(t.session()).c_str(),
+                  t.pid(), t.window_weighting().c_str());
   }
   return kExitOk;
 }

@@ -13,7 +13,7 @@ int RunStop(Args& args) {
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (!problems.empty()) return UsageError("stop", problems);
   pathprof::v1::StopSessionRequest req;
-  req.set_session_id(args.positional()[0]);
+  req.set_name(SessionNameFromUser(args.positional()[0]));
   pathprof::v1::Session resp;
   auto ctx = client.Context();
   grpc::Status s = client.stub().StopSession(ctx.get(), req, &resp);
@@ -21,7 +21,8 @@ int RunStop(Args& args) {
   if (json) {
     PrintJson(resp);
   } else {
-    std::printf("session %s %s\n", resp.id().c_str(), SessionStateName(resp.state()));
+    std::printf("session %s %s\n", SessionIdForDisplay(resp.name()).c_str(),
+                SessionStateName(resp.state()));
   }
   return kExitOk;
 }

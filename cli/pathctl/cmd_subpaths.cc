@@ -10,20 +10,20 @@ int RunSubpaths(Args& args) {
   QuerySource source(args, "subpaths");
   bool json = args.Has("json");
   pathprof::v1::GetHotSubpathsRequest req;
-  req.set_top_k(static_cast<uint32_t>(args.GetInt("top", 20, 1, 1000000)));
+  req.set_top_k(static_cast<int32_t>(args.GetInt("top", 20, 1, 1000000)));
   req.set_threshold(args.GetDouble("threshold", 0, 0, 1e12));
   auto problems = args.Problems();
   if (args.positional().size() != 1)
     problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
   if (!problems.empty()) return UsageError("subpaths", problems);
-  req.set_session_id(args.positional()[0]);
+  req.set_session(source.Name(args.positional()[0]));
   pathprof::v1::HotSubpaths resp;
   if (int rc = source.Get(req, &resp); rc != kExitOk) return rc;
   if (json) {
     PrintJson(resp);
   } else {
-    std::printf("session %s: OSP sampling frequency %.1f\n", resp.session_id().c_str(),
-                resp.sampling_frequency());
+    std::printf("session %s: OSP sampling frequency %.1f\n",
+                SessionIdForDisplay(resp.session()).c_str(), resp.sampling_frequency());
     std::printf("%4s %7s %7s %16s %5s  %s\n", "#", "pid", "share", "estimate", "len",
                 "first block");
     int i = 0;

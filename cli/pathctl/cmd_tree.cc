@@ -11,21 +11,22 @@ int RunTree(Args& args) {
   QuerySource source(args, "tree");
   bool json = args.Has("json");
   pathprof::v1::GetCallingContextTreeRequest req;
-  req.set_max_depth(static_cast<uint32_t>(args.GetInt("depth", 0, 0, 4096)));
+  req.set_max_depth(static_cast<int32_t>(args.GetInt("depth", 0, 0, 4096)));
   req.set_min_weight(args.GetDouble("min-weight", 0, 0, 1e300));
   req.set_root_function(args.Get("root"));
-  req.set_max_nodes(static_cast<uint32_t>(args.GetInt("max-nodes", 0, 0, kMaxU32)));
+  req.set_max_nodes(static_cast<int32_t>(args.GetInt("max-nodes", 0, 0, kMaxU32)));
   auto problems = args.Problems();
   if (args.positional().size() != 1)
     problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
   if (!problems.empty()) return UsageError("tree", problems);
-  req.set_session_id(args.positional()[0]);
+  req.set_session(source.Name(args.positional()[0]));
   pathprof::v1::CallingContextTree resp;
   if (int rc = source.Get(req, &resp); rc != kExitOk) return rc;
   if (json) {
     PrintJson(resp);
   } else {
-    std::printf("session %s: %llu samples, total weight %.0f\n", resp.session_id().c_str(),
+    std::printf("session %s: %llu samples, total weight %.0f\n",
+                SessionIdForDisplay(resp.session()).c_str(),
                 static_cast<unsigned long long>(resp.samples()), resp.total_weight());
     std::map<uint64_t, int> depth;  // parents come before children
     for (const auto& n : resp.nodes()) {

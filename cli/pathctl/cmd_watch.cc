@@ -5,6 +5,8 @@
 #include <mutex>
 #include <thread>
 
+#include <google/protobuf/util/time_util.h>
+
 #include "pathctl/client.h"
 
 namespace pathctl {
@@ -14,14 +16,15 @@ int RunWatch(Args& args) {
   Client client(args);
   bool json = args.Has("json");
   pathprof::v1::WatchHotPathsRequest req;
-  req.mutable_query()->set_top_k(static_cast<uint32_t>(args.GetInt("top", 10, 1, 1000000)));
+  req.mutable_query()->set_top_k(static_cast<int32_t>(args.GetInt("top", 10, 1, 1000000)));
   const double interval_s = args.GetDuration("interval", 1, 0.001, 0.01, 3600);
-  req.set_interval_ms(static_cast<uint32_t>(interval_s * 1000 + 0.5));
+  *req.mutable_interval() = google::protobuf::util::TimeUtil::MillisecondsToDuration(
+      static_cast<int64_t>(interval_s * 1000 + 0.5));
   long long count = args.GetInt("count", 0, 0, kMaxI64);
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (!problems.empty()) return UsageError("watch", problems);
-  req.mutable_query()->set_session_id(args.positional()[0]);
+  req.mutable_query()->set_session(SessionNameFromUser(args.positional()[0]));
   // A stream lasts until --count or the session ends, so there is no deadline on the call:
   // --timeout bounds the wait for each update instead (the interval plus --timeout), and a
   // daemon that goes quiet for longer ends the watch with exit 8.

@@ -16,7 +16,7 @@ namespace pathctl {
 
 // The positional argument of every query command (each command's usage lists it).
 #define PATHCTL_QUERY_USAGE                                                                  \
-  "  SESSION           a daemon session's id (pathctl sessions lists them)\n"                \
+  "  SESSION           a daemon session: its id or sessions/ID (pathctl sessions)\n"         \
   "  RECORDING         a perf.data (LBR or Intel PT) or a .pbs file (a path: it has a '/'\n" \
   "                    or ends in .data or .pbs), answered here exactly as the daemon\n"     \
   "                    answers it once imported (pathctl import); the daemon options\n"      \
@@ -33,6 +33,10 @@ class QuerySource {
   // Reads the connection flags unless the one positional argument names a recording (then they
   // are left unread, and Problems() reports them as not applying).
   QuerySource(Args& args, std::string command);
+
+  // What a request's `session` field holds for the positional argument: the resource name of
+  // a daemon session (`abc` becomes sessions/abc), or the recording's path.
+  std::string Name(const std::string& positional) const;
 
   // Each answers into `out` and returns kExitOk, or prints why not and returns the exit code.
   int Get(const v1::GetHotPathsRequest& req, v1::HotPaths* out);

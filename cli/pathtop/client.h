@@ -23,16 +23,16 @@ class Client {
   virtual Result<v1::ListTargetsResponse> ListTargets(const v1::ListTargetsRequest& req) = 0;
   virtual Result<v1::ListSessionsResponse> ListSessions() = 0;
   virtual Result<v1::Session> StartSession(const v1::StartSessionRequest& req) = 0;
-  virtual Result<v1::Session> StopSession(const std::string& session_id) = 0;
+  virtual Result<v1::Session> StopSession(const std::string& session_name) = 0;
   // Stops the session if it runs and forgets it (its profile and its place in the quotas).
-  virtual Result<v1::Session> DeleteSession(const std::string& session_id) = 0;
+  virtual Result<v1::Session> DeleteSession(const std::string& session_name) = 0;
   virtual Result<v1::HotPaths> GetHotPaths(const v1::GetHotPathsRequest& req) = 0;
   virtual Result<v1::HotSubpaths> GetHotSubpaths(const v1::GetHotSubpathsRequest& req) = 0;
   virtual Result<v1::CallingContextTree> GetCallingContextTree(
       const v1::GetCallingContextTreeRequest& req) = 0;
   virtual Result<v1::HotCallPairs> GetHotCallPairs(const v1::GetHotCallPairsRequest& req) = 0;
   virtual Result<v1::HotMethods> GetHotMethods(const v1::GetHotMethodsRequest& req) = 0;
-  virtual Result<v1::Stats> GetStats(const std::string& session_id) = 0;
+  virtual Result<v1::Stats> GetStats(const std::string& session_name) = 0;
 
   // Reads the WatchHotPaths stream, calling on_message for each HotPaths, until the stream ends,
   // fails, or CancelWatch() is called from another thread. Returns how the stream ended.

@@ -4,6 +4,10 @@
 #include <cctype>
 #include <chrono>
 
+#include <google/protobuf/util/time_util.h>
+
+#include "pathprof/api/resource_names.h"
+
 namespace pathtop {
 
 bool Inbox::empty() const {
@@ -105,7 +109,7 @@ void Fetcher::SetTarget(TargetSpec target) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     target_ = std::move(target);
-    session_id_.clear();
+    session_name_.clear();
     last_session_.reset();  // another process: nothing of the old session carries over
     wake_ = true;
   }
@@ -157,18 +161,20 @@ void Fetcher::Adopt(const v1::Session& session, bool owned) {
   // Starting while a session was shown means that one was lost (a daemon restart); joining
   // another than the one shown means the same. Re-joining the same one after an outage is not
   // news.
-  if (last_session_ && (owned || last_session_->id() != session.id())) {
-    notice_ = (owned ? "re-created the session as " : "joined session ") + session.id() +
-              ", source " + SourceWord(session.source());
-    notice_ +=
-        session.source() == last_session_->source()
-            ? " as " + last_session_->id() + " had"
-            : " (" + last_session_->id() + " had " + SourceWord(last_session_->source()) + ")";
+  if (last_session_ && (owned || last_session_->name() != session.name())) {
+    using pathprof::api::SessionIdForDisplay;
+    const std::string now = SessionIdForDisplay(session.name());
+    const std::string before = SessionIdForDisplay(last_session_->name());
+    notice_ = (owned ? "re-created the session as " : "joined session ") + now + ", source " +
+              SourceWord(session.source());
+    notice_ += session.source() == last_session_->source()
+                   ? " as " + before + " had"
+                   : " (" + before + " had " + SourceWord(last_session_->source()) + ")";
   }
-  session_id_ = session.id();
+  session_name_ = session.name();
   ++generation_;
   last_session_ = session;
-  if (owned) owned_sessions_.push_back(session.id());
+  if (owned) owned_sessions_.push_back(session.name());
   inbox_.session = session;
 }
 
@@ -217,17 +223,17 @@ Status Fetcher::EstablishSession(const TargetSpec& target) {
 
 // The session's state as the daemon has it now: the header must say when it ended (the target
 // exited, someone stopped it), not go on saying what it was when pathtop started.
-Status Fetcher::RefreshSession(const std::string& session_id) {
+Status Fetcher::RefreshSession(const std::string& session_name) {
   auto sessions = client_->ListSessions();
   if (!sessions.ok()) return sessions.status();
   for (const v1::Session& s : sessions->sessions()) {
-    if (s.id() != session_id) continue;
+    if (s.name() != session_name) continue;
     std::lock_guard<std::mutex> lock(mu_);
     last_session_ = s;
     inbox_.session = s;
     return Status::Ok();
   }
-  return Status(ErrorCode::kNotFound, "session " + session_id + " is gone");
+  return Status(ErrorCode::kNotFound, "session " + session_name + " is gone");
 }
 
 // Keeps going on a per-view error (unsupported, invalid top-k), which is shown on its view;
@@ -241,16 +247,16 @@ Status Fetcher::RefreshSession(const std::string& session_id) {
     }                                                                                \
   } while (0)
 
-Status Fetcher::PollOnce(View view, const std::string& session_id) {
+Status Fetcher::PollOnce(View view, const std::string& session_name) {
   if (view == View::kTargets) {
     auto r = client_->ListTargets(v1::ListTargetsRequest());
     if (r.ok()) Publish([&](Inbox* in) { in->targets = std::move(r.value()); });
     PATHTOP_VIEW_CHECK(view, r.status());
   }
-  if (session_id.empty()) return Status::Ok();
-  PATHPROF_RETURN_IF_ERROR(RefreshSession(session_id));
+  if (session_name.empty()) return Status::Ok();
+  PATHPROF_RETURN_IF_ERROR(RefreshSession(session_name));
 
-  auto stats = client_->GetStats(session_id);
+  auto stats = client_->GetStats(session_name);
   if (stats.ok()) {
     double now = SteadySeconds();
     Publish([&](Inbox* in) {
@@ -260,10 +266,10 @@ Status Fetcher::PollOnce(View view, const std::string& session_id) {
   } else if (IsConnectionError(stats.status())) {
     return stats.status();
   }
-  return PollView(view, session_id);
+  return PollView(view, session_name);
 }
 
-Status Fetcher::PollView(View view, const std::string& session_id) {
+Status Fetcher::PollView(View view, const std::string& session_name) {
   bool poll_paths;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -271,7 +277,7 @@ Status Fetcher::PollView(View view, const std::string& session_id) {
   }
   if (view == View::kHotPaths && poll_paths) {
     v1::GetHotPathsRequest req;
-    req.set_session_id(session_id);
+    req.set_session(session_name);
     req.set_top_k(options_.top_k);
     req.set_with_blocks(true);
     auto r = client_->GetHotPaths(req);
@@ -279,14 +285,14 @@ Status Fetcher::PollView(View view, const std::string& session_id) {
     PATHTOP_VIEW_CHECK(view, r.status());
   } else if (view == View::kSubpaths) {
     v1::GetHotSubpathsRequest req;
-    req.set_session_id(session_id);
+    req.set_session(session_name);
     req.set_top_k(options_.top_k);
     auto r = client_->GetHotSubpaths(req);
     if (r.ok()) Publish([&](Inbox* in) { in->subpaths = std::move(r.value()); });
     PATHTOP_VIEW_CHECK(view, r.status());
   } else if (view == View::kCct) {
     v1::GetCallingContextTreeRequest req;
-    req.set_session_id(session_id);
+    req.set_session(session_name);
     req.set_max_depth(64);
     req.set_min_weight(0.001);
     auto r = client_->GetCallingContextTree(req);
@@ -294,14 +300,14 @@ Status Fetcher::PollView(View view, const std::string& session_id) {
     PATHTOP_VIEW_CHECK(view, r.status());
   } else if (view == View::kCallPairs) {
     v1::GetHotCallPairsRequest req;
-    req.set_session_id(session_id);
+    req.set_session(session_name);
     req.set_top_k(options_.top_k);
     auto r = client_->GetHotCallPairs(req);
     if (r.ok()) Publish([&](Inbox* in) { in->call_pairs = std::move(r.value()); });
     PATHTOP_VIEW_CHECK(view, r.status());
   } else if (view == View::kMethods) {
     v1::GetHotMethodsRequest req;
-    req.set_session_id(session_id);
+    req.set_session(session_name);
     req.set_top_k(options_.top_k);
     auto r = client_->GetHotMethods(req);
     if (r.ok()) Publish([&](Inbox* in) { in->methods = std::move(r.value()); });
@@ -315,8 +321,8 @@ Status Fetcher::PollView(View view, const std::string& session_id) {
 // Whether to start or join a session now. Not for a session that had ended and then went
 // away (the daemon restarted after its target exited): the process is gone, and a new session
 // would fail or, for --comm, profile other processes than the ones the screen showed.
-bool Fetcher::ShouldEstablish(const TargetSpec& target, const std::string& session_id) {
-  if (!session_id.empty() || target.empty()) return false;
+bool Fetcher::ShouldEstablish(const TargetSpec& target, const std::string& session_name) {
+  if (!session_name.empty() || target.empty()) return false;
   std::lock_guard<std::mutex> lock(mu_);
   return !last_session_ || last_session_->state() == v1::SESSION_STATE_RUNNING ||
          last_session_->state() == v1::SESSION_STATE_UNSPECIFIED;
@@ -330,16 +336,17 @@ Status Fetcher::FindEndedSession() {
   std::string id;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    id = last_session_->id();
+    id = last_session_->name();
   }
   for (const v1::Session& s : sessions->sessions()) {
-    if (s.id() == id) {
+    if (s.name() == id) {
       Adopt(s, false);
       return Status::Ok();
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  notice_ = "session " + id + " had ended and went with the daemon restart (its profile too)";
+  notice_ = "session " + pathprof::api::SessionIdForDisplay(id) +
+            " had ended and went with the daemon restart (its profile too)";
   return Status::Ok();
 }
 
@@ -347,7 +354,7 @@ Status Fetcher::FindEndedSession() {
 // session itself is kept in last_session_ for its source.
 void Fetcher::Lost(const Status& status) {
   std::lock_guard<std::mutex> lock(mu_);
-  session_id_.clear();
+  session_name_.clear();
   notice_.clear();
   if (IsConnectionError(status)) lost_daemon_ = true;
 }
@@ -359,28 +366,28 @@ void Fetcher::PollLoop() {
   bool announced = false;  // the UI starts with "connecting"
   while (true) {
     TargetSpec target;
-    std::string session_id;
+    std::string session_name;
     View view;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
       target = target_;
-      session_id = session_id_;
+      session_name = session_name_;
       view = view_;
     }
 
     Status status = Status::Ok();
-    const bool establish = ShouldEstablish(target, session_id);
+    const bool establish = ShouldEstablish(target, session_name);
     if (establish) {
       status = EstablishSession(target);
-    } else if (session_id.empty() && !target.empty()) {
+    } else if (session_name.empty() && !target.empty()) {
       status = FindEndedSession();
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      session_id = session_id_;
+      session_name = session_name_;
     }
-    if (status.ok()) status = PollOnce(view, session_id);
+    if (status.ok()) status = PollOnce(view, session_name);
 
     if (status.ok()) {
       if (establish || attempt > 0 || !announced) {
@@ -418,22 +425,23 @@ void Fetcher::PollLoop() {
 void Fetcher::WatchLoop() {
   uint64_t finished = 0;  // the session generation whose stream ended with its final report
   while (true) {
-    std::string session_id;
+    std::string session_name;
     uint64_t generation;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stop_ || (!session_id_.empty() && !watch_unsupported_ && generation_ != finished);
+        return stop_ || (!session_name_.empty() && !watch_unsupported_ && generation_ != finished);
       });
       if (stop_) return;
-      session_id = session_id_;
+      session_name = session_name_;
       generation = generation_;
     }
     v1::WatchHotPathsRequest req;
-    req.mutable_query()->set_session_id(session_id);
+    req.mutable_query()->set_session(session_name);
     req.mutable_query()->set_top_k(options_.top_k);
     req.mutable_query()->set_with_blocks(true);
-    req.set_interval_ms(static_cast<uint32_t>(options_.interval_s * 1000));
+    *req.mutable_interval() = google::protobuf::util::TimeUtil::MillisecondsToDuration(
+        static_cast<int64_t>(options_.interval_s * 1000));
     Status s = client_->WatchHotPaths(
         req, [this](const v1::HotPaths& msg) { Publish([&](Inbox* in) { in->hot_paths = msg; }); });
     std::unique_lock<std::mutex> lock(mu_);
@@ -461,3 +469,5 @@ void Fetcher::WatchLoop() {
 }
 
 }  // namespace pathtop
+
+#include "pathprof/api/resource_names.h"

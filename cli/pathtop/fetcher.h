@@ -76,10 +76,10 @@ class Fetcher {
   Result<std::vector<uint32_t>> WantedPids(const TargetSpec& target);
   Status StartOwnSession(const TargetSpec& target);
   void Adopt(const v1::Session& session, bool owned);
-  Status RefreshSession(const std::string& session_id);
-  Status PollOnce(View view, const std::string& session_id);
-  Status PollView(View view, const std::string& session_id);
-  bool ShouldEstablish(const TargetSpec& target, const std::string& session_id);
+  Status RefreshSession(const std::string& session_name);
+  Status PollOnce(View view, const std::string& session_name);
+  Status PollView(View view, const std::string& session_name);
+  bool ShouldEstablish(const TargetSpec& target, const std::string& session_name);
   Status FindEndedSession();
   void Lost(const Status& status);
   void EndOwnedSessions();
@@ -97,8 +97,8 @@ class Fetcher {
   bool wake_ = false;
   View view_ = View::kHotPaths;
   TargetSpec target_;
-  std::string session_id_;   // empty: none yet, or lost with the daemon
-  uint64_t generation_ = 0;  // counts sessions established, so the stream knows a new one
+  std::string session_name_;  // empty: none yet, or lost with the daemon
+  uint64_t generation_ = 0;   // counts sessions established, so the stream knows a new one
   std::vector<std::string> owned_sessions_;  // started by this pathtop, ended at exit
   // The session last shown, kept when it is lost: a re-created one asks for its source, and one
   // that had ended is not re-created.

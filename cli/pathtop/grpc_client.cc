@@ -52,31 +52,48 @@ class GrpcClient : public Client {
         deadline_ms_(deadline_ms),
         stub_(v1::PathProfiler::NewStub(MakeChannel(target))) {}
 
-  Result<v1::ListTargetsResponse> ListTargets(const v1::ListTargetsRequest& req) override {
-    return Call<v1::ListTargetsResponse>("ListTargets", [&](grpc::ClientContext* c, auto* out) {
-      return stub_->ListTargets(c, req, out);
-    });
+  // Both lists come in pages; pathtop wants them whole, as one response.
+  Result<v1::ListTargetsResponse> ListTargets(const v1::ListTargetsRequest& first) override {
+    v1::ListTargetsRequest req = first;
+    v1::ListTargetsResponse all;
+    do {
+      auto page = Call<v1::ListTargetsResponse>(
+          "ListTargets",
+          [&](grpc::ClientContext* c, auto* out) { return stub_->ListTargets(c, req, out); });
+      if (!page.ok()) return page.status();
+      all.mutable_targets()->MergeFrom(page->targets());
+      req.set_page_token(page->next_page_token());
+    } while (!req.page_token().empty());
+    return all;
   }
   Result<v1::ListSessionsResponse> ListSessions() override {
-    return Call<v1::ListSessionsResponse>("ListSessions", [&](grpc::ClientContext* c, auto* out) {
-      return stub_->ListSessions(c, v1::ListSessionsRequest(), out);
-    });
+    v1::ListSessionsRequest req;
+    v1::ListSessionsResponse all;
+    do {
+      auto page = Call<v1::ListSessionsResponse>(
+          "ListSessions",
+          [&](grpc::ClientContext* c, auto* out) { return stub_->ListSessions(c, req, out); });
+      if (!page.ok()) return page.status();
+      all.mutable_sessions()->MergeFrom(page->sessions());
+      req.set_page_token(page->next_page_token());
+    } while (!req.page_token().empty());
+    return all;
   }
   Result<v1::Session> StartSession(const v1::StartSessionRequest& req) override {
     return Call<v1::Session>("StartSession", [&](grpc::ClientContext* c, auto* out) {
       return stub_->StartSession(c, req, out);
     });
   }
-  Result<v1::Session> StopSession(const std::string& session_id) override {
+  Result<v1::Session> StopSession(const std::string& session_name) override {
     v1::StopSessionRequest req;
-    req.set_session_id(session_id);
+    req.set_name(session_name);
     return Call<v1::Session>("StopSession", [&](grpc::ClientContext* c, auto* out) {
       return stub_->StopSession(c, req, out);
     });
   }
-  Result<v1::Session> DeleteSession(const std::string& session_id) override {
+  Result<v1::Session> DeleteSession(const std::string& session_name) override {
     v1::DeleteSessionRequest req;
-    req.set_session_id(session_id);
+    req.set_name(session_name);
     auto r = Call<v1::DeleteSessionResponse>(
         "DeleteSession",
         [&](grpc::ClientContext* c, auto* out) { return stub_->DeleteSession(c, req, out); });
@@ -110,9 +127,9 @@ class GrpcClient : public Client {
       return stub_->GetHotMethods(c, req, out);
     });
   }
-  Result<v1::Stats> GetStats(const std::string& session_id) override {
+  Result<v1::Stats> GetStats(const std::string& session_name) override {
     v1::GetStatsRequest req;
-    req.set_session_id(session_id);
+    req.set_session(session_name);
     return Call<v1::Stats>("GetStats", [&](grpc::ClientContext* c, auto* out) {
       return stub_->GetStats(c, req, out);
     });

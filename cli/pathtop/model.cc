@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstdio>
 
+#include <google/protobuf/util/time_util.h>
+
+#include "pathprof/api/resource_names.h"
 #include "pathtop/format.h"
 #include "pathtop/rows.h"
 
@@ -58,7 +61,7 @@ const char* ViewTitle(View view) {
 StatsView StatsTracker::Update(const v1::Stats& stats, double now_s) {
   StatsView v;
   for (const v1::TargetStats& t : stats.targets()) {
-    uint64_t biggest = 0;
+    int64_t biggest = 0;
     for (const v1::DropCount& d : t.drops()) {
       v.drops += d.count();
       if (d.count() > biggest) {
@@ -395,7 +398,8 @@ std::string Model::TitleText() const {
   std::string s = "pathtop";
   if (!target_label_.empty()) s += "  " + target_label_;
   if (session_) {
-    s += "  session " + session_->id() + " " + StateWord(session_->state());
+    s += "  session " + pathprof::api::SessionIdForDisplay(session_->name()) + " " +
+         StateWord(session_->state());
     s += "  source " + EnumWord(v1::BranchSource_Name(session_->source()), "BRANCH_SOURCE_");
     if (!session_->source_reason().empty()) s += " (" + session_->source_reason() + ")";
     if (!session_->error().empty()) s += "  error: " + session_->error();
@@ -409,8 +413,10 @@ std::string Model::StatsText() const {
     std::string s = session_->state() == v1::SESSION_STATE_TARGET_EXITED ? "target exited"
                     : session_->state() == v1::SESSION_STATE_FAILED      ? "session failed"
                                                                          : "session stopped";
-    if (session_->stopped_unix_ms() > 0) {
-      int64_t ago = std::max<int64_t>(0, NowUnixMs() - session_->stopped_unix_ms()) / 1000;
+    if (session_->has_end_time()) {
+      const int64_t ended_ms =
+          google::protobuf::util::TimeUtil::TimestampToMilliseconds(session_->end_time());
+      int64_t ago = std::max<int64_t>(0, NowUnixMs() - ended_ms) / 1000;
       s += " " + std::to_string(ago) + "s ago";
     }
     s += ": the profile as it ended | drops " + std::to_string(stats_.drops);

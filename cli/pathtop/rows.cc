@@ -211,7 +211,7 @@ std::vector<Row> TargetRows(const v1::ListTargetsResponse& msg) {
     AddNumber(std::to_string(t.pid()), t.pid(), &row);
     AddNumber(std::to_string(t.uid()), t.uid(), &row);
     AddText(t.comm(), &row);
-    AddNumber(std::to_string(t.session_ids_size()), t.session_ids_size(), &row);
+    AddNumber(std::to_string(t.sessions_size()), t.sessions_size(), &row);
     AddText(t.executable(), &row);
     row.search_text = std::to_string(t.pid()) + " " + t.comm() + " " + t.executable();
     rows.push_back(std::move(row));

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "pathprof/api/resource_names.h"
 #include "pathprof/v1/profiler.grpc.pb.h"
 
 namespace {
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
     stubs.push_back(pathprof::v1::PathProfiler::NewStub(ch));
   }
   pathprof::v1::GetHotPathsRequest req;
-  req.set_session_id(opt["session"]);
+  req.set_session(pathprof::api::SessionNameFromUser(opt["session"]));
   req.set_top_k(static_cast<uint32_t>(std::atoi(opt["top"].c_str())));
 
   const std::string query = opt["query"];
@@ -105,10 +106,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   pathprof::v1::GetHotMethodsRequest methods_req;
-  methods_req.set_session_id(opt["session"]);
+  methods_req.set_session(pathprof::api::SessionNameFromUser(opt["session"]));
   methods_req.set_top_k(req.top_k());
   pathprof::v1::GetCallingContextTreeRequest tree_req;
-  tree_req.set_session_id(opt["session"]);
+  tree_req.set_session(pathprof::api::SessionNameFromUser(opt["session"]));
   tree_req.set_root_function(opt["root"]);
   tree_req.set_max_depth(1);
   // One call of the chosen query; returns its status and how many entries the reply held.

@@ -275,7 +275,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
 
 void ContinuousProfiler::FillStats(v1::ContinuousStats* out) const {
   std::lock_guard<std::mutex> lock(mu_);
-  out->set_window_seconds(config_.window_s);
+  out->mutable_window()->set_seconds(config_.window_s);
   out->set_windows_exported(exported_);
   out->set_windows_failed_start(failed_start_);
   out->set_windows_failed_export(failed_export_);

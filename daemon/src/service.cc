@@ -4,12 +4,16 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
 
+#include <google/protobuf/util/time_util.h>
+
 #include "pathprof/api/convert.h"
 #include "pathprof/api/grpc_status.h"
+#include "pathprof/api/resource_names.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/daemon/log.h"
 #include "pathprof/daemon/process_stats.h"
@@ -28,16 +32,48 @@ using api::ToProto;
 
 using grpc::StatusCode;
 
-grpc::Status Invalid(const std::string& msg) {
-  return grpc::Status(StatusCode::INVALID_ARGUMENT, msg);
+// `field` is the request field to blame, for ErrorInfo's metadata (empty: none is).
+grpc::Status Invalid(const std::string& msg, const std::string& field = "") {
+  return api::MakeError(StatusCode::INVALID_ARGUMENT, msg, {.field = field});
 }
 
 using api::ToGrpc;  // the one ErrorCode -> gRPC mapping (api/grpc_status.h)
 
 grpc::Status AboveLimit(const char* field, uint64_t value, uint64_t max, const char* key) {
-  return Invalid(std::string(field) + " " + std::to_string(value) +
-                 " is above the server maximum " + std::to_string(max) + " (limits." + key + ")");
+  return api::MakeError(
+      StatusCode::INVALID_ARGUMENT,
+      std::string(field) + " " + std::to_string(value) + " is above the server maximum " +
+          std::to_string(max) + " (limits." + key + ")",
+      {.reason = "ABOVE_LIMIT", .field = field, .limit = std::string("limits.") + key});
 }
+
+// Counts are signed on the wire (AIP-141); a negative one is a caller's mistake, named.
+template <typename T>
+grpc::Status NonNegative(const char* field, T value) {
+  if (value >= 0) return grpc::Status::OK;
+  return Invalid(std::string(field) + " " + std::to_string(value) + " is negative", field);
+}
+
+// A count with a server maximum: negative or above it is refused.
+template <typename T>
+grpc::Status Bounded(const char* field, T value, uint64_t max, const char* key) {
+  if (grpc::Status s = NonNegative(field, value); !s.ok()) return s;
+  if (static_cast<uint64_t>(value) > max) return AboveLimit(field, value, max, key);
+  return grpc::Status::OK;
+}
+
+// Durations in a request are whole seconds, 0 to `max_s`.
+grpc::Status Seconds(const char* field, const google::protobuf::Duration& d, uint64_t max_s,
+                     const char* key, uint32_t* out) {
+  if (d.seconds() < 0 || d.nanos() < 0) return Invalid(std::string(field) + " is negative", field);
+  if (static_cast<uint64_t>(d.seconds()) > max_s) return AboveLimit(field, d.seconds(), max_s, key);
+  *out = static_cast<uint32_t>(d.seconds());
+  return grpc::Status::OK;
+}
+
+// The default page size of the two lists, and the most ListSessions returns at once.
+constexpr int32_t kDefaultPageSize = 100;
+constexpr int32_t kMaxSessionsPage = 1000;
 
 }  // namespace
 
@@ -83,11 +119,13 @@ grpc::Status ProfilerService::Run(const char* method, grpc::ServerContext* conte
       snprintf(msg, sizeof msg,
                "rate limit: %s is over %.0f calls/s (limits.rate_qps); retry in %.0f ms",
                peer.client_key().c_str(), limits().rate_qps, retry_ms);
-      s = grpc::Status(StatusCode::RESOURCE_EXHAUSTED, msg);
+      s = api::MakeError(StatusCode::RESOURCE_EXHAUSTED, msg,
+                         {.reason = "RATE_LIMITED", .limit = "limits.rate_qps"});
     } else {
       s = body(peer);
     }
   }
+  s = api::WithErrorInfo(s);  // every failure carries an ErrorInfo, reason its code at least
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Denials are worth a line each (an audit trail); rate-limit refusals come in floods, so only
   // at debug level (they are counted in /metrics).
@@ -108,16 +146,18 @@ grpc::Status ProfilerService::Run(const char* method, grpc::ServerContext* conte
   return s;
 }
 
-grpc::Status ProfilerService::Session(const Peer& peer, const std::string& id,
+grpc::Status ProfilerService::Session(const Peer& peer, const std::string& name, const char* field,
                                       std::shared_ptr<pipeline::Session>* out) const {
-  if (id.empty()) return Invalid("session_id is empty (pathctl sessions lists them)");
-  if (id.size() > 256) return Invalid("session_id longer than 256 bytes");
-  auto s = sessions_->Get(id);
-  if (!s) return grpc::Status(StatusCode::NOT_FOUND, "no session " + id + " (it may have expired)");
+  auto id = api::SessionIdFromName(name, field);
+  if (!id.ok()) return ToGrpc(id.status(), {.field = field});
+  auto s = sessions_->Get(*id);
+  if (!s)
+    return api::MakeError(StatusCode::NOT_FOUND, "no session " + name + " (it may have expired)",
+                          {.reason = "SESSION_NOT_FOUND", .field = field});
   uint32_t owner = s->Info().owner_uid;
   if (!Authorizer::MaySee(peer, owner))
     return grpc::Status(StatusCode::PERMISSION_DENIED,
-                        "session " + id + " belongs to uid " + std::to_string(owner));
+                        "session " + name + " belongs to uid " + std::to_string(owner));
   // Authorization can change after the start: a target that execs a setuid program holds more
   // than its requester. The session then stops collecting; the reply still shows what it had.
   s->RecheckConfinement();
@@ -125,10 +165,10 @@ grpc::Status ProfilerService::Session(const Peer& peer, const std::string& id,
   return grpc::Status::OK;
 }
 
-grpc::Status ProfilerService::CheckTopK(uint32_t requested, uint32_t* top_k) const {
+grpc::Status ProfilerService::CheckTopK(int32_t requested, uint32_t* top_k) const {
   Limits l = limits();
-  if (requested > l.max_top_k) return AboveLimit("top_k", requested, l.max_top_k, "max_top_k");
-  *top_k = requested == 0 ? l.default_top_k : requested;
+  if (grpc::Status s = Bounded("top_k", requested, l.max_top_k, "max_top_k"); !s.ok()) return s;
+  *top_k = requested == 0 ? l.default_top_k : static_cast<uint32_t>(requested);
   return grpc::Status::OK;
 }
 
@@ -159,16 +199,31 @@ grpc::Status ProfilerService::ListTargets(grpc::ServerContext* ctx,
     if (req->name_filter().size() > l.max_name_length)
       return AboveLimit("name_filter length", req->name_filter().size(), l.max_name_length,
                         "max_name_length");
-    if (req->limit() > l.max_targets_listed)
-      return AboveLimit("limit", req->limit(), l.max_targets_listed, "max_targets_listed");
-    uint32_t limit = req->limit() ? req->limit() : std::min<uint32_t>(1000, l.max_targets_listed);
-    for (auto& p : ListProcesses()) {
-      if (!Authorizer::MaySee(peer, p.uid)) continue;
+    if (grpc::Status s = NonNegative("page_size", req->page_size()); !s.ok()) return s;
+    const uint32_t page = std::min<uint32_t>(req->page_size() ? req->page_size() : kDefaultPageSize,
+                                             l.max_targets_listed);
+    // The token is the last pid of the previous page: processes come by pid, so a page starts
+    // after it whatever started or exited in between.
+    uint32_t after = 0;
+    if (!req->page_token().empty()) {
+      char* end = nullptr;
+      unsigned long v = strtoul(req->page_token().c_str(), &end, 10);
+      if (*end != '\0' || v > 2147483647ul)
+        return Invalid("page_token '" + req->page_token() +
+                           "' is not one this server gave (use next_page_token as it came)",
+                       "page_token");
+      after = static_cast<uint32_t>(v);
+    }
+    std::vector<ProcessEntry> processes = ListProcesses();
+    std::sort(processes.begin(), processes.end(),
+              [](const ProcessEntry& a, const ProcessEntry& b) { return a.pid < b.pid; });
+    for (auto& p : processes) {
+      if (p.pid <= after || !Authorizer::MaySee(peer, p.uid)) continue;
       if (!req->name_filter().empty() && p.comm.find(req->name_filter()) == std::string::npos &&
           p.executable.find(req->name_filter()) == std::string::npos)
         continue;
-      if (static_cast<uint32_t>(resp->targets_size()) >= limit) {
-        resp->set_truncated(true);
+      if (static_cast<uint32_t>(resp->targets_size()) >= page) {
+        resp->set_next_page_token(std::to_string(resp->targets(resp->targets_size() - 1).pid()));
         break;
       }
       auto* t = resp->add_targets();
@@ -177,7 +232,7 @@ grpc::Status ProfilerService::ListTargets(grpc::ServerContext* ctx,
       t->set_comm(p.comm);
       t->set_executable(p.executable);
       t->set_cgroup(p.cgroup);
-      for (const auto& id : sessions_->SessionsFor(p.pid)) t->add_session_ids(id);
+      for (const auto& id : sessions_->SessionsFor(p.pid)) t->add_sessions(api::SessionName(id));
     }
     return grpc::Status::OK;
   });
@@ -191,9 +246,10 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
     // ---- the target(s)
     switch (req->target_case()) {
       case v1::StartSessionRequest::kPid: {
-        // The proto field is a uint32; pid_t is a signed 32-bit int and 0 is no process.
-        if (req->pid() < 1 || req->pid() > 2147483647u)
-          return Invalid("pid must be in [1, 2147483647], got " + std::to_string(req->pid()));
+        // 0 is no process, and a negative pid names a process group to kill(2), not a process.
+        if (req->pid() < 1)
+          return Invalid("pid must be in [1, 2147483647], got " + std::to_string(req->pid()),
+                         "pid");
         grpc::Status s = Authorizer::CheckPid(peer, req->pid());
         if (!s.ok()) return s;
         c.pids.push_back(req->pid());
@@ -255,24 +311,35 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
     // ---- settings: 0 keeps the pipeline's default; anything above the server's bounds is refused
     c.source = FromProto(req->source());
     const auto& e = req->engine();
+    const auto& sm = req->sampling();
+    const auto& o = req->osp();
+    const auto& pc = req->pcct();
+    for (grpc::Status st : {
+             NonNegative("engine.extension", e.extension()),
+             NonNegative("engine.max_path_length", e.max_path_length()),
+             Bounded("engine.hpt_entries", e.hpt_entries(), l.max_hpt_entries, "max_hpt_entries"),
+             NonNegative("engine.hpt_ways", e.hpt_ways()),
+             Bounded("sampling.stack_hz", sm.stack_hz(), l.max_stack_hz, "max_stack_hz"),
+             Bounded("sampling.window_branches", sm.window_branches(), l.max_window_branches,
+                     "max_window_branches"),
+             NonNegative("sampling.lbr_period", sm.lbr_period()),
+             NonNegative("max_descendants", req->max_descendants()),
+             Bounded("osp.memory_entries", o.memory_entries(), l.max_osp_entries,
+                     "max_osp_entries"),
+             NonNegative("osp.max_length", o.max_length()),
+             Bounded("pcct.max_depth", pc.max_depth(), l.max_depth, "max_depth"),
+             Bounded("pcct.max_nodes", pc.max_nodes(), l.max_pcct_nodes, "max_pcct_nodes"),
+         })
+      if (!st.ok()) return st;
     c.engine.path_kind = FromProto(e.path_kind());
     if (e.extension()) c.engine.extension = e.extension();
     if (e.max_path_length()) c.engine.max_path_length = e.max_path_length();
-    if (e.hpt_entries() > l.max_hpt_entries)
-      return AboveLimit("engine.hpt_entries", e.hpt_entries(), l.max_hpt_entries,
-                        "max_hpt_entries");
     if (e.hpt_entries()) c.engine.hpt_entries = e.hpt_entries();
     if (e.hpt_ways()) c.engine.hpt_ways = e.hpt_ways();
-    c.engine.hpt_index_start_only = e.hpt_index_start_only();
-    c.engine.hpt_lru = e.hpt_lru();
+    c.engine.hpt_index_start_only = e.hpt_index() == v1::HPT_INDEX_START;
+    c.engine.hpt_lru = e.hpt_replacement() == v1::HPT_REPLACEMENT_LRU;
     c.engine.metric = FromProto(e.metric());
-    const auto& sm = req->sampling();
-    if (sm.stack_hz() > l.max_stack_hz)
-      return AboveLimit("sampling.stack_hz", sm.stack_hz(), l.max_stack_hz, "max_stack_hz");
     if (sm.has_stack_hz()) c.sampling.stack_hz = sm.stack_hz();
-    if (sm.window_branches() > l.max_window_branches)
-      return AboveLimit("sampling.window_branches", sm.window_branches(), l.max_window_branches,
-                        "max_window_branches");
     if (sm.window_branches()) c.sampling.window_branches = sm.window_branches();
     if (sm.lbr_period()) c.sampling.lbr_period = sm.lbr_period();
     // Negated comparisons so that NaN, which compares false with everything, is refused.
@@ -286,7 +353,7 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
                                 ? pipeline::CallGraph::kFramePointers
                                 : pipeline::CallGraph::kDwarf;
     c.follow_children = req->follow_children();
-    c.max_descendants = req->max_descendants() ? req->max_descendants() : 4;
+    c.max_descendants = req->max_descendants() ? static_cast<uint32_t>(req->max_descendants()) : 4;
     if (c.follow_children && c.max_descendants > l.max_pids_per_session)
       return AboveLimit("max_descendants", c.max_descendants, l.max_pids_per_session,
                         "max_pids_per_session");
@@ -306,25 +373,20 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
         break;
       }
     }
-    const auto& o = req->osp();
-    if (o.memory_entries() > l.max_osp_entries)
-      return AboveLimit("osp.memory_entries", o.memory_entries(), l.max_osp_entries,
-                        "max_osp_entries");
     if (o.memory_entries()) c.osp.memory_entries = o.memory_entries();
     if (o.max_length()) c.osp.max_length = o.max_length();
     if (!std::isfinite(o.confidence())) return Invalid("osp.confidence must be in (0, 1)");
     if (o.confidence() != 0) c.osp.confidence = o.confidence();
-    const auto& pc = req->pcct();
-    if (pc.max_depth() > l.max_depth)
-      return AboveLimit("pcct.max_depth", pc.max_depth(), l.max_depth, "max_depth");
     if (pc.max_depth()) c.pcct.max_depth = pc.max_depth();
-    if (pc.max_nodes() > l.max_pcct_nodes)
-      return AboveLimit("pcct.max_nodes", pc.max_nodes(), l.max_pcct_nodes, "max_pcct_nodes");
     if (pc.max_nodes()) c.pcct.max_nodes = pc.max_nodes();
-    c.pcct.purge_interval_s = pc.purge_interval_s();
-    if (req->duration_s() > l.max_duration_s)
-      return AboveLimit("duration_s", req->duration_s(), l.max_duration_s, "max_duration_s");
-    c.duration_s = req->duration_s();
+    if (grpc::Status st = Seconds("pcct.purge_interval", pc.purge_interval(), l.max_duration_s,
+                                  "max_duration_s", &c.pcct.purge_interval_s);
+        !st.ok())
+      return st;
+    if (grpc::Status st =
+            Seconds("duration", req->duration(), l.max_duration_s, "max_duration_s", &c.duration_s);
+        !st.ok())
+      return st;
     c.owner_uid = peer.uid;
     if (!peer.admin) c.confine_to_uid = peer.uid;
     if (Status v = c.Validate(); !v.ok()) return ToGrpc(v);
@@ -413,8 +475,8 @@ grpc::Status ProfilerService::StopSession(grpc::ServerContext* ctx,
                                           const v1::StopSessionRequest* req, v1::Session* resp) {
   return Run("StopSession", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
-    auto info = sessions_->Stop(req->session_id());
+    if (grpc::Status st = Session(peer, req->name(), "name", &s); !st.ok()) return st;
+    auto info = sessions_->Stop(s->id());
     if (!info.ok()) return ToGrpc(info.status());
     ToProto(*info, resp);
     return grpc::Status::OK;
@@ -456,25 +518,47 @@ grpc::Status ProfilerService::DeleteSession(grpc::ServerContext* ctx,
                                             v1::DeleteSessionResponse* resp) {
   return Run("DeleteSession", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->name(), "name", &s); !st.ok()) return st;
+    const std::string id = s->id();
     s.reset();
-    auto info = sessions_->Delete(req->session_id());
+    auto info = sessions_->Delete(id);
     if (!info.ok()) return ToGrpc(info.status());
     {
       std::lock_guard<std::mutex> lock(mu_);
-      session_clients_.erase(req->session_id());
+      session_clients_.erase(id);
     }
-    Log(kLogNotice, "session %s deleted by %s", req->session_id().c_str(), peer.Describe().c_str());
+    Log(kLogNotice, "session %s deleted by %s", id.c_str(), peer.Describe().c_str());
     ToProto(*info, resp->mutable_deleted());
     return grpc::Status::OK;
   });
 }
 
-grpc::Status ProfilerService::ListSessions(grpc::ServerContext* ctx, const v1::ListSessionsRequest*,
+grpc::Status ProfilerService::ListSessions(grpc::ServerContext* ctx,
+                                           const v1::ListSessionsRequest* req,
                                            v1::ListSessionsResponse* resp) {
-  return Run("ListSessions", ctx, [&](const Peer& peer) {
-    for (const auto& info : sessions_->List())
-      if (Authorizer::MaySee(peer, info.owner_uid)) ToProto(info, resp->add_sessions());
+  return Run("ListSessions", ctx, [&](const Peer& peer) -> grpc::Status {
+    if (grpc::Status s = NonNegative("page_size", req->page_size()); !s.ok()) return s;
+    const int32_t page =
+        std::min(req->page_size() ? req->page_size() : kDefaultPageSize, kMaxSessionsPage);
+    // The token is the last name of the previous page: sessions come by name, so a page starts
+    // after it whatever was started or deleted in between.
+    const std::string& after = req->page_token();
+    if (!after.empty() && !api::SessionIdFromName(after, "page_token").ok())
+      return Invalid(
+          "page_token '" + after + "' is not one this server gave (use next_page_token as it came)",
+          "page_token");
+    std::vector<pipeline::SessionInfo> all = sessions_->List();
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    for (const auto& info : all) {
+      if (!Authorizer::MaySee(peer, info.owner_uid)) continue;
+      const std::string name = api::SessionName(info.id);
+      if (!after.empty() && name <= after) continue;
+      if (resp->sessions_size() >= page) {
+        resp->set_next_page_token(resp->sessions(resp->sessions_size() - 1).name());
+        break;
+      }
+      ToProto(info, resp->add_sessions());
+    }
     return grpc::Status::OK;
   });
 }
@@ -496,7 +580,7 @@ grpc::Status ProfilerService::GetHotPaths(grpc::ServerContext* ctx,
                                           const v1::GetHotPathsRequest* req, v1::HotPaths* resp) {
   return Run("GetHotPaths", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     return FillHotPaths(*s, *req, !Authorizer::KernelAddressesVisible(peer), resp);
   });
 }
@@ -506,7 +590,7 @@ grpc::Status ProfilerService::GetHotSubpaths(grpc::ServerContext* ctx,
                                              v1::HotSubpaths* resp) {
   return Run("GetHotSubpaths", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     pipeline::HotSubpathsQuery q;
     if (grpc::Status st = CheckTopK(req->top_k(), &q.top_k); !st.ok()) return st;
     if (!(req->threshold() >= 0 && req->threshold() <= 1))
@@ -525,11 +609,12 @@ grpc::Status ProfilerService::GetCallingContextTree(grpc::ServerContext* ctx,
                                                     v1::CallingContextTree* resp) {
   return Run("GetCallingContextTree", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     Limits l = limits();
     pipeline::CctQuery q;
-    if (req->max_depth() > l.max_depth)
-      return AboveLimit("max_depth", req->max_depth(), l.max_depth, "max_depth");
+    if (grpc::Status st = Bounded("max_depth", req->max_depth(), l.max_depth, "max_depth");
+        !st.ok())
+      return st;
     if (req->max_depth()) q.max_depth = req->max_depth();
     if (!(req->min_weight() >= 0 && req->min_weight() <= 1))
       return Invalid("min_weight must be a share in [0, 1]");
@@ -538,8 +623,10 @@ grpc::Status ProfilerService::GetCallingContextTree(grpc::ServerContext* ctx,
       return AboveLimit("root_function length", req->root_function().size(), l.max_name_length,
                         "max_name_length");
     q.root_function = req->root_function();
-    if (req->max_nodes() > l.max_tree_nodes)
-      return AboveLimit("max_nodes", req->max_nodes(), l.max_tree_nodes, "max_tree_nodes");
+    if (grpc::Status st =
+            Bounded("max_nodes", req->max_nodes(), l.max_tree_nodes, "max_tree_nodes");
+        !st.ok())
+      return st;
     q.max_nodes = req->max_nodes() ? req->max_nodes() : std::min<uint32_t>(10000, l.max_tree_nodes);
     auto t = s->Cct(q);
     if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&t);
@@ -553,7 +640,7 @@ grpc::Status ProfilerService::GetHotCallPairs(grpc::ServerContext* ctx,
                                               v1::HotCallPairs* resp) {
   return Run("GetHotCallPairs", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
     auto pairs = s->HotCallPairs(k);
@@ -568,7 +655,7 @@ grpc::Status ProfilerService::GetHotMethods(grpc::ServerContext* ctx,
                                             v1::HotMethods* resp) {
   return Run("GetHotMethods", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
     auto r = s->HotMethods(k);
@@ -583,7 +670,7 @@ grpc::Status ProfilerService::SaveBaseline(grpc::ServerContext* ctx,
                                            v1::SaveBaselineResponse* resp) {
   return Run("SaveBaseline", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     if (req->name().empty() || req->name().size() > 256)
       return Invalid("baseline name must be 1..256 bytes");
     auto n = s->SaveBaseline(req->name());
@@ -598,7 +685,7 @@ grpc::Status ProfilerService::GetResidualPaths(grpc::ServerContext* ctx,
                                                v1::ResidualPaths* resp) {
   return Run("GetResidualPaths", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
     if (req->baseline().empty() || req->baseline().size() > 256)
@@ -621,13 +708,21 @@ grpc::Status ProfilerService::WatchHotPaths(grpc::ServerContext* ctx,
                                             grpc::ServerWriter<v1::HotPaths>* writer) {
   return Run("WatchHotPaths", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->query().session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->query().session(), "query.session", &s); !st.ok())
+      return st;
     Limits l = limits();
-    uint32_t interval = req->interval_ms() ? req->interval_ms() : 1000;
+    using google::protobuf::util::TimeUtil;
+    if (req->interval().seconds() < 0 || req->interval().nanos() < 0)
+      return Invalid("interval is negative", "interval");
+    if (req->interval().seconds() > 3600) return Invalid("interval above one hour", "interval");
+    int64_t interval_ms = TimeUtil::DurationToMilliseconds(req->interval());
+    uint32_t interval = interval_ms ? static_cast<uint32_t>(interval_ms) : 1000;
     if (interval < l.min_watch_interval_ms)
-      return Invalid("interval_ms " + std::to_string(interval) + " is below the server minimum " +
-                     std::to_string(l.min_watch_interval_ms) + " (limits.min_watch_interval_ms)");
-    if (interval > 3600000) return Invalid("interval_ms above one hour");
+      return api::MakeError(
+          StatusCode::INVALID_ARGUMENT,
+          "interval " + std::to_string(interval) + " ms is below the server minimum " +
+              std::to_string(l.min_watch_interval_ms) + " ms (limits.min_watch_interval_ms)",
+          {.reason = "BELOW_LIMIT", .field = "interval", .limit = "limits.min_watch_interval_ms"});
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->query().top_k(), &k); !st.ok()) return st;
     std::string client = peer.client_key();
@@ -664,7 +759,7 @@ grpc::Status ProfilerService::ExportProfile(grpc::ServerContext* ctx,
                                             v1::ExportProfileResponse* resp) {
   return Run("ExportProfile", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     auto r = s->ExportPprof(req->include_paths(), Authorizer::KernelAddressesVisible(peer));
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_pprof_gzip(std::move(*r));
@@ -677,7 +772,7 @@ grpc::Status ProfilerService::ExportBranchProfile(grpc::ServerContext* ctx,
                                                   v1::ExportBranchProfileResponse* resp) {
   return Run("ExportBranchProfile", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     decoders::BranchProfileRequest request;
     switch (req->format()) {
       case v1::BRANCH_PROFILE_FORMAT_BOLT_FDATA:
@@ -698,6 +793,7 @@ grpc::Status ProfilerService::ExportBranchProfile(grpc::ServerContext* ctx,
                           "it empty for the target's executable");
     }
     request.binary = req->binary();
+    if (grpc::Status st = NonNegative("pid", req->pid()); !st.ok()) return st;
     auto r = s->ExportBranchProfile(std::move(request), req->pid());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_data(std::move(r->data));
@@ -713,9 +809,9 @@ grpc::Status ProfilerService::GetStats(grpc::ServerContext* ctx, const v1::GetSt
                                        v1::Stats* resp) {
   return Run("GetStats", ctx, [&](const Peer& peer) -> grpc::Status {
     std::vector<std::shared_ptr<pipeline::Session>> chosen;
-    if (!req->session_id().empty()) {
+    if (!req->session().empty()) {
       std::shared_ptr<pipeline::Session> s;
-      if (grpc::Status st = Session(peer, req->session_id(), &s); !st.ok()) return st;
+      if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
       chosen.push_back(std::move(s));
     } else {
       for (const auto& info : sessions_->List())

@@ -68,11 +68,11 @@ class RecordingQueries : public ::testing::Test {
     ASSERT_EQ(h.rc, rc) << h.out;
     ASSERT_TRUE(Parse(d.out, daemon));
     ASSERT_TRUE(Parse(h.out, here));
-    // What names the answer differs (the session's id; the recording's path), and nothing else.
-    EXPECT_EQ(daemon->session_id(), id_);
-    EXPECT_EQ(here->session_id(), *pbs_);
-    daemon->clear_session_id();
-    here->clear_session_id();
+    // Only the daemon's answer names a session (a recording is not a session resource); they
+    // differ in nothing else.
+    EXPECT_EQ(daemon->session(), "sessions/" + id_);
+    EXPECT_EQ(here->session(), "");
+    daemon->clear_session();
   }
 
   static ::testing::AssertionResult Same(const google::protobuf::Message& a,
@@ -99,9 +99,9 @@ TEST_F(RecordingQueries, HotPathsAgree) {
   v1::HotPaths d, h;
   Both("paths ARG --top 8 --blocks", &d, &h);
   // A profile clock: when each side read it.
-  EXPECT_GT(d.as_of_unix_ms(), 0);
-  d.clear_as_of_unix_ms();
-  h.clear_as_of_unix_ms();
+  EXPECT_GT(d.compute_time().seconds(), 0);
+  d.clear_compute_time();
+  h.clear_compute_time();
   EXPECT_TRUE(Same(d, h));
   // An exact trace goes through the Hot Path Table: exact counts, and spin()'s loop on top.
   ASSERT_EQ(d.paths_size(), 8);
@@ -150,7 +150,8 @@ TEST_F(RecordingQueries, CallingContextTreesAgree) {
 TEST_F(RecordingQueries, AnImportedRecordingIsAnEndedSession) {
   auto sessions = daemon_.Ctl("sessions --json");
   ASSERT_EQ(sessions.rc, 0) << sessions.out;
-  EXPECT_NE(sessions.out.find("\"id\":\"" + id_ + "\""), std::string::npos) << sessions.out;
+  EXPECT_NE(sessions.out.find("\"name\":\"sessions/" + id_ + "\""), std::string::npos)
+      << sessions.out;
   auto missing = daemon_.Ctl("import " + *dir_ + "/no-such.pbs");
   EXPECT_EQ(missing.rc, 6) << missing.out;  // not found, as for a missing session
   EXPECT_NE(missing.out.find("no-such.pbs"), std::string::npos) << missing.out;

@@ -175,7 +175,7 @@ TEST_F(PathtopEndToEnd, SurvivesADaemonRestartMarksTheExitAndLeavesNoSession) {
   tmux.Keys("q");
   EXPECT_TRUE(tmux.WaitForExit(10));
   const std::string after = Sessions();
-  EXPECT_FALSE(Has(after, "\"id\":")) << "pathtop left its session behind: " << after;
+  EXPECT_FALSE(Has(after, "\"name\":")) << "pathtop left its session behind: " << after;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // the screen), not about the daemon's numbers; the end-to-end test uses the real pathprofd.
 #pragma once
 
+#include <google/protobuf/util/time_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -32,7 +33,7 @@ inline v1::Location Loc(const std::string& fn, uint64_t base, uint64_t off) {
 // The known profile: hot_loop dominates.
 inline v1::HotPaths KnownHotPaths(const std::string& session) {
   v1::HotPaths msg;
-  msg.set_session_id(session);
+  msg.set_session(session);
   msg.set_total(1000);
   msg.set_paths_distinct(7);
   struct P {
@@ -93,11 +94,11 @@ class FakeProfiler final : public v1::PathProfiler::Service {
                             v1::Session* out) override {
     ++start_calls;
     last_start_source = req->source();
-    if (req->pid() != pid_)
+    if (req->pid() != static_cast<int32_t>(pid_))
       return {grpc::StatusCode::NOT_FOUND, "no process " + std::to_string(req->pid())};
     std::lock_guard<std::mutex> lock(mu_);
     v1::Session s;
-    s.set_id("s" + std::to_string(++session_count_));
+    s.set_name("sessions/s" + std::to_string(++session_count_));
     s.add_pids(pid_);
     s.set_state(v1::SESSION_STATE_RUNNING);
     // As pathprofd: the source asked for, or ptrace where auto finds no PMU.
@@ -113,40 +114,41 @@ class FakeProfiler final : public v1::PathProfiler::Service {
     ++stop_calls;
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& s : sessions_) {
-      if (s.id() == req->session_id()) {
+      if (s.name() == req->name()) {
         s.set_state(v1::SESSION_STATE_STOPPED);
         *out = s;
         return grpc::Status::OK;
       }
     }
-    return {grpc::StatusCode::NOT_FOUND, "no session " + req->session_id()};
+    return {grpc::StatusCode::NOT_FOUND, "no session " + req->name()};
   }
   grpc::Status DeleteSession(grpc::ServerContext*, const v1::DeleteSessionRequest* req,
                              v1::DeleteSessionResponse* out) override {
     ++delete_calls;
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
-      if (it->id() == req->session_id()) {
+      if (it->name() == req->name()) {
         *out->mutable_deleted() = *it;
         sessions_.erase(it);
         return grpc::Status::OK;
       }
     }
-    return {grpc::StatusCode::NOT_FOUND, "no session " + req->session_id()};
+    return {grpc::StatusCode::NOT_FOUND, "no session " + req->name()};
   }
   grpc::Status GetHotPaths(grpc::ServerContext*, const v1::GetHotPathsRequest* req,
                            v1::HotPaths* out) override {
-    if (!HasSession(req->session_id())) return NoSession(req->session_id());
-    *out = PathsOf(req->session_id());
+    if (!HasSession(req->session())) return NoSession(req->session());
+    *out = PathsOf(req->session());
     return grpc::Status::OK;
   }
   // What a session's target does, as the daemon sees it: e.g. TARGET_EXITED when it exits.
-  void SetState(const std::string& id, v1::SessionState state, int64_t stopped_unix_ms) {
+  void SetState(const std::string& name, v1::SessionState state, int64_t ended_unix_ms) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& s : sessions_) {
-      if (s.id() != id) continue;
+      if (s.name() != name) continue;
       s.set_state(state);
-      s.set_stopped_unix_ms(stopped_unix_ms);
+      *s.mutable_end_time() =
+          google::protobuf::util::TimeUtil::MillisecondsToTimestamp(ended_unix_ms);
     }
   }
   size_t session_count() {
@@ -160,11 +162,13 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   grpc::Status WatchHotPaths(grpc::ServerContext* ctx, const v1::WatchHotPathsRequest* req,
                              grpc::ServerWriter<v1::HotPaths>* writer) override {
     ++watch_calls;
-    if (!HasSession(req->query().session_id())) return NoSession(req->query().session_id());
+    if (!HasSession(req->query().session())) return NoSession(req->query().session());
     while (!ctx->IsCancelled() && !stopping) {
-      if (!writer->Write(PathsOf(req->query().session_id()))) break;
-      if (!Running(req->query().session_id())) break;  // as pathprofd: the final report
-      for (uint32_t waited = 0; waited < req->interval_ms() && !ctx->IsCancelled() && !stopping;
+      if (!writer->Write(PathsOf(req->query().session()))) break;
+      if (!Running(req->query().session())) break;  // as pathprofd: the final report
+      const int64_t interval_ms =
+          google::protobuf::util::TimeUtil::DurationToMilliseconds(req->interval());
+      for (int64_t waited = 0; waited < interval_ms && !ctx->IsCancelled() && !stopping;
            waited += 20) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
@@ -173,7 +177,7 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   }
   grpc::Status GetHotSubpaths(grpc::ServerContext*, const v1::GetHotSubpathsRequest* req,
                               v1::HotSubpaths* out) override {
-    if (!HasSession(req->session_id())) return NoSession(req->session_id());
+    if (!HasSession(req->session())) return NoSession(req->session());
     v1::Subpath* s = out->add_subpaths();
     for (uint64_t o : {0x10, 0x24, 0x38, 0x10}) *s->add_blocks() = Loc("hot_loop", 0x401100, o);
     s->set_length(4);
@@ -191,7 +195,7 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   grpc::Status GetCallingContextTree(grpc::ServerContext*,
                                      const v1::GetCallingContextTreeRequest* req,
                                      v1::CallingContextTree* out) override {
-    if (!HasSession(req->session_id())) return NoSession(req->session_id());
+    if (!HasSession(req->session())) return NoSession(req->session());
     auto node = [&](uint64_t id, uint64_t parent, const char* fn, uint64_t base, double self,
                     double total) {
       v1::CctNode* n = out->add_nodes();
@@ -215,7 +219,7 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   }
   grpc::Status GetHotCallPairs(grpc::ServerContext*, const v1::GetHotCallPairsRequest* req,
                                v1::HotCallPairs* out) override {
-    if (!HasSession(req->session_id())) return NoSession(req->session_id());
+    if (!HasSession(req->session())) return NoSession(req->session());
     v1::CallPair* p = out->add_pairs();
     *p->mutable_call_site() = Loc("main", 0x401400, 0x2c);
     *p->mutable_target() = Loc("hot_loop", 0x401100, 0);
@@ -230,7 +234,7 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   }
   grpc::Status GetHotMethods(grpc::ServerContext*, const v1::GetHotMethodsRequest* req,
                              v1::HotMethods* out) override {
-    if (!HasSession(req->session_id())) return NoSession(req->session_id());
+    if (!HasSession(req->session())) return NoSession(req->session());
     v1::HotMethod* m = out->add_methods();
     *m->mutable_function() = Loc("hot_loop", 0x401100, 0);
     m->mutable_self()->set_value(62);
@@ -263,14 +267,14 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   bool HasSession(const std::string& id) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& s : sessions_) {
-      if (s.id() == id) return true;
+      if (s.name() == id) return true;
     }
     return false;
   }
   bool Running(const std::string& id) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& s : sessions_) {
-      if (s.id() == id) return s.state() == v1::SESSION_STATE_RUNNING;
+      if (s.name() == id) return s.state() == v1::SESSION_STATE_RUNNING;
     }
     return false;
   }
@@ -278,9 +282,9 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   v1::HotPaths PathsOf(const std::string& id) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& s : sessions_) {
-      if (s.id() == id && s.source() == v1::BRANCH_SOURCE_NONE) {
+      if (s.name() == id && s.source() == v1::BRANCH_SOURCE_NONE) {
         v1::HotPaths empty;
-        empty.set_session_id(id);
+        empty.set_session(id);
         return empty;
       }
     }

@@ -1,6 +1,7 @@
 // The fetcher against a real gRPC server on a real Unix socket (the in-test fake daemon):
 // starting and joining sessions, the WatchHotPaths stream, polling a view, and reconnecting
 // after the daemon restarts.
+#include <google/protobuf/util/time_util.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -72,8 +73,8 @@ TEST(Fetcher, StartsASessionStreamsHotPathsAndDeletesItsSession) {
     Collected c;
     ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.hot_paths && c.stats >= 2; }));
     ASSERT_TRUE(c.session);
-    EXPECT_EQ(c.session->id(), "s1");
-    EXPECT_EQ(c.hot_paths->session_id(), "s1");
+    EXPECT_EQ(c.session->name(), "sessions/s1");
+    EXPECT_EQ(c.hot_paths->session(), "sessions/s1");
     EXPECT_EQ(c.hot_paths->paths(0).start().function(), "hot_loop");
     EXPECT_GE(daemon.service().watch_calls.load(), 1);
     EXPECT_EQ(daemon.service().start_calls.load(), 1);
@@ -119,11 +120,12 @@ TEST(Fetcher, FollowsTheSessionStateUntilTheTargetExits) {
   Collected c;
   ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.hot_paths.has_value(); }));
   ASSERT_EQ(c.session->state(), v1::SESSION_STATE_RUNNING);
-  daemon.service().SetState("s1", v1::SESSION_STATE_TARGET_EXITED, 1234567);
+  daemon.service().SetState("sessions/s1", v1::SESSION_STATE_TARGET_EXITED, 1234567);
   ASSERT_TRUE(Collect(f, &c, [](const Collected& c) {
     return c.session->state() == v1::SESSION_STATE_TARGET_EXITED;
   })) << "the session's state was not polled";
-  EXPECT_EQ(c.session->stopped_unix_ms(), 1234567);
+  EXPECT_EQ(google::protobuf::util::TimeUtil::TimestampToMilliseconds(c.session->end_time()),
+            1234567);
   const int watches = daemon.service().watch_calls.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   // The ended session's final report was had: no stream is asked for again and again.
@@ -147,7 +149,7 @@ TEST(Fetcher, JoinsARunningSessionAndLeavesItRunning) {
   f.Start();
   Collected c;
   ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.hot_paths.has_value(); }));
-  EXPECT_EQ(c.session->id(), existing.id());
+  EXPECT_EQ(c.session->name(), existing.name());
   f.Stop();
   EXPECT_EQ(daemon.service().start_calls.load(), 1);  // only the test's own
   EXPECT_EQ(daemon.service().stop_calls.load(), 0);
@@ -197,7 +199,7 @@ TEST(Fetcher, ReconnectsAfterTheDaemonRestartsAndStartsANewSession) {
   }));
   EXPECT_TRUE(c.connection->reconnected);
   EXPECT_EQ(daemon->service().start_calls.load(), 1);
-  EXPECT_EQ(c.hot_paths->session_id(), "s1");
+  EXPECT_EQ(c.hot_paths->session(), "sessions/s1");
   // Auto chose ptrace on the first daemon; the new session asks for ptrace, not auto again.
   EXPECT_EQ(daemon->service().last_start_source.load(), v1::SOURCE_CHOICE_PTRACE);
   EXPECT_NE(c.connection->message.find("re-created the session as s1, source ptrace as s1 had"),
@@ -259,7 +261,7 @@ TEST(Fetcher, ARestartKeepsTheSourceOfAJoinedSession) {
   f.Start();
   Collected c;
   ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.session.has_value(); }));
-  EXPECT_EQ(c.session->id(), existing.id());
+  EXPECT_EQ(c.session->name(), existing.name());
   daemon = Restart(std::move(daemon), sock, f, &c, 77);
   EXPECT_EQ(daemon->service().start_calls.load(), 1);
   EXPECT_EQ(daemon->service().last_start_source.load(), v1::SOURCE_CHOICE_NONE);
@@ -278,7 +280,7 @@ TEST(Fetcher, AnEndedSessionLostInARestartIsNotReplaced) {
   f.Start();
   Collected c;
   ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.session.has_value(); }));
-  daemon->service().SetState("s1", v1::SESSION_STATE_TARGET_EXITED, 1);
+  daemon->service().SetState("sessions/s1", v1::SESSION_STATE_TARGET_EXITED, 1);
   ASSERT_TRUE(Collect(f, &c, [](const Collected& c) {
     return c.session->state() == v1::SESSION_STATE_TARGET_EXITED;
   }));

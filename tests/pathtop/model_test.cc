@@ -1,5 +1,6 @@
 // pathtop's model without a terminal: sorting, order kept between refreshes, the filter, the
 // calling-context tree's expand/collapse, keys, and the screen fitted to 80x24.
+#include <google/protobuf/util/time_util.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -114,7 +115,7 @@ v1::CallingContextTree KnownTree(uint64_t id_base) {
   // The fake's tree, with node ids shifted to show that identity is by context, not id.
   {
     v1::GetCallingContextTreeRequest req;
-    req.set_session_id("s1");
+    req.set_session("sessions/s1");
     v1::StartSessionRequest start;
     start.set_pid(42);
     v1::Session s;
@@ -320,7 +321,7 @@ void ExpectNoCutLines(const std::vector<ScreenLine>& lines, int width) {
 
 v1::Session RunningSession(v1::BranchSource source, const std::string& reason) {
   v1::Session s;
-  s.set_id("s1-a9bd");
+  s.set_name("sessions/s1-a9bd");
   s.add_pids(42);
   s.set_state(v1::SESSION_STATE_RUNNING);
   s.set_source(source);
@@ -360,7 +361,7 @@ TEST(Model, AStacksOnlySessionSaysWhatArrivesInsteadOfNothing) {
   m.SetTargetLabel("pid 42 (loop)");
   m.SetSession(RunningSession(v1::BRANCH_SOURCE_NONE, "asked for"));
   v1::HotPaths none;
-  none.set_session_id("s1-a9bd");
+  none.set_session("sessions/s1-a9bd");
   m.SetHotPaths(none);
   m.SetStats(StacksPerSecond(97));
   auto lines = m.Layout(80, 24);
@@ -390,7 +391,8 @@ TEST(Model, AnExitedTargetIsMarkedInTheHeader) {
   EXPECT_NE(m.Layout(80, 24)[0].text.find("session s1-a9bd running"), std::string::npos);
   EXPECT_EQ(m.Layout(80, 24)[0].style, ScreenLine::kTitle);
   s.set_state(v1::SESSION_STATE_TARGET_EXITED);
-  s.set_stopped_unix_ms(1'700'000'000'000);
+  *s.mutable_end_time() =
+      google::protobuf::util::TimeUtil::MillisecondsToTimestamp(1'700'000'000'000);
   m.SetSession(s);
   m.SetNowUnixMs(1'700'000'012'400);
   auto lines = m.Layout(80, 24);

@@ -202,7 +202,7 @@ TEST_F(PathtopTui, MarksAnExitedTarget) {
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
-  daemon.service().SetState("s1", v1::SESSION_STATE_TARGET_EXITED, now_ms - 5000);
+  daemon.service().SetState("sessions/s1", v1::SESSION_STATE_TARGET_EXITED, now_ms - 5000);
   s = tmux.WaitFor([](const std::string& s) { return Has(Line(s, 0), "exited"); });
   Keep("exited", s);
   EXPECT_TRUE(Has(Line(s, 0), "session s1 exited")) << s;

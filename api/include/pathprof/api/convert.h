@@ -17,7 +17,8 @@ void ToProto(const pipeline::HotPath& in, v1::HotPath* out);  // pid and observa
 void ToProto(const pipeline::SessionInfo& in, v1::Session* out);
 void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out);
 
-// A query's whole answer. `as_of_unix_ms` of a profile with nothing in it yet reads "now".
+// A query's whole answer, about the session whose bare id is `session_id` (named
+// sessions/{id} in the message). The compute_time of a profile with nothing in it yet is now.
 void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, v1::HotPaths* out);
 // At most `max_subpaths` rows: an iceberg query (threshold) has no top_k to bound it.
 void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_id,

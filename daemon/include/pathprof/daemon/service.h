@@ -91,9 +91,10 @@ class ProfilerService final : public v1::PathProfiler::Service {
  private:
   template <typename F>
   grpc::Status Run(const char* method, grpc::ServerContext* context, F&& body);
-  grpc::Status Session(const Peer& peer, const std::string& id,
+  // The session a request names in `field` (sessions/{id}), if the peer may see it.
+  grpc::Status Session(const Peer& peer, const std::string& name, const char* field,
                        std::shared_ptr<pipeline::Session>* out) const;
-  grpc::Status CheckTopK(uint32_t requested, uint32_t* top_k) const;
+  grpc::Status CheckTopK(int32_t requested, uint32_t* top_k) const;
   grpc::Status FillHotPaths(const pipeline::Session& session, const v1::GetHotPathsRequest& req,
                             bool hide_kernel, v1::HotPaths* out) const;
   Limits limits() const;
