@@ -4,21 +4,16 @@
 #include <limits>
 
 #include "pathprof/api/convert.h"
+#include "pathprof/api/queries.h"
 #include "pathprof/api/resource_names.h"
 #include "pathprof/pipeline/offline_analysis.h"
 
 namespace pathctl {
 
 namespace pl = pathprof::pipeline;
-using pathprof::api::FromProto;
 using pathprof::api::ToProto;
 
 namespace {
-// The daemon's defaults for a request that leaves a bound at 0 (daemon/config.h:
-// limits.default_top_k; the tree's node bound).
-constexpr uint32_t kDefaultTopK = 20;
-constexpr uint32_t kDefaultTreeNodes = 10000;
-
 // A recording's answer names no session: it is not a session resource.
 template <typename Message>
 int Answered(Message* out) {
@@ -26,9 +21,8 @@ int Answered(Message* out) {
   return kExitOk;
 }
 
-uint32_t TopK(int32_t requested) {
-  return requested <= 0 ? kDefaultTopK : static_cast<uint32_t>(requested);
-}
+// The daemon's defaults, without its upper bounds: a recording read here is nobody else's.
+const pathprof::api::QueryLimits kHere;
 }  // namespace
 
 std::string QuerySource::Name(const std::string& positional) const {
@@ -42,6 +36,12 @@ bool QuerySource::IsRecording(const std::string& arg) {
 QuerySource::QuerySource(Args& args, std::string command) : command_(std::move(command)) {
   const auto& pos = args.positional();
   if (!(pos.size() == 1 && IsRecording(pos[0]))) client_.emplace(args);
+}
+
+int QuerySource::Refused(const grpc::Status& s) const {
+  std::fprintf(stderr, "pathctl %s: invalid request: %s\n", command_.c_str(),
+               s.error_message().c_str());
+  return ExitCodeFor(s.error_code());
 }
 
 const pl::Session* QuerySource::Recording(const std::string& path) {
@@ -63,9 +63,7 @@ int QuerySource::Get(const v1::GetHotPathsRequest& req, v1::HotPaths* out) {
   const pl::Session* session = Recording(req.session());
   if (session == nullptr) return failed_;
   pl::HotPathsQuery q;
-  q.top_k = TopK(req.top_k());
-  q.metric = FromProto(req.metric());
-  q.with_blocks = req.with_blocks();
+  if (grpc::Status s = pathprof::api::ToQuery(req, kHere, &q); !s.ok()) return Refused(s);
   ToProto(session->HotPaths(q), session->id(), out);
   return Answered(out);
 }
@@ -76,8 +74,7 @@ int QuerySource::Get(const v1::GetHotSubpathsRequest& req, v1::HotSubpaths* out)
   const pl::Session* session = Recording(req.session());
   if (session == nullptr) return failed_;
   pl::HotSubpathsQuery q;
-  q.top_k = TopK(req.top_k());
-  q.threshold = req.threshold();
+  if (grpc::Status s = pathprof::api::ToQuery(req, kHere, &q); !s.ok()) return Refused(s);
   // The daemon bounds an iceberg answer by its max_top_k; here nothing is shared to protect.
   ToProto(session->HotSubpaths(q), session->id(), std::numeric_limits<size_t>::max(), out);
   return Answered(out);
@@ -89,10 +86,7 @@ int QuerySource::Get(const v1::GetCallingContextTreeRequest& req, v1::CallingCon
   const pl::Session* session = Recording(req.session());
   if (session == nullptr) return failed_;
   pl::CctQuery q;
-  if (req.max_depth()) q.max_depth = req.max_depth();
-  q.min_weight = req.min_weight();
-  q.root_function = req.root_function();
-  q.max_nodes = req.max_nodes() ? req.max_nodes() : kDefaultTreeNodes;
+  if (grpc::Status s = pathprof::api::ToQuery(req, kHere, &q); !s.ok()) return Refused(s);
   ToProto(session->Cct(q), session->id(), out);
   return Answered(out);
 }
@@ -102,7 +96,9 @@ int QuerySource::Get(const v1::GetHotCallPairsRequest& req, v1::HotCallPairs* ou
     return Ask([&](auto& stub, auto* ctx) { return stub.GetHotCallPairs(ctx, req, out); });
   const pl::Session* session = Recording(req.session());
   if (session == nullptr) return failed_;
-  ToProto(session->HotCallPairs(TopK(req.top_k())), session->id(), out);
+  uint32_t k;
+  if (grpc::Status s = pathprof::api::TopK(req.top_k(), kHere, &k); !s.ok()) return Refused(s);
+  ToProto(session->HotCallPairs(k), session->id(), out);
   return Answered(out);
 }
 
@@ -110,7 +106,9 @@ int QuerySource::Get(const v1::GetHotMethodsRequest& req, v1::HotMethods* out) {
   if (client_) return Ask([&](auto& stub, auto* ctx) { return stub.GetHotMethods(ctx, req, out); });
   const pl::Session* session = Recording(req.session());
   if (session == nullptr) return failed_;
-  ToProto(session->HotMethods(TopK(req.top_k())), session->id(), out);
+  uint32_t k;
+  if (grpc::Status s = pathprof::api::TopK(req.top_k(), kHere, &k); !s.ok()) return Refused(s);
+  ToProto(session->HotMethods(k), session->id(), out);
   return Answered(out);
 }
 

@@ -54,6 +54,8 @@ class QuerySource {
     const grpc::Status s = call(client_->stub(), ctx.get());
     return s.ok() ? kExitOk : client_->Fail(command_, s);
   }
+  // A request the checks refused (as the daemon would): printed, and its exit code.
+  int Refused(const grpc::Status& s) const;
   // The recording's session, read on first use; nullptr after printing why it cannot be.
   const pathprof::pipeline::Session* Recording(const std::string& path);
 

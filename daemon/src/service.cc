@@ -13,6 +13,7 @@
 
 #include "pathprof/api/convert.h"
 #include "pathprof/api/grpc_status.h"
+#include "pathprof/api/queries.h"
 #include "pathprof/api/resource_names.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/daemon/log.h"
@@ -39,27 +40,20 @@ grpc::Status Invalid(const std::string& msg, const std::string& field = "") {
 
 using api::ToGrpc;  // the one ErrorCode -> gRPC mapping (api/grpc_status.h)
 
-grpc::Status AboveLimit(const char* field, uint64_t value, uint64_t max, const char* key) {
-  return api::MakeError(
-      StatusCode::INVALID_ARGUMENT,
-      std::string(field) + " " + std::to_string(value) + " is above the server maximum " +
-          std::to_string(max) + " (limits." + key + ")",
-      {.reason = "ABOVE_LIMIT", .field = field, .limit = std::string("limits.") + key});
-}
+// Counts are signed on the wire (AIP-141): the request checks of api/queries.h refuse a
+// negative one, or one above the server's bound, naming the field.
+using api::AboveLimit;
+using api::Bounded;
+using api::NonNegative;
 
-// Counts are signed on the wire (AIP-141); a negative one is a caller's mistake, named.
-template <typename T>
-grpc::Status NonNegative(const char* field, T value) {
-  if (value >= 0) return grpc::Status::OK;
-  return Invalid(std::string(field) + " " + std::to_string(value) + " is negative", field);
-}
-
-// A count with a server maximum: negative or above it is refused.
-template <typename T>
-grpc::Status Bounded(const char* field, T value, uint64_t max, const char* key) {
-  if (grpc::Status s = NonNegative(field, value); !s.ok()) return s;
-  if (static_cast<uint64_t>(value) > max) return AboveLimit(field, value, max, key);
-  return grpc::Status::OK;
+api::QueryLimits QueryLimitsOf(const Limits& l) {
+  api::QueryLimits q;
+  q.default_top_k = l.default_top_k;
+  q.max_top_k = l.max_top_k;
+  q.max_depth = l.max_depth;
+  q.max_tree_nodes = l.max_tree_nodes;
+  q.max_name_length = l.max_name_length;
+  return q;
 }
 
 // Durations in a request are whole seconds, 0 to `max_s`.
@@ -166,10 +160,7 @@ grpc::Status ProfilerService::Session(const Peer& peer, const std::string& name,
 }
 
 grpc::Status ProfilerService::CheckTopK(int32_t requested, uint32_t* top_k) const {
-  Limits l = limits();
-  if (grpc::Status s = Bounded("top_k", requested, l.max_top_k, "max_top_k"); !s.ok()) return s;
-  *top_k = requested == 0 ? l.default_top_k : static_cast<uint32_t>(requested);
-  return grpc::Status::OK;
+  return api::TopK(requested, QueryLimitsOf(limits()), top_k);
 }
 
 grpc::Status ProfilerService::GetCapabilities(grpc::ServerContext* ctx,
@@ -567,9 +558,7 @@ grpc::Status ProfilerService::FillHotPaths(const pipeline::Session& session,
                                            const v1::GetHotPathsRequest& req, bool hide_kernel,
                                            v1::HotPaths* out) const {
   pipeline::HotPathsQuery q;
-  if (grpc::Status s = CheckTopK(req.top_k(), &q.top_k); !s.ok()) return s;
-  q.metric = FromProto(req.metric());
-  q.with_blocks = req.with_blocks();
+  if (grpc::Status s = api::ToQuery(req, QueryLimitsOf(limits()), &q); !s.ok()) return s;
   auto r = session.HotPaths(q);
   if (hide_kernel) pipeline::HideKernelFrames(&r);
   api::ToProto(r, session.id(), out);
@@ -592,10 +581,7 @@ grpc::Status ProfilerService::GetHotSubpaths(grpc::ServerContext* ctx,
     std::shared_ptr<pipeline::Session> s;
     if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     pipeline::HotSubpathsQuery q;
-    if (grpc::Status st = CheckTopK(req->top_k(), &q.top_k); !st.ok()) return st;
-    if (!(req->threshold() >= 0 && req->threshold() <= 1))
-      return Invalid("threshold must be a share in [0, 1]");
-    q.threshold = req->threshold();
+    if (grpc::Status st = api::ToQuery(*req, QueryLimitsOf(limits()), &q); !st.ok()) return st;
     auto r = s->HotSubpaths(q);
     if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&r);
     // An iceberg query is bounded by max_top_k too: it may not return an unbounded list.
@@ -610,24 +596,8 @@ grpc::Status ProfilerService::GetCallingContextTree(grpc::ServerContext* ctx,
   return Run("GetCallingContextTree", ctx, [&](const Peer& peer) -> grpc::Status {
     std::shared_ptr<pipeline::Session> s;
     if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
-    Limits l = limits();
     pipeline::CctQuery q;
-    if (grpc::Status st = Bounded("max_depth", req->max_depth(), l.max_depth, "max_depth");
-        !st.ok())
-      return st;
-    if (req->max_depth()) q.max_depth = req->max_depth();
-    if (!(req->min_weight() >= 0 && req->min_weight() <= 1))
-      return Invalid("min_weight must be a share in [0, 1]");
-    q.min_weight = req->min_weight();
-    if (req->root_function().size() > l.max_name_length)
-      return AboveLimit("root_function length", req->root_function().size(), l.max_name_length,
-                        "max_name_length");
-    q.root_function = req->root_function();
-    if (grpc::Status st =
-            Bounded("max_nodes", req->max_nodes(), l.max_tree_nodes, "max_tree_nodes");
-        !st.ok())
-      return st;
-    q.max_nodes = req->max_nodes() ? req->max_nodes() : std::min<uint32_t>(10000, l.max_tree_nodes);
+    if (grpc::Status st = api::ToQuery(*req, QueryLimitsOf(limits()), &q); !st.ok()) return st;
     auto t = s->Cct(q);
     if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&t);
     api::ToProto(t, s->id(), resp);
