@@ -1,7 +1,6 @@
 // pathctl run: profiles a command (or a running process, --pid) with the embedded pipeline, no
 // daemon needed, and prints its hot paths, hot subpaths, hot call pairs, hot methods and the top
 // of its calling context tree when it exits or --duration ends.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,11 +9,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pathctl/client.h"
 #include "pathctl/command.h"
+#include "pathctl/held_command.h"
 #include "pathctl/json_writer.h"
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/pipeline/session.h"
@@ -23,43 +24,6 @@ namespace pathctl {
 namespace {
 
 namespace pl = pathprof::pipeline;
-
-// Forks and execs `argv`; returns the child's pid once the exec has succeeded (a close-on-exec
-// pipe reports a failed exec's errno), so profiling starts on the new image, not on our copy.
-pid_t Spawn(const std::vector<std::string>& argv, std::string* error) {
-  int gate[2];
-  if (pipe2(gate, O_CLOEXEC) != 0) {
-    *error = std::string("pipe: ") + std::strerror(errno);
-    return -1;
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
-    return -1;
-  }
-  if (pid == 0) {
-    close(gate[0]);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    const int err = errno;
-    (void)!write(gate[1], &err, sizeof err);
-    _exit(127);
-  }
-  close(gate[1]);
-  int err = 0;
-  ssize_t n;
-  do n = read(gate[0], &err, sizeof err);
-  while (n < 0 && errno == EINTR);
-  close(gate[0]);
-  if (n > 0) {
-    waitpid(pid, nullptr, 0);
-    *error = "cannot run '" + argv[0] + "': " + std::strerror(err);
-    return -1;
-  }
-  return pid;
-}
 
 // Waits up to `ms` for the child to exit, then kills it; its exit status (128 + signal).
 int ReapWithin(pid_t child, int ms) {
@@ -355,6 +319,7 @@ int RunRun(Args& args) {
   }
 
   pid_t child = -1;
+  std::optional<HeldCommand> held;
   if (pid_arg != 0) {
     // Same exit code as the daemon commands give for a process that is not there.
     if (kill(static_cast<pid_t>(pid_arg), 0) != 0 && errno == ESRCH) {
@@ -363,24 +328,27 @@ int RunRun(Args& args) {
     }
     config.pids = {static_cast<uint32_t>(pid_arg)};
   } else {
-    std::string error;
-    child = Spawn(args.rest(), &error);
-    if (child < 0) {
-      std::fprintf(stderr, "pathctl run: %s\n", error.c_str());
-      return kExitError;
-    }
+    auto forked = HeldCommand::Fork(args.rest());
+    if (!forked.ok()) return FailLocal("run", forked.status());
+    held.emplace(std::move(*forked));
+    child = held->pid();
     config.pids = {static_cast<uint32_t>(child)};
   }
 
+  // A held command that cannot be profiled is killed unrun when `held` goes.
   auto session = pl::Session::Start("run", config, caps, nullptr);
-  if (!session.ok()) {
-    if (child > 0) {  // nothing to profile it with: do not leave it running unwatched
-      kill(child, SIGTERM);
-      ReapWithin(child, 1000);
-    }
+  if (!session.ok())
     return FailLocal("run",
                      pathprof::WithContext(session.status(),
                                            "cannot profile pid " + std::to_string(config.pids[0])));
+  if (held) {
+    if (pathprof::Status ran = held->Release(); !ran.ok()) {
+      (*session)->Stop();
+      std::fprintf(stderr, "pathctl run: %s\n", ran.message().c_str());
+      return kExitError;
+    }
+    // The profile attached to our copy of the process: its images are the command's from now.
+    (*session)->NoteExec(static_cast<uint32_t>(child));
   }
   // On stderr with --json too: the report is stdout's, and scripts that attach to a --pid wait
   // for this line before they let the target go.

@@ -643,6 +643,10 @@ void Session::Stop() {
   if (!torn) impl_->TearDown(SessionState::kStopped);
 }
 
+void Session::NoteExec(uint32_t pid) {
+  if (ProfileStore* store = impl_->Lookup(pid)) store->NoteExec();
+}
+
 void Session::RecheckConfinement() {
   if (!impl_ || impl_->confinement.empty()) return;
   {

@@ -74,6 +74,21 @@ TEST_F(RunTest, ACommandThatExitsEndsTheSessionWithItsStatus) {
   EXPECT_NE(r.out.find("\"exit_status\":0"), std::string::npos) << r.out.substr(0, 400);
 }
 
+// A command that exits within microseconds is still profiled from its start: the child is held
+// before its exec until the session is attached (as perf record holds its workload). Before,
+// the session met a process already gone ("does not exist", exit 1) or a zombie (exit 0 with a
+// ptrace reason blaming permissions), depending on the race.
+TEST_F(RunTest, ACommandThatExitsAtOnceIsProfiledNotRacedWith) {
+  for (int i = 0; i < 5; ++i) {
+    const CmdResult r = Pathctl("run --source ptrace --json --top 1 -- /bin/sh -c 'exit 3'");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_EQ(FirstString(r.out, "state", 0), "target-exited") << r.out.substr(0, 400);
+    EXPECT_NE(r.out.find("\"exit_status\":3"), std::string::npos) << r.out.substr(0, 400);
+    EXPECT_EQ(r.out.find("EPERM"), std::string::npos) << r.out.substr(0, 400);
+    EXPECT_NE(r.out.find("\"stats\":[{\"pid\":"), std::string::npos) << r.out.substr(0, 400);
+  }
+}
+
 // --duration D returns within D + 2 s whatever the command does: here it ignores SIGTERM (it
 // gets SIGKILL half a second later) and the tracer steps it the whole time.
 TEST_F(RunTest, DurationBoundsTheRunEvenForACommandThatIgnoresSigterm) {

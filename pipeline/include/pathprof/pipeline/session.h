@@ -77,6 +77,9 @@ class Session {
   // one holds more than its requester, stops collecting (within the control loop's 50 ms) and
   // says why in SessionInfo::error. The daemon calls it before answering every query.
   void RecheckConfinement();
+  // Process `pid` has exec'd a new image (a tracer reports it; a caller that started the
+  // session on a forked child before its exec says so): its mappings and identity are re-read.
+  void NoteExec(uint32_t pid);
   // Blocks until the session is no longer running (duration over, every target exited, stopped)
   // or `timeout_ms` passes; returns true when it ended.
   bool WaitEnded(int timeout_ms);
