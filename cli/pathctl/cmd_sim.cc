@@ -1,5 +1,6 @@
 // pathctl sim: runs the path engine (path stack + Hot Path Table, or the window estimator) over a
-// synthetic workload or a recorded .pbs stream and scores it against the exact profile.
+// synthetic workload or a recorded .pbs stream and scores it against the exact profile. The work
+// is pipeline/offline_sim.h and pipeline/hpt_sweep.h; this file reads flags and prints.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -7,16 +8,15 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "pathctl/command.h"
 #include "pathctl/json_writer.h"
 #include "pathctl/sim_source.h"
 #include "pathctl/sim_stream_profiles.h"
-#include "pathprof/core/pbs.h"
 #include "pathprof/hwmodel/hwmodel.h"
-#include "pathprof/profiles/accuracy.h"
+#include "pathprof/pipeline/hpt_sweep.h"
+#include "pathprof/pipeline/offline_sim.h"
 #include "pathprof/synth/executor.h"
 #include "pathprof/synth/workload.h"
 
@@ -24,8 +24,8 @@ namespace pathctl {
 namespace {
 
 using namespace pathprof;
-using hwmodel::CompletedPath;
 using hwmodel::PathDescriptor;
+using pipeline::PathEngineSimResult;
 
 Result<hwmodel::HotPathTableConfig> ParseHpt(Args& args) {
   hwmodel::HotPathTableConfig c;
@@ -75,88 +75,20 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
-profiles::WeightedProfile<PathDescriptor> ExactWeights(const hwmodel::ExactPathProfile& exact,
-                                                       hwmodel::Metric m) {
-  profiles::WeightedProfile<PathDescriptor> out;
-  out.reserve(exact.size());
-  for (const auto& [p, metrics] : exact.paths())
-    out.emplace_back(p, static_cast<double>(metrics.Get(m)));
-  return out;
-}
+// ---- one run of the path engine ----
 
-profiles::WeightedProfile<PathDescriptor> HptWeights(const hwmodel::HotPathTable& hpt) {
-  profiles::WeightedProfile<PathDescriptor> out;
-  for (const auto& e : hpt.Sorted()) out.emplace_back(e.path, static_cast<double>(e.value));
-  return out;
-}
-
-// One hot path line of the report.
-struct TopRow {
-  PathDescriptor path;
-  double estimate = 0;
-  double share = 0;
-  double exact = 0;
-  size_t exact_rank = 0;  // 0: not in the exact profile
-  double relative_error = 0;
-};
-
-std::vector<TopRow> TopRows(const profiles::WeightedProfile<PathDescriptor>& estimate,
-                            const hwmodel::ExactPathProfile& exact, hwmodel::Metric m, size_t k) {
-  auto sorted = exact.Sorted(m);
-  std::unordered_map<PathDescriptor, size_t, hwmodel::PathDescriptorHash> rank;
-  for (size_t i = 0; i < sorted.size(); ++i) rank.emplace(sorted[i].first, i + 1);
-  double total = 0;
-  for (const auto& [p, w] : estimate) total += w;
-  auto order = estimate;
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::vector<TopRow> rows;
-  for (size_t i = 0; i < order.size() && i < k; ++i) {
-    TopRow r;
-    r.path = order[i].first;
-    r.estimate = order[i].second;
-    r.share = total > 0 ? r.estimate / total : 0;
-    r.exact = static_cast<double>(exact.Get(r.path).Get(m));
-    if (auto it = rank.find(r.path); it != rank.end()) r.exact_rank = it->second;
-    r.relative_error = r.exact > 0 ? (r.estimate - r.exact) / r.exact : 0;
-    rows.push_back(r);
-  }
-  return rows;
-}
-
-struct SimResult {
-  std::string source;
-  std::string paths;
-  std::string mode = "full";  // full | bursty | window
-  hwmodel::HotPathTableConfig hpt;
-  uint64_t branches = 0;
-  uint64_t paths_completed = 0;
-  size_t paths_distinct = 0;
-  size_t hpt_valid = 0;
-  double overlap = 0;
-  double hps_overlap = 0;
-  double ideal_overlap = 0;  // share of the exact profile in its `hpt_valid` heaviest paths
-  double top100 = 0;         // share of the exact profile in its 100 heaviest paths (Fig. 5.2)
-  std::optional<double> dynamic_overlap;
-  size_t dynamic_windows = 0;
-  uint64_t dynamic_window = 0;
-  double sampling_period = 1;
-  hwmodel::PathStackStats stack;
-  hwmodel::HotPathTableStats table;
-  std::vector<TopRow> top;
-};
-
-void PrintJson(const SimResult& r) {
-  JsonWriter j;
-  j.BeginObject();
-  j.Key("source").String(r.source);
-  j.Key("mode").String(r.mode);
+void WriteConfigJson(const std::string& source, const PathEngineSimResult& r, JsonWriter& j) {
+  j.Key("source").String(source);
+  j.Key("mode").String(pipeline::SimModeName(r.mode));
   j.Key("paths").String(r.paths);
   j.Key("hpt_entries").Uint(r.hpt.entries);
   j.Key("hpt_ways").Uint(r.hpt.ways);
   j.Key("hpt_index").String(std::string(hwmodel::HptIndexName(r.hpt.index)));
   j.Key("hpt_replacement").String(std::string(hwmodel::HptReplacementName(r.hpt.replacement)));
   j.Key("metric").String(std::string(hwmodel::MetricName(r.hpt.metric)));
+}
+
+void WriteScoresJson(const PathEngineSimResult& r, JsonWriter& j) {
   j.Key("branches").Uint(r.branches);
   j.Key("paths_completed").Uint(r.paths_completed);
   j.Key("paths_distinct").Uint(r.paths_distinct);
@@ -174,6 +106,9 @@ void PrintJson(const SimResult& r) {
   j.Key("dynamic_windows").Uint(r.dynamic_windows);
   j.Key("dynamic_window_branches").Uint(r.dynamic_window);
   j.Key("sampling_period").Double(r.sampling_period);
+}
+
+void WriteEngineStatsJson(const PathEngineSimResult& r, JsonWriter& j) {
   j.Key("stack").BeginObject();
   j.Key("gaps").Uint(r.stack.gaps);
   j.Key("splits").Uint(r.stack.splits);
@@ -188,6 +123,9 @@ void PrintJson(const SimResult& r) {
   j.Key("evictions").Uint(r.table.evictions);
   j.Key("saturations").Uint(r.table.saturations);
   j.EndObject();
+}
+
+void WriteTopJson(const PathEngineSimResult& r, JsonWriter& j) {
   j.Key("top").BeginArray();
   for (const auto& t : r.top) {
     j.BeginObject();
@@ -202,14 +140,23 @@ void PrintJson(const SimResult& r) {
     j.EndObject();
   }
   j.EndArray();
+}
+
+void PrintJson(const std::string& source, const PathEngineSimResult& r) {
+  JsonWriter j;
+  j.BeginObject();
+  WriteConfigJson(source, r, j);
+  WriteScoresJson(r, j);
+  WriteEngineStatsJson(r, j);
+  WriteTopJson(r, j);
   j.EndObject();
   std::printf("%s\n", j.str().c_str());
 }
 
-void PrintText(const SimResult& r) {
-  std::printf("pathctl sim: %s, %" PRIu64 " branches, %s paths, mode %s\n", r.source.c_str(),
-              r.branches, r.paths.c_str(), r.mode.c_str());
-  if (r.mode != "window") {
+void PrintText(const std::string& source, const PathEngineSimResult& r) {
+  std::printf("pathctl sim: %s, %" PRIu64 " branches, %s paths, mode %s\n", source.c_str(),
+              r.branches, r.paths.c_str(), pipeline::SimModeName(r.mode));
+  if (r.mode != pipeline::SimMode::kWindow) {
     std::printf("HPT %ux%u, %s index, %s replacement, metric %s\n", r.hpt.entries, r.hpt.ways,
                 std::string(hwmodel::HptIndexName(r.hpt.index)).c_str(),
                 std::string(hwmodel::HptReplacementName(r.hpt.replacement)).c_str(),
@@ -239,37 +186,56 @@ void PrintText(const SimResult& r) {
   }
 }
 
-// Accumulates one dynamic-overlap window.
-struct WindowPair {
-  std::optional<hwmodel::HotPathTable> hpt;
-  hwmodel::ExactPathProfile exact;
+// What `pathctl sim` (no --sweep, --subpaths or --calls) was asked for.
+struct SimFlags {
+  bool json = false;
+  std::string source_desc;
+  std::unique_ptr<Source> source;
+  pipeline::PathEngineSimOptions options;
 };
 
-// Cuts a batch at dynamic-window boundaries (every `window` events of the stream) so that each
-// piece lies in one window; calls piece_fn(piece) for each and window_end() after a piece that
-// completes a window. `in_window` carries the position across batches.
-template <typename PieceFn, typename EndFn>
-void SplitAtWindows(const BranchBatch& batch, uint64_t window, uint64_t* in_window,
-                    BranchBatch* piece, PieceFn&& piece_fn, EndFn&& window_end) {
-  size_t pos = 0;
-  while (pos < batch.events.size()) {
-    size_t n =
-        static_cast<size_t>(std::min<uint64_t>(batch.events.size() - pos, window - *in_window));
-    piece->pid = batch.pid;
-    piece->tid = batch.tid;
-    piece->time_ns = batch.time_ns;
-    piece->window = batch.window;
-    piece->gap_before = pos == 0 && batch.gap_before;
-    piece->events.assign(batch.events.begin() + pos, batch.events.begin() + pos + n);
-    piece_fn(static_cast<const BranchBatch&>(*piece));
-    pos += n;
-    *in_window += n;
-    if (*in_window == window) {
-      window_end();
-      *in_window = 0;
-    }
+// The usage problems in the flags; none when *flags is filled in. Every stray or malformed flag
+// is listed, else the first bad value alone.
+std::vector<std::string> ParseSimFlags(Args& args, SimFlags* flags) {
+  flags->json = args.Has("json");
+  auto hpt_config = ParseHpt(args);
+  auto stack_config = hwmodel::ParsePathStackConfig(args.Get("paths", "bl"));
+  long long window = args.GetInt("window", 0, 0, kMaxI64),
+            period = args.GetInt("period", 0, 0, kMaxI64);
+  long long interval = args.GetInt("sample-interval", -1, 0, kMaxI64),
+            burst = args.GetInt("burst-length", 0, 0, kMaxI64);
+  long long top_k = args.GetInt("top", 10, 0, 1000000);
+  long long dyn = args.GetInt("dynamic-window", 10000000, 1, kMaxI64);
+  auto source = Source::Open(args, &flags->source_desc);
+  if (auto p = args.Problems(); !p.empty()) return p;
+  for (const Status* s : {&hpt_config.status(), &stack_config.status(), &source.status()}) {
+    if (!s->ok()) return {s->message()};
   }
+  if (top_k < 0 || dyn < 1) return {"--top must be >= 0, --dynamic-window >= 1"};
+  const bool window_mode = window > 0 || period > 0;
+  const bool bursty_mode = interval >= 0 || burst > 0;
+  if (window_mode && bursty_mode)
+    return {"--window/--period and --sample-interval/--burst-length exclude each other"};
+  if (window_mode && (window < 1 || period < 1))
+    return {"window sampling needs --window W >= 1 and --period P >= 1"};
+  pipeline::PathEngineSimOptions& o = flags->options;
+  o.stack = *stack_config;
+  o.hpt = *hpt_config;
+  if (bursty_mode) {
+    o.bursty.emplace();
+    o.bursty->sample_interval = static_cast<uint64_t>(std::max(0LL, interval));
+    o.bursty->burst_length = static_cast<uint64_t>(burst > 0 ? burst : 100);
+  } else if (window_mode) {
+    o.window = static_cast<uint64_t>(window);
+    o.period = static_cast<uint64_t>(period);
+  }
+  o.top = static_cast<size_t>(top_k);
+  o.dynamic_window = static_cast<uint64_t>(dyn);
+  flags->source = std::move(source).value();
+  return {};
 }
+
+// ---- the sweep ----
 
 std::vector<uint32_t> ParseList(const std::string& s, std::vector<std::string>* problems,
                                 const char* flag) {
@@ -289,13 +255,19 @@ std::vector<uint32_t> ParseList(const std::string& s, std::vector<std::string>* 
   return out;
 }
 
-// Figure 5.7-style sweep: complete (and dynamic) overlap for every HPT size x associativity, one
-// pass per workload: the path stack runs once and feeds every table.
-int RunSweep(Args& args) {
-  const bool json = args.Has("json");
+// What `pathctl sim --sweep` was asked for.
+struct SweepFlags {
+  bool json = false;
+  uint64_t seed = 1, branches = 0;
+  std::vector<std::string> workloads;
+  pipeline::HptSweepOptions options;
+};
+
+std::vector<std::string> ParseSweepFlags(Args& args, SweepFlags* flags) {
+  flags->json = args.Has("json");
   std::string list = args.Get("workload", "all");
-  const auto seed = static_cast<uint64_t>(args.GetInt("seed", 1, 0, kMaxI64));
-  const auto branches = static_cast<uint64_t>(args.GetInt("branches", 20000000, 1, kMaxI64));
+  flags->seed = static_cast<uint64_t>(args.GetInt("seed", 1, 0, kMaxI64));
+  flags->branches = static_cast<uint64_t>(args.GetInt("branches", 20000000, 1, kMaxI64));
   const auto dyn = static_cast<uint64_t>(args.GetInt("dynamic-window", 10000000, 1, kMaxI64));
   auto stack_config = hwmodel::ParsePathStackConfig(args.Get("paths", "bl"));
   std::vector<std::string> problems;
@@ -303,292 +275,132 @@ int RunSweep(Args& args) {
   if (args.Has("hpt"))
     problems.push_back("--hpt does not go with --sweep (--sizes and --ways set the grid)");
   auto base = ParseHpt(args);
-  auto sizes = ParseList(args.Get("sizes", "128,256,512,1024,2048"), &problems, "sizes");
-  auto ways = ParseList(args.Get("ways", "2,4,8,16,32"), &problems, "ways");
+  pipeline::HptSweepOptions& o = flags->options;
+  o.sizes = ParseList(args.Get("sizes", "128,256,512,1024,2048"), &problems, "sizes");
+  o.ways = ParseList(args.Get("ways", "2,4,8,16,32"), &problems, "ways");
   synth::WorkloadSpec probe;
   ApplyKnobs(args, &probe);  // marks the knob flags as known before Problems()
   for (const auto& p : args.Problems()) problems.push_back(p);
   if (!stack_config.ok()) problems.push_back(stack_config.status().message());
   if (!base.ok()) problems.push_back(base.status().message());
-  if (dyn < 1 || branches < 1) problems.push_back("--branches and --dynamic-window must be >= 1");
-  std::vector<std::string> workloads;
+  if (dyn < 1 || flags->branches < 1)
+    problems.push_back("--branches and --dynamic-window must be >= 1");
   if (list == "all") {
-    workloads = synth::BundledWorkloadNames();
+    flags->workloads = synth::BundledWorkloadNames();
   } else {
     std::stringstream ss(list);
     std::string w;
-    while (std::getline(ss, w, ',')) workloads.push_back(w);
+    while (std::getline(ss, w, ',')) flags->workloads.push_back(w);
   }
-  if (!problems.empty()) return UsageError("sim", problems);
+  if (!problems.empty()) return problems;
+  o.stack = *stack_config;
+  o.base = *base;
+  o.dynamic_window = dyn;
+  return {};
+}
 
-  struct Cell {
-    hwmodel::HotPathTableConfig config;
-    std::optional<hwmodel::HotPathTable> hpt, win_hpt;
-    profiles::DynamicOverlap dynamic;
-    double overlap = 0;
+// The first `branches` branches of a synthetic stream, in chunks of kChunk.
+pipeline::NextBatchFn SyntheticBatches(synth::SyntheticStream* stream, uint64_t branches) {
+  return [stream, branches, done = uint64_t{0}](BranchBatch* batch) mutable -> Result<bool> {
+    if (done >= branches) return false;
+    size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, branches - done));
+    stream->NextBatch(n, batch);
+    done += n;
+    return true;
   };
+}
+
+void WriteSweepJson(const std::string& name, const SweepFlags& f, const pipeline::HptSweepResult& r,
+                    JsonWriter& j) {
+  for (const auto& c : r.cells) {
+    j.BeginObject();
+    j.Key("workload").String(name);
+    j.Key("seed").Uint(f.seed);
+    j.Key("branches").Uint(f.branches);
+    j.Key("paths_distinct").Uint(r.paths_distinct);
+    j.Key("hpt_entries").Uint(c.config.entries);
+    j.Key("hpt_ways").Uint(c.config.ways);
+    j.Key("overlap_pct").Double(c.overlap);
+    j.Key("dynamic_overlap_pct").Double(c.dynamic_overlap);
+    j.Key("dynamic_windows").Uint(c.dynamic_windows);
+    j.EndObject();
+  }
+}
+
+// One Markdown table: entries down, ways across; '-' where the geometry was refused.
+void PrintSweepTable(const std::string& name, const SweepFlags& f,
+                     const pipeline::HptSweepResult& r, bool dynamic) {
+  const pipeline::HptSweepOptions& o = f.options;
+  std::printf("\n%s overlap %%, workload %s (seed %" PRIu64 ", %" PRIu64
+              " branches, %zu distinct %s paths%s)\n\n",
+              dynamic ? "Dynamic" : "Complete", name.c_str(), f.seed, f.branches, r.paths_distinct,
+              hwmodel::PathStackConfigName(o.stack).c_str(),
+              dynamic ? (", " + std::to_string(o.dynamic_window) + "-branch windows").c_str() : "");
+  std::printf("| entries |");
+  for (uint32_t w : o.ways) std::printf(" %u-way |", w);
+  std::printf("\n|---:|");
+  for (size_t i = 0; i < o.ways.size(); ++i) std::printf("---:|");
+  std::printf("\n");
+  for (uint32_t e : o.sizes) {
+    std::printf("| %u |", e);
+    for (uint32_t w : o.ways) {
+      auto cell = r.Find(e, w);
+      if (cell) {
+        std::printf(" %.1f |", dynamic ? cell->dynamic_overlap : cell->overlap);
+      } else {
+        std::printf(" - |");
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+// Figure 5.7-style sweep: complete (and dynamic) overlap for every HPT size x associativity, one
+// pass per workload.
+int RunSweep(Args& args) {
+  SweepFlags f;
+  if (auto problems = ParseSweepFlags(args, &f); !problems.empty())
+    return UsageError("sim", problems);
   JsonWriter j;
   j.BeginArray();
-  for (const auto& name : workloads) {
-    auto spec = synth::BundledWorkload(name, seed);
+  for (const auto& name : f.workloads) {
+    auto spec = synth::BundledWorkload(name, f.seed);
     if (!spec.ok()) return UsageError("sim", {spec.status().message()});
     ApplyKnobs(args, &spec.value());
     auto stream = synth::SyntheticStream::Create(*spec);
-    auto stack = hwmodel::PathStack::Create(*stack_config);
-    if (!stream.ok() || !stack.ok()) return UsageError("sim", {"cannot build " + name});
-    std::vector<Cell> cells;
-    for (uint32_t e : sizes) {
-      for (uint32_t w : ways) {
-        Cell c;
-        c.config = *base;
-        c.config.entries = e;
-        c.config.ways = w;
-        if (w > e || !c.config.Validate().ok()) continue;  // e.g. 2 sets of 128x128
-        c.hpt.emplace(hwmodel::HotPathTable::Create(c.config).value());
-        c.win_hpt.emplace(hwmodel::HotPathTable::Create(c.config).value());
-        cells.push_back(std::move(c));
-      }
-    }
-    hwmodel::ExactPathProfile exact, win_exact;
-    const hwmodel::Metric metric = base->metric;
-    auto end_window = [&] {
-      if (win_exact.size() == 0) return;
-      auto ew = ExactWeights(win_exact, metric);
-      for (auto& c : cells) {
-        c.dynamic.AddWindow(profiles::OverlapPercent(ew, HptWeights(*c.win_hpt)));
-        c.win_hpt->Clear();
-      }
-      win_exact.Clear();
-    };
-    BranchBatch batch, piece;
-    uint64_t in_window = 0;
-    for (uint64_t done = 0; done < branches;) {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, branches - done));
-      stream->NextBatch(n, &batch);
-      done += n;
-      SplitAtWindows(
-          batch, dyn, &in_window, &piece,
-          [&](const BranchBatch& p) {
-            stack->ProcessBatch(p, [&](const CompletedPath& c) {
-              exact.Record(c);
-              win_exact.Record(c);
-              for (auto& cell : cells) {
-                cell.hpt->Record(c);
-                cell.win_hpt->Record(c);
-              }
-            });
-          },
-          end_window);
-    }
-    bool any_window = cells.empty() || cells[0].dynamic.windows() > 0;
-    if (!any_window) end_window();  // shorter than one window: score the partial one
-    auto ew = ExactWeights(exact, metric);
-    for (auto& c : cells) c.overlap = profiles::OverlapPercent(ew, HptWeights(*c.hpt));
-
-    auto value = [&](uint32_t e, uint32_t w, bool dynamic) -> std::optional<double> {
-      for (const auto& c : cells)
-        if (c.config.entries == e && c.config.ways == w)
-          return dynamic ? c.dynamic.AveragePercent() : c.overlap;
-      return std::nullopt;
-    };
-    if (json) {
-      for (const auto& c : cells) {
-        j.BeginObject();
-        j.Key("workload").String(name);
-        j.Key("seed").Uint(seed);
-        j.Key("branches").Uint(branches);
-        j.Key("paths_distinct").Uint(exact.size());
-        j.Key("hpt_entries").Uint(c.config.entries);
-        j.Key("hpt_ways").Uint(c.config.ways);
-        j.Key("overlap_pct").Double(c.overlap);
-        j.Key("dynamic_overlap_pct").Double(c.dynamic.AveragePercent());
-        j.Key("dynamic_windows").Uint(c.dynamic.windows());
-        j.EndObject();
-      }
+    if (!stream.ok()) return UsageError("sim", {"cannot build " + name});
+    auto result = pipeline::SweepHptGrid(f.options, SyntheticBatches(&*stream, f.branches));
+    if (!result.ok()) return UsageError("sim", {"cannot build " + name});
+    if (f.json) {
+      WriteSweepJson(name, f, *result, j);
       continue;
     }
-    for (bool dynamic : {false, true}) {
-      std::printf("\n%s overlap %%, workload %s (seed %" PRIu64 ", %" PRIu64
-                  " branches, %zu distinct %s paths%s)\n\n",
-                  dynamic ? "Dynamic" : "Complete", name.c_str(), seed, branches, exact.size(),
-                  hwmodel::PathStackConfigName(*stack_config).c_str(),
-                  dynamic ? (", " + std::to_string(dyn) + "-branch windows").c_str() : "");
-      std::printf("| entries |");
-      for (uint32_t w : ways) std::printf(" %u-way |", w);
-      std::printf("\n|---:|");
-      for (size_t i = 0; i < ways.size(); ++i) std::printf("---:|");
-      std::printf("\n");
-      for (uint32_t e : sizes) {
-        std::printf("| %u |", e);
-        for (uint32_t w : ways) {
-          auto v = value(e, w, dynamic);
-          if (v) {
-            std::printf(" %.1f |", *v);
-          } else {
-            std::printf(" - |");
-          }
-        }
-        std::printf("\n");
-      }
-    }
+    for (bool dynamic : {false, true}) PrintSweepTable(name, f, *result, dynamic);
   }
   j.EndArray();
-  if (json) std::printf("%s\n", j.str().c_str());
+  if (f.json) std::printf("%s\n", j.str().c_str());
   return kExitOk;
 }
 
 int RunSim(Args& args) {
-  const bool json = args.Has("json");
-  const bool sweep = args.Has("sweep");
-  if (sweep) return RunSweep(args);
+  if (args.Has("sweep")) return RunSweep(args);
   if (args.Has("subpaths") || args.Has("calls")) return RunStreamProfiles(args);
-  std::string source_desc;
-  auto hpt_config = ParseHpt(args);
-  std::string paths_spec = args.Get("paths", "bl");
-  auto stack_config = hwmodel::ParsePathStackConfig(paths_spec);
-  long long window = args.GetInt("window", 0, 0, kMaxI64),
-            period = args.GetInt("period", 0, 0, kMaxI64);
-  long long interval = args.GetInt("sample-interval", -1, 0, kMaxI64),
-            burst = args.GetInt("burst-length", 0, 0, kMaxI64);
-  long long top_k = args.GetInt("top", 10, 0, 1000000);
-  long long dyn = args.GetInt("dynamic-window", 10000000, 1, kMaxI64);
-  auto source = Source::Open(args, &source_desc);
-  if (auto p = args.Problems(); !p.empty()) return UsageError("sim", p);
-  for (const Status* s : {&hpt_config.status(), &stack_config.status(), &source.status()}) {
-    if (!s->ok()) return UsageError("sim", {s->message()});
+  SimFlags f;
+  if (auto problems = ParseSimFlags(args, &f); !problems.empty())
+    return UsageError("sim", problems);
+  auto sim = pipeline::PathEngineSim::Create(f.options);
+  if (!sim.ok()) return UsageError("sim", {sim.status().message()});
+  auto result = sim->Run([&](BranchBatch* batch) { return f.source->Next(batch); });
+  if (!result.ok()) {
+    std::fprintf(stderr, "pathctl sim: %s\n", result.status().ToString().c_str());
+    return kExitError;
   }
-  if (top_k < 0 || dyn < 1) return UsageError("sim", {"--top must be >= 0, --dynamic-window >= 1"});
-  const bool window_mode = window > 0 || period > 0;
-  const bool bursty_mode = interval >= 0 || burst > 0;
-  if (window_mode && bursty_mode)
-    return UsageError(
-        "sim", {"--window/--period and --sample-interval/--burst-length exclude each other"});
-  if (window_mode && (window < 1 || period < 1))
-    return UsageError("sim", {"window sampling needs --window W >= 1 and --period P >= 1"});
-
-  SimResult r;
-  r.source = source_desc;
-  r.paths = hwmodel::PathStackConfigName(*stack_config);
-  r.hpt = *hpt_config;
-  r.dynamic_window = static_cast<uint64_t>(dyn);
-  const hwmodel::Metric metric = r.hpt.metric;
-
-  auto exact_stack = hwmodel::PathStack::Create(*stack_config);
-  auto hpt = hwmodel::HotPathTable::Create(r.hpt);
-  if (!exact_stack.ok() || !hpt.ok()) return UsageError("sim", {"bad path or HPT configuration"});
-  hwmodel::ExactPathProfile exact;
-  WindowPair win{hwmodel::HotPathTable::Create(r.hpt).value(), {}};
-  profiles::DynamicOverlap dynamic;
-
-  std::optional<hwmodel::BurstyController> bursty;
-  std::optional<hwmodel::PathStack> sampled_stack;
-  std::optional<hwmodel::WindowEstimator> estimator;
-  if (bursty_mode) {
-    hwmodel::BurstyConfig bc;
-    bc.sample_interval = static_cast<uint64_t>(std::max(0LL, interval));
-    bc.burst_length = static_cast<uint64_t>(burst > 0 ? burst : 100);
-    auto c = hwmodel::BurstyController::Create(bc);
-    if (!c.ok()) return UsageError("sim", {c.status().message()});
-    bursty.emplace(std::move(c).value());
-    sampled_stack.emplace(hwmodel::PathStack::Create(*stack_config).value());
-    r.mode = "bursty";
-    r.sampling_period = bc.SamplingPeriod();
-  } else if (window_mode) {
-    hwmodel::WindowEstimatorConfig wc;
-    wc.stack = *stack_config;
-    wc.sampling_period = static_cast<double>(period);
-    auto e = hwmodel::WindowEstimator::Create(wc);
-    if (!e.ok()) return UsageError("sim", {e.status().message()});
-    estimator.emplace(std::move(e).value());
-    r.mode = "window";
-    r.sampling_period = static_cast<double>(period);
-  }
-
-  auto record_sampled = [&](const CompletedPath& c) {
-    hpt->Record(c);
-    win.hpt->Record(c);
-  };
-  auto close_window = [&](bool partial) {
-    if (partial && dynamic.windows() > 0) return;  // only whole windows once there is one
-    if (win.exact.size() == 0) return;
-    dynamic.AddWindow(
-        profiles::OverlapPercent(ExactWeights(win.exact, metric), HptWeights(*win.hpt)));
-    win.exact.Clear();
-    win.hpt->Clear();
-  };
-
-  BranchBatch batch, piece;
-  std::vector<BranchBatch> bursts;
-  uint64_t in_window = 0;
-  for (;;) {
-    auto more = (*source)->Next(&batch);
-    if (!more.ok()) {
-      std::fprintf(stderr, "pathctl sim: %s\n", more.status().ToString().c_str());
-      return kExitError;
-    }
-    if (!*more) break;
-    r.branches += batch.events.size();
-    SplitAtWindows(
-        batch, static_cast<uint64_t>(dyn), &in_window, &piece,
-        [&](const BranchBatch& p) {
-          exact_stack->ProcessBatch(p, [&](const CompletedPath& c) {
-            exact.Record(c);
-            win.exact.Record(c);
-            if (!bursty && !estimator) record_sampled(c);
-          });
-          if (bursty) {
-            bursts.clear();
-            bursty->Apply(p, &bursts);
-            for (const auto& b : bursts) sampled_stack->ProcessBatch(b, record_sampled);
-          } else if (estimator) {
-            auto spans = hwmodel::SliceTakenWindows(p.events, static_cast<uint64_t>(window),
-                                                    static_cast<uint64_t>(window * period), 0);
-            for (const auto& [b, e] : spans)
-              estimator->AddWindow(std::span<const BranchEvent>(p.events.data() + b, e - b));
-          }
-        },
-        [&] { close_window(false); });
-  }
-  if (in_window > 0) close_window(true);
-
-  r.paths_distinct = exact.size();
-  r.stack = exact_stack->stats();
-  r.paths_completed = r.stack.paths;
-  auto exact_w = ExactWeights(exact, metric);
-  profiles::WeightedProfile<PathDescriptor> estimate;
-  if (estimator) {
-    for (const auto& e : estimator->Estimates()) estimate.emplace_back(e.path, e.estimate);
+  if (f.json) {
+    PrintJson(f.source_desc, *result);
   } else {
-    estimate = HptWeights(*hpt);
-    // Bursts see one tick in sampling_period: scale counts back to whole-stream estimates.
-    if (bursty)
-      for (auto& [p, w] : estimate) w *= r.sampling_period;
-    r.table = hpt->stats();
-    r.dynamic_overlap =
-        dynamic.windows() ? std::optional<double>(dynamic.AveragePercent()) : std::nullopt;
-    r.dynamic_windows = dynamic.windows();
+    PrintText(f.source_desc, *result);
   }
-  r.hpt_valid = estimate.size();
-  r.overlap = profiles::OverlapPercent(exact_w, estimate);
-  r.hps_overlap = profiles::HpsOverlapPercent(exact_w, estimate);
-  r.top = TopRows(estimate, exact, metric, static_cast<size_t>(top_k));
-  {
-    auto sorted = exact.Sorted(metric);
-    double total = static_cast<double>(exact.Total(metric)), acc = 0;
-    for (size_t i = 0; i < sorted.size() && i < std::max<size_t>(r.hpt_valid, 100); ++i) {
-      acc += static_cast<double>(sorted[i].second.Get(metric));
-      if (i + 1 == 100) r.top100 = total > 0 ? 100 * acc / total : 0;
-      if (i + 1 == r.hpt_valid) r.ideal_overlap = total > 0 ? 100 * acc / total : 0;
-    }
-    if (sorted.size() < 100) r.top100 = 100;
-    if (sorted.size() < r.hpt_valid) r.ideal_overlap = 100;
-  }
-  if (json) {
-    PrintJson(r);
-  } else {
-    PrintText(r);
-  }
-  return r.branches ? kExitOk : kExitNoData;
+  return result->branches ? kExitOk : kExitNoData;
 }
 
 constexpr char kUsage[] =
