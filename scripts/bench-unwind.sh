@@ -70,7 +70,7 @@ def wait_text(path, needle, proc, timeout=60):
     raise SystemExit("profiler did not attach: " + open(path, errors="replace").read())
 
 def share_under(nodes, total, name):
-    return sum(n["total"] for n in nodes if n["function"].get("function") == name) / max(total, 1e-9)
+    return sum(n["total_weight"] for n in nodes if n["function"].get("function") == name) / max(total, 1e-9)
 
 def run(prog, how):
     p = start_stopped(programs[prog])
@@ -102,7 +102,7 @@ def run(prog, how):
         report = json.loads(stdout)
         cct = report["cct"]
         out["complete"] = share_under(cct["nodes"], cct["total_weight"], "__libc_start_call_main")
-        for m in report["hot_methods"]:
+        for m in report["hot_methods"]["methods"]:
             out["top"][m["function"].get("function") or "?"] = 100.0 * m["self"]["share"]
     else:
         prof.wait()
@@ -159,7 +159,7 @@ def same_run(prog, hz2=499):
     report = json.loads(prof.communicate()[0])
     perf.wait()
     ours = {}
-    for m in report["hot_methods"]:
+    for m in report["hot_methods"]["methods"]:
         ours[m["function"].get("function") or "?"] = 100.0 * m["self"]["share"]
     theirs = {}
     rep = subprocess.run(["perf", "report", "-i", perfdata, "--no-children", "--sort", "sym",

@@ -6,6 +6,19 @@
 #include "pathprof/core/clock.h"
 
 namespace pathprof::api {
+namespace {
+
+// A reason -> count map as DropCount rows, in the map's (reason) order.
+void Counts(const std::map<std::string, uint64_t>& in,
+            google::protobuf::RepeatedPtrField<v1::DropCount>* out) {
+  for (const auto& [reason, n] : in) {
+    v1::DropCount* d = out->Add();
+    d->set_reason(reason);
+    d->set_count(static_cast<int64_t>(n));
+  }
+}
+
+}  // namespace
 
 void ToProto(const pipeline::Location& in, v1::Location* out) {
   out->set_address(in.address);
@@ -37,7 +50,7 @@ void ToProto(const pipeline::HotPath& in, v1::HotPath* out) {
 }
 
 void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
-  out->set_name(SessionName(in.id));
+  if (!in.id.empty()) out->set_name(SessionName(in.id));
   for (uint32_t p : in.pids) out->add_pids(p);
   switch (in.state) {
     case pipeline::SessionState::kRunning:
@@ -68,21 +81,13 @@ void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
 }
 
 void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out) {
-  out->set_session(SessionName(session_id));
+  if (!session_id.empty()) out->set_session(SessionName(session_id));
   out->set_pid(in.pid);
   out->set_stack_samples(in.stack_samples);
   out->set_windows(in.windows);
   out->set_branches(in.branches);
-  for (const auto& [reason, n] : in.drops) {
-    auto* d = out->add_drops();
-    d->set_reason(reason);
-    d->set_count(n);
-  }
-  for (const auto& [reason, n] : in.decode_errors) {
-    auto* d = out->add_decode_errors();
-    d->set_reason(reason);
-    d->set_count(n);
-  }
+  Counts(in.drops, out->mutable_drops());
+  Counts(in.decode_errors, out->mutable_decode_errors());
   out->set_pipeline_cpu_seconds(in.pipeline_cpu_seconds);
   out->set_memory_bytes(in.memory_bytes);
   out->set_window_weighting(in.window_weighting);
@@ -90,7 +95,7 @@ void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1:
 }
 
 void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, v1::HotPaths* out) {
-  out->set_session(SessionName(session_id));
+  if (!session_id.empty()) out->set_session(SessionName(session_id));
   for (const auto& p : in.paths) ToProto(p, out->add_paths());
   out->set_total(in.total);
   out->set_paths_distinct(in.paths_distinct);
@@ -101,7 +106,7 @@ void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, 
 
 void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_id,
              size_t max_subpaths, v1::HotSubpaths* out) {
-  out->set_session(SessionName(session_id));
+  if (!session_id.empty()) out->set_session(SessionName(session_id));
   for (const auto& sp : in.subpaths) {
     if (static_cast<size_t>(out->subpaths_size()) >= max_subpaths) break;
     auto* o = out->add_subpaths();
@@ -115,7 +120,7 @@ void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_i
 
 void ToProto(const pipeline::CallingContextTree& in, const std::string& session_id,
              v1::CallingContextTree* out) {
-  out->set_session(SessionName(session_id));
+  if (!session_id.empty()) out->set_session(SessionName(session_id));
   for (const auto& n : in.nodes) {
     auto* o = out->add_nodes();
     o->set_id(n.id);
@@ -134,7 +139,7 @@ void ToProto(const pipeline::CallingContextTree& in, const std::string& session_
 
 void ToProto(const pipeline::HotCallPairsResult& in, const std::string& session_id,
              v1::HotCallPairs* out) {
-  out->set_session(SessionName(session_id));
+  if (!session_id.empty()) out->set_session(SessionName(session_id));
   for (const auto& p : in.pairs) {
     auto* o = out->add_pairs();
     ToProto(p.call_site, o->mutable_call_site());
@@ -146,7 +151,7 @@ void ToProto(const pipeline::HotCallPairsResult& in, const std::string& session_
 
 void ToProto(const pipeline::HotMethodsResult& in, const std::string& session_id,
              v1::HotMethods* out) {
-  out->set_session(SessionName(session_id));
+  if (!session_id.empty()) out->set_session(SessionName(session_id));
   for (const auto& m : in.methods) {
     auto* o = out->add_methods();
     ToProto(m.function, o->mutable_function());
@@ -159,7 +164,7 @@ void ToProto(const pipeline::HotMethodsResult& in, const std::string& session_id
 
 void ToProto(const pipeline::ResidualPathsResult& in, const std::string& session_id,
              v1::ResidualPaths* out) {
-  out->set_session(SessionName(session_id));
+  if (!session_id.empty()) out->set_session(SessionName(session_id));
   for (const auto& p : in.residual) ToProto(p, out->add_residual());
   out->set_known(in.known);
 }
@@ -277,6 +282,21 @@ pipeline::PathKind FromProto(v1::PathKind k) {
     default:
       return pipeline::PathKind::kBallLarus;
   }
+}
+
+void ToProto(const pipeline::DecodeSummary& in, v1::DecodeSummary* out) {
+  out->set_format(in.format);
+  out->set_records(in.records);
+  out->set_samples(in.samples);
+  out->set_windows(in.windows);
+  out->set_events(in.events);
+  out->set_taken(in.taken);
+  out->set_not_taken(in.not_taken);
+  out->set_instructions(in.instructions);
+  Counts(in.broken_windows, out->mutable_broken_windows());
+  Counts(in.dropped_entries, out->mutable_dropped_entries());
+  Counts(in.decode_errors, out->mutable_decode_errors());
+  Counts(in.counters, out->mutable_counters());
 }
 
 }  // namespace pathprof::api

@@ -8,7 +8,7 @@
 
 #include "pathctl/client.h"
 #include "pathctl/command.h"
-#include "pathctl/json_writer.h"
+#include "pathprof/api/convert.h"
 #include "pathprof/pipeline/offline_analysis.h"
 
 namespace pathctl {
@@ -34,131 +34,24 @@ std::string Outcomes(uint64_t bits, uint32_t len) {
   return s;
 }
 
-void LocationJson(JsonWriter& w, const pl::Location& l) {
-  w.BeginObject();
-  w.Key("address").Uint(l.address);
-  w.Key("function").String(l.function);
-  w.Key("offset").Uint(l.offset);
-  w.Key("file").String(l.file);
-  w.Key("line").Uint(l.line);
-  w.Key("image").String(l.image);
-  w.EndObject();
-}
-
-void EstimateJson(JsonWriter& w, const pl::Estimate& e) {
-  w.BeginObject();
-  w.Key("value").Double(e.value);
-  w.Key("error_bound").Double(e.error_bound);
-  w.Key("confidence").Double(e.confidence);
-  w.Key("share").Double(e.share);
-  w.EndObject();
-}
-
-void CountsJson(JsonWriter& w, const std::map<std::string, uint64_t>& m) {
-  w.BeginObject();
-  for (const auto& [k, v] : m) w.Key(k).Uint(v);
-  w.EndObject();
-}
-
+// The report as protobuf's JSON mapping of v1::RecordingReport: the same messages the daemon
+// serves for a session. A recording is not a session resource: no answer names one.
 void PrintJson(const std::string& file, const DecodeSummary& d,
                const std::vector<ProcessReport>& reports) {
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("file").String(file);
-  w.Key("decode").BeginObject();
-  w.Key("format").String(d.format);
-  w.Key("records").Uint(d.records);
-  w.Key("samples").Uint(d.samples);
-  w.Key("windows").Uint(d.windows);
-  w.Key("events").Uint(d.events);
-  w.Key("taken").Uint(d.taken);
-  w.Key("not_taken").Uint(d.not_taken);
-  w.Key("instructions").Uint(d.instructions);
-  w.Key("broken_windows");
-  CountsJson(w, d.broken_windows);
-  w.Key("dropped_entries");
-  CountsJson(w, d.dropped_entries);
-  w.Key("decode_errors");
-  CountsJson(w, d.decode_errors);
-  w.Key("counters");
-  CountsJson(w, d.counters);
-  w.EndObject();
-  w.Key("processes").BeginArray();
+  pathprof::v1::RecordingReport out;
+  out.set_file(file);
+  pathprof::api::ToProto(d, out.mutable_decode());
   for (const ProcessReport& r : reports) {
-    w.BeginObject();
-    w.Key("pid").Uint(r.info.pid);
-    w.Key("comm").String(r.info.comm);
-    w.Key("hot_paths").BeginObject();
-    w.Key("estimator").String(std::string(pl::PathEstimatorName(r.paths.estimator)));
-    w.Key("total").Double(r.paths.total);
-    w.Key("paths_distinct").Uint(r.paths.paths_distinct);
-    w.Key("paths").BeginArray();
-    for (const pl::HotPath& p : r.paths.paths) {
-      w.BeginObject();
-      w.Key("start");
-      LocationJson(w, p.start);
-      w.Key("length").Uint(p.length);
-      w.Key("outcomes").String(Outcomes(p.outcomes, p.length));
-      w.Key("estimate");
-      EstimateJson(w, p.estimate);
-      w.Key("observations").Uint(p.observations);
-      w.Key("blocks").BeginArray();
-      for (const pl::Location& b : p.blocks) LocationJson(w, b);
-      w.EndArray();
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-    w.Key("hot_subpaths").BeginObject();
-    w.Key("sampling_frequency").Double(r.subpaths.sampling_frequency);
-    w.Key("subpaths").BeginArray();
-    for (const pl::Subpath& s : r.subpaths.subpaths) {
-      w.BeginObject();
-      w.Key("length").Uint(s.length);
-      w.Key("estimate");
-      EstimateJson(w, s.estimate);
-      w.Key("blocks").BeginArray();
-      for (const pl::Location& b : s.blocks) LocationJson(w, b);
-      w.EndArray();
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-    w.Key("hot_call_pairs").BeginArray();
-    for (const pl::CallPair& c : r.pairs.pairs) {
-      w.BeginObject();
-      w.Key("call_site");
-      LocationJson(w, c.call_site);
-      w.Key("target");
-      LocationJson(w, c.target);
-      w.Key("estimate");
-      EstimateJson(w, c.estimate);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.Key("hot_methods").BeginArray();
-    for (const pl::HotMethod& m : r.methods.methods) {
-      w.BeginObject();
-      w.Key("function");
-      LocationJson(w, m.function);
-      w.Key("entries");
-      EstimateJson(w, m.entries);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.Key("stats").BeginObject();
-    w.Key("windows").Uint(r.stats.windows);
-    w.Key("branches").Uint(r.stats.branches);
-    w.Key("drops");
-    CountsJson(w, r.stats.drops);
-    w.Key("decode_errors");
-    CountsJson(w, r.stats.decode_errors);
-    w.EndObject();
-    w.EndObject();
+    pathprof::v1::ProcessReport* p = out.add_processes();
+    p->set_pid(static_cast<int32_t>(r.info.pid));
+    p->set_comm(r.info.comm);
+    pathprof::api::ToProto(r.paths, "", p->mutable_hot_paths());
+    pathprof::api::ToProto(r.subpaths, "", r.subpaths.subpaths.size(), p->mutable_hot_subpaths());
+    pathprof::api::ToProto(r.pairs, "", p->mutable_hot_call_pairs());
+    pathprof::api::ToProto(r.methods, "", p->mutable_hot_methods());
+    pathprof::api::ToProto(r.stats, "", p->mutable_stats());
   }
-  w.EndArray();
-  w.EndObject();
-  std::printf("%s\n", w.str().c_str());
+  pathctl::PrintJson(out);
 }
 
 void PrintCounts(const char* title, const std::map<std::string, uint64_t>& m) {

@@ -16,7 +16,7 @@
 #include "pathctl/client.h"
 #include "pathctl/command.h"
 #include "pathctl/held_command.h"
-#include "pathctl/json_writer.h"
+#include "pathprof/api/convert.h"
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/pipeline/session.h"
 
@@ -38,26 +38,6 @@ int ReapWithin(pid_t child, int ms) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-void LocationJson(JsonWriter& w, const pl::Location& l) {
-  w.BeginObject();
-  w.Key("address").Uint(l.address);
-  w.Key("function").String(l.function);
-  w.Key("offset").Uint(l.offset);
-  w.Key("file").String(l.file);
-  w.Key("line").Uint(l.line);
-  w.Key("image").String(l.image);
-  w.EndObject();
-}
-
-void EstimateJson(JsonWriter& w, const pl::Estimate& e) {
-  w.BeginObject();
-  w.Key("value").Double(e.value);
-  w.Key("error_bound").Double(e.error_bound);
-  w.Key("confidence").Double(e.confidence);
-  w.Key("share").Double(e.share);
-  w.EndObject();
-}
-
 std::string Outcomes(uint64_t bits, uint32_t len) {
   std::string s;
   for (uint32_t i = 0; i < len; ++i) s += (bits >> i & 1) ? '1' : '0';
@@ -75,123 +55,20 @@ struct Report {
   int exit_status = -1;
 };
 
+// The report as protobuf's JSON mapping of v1::RunReport: the same messages the daemon serves.
+// The session is pathctl's own, not a daemon resource, so neither it nor its answers are named.
 void PrintJson(const Report& r) {
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("session").BeginObject();
-  w.Key("id").String(r.info.id);
-  w.Key("pids").BeginArray();
-  for (uint32_t p : r.info.pids) w.Uint(p);
-  w.EndArray();
-  w.Key("state").String(std::string(pl::SessionStateName(r.info.state)));
-  w.Key("source").String(pathprof::collectors::BranchSourceName(r.info.source));
-  w.Key("source_reason").String(r.info.source_reason);
-  w.Key("stacks").Bool(r.info.stacks);
-  w.Key("stacks_reason").String(r.info.stacks_reason);
-  w.Key("exit_status").Int(r.exit_status);
-  w.EndObject();
-  w.Key("hot_paths").BeginObject();
-  w.Key("estimator").String(std::string(pl::PathEstimatorName(r.paths.estimator)));
-  w.Key("total").Double(r.paths.total);
-  w.Key("paths_distinct").Uint(r.paths.paths_distinct);
-  w.Key("paths").BeginArray();
-  for (const pl::HotPath& p : r.paths.paths) {
-    w.BeginObject();
-    w.Key("pid").Uint(p.pid);
-    w.Key("start");
-    LocationJson(w, p.start);
-    w.Key("length").Uint(p.length);
-    w.Key("outcomes").String(Outcomes(p.outcomes, p.length));
-    w.Key("estimate");
-    EstimateJson(w, p.estimate);
-    w.Key("observations").Uint(p.observations);
-    w.Key("blocks").BeginArray();
-    for (const pl::Location& b : p.blocks) LocationJson(w, b);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  w.Key("hot_subpaths").BeginObject();
-  w.Key("sampling_frequency").Double(r.subpaths.sampling_frequency);
-  w.Key("subpaths").BeginArray();
-  for (const pl::Subpath& s : r.subpaths.subpaths) {
-    w.BeginObject();
-    w.Key("length").Uint(s.length);
-    w.Key("estimate");
-    EstimateJson(w, s.estimate);
-    w.Key("blocks").BeginArray();
-    for (const pl::Location& b : s.blocks) LocationJson(w, b);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  w.Key("hot_call_pairs").BeginArray();
-  for (const pl::CallPair& c : r.pairs.pairs) {
-    w.BeginObject();
-    w.Key("call_site");
-    LocationJson(w, c.call_site);
-    w.Key("target");
-    LocationJson(w, c.target);
-    w.Key("estimate");
-    EstimateJson(w, c.estimate);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("hot_methods").BeginArray();
-  for (const pl::HotMethod& m : r.methods.methods) {
-    w.BeginObject();
-    w.Key("function");
-    LocationJson(w, m.function);
-    w.Key("self");
-    EstimateJson(w, m.self);
-    w.Key("entries");
-    EstimateJson(w, m.entries);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("cct").BeginObject();
-  w.Key("samples").Uint(r.cct.samples);
-  w.Key("total_weight").Double(r.cct.total_weight);
-  w.Key("nodes").BeginArray();
-  for (const pl::CctNode& n : r.cct.nodes) {
-    w.BeginObject();
-    w.Key("id").Uint(n.id);
-    w.Key("parent_id").Uint(n.parent_id);
-    w.Key("function");
-    LocationJson(w, n.function);
-    w.Key("call_site");
-    LocationJson(w, n.call_site);
-    w.Key("self").Double(n.self_weight);
-    w.Key("total").Double(n.total_weight);
-    w.Key("edge").Double(n.edge_weight);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  w.Key("stats").BeginArray();
-  for (const pl::TargetStats& t : r.stats) {
-    w.BeginObject();
-    w.Key("pid").Uint(t.pid);
-    if (t.namespace_pid != 0) w.Key("namespace_pid").Uint(t.namespace_pid);
-    w.Key("stack_samples").Uint(t.stack_samples);
-    w.Key("windows").Uint(t.windows);
-    w.Key("branches").Uint(t.branches);
-    w.Key("drops").BeginObject();
-    for (const auto& [k, v] : t.drops) w.Key(k).Uint(v);
-    w.EndObject();
-    w.Key("decode_errors").BeginObject();
-    for (const auto& [k, v] : t.decode_errors) w.Key(k).Uint(v);
-    w.EndObject();
-    w.Key("pipeline_cpu_seconds").Double(t.pipeline_cpu_seconds);
-    w.Key("memory_bytes").Uint(t.memory_bytes);
-    w.Key("window_weighting").String(t.window_weighting);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  std::printf("%s\n", w.str().c_str());
+  pathprof::v1::RunReport out;
+  pathprof::api::ToProto(r.info, out.mutable_session());
+  out.mutable_session()->clear_name();
+  out.set_exit_status(r.exit_status);
+  pathprof::api::ToProto(r.paths, "", out.mutable_hot_paths());
+  pathprof::api::ToProto(r.subpaths, "", r.subpaths.subpaths.size(), out.mutable_hot_subpaths());
+  pathprof::api::ToProto(r.pairs, "", out.mutable_hot_call_pairs());
+  pathprof::api::ToProto(r.methods, "", out.mutable_hot_methods());
+  pathprof::api::ToProto(r.cct, "", out.mutable_cct());
+  for (const pl::TargetStats& t : r.stats) pathprof::api::ToProto(t, "", out.add_stats());
+  pathctl::PrintJson(out);
 }
 
 void PrintText(const Report& r) {

@@ -1,7 +1,10 @@
 // Runs `pathctl analyze` as a user would on recordings with known contents: the propeller LBR
 // corpus file (binary placed at its recorded path under --binary-dir), a real Intel PT
 // recording without its binaries, and a .pbs exact trace of examples/loop, directly and through
-// the synthesized Intel PT route (--via-pt), which must agree with the direct analysis.
+// the synthesized Intel PT route (--via-pt), which must agree with the direct analysis. The JSON
+// report is parsed back as pathprof.v1.RecordingReport, as any consumer would read it.
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,10 +12,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 
 #include "common/run_command.h"
+#include "pathprof/v1/reports.pb.h"
 
 namespace {
 
@@ -28,22 +33,50 @@ CmdResult Pathctl(const std::string& args) {
   return Run(std::string(PATHPROF_BIN_DIR) + "/pathctl " + args);
 }
 
-// The raw value (number, or string without quotes) of the first "key": at or after `from`.
-std::string Value(const std::string& json, const std::string& key, size_t from = 0) {
-  const std::string needle = "\"" + key + "\":";
-  const size_t at = json.find(needle, from);
-  if (at == std::string::npos) return "<missing " + key + ">";
-  size_t begin = at + needle.size();
-  if (json[begin] == '"') {
-    ++begin;
-    return json.substr(begin, json.find('"', begin) - begin);
-  }
-  return json.substr(begin, json.find_first_of(",}]", begin) - begin);
+namespace v1 = pathprof::v1;
+
+// The report on stdout, parsed strictly; a report that does not parse fails the test.
+v1::RecordingReport Parse(const CmdResult& r) {
+  v1::RecordingReport report;
+  const auto status = google::protobuf::util::JsonStringToMessage(r.out, &report);
+  EXPECT_TRUE(status.ok()) << status.ToString() << ": " << r.out.substr(0, 600);
+  return report;
 }
 
-size_t After(const std::string& json, const std::string& marker) {
-  const size_t at = json.find(marker);
-  return at == std::string::npos ? json.size() : at + marker.size();
+// A decode figure by name: a DecodeSummary field, or a counter, decode error, dropped entry or
+// broken window by its reason; "<missing NAME>" when there is none.
+std::string Decoded(const v1::RecordingReport& report, const std::string& name) {
+  const v1::DecodeSummary& d = report.decode();
+  const std::map<std::string, std::string> fields = {
+      {"format", d.format()},
+      {"records", std::to_string(d.records())},
+      {"samples", std::to_string(d.samples())},
+      {"windows", std::to_string(d.windows())},
+      {"events", std::to_string(d.events())},
+      {"taken", std::to_string(d.taken())},
+      {"not_taken", std::to_string(d.not_taken())},
+      {"instructions", std::to_string(d.instructions())}};
+  if (auto it = fields.find(name); it != fields.end()) return it->second;
+  for (const auto* rows :
+       {&d.counters(), &d.decode_errors(), &d.dropped_entries(), &d.broken_windows()})
+    for (const v1::DropCount& row : *rows)
+      if (row.reason() == name) return std::to_string(row.count());
+  return "<missing " + name + ">";
+}
+std::string Decoded(const CmdResult& r, const std::string& name) {
+  return Decoded(Parse(r), name);
+}
+
+// The processes' tables, without what differs from run to run: when each was read, and the
+// CPU time the pipeline took.
+std::string Tables(v1::RecordingReport report) {
+  std::string out;
+  for (v1::ProcessReport& p : *report.mutable_processes()) {
+    p.mutable_hot_paths()->clear_compute_time();
+    p.mutable_stats()->clear_pipeline_cpu_seconds();
+    out += p.SerializeAsString();
+  }
+  return out;
 }
 
 const std::string kShared = PATHPROF_SHARED_DIR;
@@ -75,41 +108,44 @@ TEST(AnalyzeCli, PropellerLbrFileReportsItsHotPathsAndEveryRecord) {
   const CmdResult r = Pathctl("analyze --json --top 5 --binary-dir " + symfs.path().string() + " " +
                               kShared + "/corpus/lbr/autofdo/propeller_sample_1.perfdata1");
   ASSERT_EQ(r.rc, 0) << r.out;
-  const size_t decode = After(r.out, "\"decode\":");
-  EXPECT_EQ(Value(r.out, "format", decode), "perf.data/lbr");
-  EXPECT_EQ(Value(r.out, "samples", decode), "3732");
-  EXPECT_EQ(Value(r.out, "lbr_entries", decode), "119424");
-  EXPECT_EQ(Value(r.out, "lbr_entries_emitted", decode), "118458");
-  EXPECT_EQ(Value(r.out, "perf_style_instructions", decode), "584640");
-  EXPECT_EQ(Value(r.out, "images_build_id_mismatches", decode), "0");
+  EXPECT_EQ(Decoded(r, "format"), "perf.data/lbr");
+  EXPECT_EQ(Decoded(r, "samples"), "3732");
+  EXPECT_EQ(Decoded(r, "lbr_entries"), "119424");
+  EXPECT_EQ(Decoded(r, "lbr_entries_emitted"), "118458");
+  EXPECT_EQ(Decoded(r, "perf_style_instructions"), "584640");
+  EXPECT_EQ(Decoded(r, "images_build_id_mismatches"), "0");
   // Every record used or counted: 966 newest entries repeat their neighbour (a kernel quirk).
-  EXPECT_EQ(Value(r.out, "records", decode), "5619");
-  EXPECT_EQ(Value(r.out, "windows", decode), "3732");
-  EXPECT_EQ(Value(r.out, "taken", decode), "118458");
-  EXPECT_EQ(Value(r.out, "not_taken", decode), "25315");
-  EXPECT_EQ(Value(r.out, "duplicate_entry", decode), "966");
+  EXPECT_EQ(Decoded(r, "records"), "5619");
+  EXPECT_EQ(Decoded(r, "windows"), "3732");
+  EXPECT_EQ(Decoded(r, "taken"), "118458");
+  EXPECT_EQ(Decoded(r, "not_taken"), "25315");
+  EXPECT_EQ(Decoded(r, "duplicate_entry"), "966");
   EXPECT_EQ(118458 + 966, 119424);
-  EXPECT_NE(r.out.find("\"broken_windows\":{}"), std::string::npos);
+  EXPECT_EQ(Parse(r).decode().broken_windows_size(), 0);
   // Hot paths: the window estimator over 3,732 windows; the hottest is main's loop (0x1777),
   // seen whole 7,725 times, then compute_flag's two paths.
-  const size_t process = After(r.out, "\"processes\":[");
-  EXPECT_EQ(Value(r.out, "comm", process), "propeller_sampl");
-  EXPECT_EQ(Value(r.out, "estimator", process), "window-estimator");
-  EXPECT_EQ(Value(r.out, "paths_distinct", process), "4");
-  const size_t first = After(r.out, "\"paths\":[");
-  EXPECT_EQ(Value(r.out, "function", first), "main");
-  EXPECT_EQ(Value(r.out, "offset", first), "55");
-  EXPECT_EQ(Value(r.out, "outcomes", first), "011111");
-  EXPECT_EQ(Value(r.out, "observations", first), "7725");
-  EXPECT_EQ(Value(r.out, "image", first), kPropellerRecordedPath);
+  const v1::RecordingReport report = Parse(r);
+  ASSERT_EQ(report.processes_size(), 1);
+  const v1::ProcessReport& process = report.processes(0);
+  EXPECT_EQ(process.comm(), "propeller_sampl");
+  EXPECT_EQ(process.hot_paths().estimator(), v1::PATH_ESTIMATOR_WINDOWS);
+  EXPECT_EQ(process.hot_paths().paths_distinct(), 4);
+  ASSERT_GT(process.hot_paths().paths_size(), 0);
+  const v1::HotPath& first = process.hot_paths().paths(0);
+  EXPECT_EQ(first.start().function(), "main");
+  EXPECT_EQ(first.start().offset(), 55);
+  EXPECT_EQ(first.length(), 6);
+  EXPECT_EQ(first.outcomes(), 0b111110u);  // not taken, then taken five times
+  EXPECT_EQ(first.observations(), 7725);
+  EXPECT_EQ(first.start().image(), kPropellerRecordedPath);
   // The one call pair: main+0x47 -> compute_flag, which is also the hottest method.
-  const size_t pairs = After(r.out, "\"hot_call_pairs\":[");
-  EXPECT_EQ(Value(r.out, "function", pairs), "main");
-  EXPECT_EQ(Value(r.out, "offset", pairs), "71");
-  EXPECT_EQ(Value(r.out, "function", After(r.out.substr(pairs), "\"target\":") + pairs),
-            "compute_flag");
-  const size_t methods = After(r.out, "\"hot_methods\":[{\"function\":");
-  EXPECT_EQ(Value(r.out, "function", methods), "compute_flag");
+  ASSERT_EQ(process.hot_call_pairs().pairs_size(), 1);
+  const v1::CallPair& pair = process.hot_call_pairs().pairs(0);
+  EXPECT_EQ(pair.call_site().function(), "main");
+  EXPECT_EQ(pair.call_site().offset(), 71);
+  EXPECT_EQ(pair.target().function(), "compute_flag");
+  ASSERT_GT(process.hot_methods().methods_size(), 0);
+  EXPECT_EQ(process.hot_methods().methods(0).function().function(), "compute_flag");
 }
 
 // --binary-dir at the corpus directory as it is: the propeller recording names its binary
@@ -120,20 +156,17 @@ TEST(AnalyzeCli, BinaryDirIsSearchedByBuildIdThenName) {
   const CmdResult propeller = Pathctl("analyze --json --top 1 --binary-dir " + dir + " " + dir +
                                       "/propeller_sample_1.perfdata1");
   ASSERT_EQ(propeller.rc, 0) << propeller.out;
-  size_t decode = After(propeller.out, "\"decode\":");
-  EXPECT_EQ(Value(propeller.out, "perf_style_instructions", decode), "584640");
-  EXPECT_EQ(Value(propeller.out, "images_found_by_build_id", decode), "1");
+  EXPECT_EQ(Decoded(propeller, "perf_style_instructions"), "584640");
+  EXPECT_EQ(Decoded(propeller, "images_found_by_build_id"), "1");
   const CmdResult gzip =
       Pathctl("analyze --json --top 1 --binary-dir " + dir + " " + dir + "/test.lbr");
   ASSERT_EQ(gzip.rc, 0) << gzip.out;
-  decode = After(gzip.out, "\"decode\":");
-  EXPECT_EQ(Value(gzip.out, "perf_style_instructions", decode), "1419585");
-  EXPECT_EQ(Value(gzip.out, "images_found_by_build_id", decode), "0");
+  EXPECT_EQ(Decoded(gzip, "perf_style_instructions"), "1419585");
+  EXPECT_EQ(Decoded(gzip, "images_found_by_build_id"), "0");
   const CmdResult from_root = Pathctl("analyze --json --top 1 --binary-dir " + kShared +
                                       "/corpus " + dir + "/propeller_sample_1.perfdata1");
   ASSERT_EQ(from_root.rc, 0) << from_root.out;
-  decode = After(from_root.out, "\"decode\":");
-  EXPECT_EQ(Value(from_root.out, "perf_style_instructions", decode), "584640");
+  EXPECT_EQ(Decoded(from_root, "perf_style_instructions"), "584640");
 }
 
 // Clocks are read per batch, not per sample: on a host whose thread clock is a system call
@@ -148,9 +181,8 @@ TEST(AnalyzeCli, ClockReadsArePerBatchNotPerSample) {
                             "/pathctl analyze --json --binary-dir " + dir.path().string() + " " +
                             kShared + "/corpus/lbr/autofdo/propeller_sample_1.perfdata1");
   ASSERT_EQ(r.rc, 0) << r.out;
-  const size_t decode = After(r.out, "\"decode\":");
-  const long long samples = std::stoll(Value(r.out, "samples", decode));
-  const long long reads = std::stoll(Value(r.out, "clock_reads", decode));
+  const long long samples = std::stoll(Decoded(r, "samples"));
+  const long long reads = std::stoll(Decoded(r, "clock_reads"));
   EXPECT_EQ(samples, 3732);
   EXPECT_LT(reads, samples / 20) << "clock reads per sample, not per batch";
 }
@@ -159,17 +191,18 @@ TEST(AnalyzeCli, IntelPtRecordingWithoutItsBinariesCountsDecodeErrors) {
   const CmdResult r =
       Pathctl("analyze --json " + kShared + "/corpus/pt/quipper/perf.data.intel_pt-4.14");
   ASSERT_EQ(r.rc, 0) << r.out;
-  const size_t decode = After(r.out, "\"decode\":");
-  EXPECT_EQ(Value(r.out, "format", decode), "perf.data/intel-pt");
-  EXPECT_EQ(Value(r.out, "samples", decode), "2");  // two AUXTRACE buffers
-  EXPECT_EQ(Value(r.out, "pt_aux_bytes", decode), std::to_string(12240 + 137728));
+  EXPECT_EQ(Decoded(r, "format"), "perf.data/intel-pt");
+  EXPECT_EQ(Decoded(r, "samples"), "2");  // two AUXTRACE buffers
+  EXPECT_EQ(Decoded(r, "pt_aux_bytes"), std::to_string(12240 + 137728));
   // 10 PSB syncs, each ending at code no image covers (9 executable mappings, none here); only
   // one event (an asynchronous transfer between two known addresses) comes out.
-  EXPECT_EQ(Value(r.out, "pt_syncs", decode), "10");
-  EXPECT_EQ(Value(r.out, "pt: no memory mapped at this address", decode), "10");
-  EXPECT_EQ(Value(r.out, "images_not_found", decode), "9");
-  EXPECT_EQ(Value(r.out, "events", decode), "1");
-  EXPECT_EQ(Value(r.out, "comm", decode), "echo");
+  EXPECT_EQ(Decoded(r, "pt_syncs"), "10");
+  EXPECT_EQ(Decoded(r, "pt: no memory mapped at this address"), "10");
+  EXPECT_EQ(Decoded(r, "images_not_found"), "9");
+  EXPECT_EQ(Decoded(r, "events"), "1");
+  const v1::RecordingReport report = Parse(r);
+  ASSERT_EQ(report.processes_size(), 1);
+  EXPECT_EQ(report.processes(0).comm(), "echo");
 }
 
 TEST(AnalyzeCli, ExactTraceOfTheLoopExampleDirectlyAndThroughSynthesizedPt) {
@@ -181,31 +214,35 @@ TEST(AnalyzeCli, ExactTraceOfTheLoopExampleDirectlyAndThroughSynthesizedPt) {
 
   const CmdResult direct = Pathctl("analyze --json --top 3 " + pbs);
   ASSERT_EQ(direct.rc, 0) << direct.out;
-  const size_t decode = After(direct.out, "\"decode\":");
-  EXPECT_EQ(Value(direct.out, "format", decode), "pbs");
-  const size_t paths = After(direct.out, "\"hot_paths\":");
-  EXPECT_EQ(Value(direct.out, "estimator", paths), "hot-path-table");
+  EXPECT_EQ(Decoded(direct, "format"), "pbs");
+  const v1::RecordingReport direct_report = Parse(direct);
+  ASSERT_EQ(direct_report.processes_size(), 1);
+  const v1::HotPaths& paths = direct_report.processes(0).hot_paths();
+  EXPECT_EQ(paths.estimator(), v1::PATH_ESTIMATOR_HOT_PATH_TABLE);
   // spin(3000): the back-edge is taken 2999 times; the first of those ends the path from the
   // function entry, the other 2998 end the loop body's path (from the loop head), the hottest.
-  const size_t first = After(direct.out, "\"paths\":[");
-  EXPECT_EQ(Value(direct.out, "function", first), "spin");
-  EXPECT_NE(Value(direct.out, "file", first).find("loop.c"), std::string::npos);
-  EXPECT_EQ(Value(direct.out, "value", first), "2998");
+  ASSERT_GT(paths.paths_size(), 0);
+  EXPECT_EQ(paths.paths(0).start().function(), "spin");
+  EXPECT_NE(paths.paths(0).start().file().find("loop.c"), std::string::npos);
+  EXPECT_EQ(paths.paths(0).estimate().value(), 2998);
 
   const CmdResult via_pt = Pathctl("analyze --json --top 3 --via-pt " + pbs);
   ASSERT_EQ(via_pt.rc, 0) << via_pt.out;
-  const size_t pt_decode = After(via_pt.out, "\"decode\":");
-  EXPECT_EQ(Value(via_pt.out, "format", pt_decode), "pbs/synthesized-pt");
+  EXPECT_EQ(Decoded(via_pt, "format"), "pbs/synthesized-pt");
   // The PT decoder gives back every branch of the exact stream.
-  EXPECT_EQ(Value(via_pt.out, "events", pt_decode), Value(direct.out, "events", decode));
-  EXPECT_EQ(Value(via_pt.out, "taken", pt_decode), Value(direct.out, "taken", decode));
-  EXPECT_EQ(via_pt.out.find("\"decode_errors\":{}", pt_decode),
-            via_pt.out.find("\"decode_errors\":", pt_decode))
-      << via_pt.out.substr(pt_decode, 600);
+  EXPECT_EQ(Decoded(via_pt, "events"), Decoded(direct, "events"));
+  EXPECT_EQ(Decoded(via_pt, "taken"), Decoded(direct, "taken"));
+  const v1::RecordingReport pt_report = Parse(via_pt);
+  EXPECT_EQ(pt_report.decode().decode_errors_size(), 0) << via_pt.out.substr(0, 600);
   // And the same hot paths.
-  const size_t pt_paths = After(via_pt.out, "\"hot_paths\":");
-  EXPECT_EQ(via_pt.out.substr(pt_paths, via_pt.out.find("\"hot_subpaths\"") - pt_paths),
-            direct.out.substr(paths, direct.out.find("\"hot_subpaths\"") - paths));
+  ASSERT_EQ(pt_report.processes_size(), 1);
+  v1::HotPaths pt_paths = pt_report.processes(0).hot_paths(), direct_paths = paths;
+  pt_paths.clear_compute_time();
+  direct_paths.clear_compute_time();
+  std::string diff;
+  google::protobuf::util::MessageDifferencer differ;
+  differ.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differ.Compare(pt_paths, direct_paths)) << diff;
 }
 
 TEST(AnalyzeCli, BadInputIsAClearErrorNotACrash) {
@@ -255,8 +292,7 @@ TEST(AnalyzeCli, PipeModeGivesTheSameAuxBytesAndDecodeAsFileMode) {
   const CmdResult corpus_pipe =
       Pathctl("analyze --json " + kShared + "/corpus/pt/quipper/perf.data.piped.intel_pt-4.14");
   ASSERT_EQ(corpus_pipe.rc, 3) << corpus_pipe.out;  // no binaries: no branch comes out
-  EXPECT_EQ(Value(corpus_pipe.out, "pt_aux_bytes", After(corpus_pipe.out, "\"decode\":")),
-            std::to_string(76400 + 68192));
+  EXPECT_EQ(Decoded(corpus_pipe, "pt_aux_bytes"), std::to_string(76400 + 68192));
 
   if (::Run("command -v perf").rc != 0)
     GTEST_SKIP() << "perf is not installed (Debian: linux-perf)";
@@ -291,16 +327,13 @@ TEST(AnalyzeCli, PipeModeGivesTheSameAuxBytesAndDecodeAsFileMode) {
   ASSERT_EQ(file.rc, 0) << file.out;
   ASSERT_EQ(pipe_file.rc, 0) << pipe_file.out;
   ASSERT_EQ(pipe_stdin.rc, 0) << pipe_stdin.out;
-  const size_t d = After(file.out, "\"decode\":");
   for (const CmdResult* other : {&pipe_file, &pipe_stdin}) {
-    const size_t od = After(other->out, "\"decode\":");
-    EXPECT_EQ(Value(other->out, "pt_aux_bytes", od), std::to_string(12240 + 137728));
+    EXPECT_EQ(Decoded(*other, "pt_aux_bytes"), std::to_string(12240 + 137728));
     for (const char* key : {"format", "samples", "events", "taken", "pt_syncs", "pt_gaps",
                             "pt_async_transfers", "pt: no memory mapped at this address"})
-      EXPECT_EQ(Value(other->out, key, od), Value(file.out, key, d)) << key;
+      EXPECT_EQ(Decoded(*other, key), Decoded(file, key)) << key;
     // Every decoded table is the same: the report after the decode statistics.
-    const size_t tables = After(file.out, "\"processes\":");
-    EXPECT_EQ(other->out.substr(After(other->out, "\"processes\":")), file.out.substr(tables));
+    EXPECT_EQ(Tables(Parse(*other)), Tables(Parse(file)));
   }
 }
 

@@ -1108,12 +1108,12 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_TRUE(ValidJson(r.out)) << r.out.substr(0, 2000);
     return r;
   };
-  // About half a second of the loop (a round is a few microseconds): one round would exit
-  // before `run` attaches ("process does not exist").
+  // About half a second of the loop (a round is a few microseconds), so that every rate has
+  // samples to count.
   const std::string hot = kBin + "/example_hotloop 150000";
   t["run --json"] = [run, hot] { run("--source none -- " + hot); };
   t["run --source"] = [run, hot] {
-    EXPECT_EQ(Str(run("--source none -- " + hot).out, "source"), "none");
+    EXPECT_EQ(Str(run("--source none -- " + hot).out, "source"), "BRANCH_SOURCE_NONE");
   };
   t["run --freq"] = [run, hot] {
     // -F 0 turns stacks off: with --source none that is nothing to collect, refused.
@@ -1131,7 +1131,7 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     // sleep 60 ends at the duration, by SIGTERM (exit status 128 + 15).
     const R r = run("--source none -F 1 --duration 500ms -- sleep 60");
     EXPECT_EQ(Num(r.out, "exit_status"), 143) << r.out;
-    EXPECT_EQ(Str(r.out, "state"), "stopped") << r.out;
+    EXPECT_EQ(Str(r.out, "state"), "SESSION_STATE_STOPPED") << r.out;
   };
   t["run --pid"] = [run] {
     const R r = run("--source none -F 99 --duration 1s -p " + Loop());

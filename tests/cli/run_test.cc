@@ -1,6 +1,8 @@
-// Runs `pathctl run` on the bundled hot-loop example as a user would and checks its JSON report:
+// Runs `pathctl run` on the bundled hot-loop example as a user would and checks its JSON report
+// (protobuf's JSON mapping of pathprof.v1.RunReport, parsed back here as any consumer would):
 // the hottest method and the hottest path are in the example's known hot loops, symbolized to
 // hotloop.c. Needs root for eBPF and ptrace; skips with the reason otherwise.
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "pathprof/collectors/capabilities.h"
+#include "pathprof/v1/reports.pb.h"
 
 #include "common/run_command.h"
 
@@ -23,18 +26,13 @@ CmdResult Pathctl(const std::string& args) {
                                        " 2>/dev/null");
 }
 
-// The string value of the first `"key":"..."` at or after `from`.
-std::string FirstString(const std::string& json, const std::string& key, size_t from) {
-  const std::string needle = "\"" + key + "\":\"";
-  const size_t at = json.find(needle, from);
-  if (at == std::string::npos) return "<missing " + key + ">";
-  const size_t begin = at + needle.size();
-  return json.substr(begin, json.find('"', begin) - begin);
-}
+namespace v1 = pathprof::v1;
 
-size_t After(const std::string& json, const std::string& marker) {
-  const size_t at = json.find(marker);
-  return at == std::string::npos ? json.size() : at + marker.size();
+// The report on stdout, parsed strictly (an unknown field fails, as a drifted schema would).
+::testing::AssertionResult ParseReport(const CmdResult& r, v1::RunReport* report) {
+  const auto status = google::protobuf::util::JsonStringToMessage(r.out, report);
+  if (status.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << status.ToString() << ": " << r.out.substr(0, 600);
 }
 
 class RunTest : public ::testing::Test {
@@ -51,27 +49,33 @@ TEST_F(RunTest, ReportsTheExampleHotLoop) {
   const CmdResult r =
       Pathctl("run --json --duration 4 --stack-hz 199 --burst-rate 50 --top 5 -- " + example_);
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_EQ(FirstString(r.out, "state", 0), "stopped");
-  EXPECT_EQ(FirstString(r.out, "source", 0), "ptrace");
+  v1::RunReport report;
+  ASSERT_TRUE(ParseReport(r, &report));
+  EXPECT_EQ(report.session().state(), v1::SESSION_STATE_STOPPED);
+  EXPECT_EQ(report.session().source(), v1::BRANCH_SOURCE_PTRACE);
+  EXPECT_EQ(report.session().name(), "");  // pathctl's own session: not a daemon resource
   // hot() does 4x the iterations of warm(): it is the hottest method by stack samples.
-  const size_t methods = After(r.out, "\"hot_methods\":[");
-  EXPECT_EQ(FirstString(r.out, "function", methods), "hot") << r.out.substr(methods, 400);
-  EXPECT_NE(FirstString(r.out, "file", methods).find("hotloop.c"), std::string::npos);
+  ASSERT_GT(report.hot_methods().methods_size(), 0) << r.out.substr(0, 600);
+  EXPECT_EQ(report.hot_methods().methods(0).function().function(), "hot");
+  EXPECT_NE(report.hot_methods().methods(0).function().file().find("hotloop.c"), std::string::npos);
   // The hottest path starts in one of the two loops, at a line of hotloop.c.
-  const size_t paths = After(r.out, "\"paths\":[");
-  ASSERT_NE(r.out.compare(paths, 1, "]"), 0) << "no hot paths: " << r.out.substr(0, 600);
-  const std::string fn = FirstString(r.out, "function", paths);
-  EXPECT_TRUE(fn == "hot" || fn == "warm") << fn;
-  EXPECT_NE(FirstString(r.out, "file", paths).find("hotloop.c"), std::string::npos);
-  // The calling context tree's first root is the libc start routine, and hot() is under it.
-  EXPECT_NE(r.out.find("\"function\":\"hot\""), std::string::npos);
+  ASSERT_GT(report.hot_paths().paths_size(), 0) << "no hot paths: " << r.out.substr(0, 600);
+  const v1::Location& start = report.hot_paths().paths(0).start();
+  EXPECT_TRUE(start.function() == "hot" || start.function() == "warm") << start.function();
+  EXPECT_NE(start.file().find("hotloop.c"), std::string::npos);
+  // hot() is in the calling context tree.
+  bool hot_in_tree = false;
+  for (const v1::CctNode& n : report.cct().nodes()) hot_in_tree |= n.function().function() == "hot";
+  EXPECT_TRUE(hot_in_tree);
 }
 
 TEST_F(RunTest, ACommandThatExitsEndsTheSessionWithItsStatus) {
   const CmdResult r = Pathctl("run --json --top 3 -- " + example_ + " 20000");
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_EQ(FirstString(r.out, "state", 0), "target-exited");
-  EXPECT_NE(r.out.find("\"exit_status\":0"), std::string::npos) << r.out.substr(0, 400);
+  v1::RunReport report;
+  ASSERT_TRUE(ParseReport(r, &report));
+  EXPECT_EQ(report.session().state(), v1::SESSION_STATE_TARGET_EXITED);
+  EXPECT_EQ(report.exit_status(), 0);
 }
 
 // A command that exits within microseconds is still profiled from its start: the child is held
@@ -82,10 +86,15 @@ TEST_F(RunTest, ACommandThatExitsAtOnceIsProfiledNotRacedWith) {
   for (int i = 0; i < 5; ++i) {
     const CmdResult r = Pathctl("run --source ptrace --json --top 1 -- /bin/sh -c 'exit 3'");
     ASSERT_EQ(r.rc, 0) << r.out;
-    EXPECT_EQ(FirstString(r.out, "state", 0), "target-exited") << r.out.substr(0, 400);
-    EXPECT_NE(r.out.find("\"exit_status\":3"), std::string::npos) << r.out.substr(0, 400);
-    EXPECT_EQ(r.out.find("EPERM"), std::string::npos) << r.out.substr(0, 400);
-    EXPECT_NE(r.out.find("\"stats\":[{\"pid\":"), std::string::npos) << r.out.substr(0, 400);
+    v1::RunReport report;
+    ASSERT_TRUE(ParseReport(r, &report));
+    EXPECT_EQ(report.session().state(), v1::SESSION_STATE_TARGET_EXITED);
+    EXPECT_EQ(report.exit_status(), 3);
+    EXPECT_EQ(report.session().source(), v1::BRANCH_SOURCE_PTRACE);
+    EXPECT_EQ(report.session().source_reason().find("EPERM"), std::string::npos)
+        << report.session().source_reason();
+    ASSERT_EQ(report.stats_size(), 1);
+    EXPECT_EQ(report.stats(0).pid(), report.session().pids(0));
   }
 }
 

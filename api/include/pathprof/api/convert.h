@@ -5,20 +5,24 @@
 
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/collectors/step_probe.h"
+#include "pathprof/pipeline/offline_analysis.h"
 #include "pathprof/pipeline/results.h"
 #include "pathprof/pipeline/session.h"
 #include "pathprof/v1/profiler.pb.h"
+#include "pathprof/v1/reports.pb.h"
 
 namespace pathprof::api {
 
 void ToProto(const pipeline::Location& in, v1::Location* out);
 void ToProto(const pipeline::Estimate& in, v1::Estimate* out);
 void ToProto(const pipeline::HotPath& in, v1::HotPath* out);  // pid and observations included
+// A session with an empty id (one pathctl runs itself, not a daemon resource) gets no name.
 void ToProto(const pipeline::SessionInfo& in, v1::Session* out);
 void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out);
 
 // A query's whole answer, about the session whose bare id is `session_id` (named
-// sessions/{id} in the message). The compute_time of a profile with nothing in it yet is now.
+// sessions/{id} in the message; an empty id names none). The compute_time of a profile with nothing
+// in it yet is now.
 void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, v1::HotPaths* out);
 // At most `max_subpaths` rows: an iceberg query (threshold) has no top_k to bound it.
 void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_id,
@@ -31,6 +35,8 @@ void ToProto(const pipeline::HotMethodsResult& in, const std::string& session_id
              v1::HotMethods* out);
 void ToProto(const pipeline::ResidualPathsResult& in, const std::string& session_id,
              v1::ResidualPaths* out);
+
+void ToProto(const pipeline::DecodeSummary& in, v1::DecodeSummary* out);
 
 void ToProto(const collectors::SourceCapability& in, v1::SourceCapability* out);
 void ToProto(const collectors::MechanismResult& in, v1::SourceCapability* out);
