@@ -358,7 +358,10 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
       case v1::STEP_MODE_INT3:
         c.sampling.step_mode = pipeline::StepChoice::kInt3;
         break;
-      default: {
+      case v1::STEP_MODE_AUTO:
+        c.sampling.step_mode = pipeline::StepChoice::kAuto;
+        break;
+      default: {  // not set: the daemon's configured step mode
         std::lock_guard<std::mutex> lock(mu_);
         c.sampling.step_mode = default_step_mode_;
         break;
