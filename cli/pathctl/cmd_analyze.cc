@@ -8,6 +8,7 @@
 
 #include "pathctl/client.h"
 #include "pathctl/command.h"
+#include "pathctl/report_text.h"
 #include "pathprof/api/convert.h"
 #include "pathprof/pipeline/offline_analysis.h"
 
@@ -27,12 +28,6 @@ struct ProcessReport {
   pl::HotMethodsResult methods;
   pl::TargetStats stats;
 };
-
-std::string Outcomes(uint64_t bits, uint32_t len) {
-  std::string s;
-  for (uint32_t i = 0; i < len; ++i) s += (bits >> i & 1) ? '1' : '0';
-  return s;
-}
 
 // The report as protobuf's JSON mapping of v1::RecordingReport: the same messages the daemon
 // serves for a session. A recording is not a session resource: no answer names one.
@@ -68,30 +63,9 @@ void PrintText(const std::string& file, const DecodeSummary& d,
     std::printf("\nprocess %u %s: %llu windows, %llu branches\n", r.info.pid, r.info.comm.c_str(),
                 static_cast<unsigned long long>(r.stats.windows),
                 static_cast<unsigned long long>(r.stats.branches));
-    std::printf("\nhot paths (%s, %llu distinct):\n",
-                std::string(pl::PathEstimatorName(r.paths.estimator)).c_str(),
-                static_cast<unsigned long long>(r.paths.paths_distinct));
-    int rank = 0;
-    for (const pl::HotPath& p : r.paths.paths) {
-      std::printf("  #%-2d %5.1f%%", ++rank, 100 * p.estimate.share);
-      if (p.estimate.error_bound > 0 && r.paths.total > 0)
-        std::printf(" ±%.1f%%", 100 * p.estimate.error_bound / r.paths.total);
-      std::printf("  %u branches [%s]  %s\n", p.length, Outcomes(p.outcomes, p.length).c_str(),
-                  p.start.ToString().c_str());
-      for (size_t i = 1; i < p.blocks.size(); ++i)
-        std::printf("        -> %s\n", p.blocks[i].ToString().c_str());
-    }
-    std::printf("\nhot subpaths (OSP, f=%.3g):\n", r.subpaths.sampling_frequency);
-    for (const pl::Subpath& s : r.subpaths.subpaths) {
-      std::printf("  %5.1f%%  %u blocks:", 100 * s.estimate.share, s.length);
-      for (size_t i = 0; i < s.blocks.size() && i < 4; ++i)
-        std::printf(" %s%s", i ? "-> " : "", s.blocks[i].ToString().c_str());
-      std::printf("%s\n", s.blocks.size() > 4 ? " ..." : "");
-    }
-    std::printf("\nhot call pairs:\n");
-    for (const pl::CallPair& c : r.pairs.pairs)
-      std::printf("  %5.1f%%  %s -> %s\n", 100 * c.estimate.share, c.call_site.ToString().c_str(),
-                  c.target.ToString().c_str());
+    PrintHotPathsText(r.paths);
+    PrintHotSubpathsText(r.subpaths);
+    PrintHotCallPairsText(r.pairs);
     std::printf("\nhot methods (entries in the branch stream):\n");
     for (const pl::HotMethod& m : r.methods.methods)
       std::printf("  %5.1f%%  %s\n", 100 * m.entries.share, m.function.ToString().c_str());

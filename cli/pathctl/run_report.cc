@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "pathctl/client.h"
+#include "pathctl/report_text.h"
 #include "pathprof/api/convert.h"
 #include "pathprof/v1/reports.pb.h"
 
@@ -13,12 +14,6 @@ namespace pathctl {
 namespace {
 
 namespace pl = pathprof::pipeline;
-
-std::string Outcomes(uint64_t bits, uint32_t len) {
-  std::string s;
-  for (uint32_t i = 0; i < len; ++i) s += (bits >> i & 1) ? '1' : '0';
-  return s;
-}
 
 void PrintHeader(const RunResults& r) {
   std::printf("pathctl run: session %s, pid", r.info.id.c_str());
@@ -30,34 +25,13 @@ void PrintHeader(const RunResults& r) {
 }
 
 void PrintHotPaths(const RunResults& r) {
-  std::printf("\nhot paths (%s, %llu distinct):\n",
-              std::string(pl::PathEstimatorName(r.paths.estimator)).c_str(),
-              static_cast<unsigned long long>(r.paths.paths_distinct));
-  int rank = 0;
-  for (const pl::HotPath& p : r.paths.paths) {
-    std::printf("  #%-2d %5.1f%%", ++rank, 100 * p.estimate.share);
-    if (p.estimate.error_bound > 0)
-      std::printf(" ±%.1f%%", r.paths.total > 0 ? 100 * p.estimate.error_bound / r.paths.total : 0);
-    std::printf("  %u branches [%s]  %s\n", p.length, Outcomes(p.outcomes, p.length).c_str(),
-                p.start.ToString().c_str());
-    for (size_t i = 1; i < p.blocks.size(); ++i)
-      std::printf("        -> %s\n", p.blocks[i].ToString().c_str());
-  }
+  PrintHotPathsText(r.paths);
   if (r.paths.paths.empty()) std::printf("  (none: no branch windows were collected)\n");
 }
 
 void PrintSubpathsPairsAndMethods(const RunResults& r) {
-  std::printf("\nhot subpaths (OSP, f=%.3g):\n", r.subpaths.sampling_frequency);
-  for (const pl::Subpath& s : r.subpaths.subpaths) {
-    std::printf("  %5.1f%%  %u blocks:", 100 * s.estimate.share, s.length);
-    for (size_t i = 0; i < s.blocks.size() && i < 4; ++i)
-      std::printf(" %s%s", i ? "-> " : "", s.blocks[i].ToString().c_str());
-    std::printf("%s\n", s.blocks.size() > 4 ? " ..." : "");
-  }
-  std::printf("\nhot call pairs:\n");
-  for (const pl::CallPair& c : r.pairs.pairs)
-    std::printf("  %5.1f%%  %s -> %s\n", 100 * c.estimate.share, c.call_site.ToString().c_str(),
-                c.target.ToString().c_str());
+  PrintHotSubpathsText(r.subpaths);
+  PrintHotCallPairsText(r.pairs);
   std::printf("\nhot methods (self from stacks, entries from branch windows):\n");
   for (const pl::HotMethod& m : r.methods.methods)
     std::printf("  %5.1f%% self  %5.1f%% entries  %s\n", 100 * m.self.share, 100 * m.entries.share,
