@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -179,79 +180,110 @@ void PrintCounters(const col::PtraceBurstStats& s) {
       s.detached ? "; detached" : "");
 }
 
-int RunBursts(Args& args) {
-  BurstsRequest req;
-  if (std::optional<int> bad = ParseBursts(args, &req)) return *bad;
-  const col::PtraceBurstOptions& o = req.options;
+// Where the windows go: the path estimate and, with -o, the recording. The collector's reader
+// thread feeds them while the main thread waits, hence the mutex.
+struct WindowSinks {
+  explicit WindowSinks(pid_t pid) : target_code(pid) {}
+  void AddWindow(const pathprof::BranchBatch& b);
+
+  std::unique_ptr<pathprof::decoders::CycleModel> cycle_model;  // null: weighted by instructions
+  std::optional<pathprof::hwmodel::WindowEstimator> estimator;
   std::optional<pathprof::PbsWriter> writer;
-  if (!req.output.empty()) {
-    auto w = OpenRecording(req.output, o.pid);
-    if (!w.ok()) {
-      std::fprintf(stderr, "pathctl bursts: %s\n", w.status().ToString().c_str());
-      return kExitError;
-    }
-    writer.emplace(std::move(*w));
+  pathprof::Status write_status;
+  col::InstructionReader target_code;  // the live target's code bytes
+  std::mutex mu;
+};
+
+void WindowSinks::AddWindow(const pathprof::BranchBatch& b) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (cycle_model) {
+    const auto read_code = [&](uint64_t address) { return target_code.Bytes(address); };
+    estimator->AddWindow(b.events, cycle_model->WindowDurations(b.events, read_code));
+  } else {
+    estimator->AddWindow(b);
   }
-  // Bursts start where a timer interrupt lands: weight windows by their time, from the cycles
-  // of their blocks (llvm-mca), or by their instructions where that is unavailable.
+  if (writer && write_status.ok()) write_status = writer->Write(b);
+}
+
+// Bursts start where a timer interrupt lands: weight windows by their time, from the cycles
+// of their blocks (llvm-mca), or by their instructions where that is unavailable.
+bool CreateEstimator(WindowSinks* sinks) {
   auto cycle_model = pathprof::decoders::CycleModel::Create();
-  if (!cycle_model.ok())
+  if (cycle_model.ok())
+    sinks->cycle_model = std::move(*cycle_model);
+  else
     std::fprintf(stderr, "pathctl bursts: windows weighted by instructions: %s\n",
                  cycle_model.status().message().c_str());
   pathprof::hwmodel::WindowEstimatorConfig ec;
-  ec.starts = cycle_model.ok() ? pathprof::hwmodel::WindowStarts::kTime
-                               : pathprof::hwmodel::WindowStarts::kInstructions;
+  ec.starts = sinks->cycle_model ? pathprof::hwmodel::WindowStarts::kTime
+                                 : pathprof::hwmodel::WindowStarts::kInstructions;
   auto estimator = pathprof::hwmodel::WindowEstimator::Create(ec);
-  if (!estimator.ok()) return kExitError;
-  std::mutex mu;
-  pathprof::Status write_status;
+  if (!estimator.ok()) return false;
+  sinks->estimator.emplace(std::move(*estimator));
+  return true;
+}
+
+// Runs until --duration passes, the target exits or a signal comes; the session's counters.
+pathprof::Result<col::PtraceBurstStats> Collect(const BurstsRequest& req, WindowSinks* sinks) {
   col::PtraceBurstSink sink;
-  col::InstructionReader target_code(o.pid);  // the live target's code bytes
-  const auto read_code = [&](uint64_t address) { return target_code.Bytes(address); };
-  sink.on_window = [&](const pathprof::BranchBatch& b) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (cycle_model.ok())
-      estimator->AddWindow(b.events, (*cycle_model)->WindowDurations(b.events, read_code));
-    else
-      estimator->AddWindow(b);
-    if (writer && write_status.ok()) write_status = writer->Write(b);
-  };
+  sink.on_window = [sinks](const pathprof::BranchBatch& b) { sinks->AddWindow(b); };
   sink.on_note = [](const std::string& note) {
     std::fprintf(stderr, "pathctl bursts: %s\n", note.c_str());
   };
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
-  auto collector = col::PtraceBurstCollector::Start(o, sink);
-  if (!collector.ok()) {
-    std::fprintf(stderr, "pathctl bursts: %s\n", collector.status().ToString().c_str());
-    return kExitError;
-  }
+  auto collector = col::PtraceBurstCollector::Start(req.options, sink);
+  if (!collector.ok()) return collector.status();
   const long long total_ms = static_cast<long long>(req.duration_s * 1000);
   for (long long waited = 0;
        !g_interrupted && !(*collector)->finished() && (req.duration_s == 0 || waited < total_ms);
        waited += 20)
     usleep(20000);
-  const auto s = (*collector)->Stop();
-  std::lock_guard<std::mutex> lock(mu);
-  if (writer) {
-    if (write_status.ok()) write_status = writer->Close();
-    if (!write_status.ok()) {
-      std::fprintf(stderr, "pathctl bursts: writing %s: %s\n", req.output.c_str(),
-                   write_status.ToString().c_str());
+  return (*collector)->Stop();
+}
+
+// False (after saying why) where a window or the close could not be written.
+bool CloseRecording(const BurstsRequest& req, WindowSinks* sinks) {
+  if (!sinks->writer) return true;
+  if (sinks->write_status.ok()) sinks->write_status = sinks->writer->Close();
+  if (sinks->write_status.ok()) return true;
+  std::fprintf(stderr, "pathctl bursts: writing %s: %s\n", req.output.c_str(),
+               sinks->write_status.ToString().c_str());
+  return false;
+}
+
+void PrintCycleModelStats(const pathprof::decoders::CycleModelStats& c) {
+  std::fprintf(stderr,
+               "pathctl bursts: windows weighted by time: %llu blocks timed by llvm-mca, %llu "
+               "unreadable, %llu rejected, %llu imputed at their window's cycles/instruction\n",
+               (unsigned long long)c.blocks_estimated, (unsigned long long)c.unreadable_blocks,
+               (unsigned long long)c.rejected_blocks, (unsigned long long)c.imputed_blocks);
+}
+
+int RunBursts(Args& args) {
+  BurstsRequest req;
+  if (std::optional<int> bad = ParseBursts(args, &req)) return *bad;
+  WindowSinks sinks(req.options.pid);
+  if (!req.output.empty()) {
+    auto w = OpenRecording(req.output, req.options.pid);
+    if (!w.ok()) {
+      std::fprintf(stderr, "pathctl bursts: %s\n", w.status().ToString().c_str());
       return kExitError;
     }
+    sinks.writer.emplace(std::move(*w));
   }
-  PrintPaths(req, s, estimator->Estimates());
-  PrintCounters(s);
-  if (cycle_model.ok()) {
-    const auto& c = (*cycle_model)->stats();
-    std::fprintf(stderr,
-                 "pathctl bursts: windows weighted by time: %llu blocks timed by llvm-mca, %llu "
-                 "unreadable, %llu rejected, %llu imputed at their window's cycles/instruction\n",
-                 (unsigned long long)c.blocks_estimated, (unsigned long long)c.unreadable_blocks,
-                 (unsigned long long)c.rejected_blocks, (unsigned long long)c.imputed_blocks);
+  if (!CreateEstimator(&sinks)) return kExitError;
+  const auto s = Collect(req, &sinks);
+  if (!s.ok()) {
+    std::fprintf(stderr, "pathctl bursts: %s\n", s.status().ToString().c_str());
+    return kExitError;
   }
-  return s.windows == 0 ? kExitNoData : kExitOk;
+  std::lock_guard<std::mutex> lock(sinks.mu);
+  if (!CloseRecording(req, &sinks)) return kExitError;
+  PrintPaths(req, *s, sinks.estimator->Estimates());
+  PrintCounters(*s);
+  if (sinks.cycle_model) PrintCycleModelStats(sinks.cycle_model->stats());
+  return s->windows == 0 ? kExitNoData : kExitOk;
 }
 
 PATHCTL_COMMAND(Command{"bursts",

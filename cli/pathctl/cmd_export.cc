@@ -49,70 +49,104 @@ int ExportSessionBranches(Client& client, const BranchExport& e, uint32_t pid) {
   return kExitOk;
 }
 
-int RunExport(Args& args) {
-  const std::vector<std::string>& pos = args.positional();
-  const bool recording = !pos.empty() && pos[0].ends_with(".pbs");
-  // A recording's export does not connect: its connection flags would be ignored, so they are
-  // not read (Problems() reports them as not applying).
-  std::optional<Client> client;
-  if (!recording) client.emplace(args);
-  bool paths = args.Has("paths");
-  const std::string out = args.Get("output");  // -o is its short spelling (Args)
-  const bool json = args.Has("json");
-  const std::string format = args.Get("format", "pprof");
-  const long long entries = args.GetInt("entries", 32, 1, 1024);
-  const std::string binary = args.Get("binary");
-  const long long pid = args.GetInt("pid", 0, 1, kMaxPid);
+struct ExportOptions {
+  std::string input;       // SESSION or RECORDING.pbs
+  bool recording = false;  // input is a .pbs, read here
+  std::string output, format, binary;
+  bool paths = false, json = false;
+  long long entries = 32, pid = 0;
+};
+
+bool ExportsBranches(const ExportOptions& o) {
+  return o.format == "perf-lbr" || o.format == "bolt";
+}
+
+// The flags that only go with some formats or inputs, named where given with another.
+void AddCombinationProblems(Args& args, const ExportOptions& o,
+                            std::vector<std::string>* problems) {
+  const bool branches = ExportsBranches(o);
+  if (o.format != "pprof" && !branches) problems->push_back("--format is pprof, perf-lbr or bolt");
+  if (o.format == "pprof" && o.recording)
+    problems->push_back("a .pbs recording exports as --format perf-lbr or bolt");
+  if (!o.binary.empty() && o.format != "bolt")
+    problems->push_back("--binary goes with --format bolt");
+  if (args.Has("entries") && (o.format != "perf-lbr" || !o.recording))
+    problems->push_back("--entries goes with --format perf-lbr of a recording");
+  if (args.Has("pid") && (!branches || o.recording))
+    problems->push_back("--pid goes with --format bolt or perf-lbr of a session");
+  if (o.paths && o.format != "pprof") problems->push_back("--paths goes with --format pprof");
+}
+
+// The flags into `o` (after Client has read its own); the usage error's exit code where they are
+// wrong.
+std::optional<int> ParseExport(Args& args, ExportOptions* o) {
+  o->paths = args.Has("paths");
+  o->output = args.Get("output");  // -o is its short spelling (Args)
+  o->json = args.Has("json");
+  o->format = args.Get("format", "pprof");
+  o->entries = args.GetInt("entries", 32, 1, 1024);
+  o->binary = args.Get("binary");
+  o->pid = args.GetInt("pid", 0, 1, kMaxPid);
   auto problems = args.Problems();
-  if (pos.size() != 1) problems.push_back("expected one SESSION id or RECORDING.pbs");
-  if (out.empty()) problems.push_back("-o FILE is required");
-  const bool branches = format == "perf-lbr" || format == "bolt";
-  if (format != "pprof" && !branches) problems.push_back("--format is pprof, perf-lbr or bolt");
-  if (format == "pprof" && recording)
-    problems.push_back("a .pbs recording exports as --format perf-lbr or bolt");
-  if (!binary.empty() && format != "bolt") problems.push_back("--binary goes with --format bolt");
-  if (args.Has("entries") && (format != "perf-lbr" || !recording))
-    problems.push_back("--entries goes with --format perf-lbr of a recording");
-  if (args.Has("pid") && (!branches || recording))
-    problems.push_back("--pid goes with --format bolt or perf-lbr of a session");
-  if (paths && format != "pprof") problems.push_back("--paths goes with --format pprof");
+  if (args.positional().size() != 1) problems.push_back("expected one SESSION id or RECORDING.pbs");
+  if (o->output.empty()) problems.push_back("-o FILE is required");
+  AddCombinationProblems(args, *o, &problems);
   if (!problems.empty()) return UsageError("export", problems);
-  if (branches) {
-    BranchExport e{pos[0], out, {}, json};
-    e.request.format = format == "bolt" ? dec::BranchProfileFormat::kBoltFdata
+  o->input = args.positional()[0];
+  return std::nullopt;
+}
+
+// `client` is null for a recording, which is read here.
+int ExportBranches(Client* client, const ExportOptions& o) {
+  BranchExport e{o.input, o.output, {}, o.json};
+  e.request.format = o.format == "bolt" ? dec::BranchProfileFormat::kBoltFdata
                                         : dec::BranchProfileFormat::kPerfLbr;
-    e.request.entries = static_cast<uint32_t>(entries);
-    e.request.binary = binary;
-    e.request.source = pos[0];
-    if (recording) return ExportRecording(e);
-    return ExportSessionBranches(*client, e, static_cast<uint32_t>(pid));
-  }
+  e.request.entries = static_cast<uint32_t>(o.entries);
+  e.request.binary = o.binary;
+  e.request.source = o.input;
+  if (o.recording) return ExportRecording(e);
+  return ExportSessionBranches(*client, e, static_cast<uint32_t>(o.pid));
+}
+
+int ExportSessionProfile(Client& client, const ExportOptions& o) {
   pathprof::v1::ExportProfileRequest req;
-  req.set_session(SessionNameFromUser(pos[0]));
-  req.set_include_paths(paths);
+  req.set_session(SessionNameFromUser(o.input));
+  req.set_include_paths(o.paths);
   pathprof::v1::ExportProfileResponse resp;
-  auto ctx = client->Context();
-  grpc::Status s = client->stub().ExportProfile(ctx.get(), req, &resp);
-  if (!s.ok()) return client->Fail("export", s);
-  std::ofstream f(out, std::ios::binary);
+  auto ctx = client.Context();
+  grpc::Status s = client.stub().ExportProfile(ctx.get(), req, &resp);
+  if (!s.ok()) return client.Fail("export", s);
+  std::ofstream f(o.output, std::ios::binary);
   f.write(resp.pprof_gzip().data(), static_cast<std::streamsize>(resp.pprof_gzip().size()));
   if (!f) {
-    std::fprintf(stderr, "pathctl export: cannot write %s\n", out.c_str());
+    std::fprintf(stderr, "pathctl export: cannot write %s\n", o.output.c_str());
     return kExitError;
   }
-  if (json) {
+  if (o.json) {
     JsonWriter j;
     j.BeginObject();
-    j.Key("file").String(out);
+    j.Key("file").String(o.output);
     j.Key("bytes").Uint(resp.pprof_gzip().size());
     j.Key("format").String("pprof");
     j.EndObject();
     std::printf("%s\n", j.str().c_str());
   } else {
-    std::fprintf(stderr, "wrote %s (%zu bytes); view with: go tool pprof -top %s\n", out.c_str(),
-                 resp.pprof_gzip().size(), out.c_str());
+    std::fprintf(stderr, "wrote %s (%zu bytes); view with: go tool pprof -top %s\n",
+                 o.output.c_str(), resp.pprof_gzip().size(), o.output.c_str());
   }
   return kExitOk;
+}
+
+int RunExport(Args& args) {
+  ExportOptions o;
+  o.recording = !args.positional().empty() && args.positional()[0].ends_with(".pbs");
+  // A recording's export does not connect: its connection flags would be ignored, so they are
+  // not read (Problems() reports them as not applying).
+  std::optional<Client> client;
+  if (!o.recording) client.emplace(args);
+  if (std::optional<int> bad = ParseExport(args, &o)) return *bad;
+  if (ExportsBranches(o)) return ExportBranches(client ? &*client : nullptr, o);
+  return ExportSessionProfile(*client, o);
 }
 
 PATHCTL_COMMAND(Command{

@@ -38,97 +38,141 @@ bool ParseKind(const std::string& s, v1::PathKind* out) {
   return true;
 }
 
+bool ParseStepMode(const std::string& s, v1::StepMode* out) {
+  if (s == "auto")
+    *out = v1::STEP_MODE_UNSPECIFIED;  // the daemon's [ptrace] step_mode decides
+  else if (s == "breakpoints")
+    *out = v1::STEP_MODE_BREAKPOINTS;
+  else if (s == "int3")
+    *out = v1::STEP_MODE_INT3;
+  else if (s == "step")
+    *out = v1::STEP_MODE_SINGLE_STEP;
+  else
+    return false;
+  return true;
+}
+
+bool ParseCallGraph(const std::string& s, v1::CallGraph* out) {
+  if (s == "dwarf")
+    *out = v1::CALL_GRAPH_DWARF;
+  else if (s == "fp")
+    *out = v1::CALL_GRAPH_FRAME_POINTERS;
+  else
+    return false;
+  return true;
+}
+
+// Each Read* fills its part of the request and appends its usage problems; RunStart calls them
+// in the order of the flags' problems in the usage error (and of Args' own range errors).
+
+void ReadTarget(Args& args, v1::StartSessionRequest* req, std::vector<std::string>* problems) {
+  int targets = 0;
+  if (args.Has("pid")) {  // -p is its short spelling (Args)
+    req->set_pid(static_cast<int32_t>(args.GetInt("pid", 0, 1, kMaxPid)));
+    ++targets;
+  }
+  if (args.Has("name")) {
+    req->set_executable_name(args.Get("name"));
+    ++targets;
+  }
+  if (args.Has("cgroup")) {
+    req->set_cgroup(args.Get("cgroup"));
+    ++targets;
+  }
+  if (args.Has("unit")) {
+    req->set_systemd_unit(args.Get("unit"));
+    ++targets;
+  }
+  if (targets != 1) problems->push_back("give exactly one of --pid, --name, --cgroup, --unit");
+}
+
+void ReadSourceStepAndStacks(Args& args, v1::StartSessionRequest* req,
+                             std::vector<std::string>* problems) {
+  v1::SourceChoice src = v1::SOURCE_CHOICE_AUTO;
+  if (!ParseSource(args.Get("source", "auto"), &src))
+    problems->push_back("--source is auto, none, ptrace, lbr or pt");
+  req->set_source(src);
+  v1::StepMode step = v1::STEP_MODE_UNSPECIFIED;
+  if (ParseStepMode(args.Get("step-mode", "auto"), &step))
+    req->mutable_sampling()->set_step_mode(step);
+  else
+    problems->push_back("--step-mode is auto, breakpoints, int3 or step");
+  v1::CallGraph call_graph = v1::CALL_GRAPH_DWARF;
+  if (ParseCallGraph(args.Get("call-graph", "dwarf"), &call_graph))
+    req->mutable_sampling()->set_call_graph(call_graph);
+  else
+    problems->push_back("--call-graph is dwarf or fp");
+  req->set_follow_children(args.Has("inherit"));
+  // Without --inherit no descendant is followed: --max-descendants is left unread (reported).
+  if (req->follow_children())
+    req->set_max_descendants(static_cast<int32_t>(args.GetInt("max-descendants", 0, 0, 1024)));
+}
+
+void ReadEngine(Args& args, v1::StartSessionRequest* req, std::vector<std::string>* problems) {
+  v1::PathKind kind = v1::PATH_KIND_UNSPECIFIED;
+  if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
+    problems->push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
+  v1::EngineSettings& engine = *req->mutable_engine();
+  engine.set_path_kind(kind);
+  engine.set_extension(static_cast<int32_t>(args.GetInt("extension", 0, 0, 255)));
+  engine.set_max_path_length(static_cast<int32_t>(args.GetInt("max-length", 0, 0, 64)));
+  engine.set_hpt_entries(static_cast<int32_t>(args.GetInt("hpt-entries", 0, 0, 1 << 24)));
+}
+
+void ReadSampling(Args& args, v1::StartSessionRequest* req) {
+  v1::SamplingSettings& sampling = *req->mutable_sampling();
+  if (args.Has("freq"))  // -F and the older --stack-hz are its other spellings (Args)
+    sampling.set_stack_hz(static_cast<int32_t>(args.GetInt("freq", 99, 0, 10000)));
+  sampling.set_window_branches(static_cast<int32_t>(args.GetInt("window", 0, 0, 4096)));
+  sampling.set_bursts_per_second(args.GetDouble("burst-rate", 0, 0, 10000));
+  sampling.set_max_stopped_fraction(args.GetDouble("max-stopped", 0, 0, 0.5));
+}
+
+void ReadBoundsAndDuration(Args& args, v1::StartSessionRequest* req,
+                           std::vector<std::string>* problems) {
+  req->mutable_osp()->set_memory_entries(
+      static_cast<int32_t>(args.GetInt("osp-entries", 0, 0, 1 << 24)));
+  req->mutable_pcct()->set_max_depth(static_cast<int32_t>(args.GetInt("max-depth", 0, 0, 4096)));
+  // The daemon counts whole seconds: 1500ms is refused rather than rounded.
+  const double duration = args.GetDuration("duration", 0, 1, 0, kMaxU32);
+  if (duration != static_cast<double>(static_cast<uint32_t>(duration)))
+    problems->push_back(
+        "--duration is whole seconds for a daemon session (such as 5s or 2m), got '" +
+        args.Get("duration") + "'");
+  req->mutable_duration()->set_seconds(static_cast<int64_t>(duration));
+}
+
+void PrintStarted(const v1::Session& resp, bool json) {
+  if (json) {
+    PrintJson(resp);
+    return;
+  }
+  // The id alone (every command takes it as it is, or as sessions/ID), and first, so that
+  // `ID=$(pathctl start ...)` and `| head -1` work.
+  const std::string id = pathprof::api::SessionIdForDisplay(resp.name());
+  std::printf("%s\n", id.c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr, "session %s on %d process(es), branch source %s (%s)\n", id.c_str(),
+               resp.pids_size(), BranchSourceName(resp.source()), resp.source_reason().c_str());
+}
+
 int RunStart(Args& args) {
   Client client(args);
   bool json = args.Has("json");
   v1::StartSessionRequest req;
   std::vector<std::string> problems;
-  int targets = 0;
-  if (args.Has("pid")) {  // -p is its short spelling (Args)
-    req.set_pid(static_cast<int32_t>(args.GetInt("pid", 0, 1, kMaxPid)));
-    ++targets;
-  }
-  if (args.Has("name")) {
-    req.set_executable_name(args.Get("name"));
-    ++targets;
-  }
-  if (args.Has("cgroup")) {
-    req.set_cgroup(args.Get("cgroup"));
-    ++targets;
-  }
-  if (args.Has("unit")) {
-    req.set_systemd_unit(args.Get("unit"));
-    ++targets;
-  }
-  if (targets != 1) problems.push_back("give exactly one of --pid, --name, --cgroup, --unit");
-  v1::SourceChoice src = v1::SOURCE_CHOICE_AUTO;
-  if (!ParseSource(args.Get("source", "auto"), &src))
-    problems.push_back("--source is auto, none, ptrace, lbr or pt");
-  req.set_source(src);
-  const std::string step = args.Get("step-mode", "auto");
-  if (step == "auto")
-    req.mutable_sampling()->set_step_mode(v1::STEP_MODE_UNSPECIFIED);
-  else if (step == "breakpoints")
-    req.mutable_sampling()->set_step_mode(v1::STEP_MODE_BREAKPOINTS);
-  else if (step == "int3")
-    req.mutable_sampling()->set_step_mode(v1::STEP_MODE_INT3);
-  else if (step == "step")
-    req.mutable_sampling()->set_step_mode(v1::STEP_MODE_SINGLE_STEP);
-  else
-    problems.push_back("--step-mode is auto, breakpoints, int3 or step");
-  const std::string call_graph = args.Get("call-graph", "dwarf");
-  if (call_graph == "dwarf")
-    req.mutable_sampling()->set_call_graph(v1::CALL_GRAPH_DWARF);
-  else if (call_graph == "fp")
-    req.mutable_sampling()->set_call_graph(v1::CALL_GRAPH_FRAME_POINTERS);
-  else
-    problems.push_back("--call-graph is dwarf or fp");
-  req.set_follow_children(args.Has("inherit"));
-  // Without --inherit no descendant is followed: --max-descendants is left unread (reported).
-  if (req.follow_children())
-    req.set_max_descendants(static_cast<int32_t>(args.GetInt("max-descendants", 0, 0, 1024)));
-  v1::PathKind kind = v1::PATH_KIND_UNSPECIFIED;
-  if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
-    problems.push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
-  req.mutable_engine()->set_path_kind(kind);
-  req.mutable_engine()->set_extension(static_cast<int32_t>(args.GetInt("extension", 0, 0, 255)));
-  req.mutable_engine()->set_max_path_length(
-      static_cast<int32_t>(args.GetInt("max-length", 0, 0, 64)));
-  req.mutable_engine()->set_hpt_entries(
-      static_cast<int32_t>(args.GetInt("hpt-entries", 0, 0, 1 << 24)));
-  if (args.Has("freq"))  // -F and the older --stack-hz are its other spellings (Args)
-    req.mutable_sampling()->set_stack_hz(static_cast<int32_t>(args.GetInt("freq", 99, 0, 10000)));
-  req.mutable_sampling()->set_window_branches(
-      static_cast<int32_t>(args.GetInt("window", 0, 0, 4096)));
-  req.mutable_sampling()->set_bursts_per_second(args.GetDouble("burst-rate", 0, 0, 10000));
-  req.mutable_sampling()->set_max_stopped_fraction(args.GetDouble("max-stopped", 0, 0, 0.5));
-  req.mutable_osp()->set_memory_entries(
-      static_cast<int32_t>(args.GetInt("osp-entries", 0, 0, 1 << 24)));
-  req.mutable_pcct()->set_max_depth(static_cast<int32_t>(args.GetInt("max-depth", 0, 0, 4096)));
-  // The daemon counts whole seconds: 1500ms is refused rather than rounded.
-  const double duration = args.GetDuration("duration", 0, 1, 0, kMaxU32);
-  if (duration != static_cast<double>(static_cast<uint32_t>(duration)))
-    problems.push_back(
-        "--duration is whole seconds for a daemon session (such as 5s or 2m), got '" +
-        args.Get("duration") + "'");
-  req.mutable_duration()->set_seconds(static_cast<int64_t>(duration));
+  ReadTarget(args, &req, &problems);
+  ReadSourceStepAndStacks(args, &req, &problems);
+  ReadEngine(args, &req, &problems);
+  ReadSampling(args, &req);
+  ReadBoundsAndDuration(args, &req, &problems);
   for (auto& p : args.Problems()) problems.push_back(p);
   if (!problems.empty()) return UsageError("start", problems);
   v1::Session resp;
   auto ctx = client.Context();
   grpc::Status s = client.stub().StartSession(ctx.get(), req, &resp);
   if (!s.ok()) return client.Fail("start", s);
-  if (json) {
-    PrintJson(resp);
-  } else {
-    // The id alone (every command takes it as it is, or as sessions/ID), and first, so that
-    // `ID=$(pathctl start ...)` and `| head -1` work.
-    const std::string id = pathprof::api::SessionIdForDisplay(resp.name());
-    std::printf("%s\n", id.c_str());
-    std::fflush(stdout);
-    std::fprintf(stderr, "session %s on %d process(es), branch source %s (%s)\n", id.c_str(),
-                 resp.pids_size(), BranchSourceName(resp.source()), resp.source_reason().c_str());
-  }
+  PrintStarted(resp, json);
   return kExitOk;
 }
 

@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <google/protobuf/util/time_util.h>
@@ -12,68 +13,114 @@
 namespace pathctl {
 namespace {
 
-int RunWatch(Args& args) {
-  Client client(args);
-  bool json = args.Has("json");
-  pathprof::v1::WatchHotPathsRequest req;
-  req.mutable_query()->set_top_k(static_cast<int32_t>(args.GetInt("top", 10, 1, 1000000)));
-  const double interval_s = args.GetDuration("interval", 1, 0.001, 0.01, 3600);
-  *req.mutable_interval() = google::protobuf::util::TimeUtil::MillisecondsToDuration(
-      static_cast<int64_t>(interval_s * 1000 + 0.5));
-  long long count = args.GetInt("count", 0, 0, kMaxI64);
+struct WatchOptions {
+  pathprof::v1::WatchHotPathsRequest request;
+  double interval_s = 1;
+  long long count = 0;  // 0: until the session ends
+  bool json = false;
+};
+
+// The flags into `w` (after Client has read its own); the usage error's exit code where they are
+// wrong.
+std::optional<int> ParseWatch(Args& args, WatchOptions* w) {
+  w->json = args.Has("json");
+  w->request.mutable_query()->set_top_k(static_cast<int32_t>(args.GetInt("top", 10, 1, 1000000)));
+  w->interval_s = args.GetDuration("interval", 1, 0.001, 0.01, 3600);
+  *w->request.mutable_interval() = google::protobuf::util::TimeUtil::MillisecondsToDuration(
+      static_cast<int64_t>(w->interval_s * 1000 + 0.5));
+  w->count = args.GetInt("count", 0, 0, kMaxI64);
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (!problems.empty()) return UsageError("watch", problems);
-  req.mutable_query()->set_session(SessionNameFromUser(args.positional()[0]));
-  // A stream lasts until --count or the session ends, so there is no deadline on the call:
-  // --timeout bounds the wait for each update instead (the interval plus --timeout), and a
-  // daemon that goes quiet for longer ends the watch with exit 8.
-  grpc::ClientContext ctx;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false, timed_out = false;
-  auto last = std::chrono::steady_clock::now();
-  const auto patience =
-      std::chrono::microseconds(static_cast<long long>((interval_s + client.timeout_s()) * 1e6));
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    while (!done) {
-      if (cv.wait_until(lock, last + patience, [&] { return done; })) break;
-      if (std::chrono::steady_clock::now() >= last + patience) {
-        timed_out = true;
-        ctx.TryCancel();
+  w->request.mutable_query()->set_session(SessionNameFromUser(args.positional()[0]));
+  return std::nullopt;
+}
+
+// A stream lasts until --count or the session ends, so there is no deadline on the call:
+// --timeout bounds the wait for each update instead (the interval plus --timeout), and a
+// daemon that goes quiet for longer has the call cancelled (Stop() then says so).
+class UpdateWatchdog {
+ public:
+  UpdateWatchdog(grpc::ClientContext* ctx, std::chrono::microseconds patience)
+      : ctx_(ctx), patience_(patience), last_(std::chrono::steady_clock::now()) {
+    thread_ = std::thread([this] { Watch(); });
+  }
+  ~UpdateWatchdog() {
+    if (thread_.joinable()) Stop();
+  }
+  UpdateWatchdog(const UpdateWatchdog&) = delete;
+  UpdateWatchdog& operator=(const UpdateWatchdog&) = delete;
+
+  void UpdateArrived() {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_ = std::chrono::steady_clock::now();
+  }
+  // True where the watchdog gave up on the daemon.
+  bool Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    return timed_out_;
+  }
+
+ private:
+  void Watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
+      if (cv_.wait_until(lock, last_ + patience_, [&] { return done_; })) break;
+      if (std::chrono::steady_clock::now() >= last_ + patience_) {
+        timed_out_ = true;
+        ctx_->TryCancel();
         break;
       }
     }
-  });
-  auto reader = client.stub().WatchHotPaths(&ctx, req);
+  }
+
+  grpc::ClientContext* ctx_;
+  const std::chrono::microseconds patience_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false, timed_out_ = false;
+  std::chrono::steady_clock::time_point last_;
+  std::thread thread_;
+};
+
+// Prints each update as it comes, until --count of them or the stream's end.
+grpc::Status PrintUpdates(Client& client, const WatchOptions& w, grpc::ClientContext* ctx,
+                          UpdateWatchdog* watchdog) {
+  auto reader = client.stub().WatchHotPaths(ctx, w.request);
   pathprof::v1::HotPaths msg;
   long long n = 0;
   while (reader->Read(&msg)) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      last = std::chrono::steady_clock::now();
-    }
-    if (json) {
+    watchdog->UpdateArrived();
+    if (w.json) {
       PrintJson(msg);  // one HotPaths per line
     } else {
       HotPathsTable(msg);
       std::printf("\n");
     }
     std::fflush(stdout);
-    if (count > 0 && ++n >= count) {
-      ctx.TryCancel();
+    if (w.count > 0 && ++n >= w.count) {
+      ctx->TryCancel();
       break;
     }
   }
-  grpc::Status s = reader->Finish();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  watchdog.join();
-  if (timed_out)
+  return reader->Finish();
+}
+
+int RunWatch(Args& args) {
+  Client client(args);
+  WatchOptions w;
+  if (std::optional<int> bad = ParseWatch(args, &w)) return *bad;
+  grpc::ClientContext ctx;
+  UpdateWatchdog watchdog(
+      &ctx,
+      std::chrono::microseconds(static_cast<long long>((w.interval_s + client.timeout_s()) * 1e6)));
+  const grpc::Status s = PrintUpdates(client, w, &ctx, &watchdog);
+  if (watchdog.Stop())
     return client.Fail("watch", grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no update"));
   if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) return client.Fail("watch", s);
   return kExitOk;
