@@ -54,30 +54,14 @@ class GrpcClient : public Client {
 
   // Both lists come in pages; pathtop wants them whole, as one response.
   Result<v1::ListTargetsResponse> ListTargets(const v1::ListTargetsRequest& first) override {
-    v1::ListTargetsRequest req = first;
-    v1::ListTargetsResponse all;
-    do {
-      auto page = Call<v1::ListTargetsResponse>(
-          "ListTargets",
-          [&](grpc::ClientContext* c, auto* out) { return stub_->ListTargets(c, req, out); });
-      if (!page.ok()) return page.status();
-      all.mutable_targets()->MergeFrom(page->targets());
-      req.set_page_token(page->next_page_token());
-    } while (!req.page_token().empty());
-    return all;
+    return AllPages<v1::ListTargetsResponse>("ListTargets", first, [&](auto* c, auto& r, auto* o) {
+      return stub_->ListTargets(c, r, o);
+    });
   }
   Result<v1::ListSessionsResponse> ListSessions() override {
-    v1::ListSessionsRequest req;
-    v1::ListSessionsResponse all;
-    do {
-      auto page = Call<v1::ListSessionsResponse>(
-          "ListSessions",
-          [&](grpc::ClientContext* c, auto* out) { return stub_->ListSessions(c, req, out); });
-      if (!page.ok()) return page.status();
-      all.mutable_sessions()->MergeFrom(page->sessions());
-      req.set_page_token(page->next_page_token());
-    } while (!req.page_token().empty());
-    return all;
+    return AllPages<v1::ListSessionsResponse>(
+        "ListSessions", v1::ListSessionsRequest(),
+        [&](auto* c, auto& r, auto* o) { return stub_->ListSessions(c, r, o); });
   }
   Result<v1::Session> StartSession(const v1::StartSessionRequest& req) override {
     return Call<v1::Session>("StartSession", [&](grpc::ClientContext* c, auto* out) {
@@ -169,6 +153,21 @@ class GrpcClient : public Client {
   }
 
  private:
+  // Every page of a List call (`rpc(context, request, response)`) as one response: MergeFrom
+  // appends each page's repeated field; the token is the next request's.
+  template <typename Response, typename Request, typename Rpc>
+  Result<Response> AllPages(const char* method, Request req, Rpc rpc) {
+    Response all;
+    do {
+      auto page = Call<Response>(
+          method, [&](grpc::ClientContext* c, Response* out) { return rpc(c, req, out); });
+      if (!page.ok()) return page.status();
+      all.MergeFrom(*page);
+      req.set_page_token(page->next_page_token());
+    } while (!req.page_token().empty());
+    all.clear_next_page_token();
+    return all;
+  }
   Status ToStatus(const char* rpc, const grpc::Status& s) const {
     // The status line already names the daemon's address; keep the message short for 80 columns.
     return Status(CodeFor(s.error_code()), std::string(rpc) + ": " + s.error_message());
