@@ -75,7 +75,9 @@ for r in $RATES; do report "$r/s, no cap" "--rate $r --max-stopped 0.5"; done
 report "default (auto)" "--seed 1"
 caps=$("$PATHCTL" caps --json 2>/dev/null || true)
 for mode in breakpoints int3 step; do
-  if grep -q "\"$mode\":{\"works\":true" <<<"$caps"; then
+  field=$(case $mode in breakpoints) echo dr_breakpoints ;; int3) echo int3_breakpoints ;;
+          step) echo single_step ;; esac)
+  if grep -q "\"$field\":{\"available\":true" <<<"$caps"; then
     report "default, $mode" "--seed 1 --step-mode $mode"
   else
     printf "%-18s (does not work on this host)\n" "default, $mode"

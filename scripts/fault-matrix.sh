@@ -165,7 +165,8 @@ threads_run() {
 [[ "$(id -u)" -eq 0 ]] || { echo "fault-matrix: needs root" >&2; exit 1; }
 cpu="$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
 hv="$(dmesg 2>/dev/null | sed -n 's/.*Hypervisor detected: //p' | head -1)"
-mode="$("$bin/pathctl" caps --json 2>/dev/null | sed -n 's/.*"auto":"\([a-z0-9]*\)".*/\1/p')"
+mode="$("$bin/pathctl" caps --json 2>/dev/null |
+  sed -n 's/.*"auto_step_mode":"STEP_MODE_\([A-Z0-9_]*\)".*/\1/p' | tr 'A-Z_' 'a-z-')"
 echo "fault matrix: $runs runs each; $cpu, hypervisor ${hv:-none/unknown}, kernel $(uname -r), step mode $mode"
 echo
 echo "| fault | runs | threads left traced | threads left stopped | targets killed by a signal | targets not reaped | other |"

@@ -201,6 +201,21 @@ void ToProto(const collectors::StepProbeResult& p, v1::StepMechanisms* out) {
   out->set_int3_leg_us(static_cast<double>(p.int3_leg_ns) / 1000.0);
   out->set_dr_leg_us(static_cast<double>(p.dr_leg_ns) / 1000.0);
   out->set_auto_step_mode(ToProto(p.BestMode()));
+  out->set_from_cache(p.from_cache);
+  for (const std::string& n : p.not_probed) out->add_not_probed(n);
+}
+
+void ToProto(const collectors::HostCapabilities& in, v1::Capabilities* out) {
+  out->set_kernel_release(in.kernel_release);
+  out->set_perf_event_paranoid(in.perf_event_paranoid);
+  ToProto(in.ebpf, out->mutable_ebpf_stacks());
+  ToProto(in.lbr, out->mutable_lbr());
+  ToProto(in.intel_pt, out->mutable_intel_pt());
+  ToProto(in.ptrace, out->mutable_ptrace_bursts());
+  out->set_best_branch_source(ToProto(in.BestBranchSource()));
+  if (in.step_probe.ran) ToProto(in.step_probe, out->mutable_step_mechanisms());
+  out->set_simulated_quirks(in.simulated_quirks);
+  out->set_running_as_root(in.is_root);
 }
 
 v1::BranchSource ToProto(collectors::BranchSource s) {

@@ -40,7 +40,7 @@ bool ParseKind(const std::string& s, v1::PathKind* out) {
 
 bool ParseStepMode(const std::string& s, v1::StepMode* out) {
   if (s == "auto")
-    *out = v1::STEP_MODE_UNSPECIFIED;  // the daemon's [ptrace] step_mode decides
+    *out = v1::STEP_MODE_AUTO;  // the step probe's choice, whatever the daemon's default
   else if (s == "breakpoints")
     *out = v1::STEP_MODE_BREAKPOINTS;
   else if (s == "int3")
@@ -92,11 +92,11 @@ void ReadSourceStepAndStacks(Args& args, v1::StartSessionRequest* req,
   if (!ParseSource(args.Get("source", "auto"), &src))
     problems->push_back("--source is auto, none, ptrace, lbr or pt");
   req->set_source(src);
+  // Without --step-mode the request leaves it unset: the daemon's [ptrace] step_mode decides.
   v1::StepMode step = v1::STEP_MODE_UNSPECIFIED;
-  if (ParseStepMode(args.Get("step-mode", "auto"), &step))
-    req->mutable_sampling()->set_step_mode(step);
-  else
+  if (args.Has("step-mode") && !ParseStepMode(args.Get("step-mode"), &step))
     problems->push_back("--step-mode is auto, breakpoints, int3 or step");
+  req->mutable_sampling()->set_step_mode(step);
   v1::CallGraph call_graph = v1::CALL_GRAPH_DWARF;
   if (ParseCallGraph(args.Get("call-graph", "dwarf"), &call_graph))
     req->mutable_sampling()->set_call_graph(call_graph);

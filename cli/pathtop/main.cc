@@ -156,7 +156,7 @@ bool ParseSource(const std::string& s, pathprof::v1::SourceChoice* out) {
 
 bool ParseStepMode(const std::string& s, pathprof::v1::StepMode* out) {
   static const std::pair<const char*, pathprof::v1::StepMode> kNames[] = {
-      {"auto", pathprof::v1::STEP_MODE_UNSPECIFIED},
+      {"auto", pathprof::v1::STEP_MODE_AUTO},  // unset (no --step-mode): the daemon's
       {"breakpoints", pathprof::v1::STEP_MODE_BREAKPOINTS},
       {"int3", pathprof::v1::STEP_MODE_INT3},
       {"step", pathprof::v1::STEP_MODE_SINGLE_STEP}};

@@ -167,17 +167,8 @@ grpc::Status ProfilerService::GetCapabilities(grpc::ServerContext* ctx,
                                               const v1::GetCapabilitiesRequest*,
                                               v1::Capabilities* resp) {
   return Run("GetCapabilities", ctx, [&](const Peer&) {
-    const auto& c = sessions_->capabilities();
-    resp->set_kernel_release(c.kernel_release);
-    resp->set_perf_event_paranoid(c.perf_event_paranoid);
-    ToProto(c.ebpf, resp->mutable_ebpf_stacks());
-    ToProto(c.lbr, resp->mutable_lbr());
-    ToProto(c.intel_pt, resp->mutable_intel_pt());
-    ToProto(c.ptrace, resp->mutable_ptrace_bursts());
-    resp->set_best_branch_source(ToProto(c.BestBranchSource()));
+    ToProto(sessions_->capabilities(), resp);
     resp->set_daemon_version(PATHPROF_VERSION);
-    if (c.step_probe.ran) ToProto(c.step_probe, resp->mutable_step_mechanisms());
-    resp->set_simulated_quirks(c.simulated_quirks);
     return grpc::Status::OK;
   });
 }

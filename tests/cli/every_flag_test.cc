@@ -921,7 +921,9 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     const R local = Ctl("caps --json");
     EXPECT_EQ(local.rc, 0) << Show("caps --json", local);
     EXPECT_TRUE(ValidJson(local.out)) << local.out;
-    EXPECT_TRUE(Has(local.out, "\"root\":")) << local.out;  // the local probe's own field
+    // The same document as the daemon's (v1::Capabilities), without a daemon version.
+    EXPECT_TRUE(Has(local.out, "\"running_as_root\":true")) << local.out;
+    EXPECT_TRUE(Has(local.out, "\"daemon_version\":\"\"")) << local.out;
     // Without a daemon, the connection flags would be ignored: refused instead.
     const R r = Ctl("caps --timeout 5s");
     EXPECT_EQ(r.rc, 2) << Show("caps --timeout without --socket", r);

@@ -223,7 +223,7 @@ fi
 # own probe must find ptrace working: that needs the unit's CAP_SYS_PTRACE and its seccomp
 # filter letting ptrace through.
 pathctl_out="$(ct timeout 20 pathctl caps --json --socket "$sock" 2>&1)"
-if [ $? -eq 0 ] && grep -q '"daemon"' <<<"$pathctl_out"; then
+if [ $? -eq 0 ] && grep -Eq '"daemon_version": *"[0-9]' <<<"$pathctl_out"; then
   pass "pathctl caps --socket answered by the daemon"
   printf '%s\n' "$pathctl_out" | sed 's/^/  | /'
   if grep -Eq '"ptrace_bursts": *\{ *"available": *true' <<<"$pathctl_out"; then

@@ -41,6 +41,8 @@ void ToProto(const pipeline::DecodeSummary& in, v1::DecodeSummary* out);
 void ToProto(const collectors::SourceCapability& in, v1::SourceCapability* out);
 void ToProto(const collectors::MechanismResult& in, v1::SourceCapability* out);
 void ToProto(const collectors::StepProbeResult& in, v1::StepMechanisms* out);
+// What this process found it can collect (the daemon adds its version).
+void ToProto(const collectors::HostCapabilities& in, v1::Capabilities* out);
 
 v1::BranchSource ToProto(collectors::BranchSource s);
 v1::StepMode ToProto(collectors::StepMode m);
