@@ -242,31 +242,25 @@ int Main(int argc, char** argv) {
   PeerRegistry peers;
   ProfilerService service(&sessions, &peers, config);
 
-  auto continuous = StartContinuous(config, sessions, service);
-  if (!continuous.ok()) {
-    Log(kLogError, "%s", continuous.status().message().c_str());
-    return 1;
-  }
-  UnixListener unix_listener;
-  if (Status s = unix_listener.Bind(config.socket_path, config.socket_group); !s.ok()) {
+  const auto fail = [](const Status& s) {  // each message names what failed and why
     Log(kLogError, "%s", s.message().c_str());
     return 1;
-  }
+  };
+  auto continuous = StartContinuous(config, sessions, service);
+  if (!continuous.ok()) return fail(continuous.status());
+  UnixListener unix_listener;
+  if (Status s = unix_listener.Bind(config.socket_path, config.socket_group); !s.ok())
+    return fail(s);
   auto server = StartGrpcServer(config, service);
-  if (!server.ok()) {
-    Log(kLogError, "%s", server.status().message().c_str());
-    return 1;
-  }
+  if (!server.ok()) return fail(server.status());
   unix_listener.Start(server->get(), &peers);
   service.SetClientCounter([&peers] {
     peers.Prune();
     return peers.size();
   });
   MetricsServer metrics;
-  if (Status s = StartMetrics(config, service, unix_listener, peers, counters, &metrics); !s.ok()) {
-    Log(kLogError, "%s", s.message().c_str());
-    return 1;
-  }
+  if (Status s = StartMetrics(config, service, unix_listener, peers, counters, &metrics); !s.ok())
+    return fail(s);
 
   Log(kLogNotice, "pathprofd serving on %s%s%s", config.socket_path.c_str(),
       config.tcp_address.empty() ? "" : " and TLS ",

@@ -7,8 +7,11 @@
 #include <mutex>
 #include <optional>
 
+#include <google/protobuf/util/time_util.h>
+
+#include "pathctl/client.h"
 #include "pathctl/command.h"
-#include "pathctl/json_writer.h"
+#include "pathprof/api/convert.h"
 #include "pathprof/collectors/ptrace_bursts.h"
 #include "pathprof/collectors/step_classifier.h"
 #include "pathprof/core/pbs.h"
@@ -16,6 +19,7 @@
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/path_descriptor.h"
 #include "pathprof/hwmodel/window_estimator.h"
+#include "pathprof/v1/tools.pb.h"
 
 namespace pathctl {
 namespace {
@@ -128,30 +132,26 @@ void PrintPaths(const BurstsRequest& req, const col::PtraceBurstStats& s,
                   pathprof::hwmodel::FormatPathDescriptor(estimates[i].path).c_str());
     return;
   }
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("pid").Int(req.options.pid);
-  w.Key("seconds").Double(static_cast<double>(s.elapsed_ns) / 1e9);
-  w.Key("bursts").Uint(s.bursts);
-  w.Key("windows").Uint(s.windows);
-  w.Key("windows_short").Uint(s.windows_short);
-  w.Key("branches").Uint(s.events);
-  w.Key("taken").Uint(s.taken);
-  w.Key("step_mode").String(ModeName(s));
-  w.Key("stopped_fraction").Double(StoppedFraction(s));
-  w.Key("target_exited").Bool(s.target_exited);
-  if (!req.output.empty()) w.Key("output").String(req.output);
-  w.Key("paths").BeginArray();
+  pathprof::v1::BurstsReport report;
+  report.set_pid(req.options.pid);
+  *report.mutable_elapsed() =
+      google::protobuf::util::TimeUtil::NanosecondsToDuration(static_cast<int64_t>(s.elapsed_ns));
+  report.set_bursts(static_cast<int64_t>(s.bursts));
+  report.set_windows(static_cast<int64_t>(s.windows));
+  report.set_windows_short(static_cast<int64_t>(s.windows_short));
+  report.set_branches(static_cast<int64_t>(s.events));
+  report.set_taken(static_cast<int64_t>(s.taken));
+  report.set_step_mode(pathprof::api::ToProto(static_cast<col::StepMode>(s.step_mode)));
+  report.set_stopped_fraction(StoppedFraction(s));
+  report.set_target_exited(s.target_exited);
+  report.set_output(req.output);
   for (long long i = 0; i < shown; ++i) {
-    w.BeginObject();
-    w.Key("share").Double(total > 0 ? estimates[i].estimate / total : 0);
-    w.Key("estimate").Double(estimates[i].estimate);
-    w.Key("path").String(pathprof::hwmodel::FormatPathDescriptor(estimates[i].path));
-    w.EndObject();
+    pathprof::v1::BurstPath* p = report.add_paths();
+    p->set_share(total > 0 ? estimates[i].estimate / total : 0);
+    p->set_estimate(estimates[i].estimate);
+    p->set_path(pathprof::hwmodel::FormatPathDescriptor(estimates[i].path));
   }
-  w.EndArray();
-  w.EndObject();
-  std::printf("%s\n", w.str().c_str());
+  PrintJson(report);
 }
 
 // Every counter of the session (stderr): what was collected, what was lost, and why.

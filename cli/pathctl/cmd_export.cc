@@ -7,7 +7,7 @@
 
 #include "pathctl/client.h"
 #include "pathctl/export_recording.h"
-#include "pathctl/json_writer.h"
+#include "pathprof/v1/tools.pb.h"
 
 namespace pathctl {
 namespace {
@@ -123,13 +123,11 @@ int ExportSessionProfile(Client& client, const ExportOptions& o) {
     return kExitError;
   }
   if (o.json) {
-    JsonWriter j;
-    j.BeginObject();
-    j.Key("file").String(o.output);
-    j.Key("bytes").Uint(resp.pprof_gzip().size());
-    j.Key("format").String("pprof");
-    j.EndObject();
-    std::printf("%s\n", j.str().c_str());
+    pathprof::v1::ExportReport report;
+    report.set_file(o.output);
+    report.set_format(pathprof::v1::EXPORT_FORMAT_PPROF);
+    report.set_bytes(static_cast<int64_t>(resp.pprof_gzip().size()));
+    PrintJson(report);
   } else {
     std::fprintf(stderr, "wrote %s (%zu bytes); view with: go tool pprof -top %s\n",
                  o.output.c_str(), resp.pprof_gzip().size(), o.output.c_str());

@@ -1,8 +1,9 @@
 #include <cstdio>
 
+#include "pathctl/client.h"
 #include "pathctl/command.h"
-#include "pathctl/json_writer.h"
 #include "pathprof/collectors/exact_tracer.h"
+#include "pathprof/v1/tools.pb.h"
 
 namespace pathctl {
 namespace {
@@ -47,23 +48,21 @@ int RunTrace(Args& args) {
   }
   const auto& s = *stats;
   if (json) {
-    JsonWriter w;
-    w.BeginObject();
-    w.Key("output").String(out);
-    w.Key("instructions").Uint(s.steps);
-    w.Key("branches").Uint(s.branches);
-    w.Key("taken").Uint(s.taken);
-    w.Key("threads").Uint(s.threads);
-    w.Key("images").Uint(s.images);
-    w.Key("signals_forwarded").Uint(s.signals_forwarded);
-    w.Key("decode_failures").Uint(s.decode_failures);
-    w.Key("unexpected_transfers").Uint(s.unexpected_transfers);
-    w.Key("lost_step_traps").Uint(s.lost_step_traps);
-    w.Key("step_timeouts").Uint(s.step_timeouts);
-    w.Key("step_limit_hit").Bool(s.step_limit_hit);
-    w.Key("exit_code").Int(s.exit_code);
-    w.EndObject();
-    std::printf("%s\n", w.str().c_str());
+    pathprof::v1::TraceReport report;
+    report.set_output(out);
+    report.set_instructions(static_cast<int64_t>(s.steps));
+    report.set_branches(static_cast<int64_t>(s.branches));
+    report.set_taken(static_cast<int64_t>(s.taken));
+    report.set_threads(static_cast<int64_t>(s.threads));
+    report.set_images(static_cast<int64_t>(s.images));
+    report.set_signals_forwarded(static_cast<int64_t>(s.signals_forwarded));
+    report.set_decode_failures(static_cast<int64_t>(s.decode_failures));
+    report.set_unexpected_transfers(static_cast<int64_t>(s.unexpected_transfers));
+    report.set_lost_step_traps(static_cast<int64_t>(s.lost_step_traps));
+    report.set_step_timeouts(static_cast<int64_t>(s.step_timeouts));
+    report.set_step_limit_hit(s.step_limit_hit);
+    report.set_exit_code(s.exit_code);
+    PrintJson(report);
     return s.branches == 0 ? kExitNoData : kExitOk;
   }
   std::fprintf(

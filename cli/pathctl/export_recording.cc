@@ -3,9 +3,10 @@
 #include <cstdio>
 #include <string>
 
+#include "pathctl/client.h"
 #include "pathctl/command.h"
-#include "pathctl/json_writer.h"
 #include "pathprof/core/pbs.h"
+#include "pathprof/v1/tools.pb.h"
 
 namespace pathctl {
 
@@ -27,24 +28,24 @@ int ExportRecording(const BranchExport& e) {
 void ReportBranchExport(const BranchExport& e, const dec::BranchProfileSummary& s) {
   const bool bolt = e.request.format == dec::BranchProfileFormat::kBoltFdata;
   if (e.json) {
-    JsonWriter j;
-    j.BeginObject();
-    j.Key("file").String(e.output);
-    j.Key("format").String(bolt ? "bolt" : "perf-lbr");
-    j.Key("windows").Uint(s.windows);
-    j.Key("images").Uint(s.images);
+    pathprof::v1::ExportReport report;
+    report.set_file(e.output);
+    report.set_format(bolt ? pathprof::v1::EXPORT_FORMAT_BOLT_FDATA
+                           : pathprof::v1::EXPORT_FORMAT_PERF_LBR);
+    report.set_windows(static_cast<int64_t>(s.windows));
+    report.set_images(static_cast<int64_t>(s.images));
+    report.set_counts(s.counts);
     if (bolt) {
-      j.Key("binary").String(s.binary);
-      j.Key("taken").Uint(s.bolt.taken);
-      j.Key("fall_throughs").Uint(s.bolt.fall_throughs);
-      j.Key("elsewhere").Uint(s.bolt.elsewhere);
-      j.Key("unnamed").Uint(s.bolt.unnamed);
-      j.Key("far_transfers").Uint(s.bolt.far_transfers);
-      j.Key("lines").Uint(s.bolt.lines);
+      report.set_binary(s.binary);
+      pathprof::v1::BoltCounts* c = report.mutable_bolt();
+      c->set_taken(static_cast<int64_t>(s.bolt.taken));
+      c->set_fall_throughs(static_cast<int64_t>(s.bolt.fall_throughs));
+      c->set_lines(static_cast<int64_t>(s.bolt.lines));
+      c->set_elsewhere(static_cast<int64_t>(s.bolt.elsewhere));
+      c->set_unnamed(static_cast<int64_t>(s.bolt.unnamed));
+      c->set_far_transfers(static_cast<int64_t>(s.bolt.far_transfers));
     }
-    j.Key("counts").String(s.counts);
-    j.EndObject();
-    std::printf("%s\n", j.str().c_str());
+    PrintJson(report);
   } else if (bolt) {
     std::fprintf(stderr,
                  "wrote %s for %s: %s; %llu taken branches and %llu not-taken conditionals in "

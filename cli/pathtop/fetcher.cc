@@ -359,6 +359,18 @@ void Fetcher::Lost(const Status& status) {
   if (IsConnectionError(status)) lost_daemon_ = true;
 }
 
+void Fetcher::AnnounceConnected() {
+  ConnectionState c;
+  c.connected = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c.reconnected = lost_daemon_;
+    c.message = notice_;
+  }
+  SetConnection(c);
+  cv_.notify_all();  // the watch thread waits for a session
+}
+
 void Fetcher::PollLoop() {
   const double kFirstBackoff = 0.5;
   double backoff = kFirstBackoff;
@@ -392,15 +404,7 @@ void Fetcher::PollLoop() {
     if (status.ok()) {
       if (establish || attempt > 0 || !announced) {
         announced = true;
-        ConnectionState c;
-        c.connected = true;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          c.reconnected = lost_daemon_;
-          c.message = notice_;
-        }
-        SetConnection(c);
-        cv_.notify_all();  // the watch thread waits for a session
+        AnnounceConnected();
       }
       attempt = 0;
       backoff = kFirstBackoff;

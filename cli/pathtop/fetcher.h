@@ -76,6 +76,8 @@ class Fetcher {
   Result<std::vector<uint32_t>> WantedPids(const TargetSpec& target);
   Status StartOwnSession(const TargetSpec& target);
   void Adopt(const v1::Session& session, bool owned);
+  // Connected (again): the UI's connection state, with a notice of what changed.
+  void AnnounceConnected();
   Status RefreshSession(const std::string& session_name);
   Status PollOnce(View view, const std::string& session_name);
   Status PollView(View view, const std::string& session_name);

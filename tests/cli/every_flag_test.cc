@@ -882,7 +882,7 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_EQ(ReadFile(lbr).substr(0, 8), "PERFILE2");
     const R b = Ctl("export --format bolt " + Pbs() + " -o " + bolt + " --json");
     EXPECT_EQ(b.rc, 0) << Show("export --format bolt", b);
-    EXPECT_EQ(Str(b.out, "format"), "bolt") << b.out;
+    EXPECT_EQ(Str(b.out, "format"), "EXPORT_FORMAT_BOLT_FDATA") << b.out;
     EXPECT_GT(Num(b.out, "lines"), 0) << b.out;
   };
   t["export --entries"] = [] {
@@ -1066,7 +1066,7 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
   };
   t["bursts --duration"] = [] {
     const R r = Ctl("bursts -p " + Loop() + " --duration 1500ms --json");
-    EXPECT_GE(Num(r.out, "seconds"), 1.45) << Show("bursts --duration 1500ms", r);
+    EXPECT_GE(Num(r.out, "elapsed"), 1.45) << Show("bursts --duration 1500ms", r);  // "1.5s"
   };
   t["bursts --burst-rate"] = [bursts] {
     const R r = bursts("--burst-rate 200");
@@ -1075,7 +1075,7 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_TRUE(old.rc == 0 || old.rc == 3) << Show("bursts --rate (older spelling)", old);
   };
   t["bursts --step-mode"] = [bursts] {
-    EXPECT_EQ(Str(bursts("--step-mode step").out, "step_mode"), "step");
+    EXPECT_EQ(Str(bursts("--step-mode step").out, "step_mode"), "STEP_MODE_SINGLE_STEP");
   };
   t["bursts --top"] = [bursts] {
     const R r = bursts("--top 1 --burst-rate 100");

@@ -129,7 +129,7 @@ TEST_F(DaemonSession, BranchProfileExportsOfARunningSession) {
   }
   ASSERT_EQ(r.rc, 0) << r.out << daemon_.Log();
   EXPECT_NE(r.out.find("example_hotloop\""), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\"format\":\"bolt\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"format\":\"EXPORT_FORMAT_BOLT_FDATA\""), std::string::npos) << r.out;
   // hot()'s loop runs 4 times as long as warm()'s: most branch counts are within hot.
   std::ifstream in(fdata);
   std::string line, all;
