@@ -1,4 +1,5 @@
 // pathprofd end to end: the real daemon binary, the real pathctl binary, a raw gRPC client.
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
@@ -9,8 +10,10 @@
 #include <regex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "daemon_harness.h"
+#include "pathprof/v1/profiler.pb.h"
 
 namespace pathprof::daemon::testing {
 namespace {
@@ -277,6 +280,35 @@ std::string Str(const grpc::ByteBuffer& b) {
   if (!b.Dump(&slices).ok()) return out;
   for (const auto& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return out;
+}
+
+// `pathctl caps` probes the host itself, or asks the daemon: either way one v1::Capabilities
+// (the same api::ToProto), so the two --json documents parse as the same message and, on the
+// same host as the same user (root), say the same about every source.
+TEST(DaemonCaps, TheLocalProbeAndTheDaemonAnswerWithOneDocument) {
+  Daemon d;
+  ASSERT_TRUE(d.Ready()) << d.Log();
+  const CmdResult remote = d.Ctl("caps --json");
+  const CmdResult local = Sh(kBin + "/pathctl caps --json");
+  ASSERT_EQ(remote.rc, 0) << remote.out;
+  ASSERT_EQ(local.rc, 0) << local.out;
+  v1::Capabilities from_daemon, here;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(remote.out, &from_daemon).ok())
+      << remote.out;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(local.out, &here).ok()) << local.out;
+  EXPECT_FALSE(from_daemon.daemon_version().empty());
+  EXPECT_TRUE(here.daemon_version().empty());  // nobody but pathctl answered
+  EXPECT_EQ(here.kernel_release(), from_daemon.kernel_release());
+  EXPECT_EQ(here.running_as_root(), from_daemon.running_as_root());
+  EXPECT_EQ(here.best_branch_source(), from_daemon.best_branch_source());
+  for (const auto& [name, a, b] :
+       {std::tuple{"ebpf_stacks", &here.ebpf_stacks(), &from_daemon.ebpf_stacks()},
+        std::tuple{"lbr", &here.lbr(), &from_daemon.lbr()},
+        std::tuple{"intel_pt", &here.intel_pt(), &from_daemon.intel_pt()},
+        std::tuple{"ptrace_bursts", &here.ptrace_bursts(), &from_daemon.ptrace_bursts()}})
+    EXPECT_EQ(a->available(), b->available())
+        << name << ": " << a->detail() << " / " << b->detail();
+  EXPECT_EQ(here.has_step_mechanisms(), from_daemon.has_step_mechanisms());
 }
 
 TEST(DaemonGrpc, HealthAndReflectionAnswer) {
