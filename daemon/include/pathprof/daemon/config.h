@@ -12,12 +12,13 @@
 namespace pathprof::daemon {
 
 // Bounds on everything a client can ask for. A request above a bound is refused with
-// INVALID_ARGUMENT naming the bound (never silently truncated).
+// INVALID_ARGUMENT naming the bound (never silently truncated); a list's page size is lowered to
+// its bound instead (AIP-158), and the next page token says that more follow.
 struct Limits {
   uint32_t max_top_k = 1000;
   uint32_t default_top_k = 20;
   uint32_t max_depth = 512;                // calling-context tree depth, PCCT max_depth
-  uint32_t max_targets_listed = 10000;     // ListTargets limit
+  uint32_t max_targets_listed = 10000;     // the most ListTargets returns in one page
   uint32_t max_sessions_per_client = 8;    // held sessions (running and ended) per uid/TLS identity
   uint32_t max_sessions = 64;              // held sessions, all clients together
   uint32_t admin_reserved_sessions = 8;    // of max_sessions (and its share of memory): admins only
