@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "pathctl/client.h"
 #include "pathctl/command.h"
-#include "pathctl/json_writer.h"
 #include "pathctl/sim_source.h"
 #include "pathctl/sim_stream_profiles.h"
 #include "pathprof/hwmodel/hwmodel.h"
@@ -19,6 +19,7 @@
 #include "pathprof/pipeline/offline_sim.h"
 #include "pathprof/synth/executor.h"
 #include "pathprof/synth/workload.h"
+#include "pathprof/v1/sim.pb.h"
 
 namespace pathctl {
 namespace {
@@ -77,80 +78,114 @@ std::string Hex(uint64_t v) {
 
 // ---- one run of the path engine ----
 
-void WriteConfigJson(const std::string& source, const PathEngineSimResult& r, JsonWriter& j) {
-  j.Key("source").String(source);
-  j.Key("mode").String(pipeline::SimModeName(r.mode));
-  j.Key("paths").String(r.paths);
-  j.Key("hpt_entries").Uint(r.hpt.entries);
-  j.Key("hpt_ways").Uint(r.hpt.ways);
-  j.Key("hpt_index").String(std::string(hwmodel::HptIndexName(r.hpt.index)));
-  j.Key("hpt_replacement").String(std::string(hwmodel::HptReplacementName(r.hpt.replacement)));
-  j.Key("metric").String(std::string(hwmodel::MetricName(r.hpt.metric)));
-}
-
-void WriteScoresJson(const PathEngineSimResult& r, JsonWriter& j) {
-  j.Key("branches").Uint(r.branches);
-  j.Key("paths_completed").Uint(r.paths_completed);
-  j.Key("paths_distinct").Uint(r.paths_distinct);
-  j.Key("hpt_valid_entries").Uint(r.hpt_valid);
-  j.Key("overlap_pct").Double(r.overlap);
-  j.Key("hps_overlap_pct").Double(r.hps_overlap);
-  j.Key("ideal_overlap_pct").Double(r.ideal_overlap);
-  j.Key("top100_share_pct").Double(r.top100);
-  j.Key("dynamic_overlap_pct");
-  if (r.dynamic_overlap) {
-    j.Double(*r.dynamic_overlap);
-  } else {
-    j.Null();
+v1::HptIndex ToProto(hwmodel::HptIndex i) {
+  switch (i) {
+    case hwmodel::HptIndex::kXor:
+      return v1::HPT_INDEX_XOR;
+    case hwmodel::HptIndex::kStart:
+      return v1::HPT_INDEX_START;
   }
-  j.Key("dynamic_windows").Uint(r.dynamic_windows);
-  j.Key("dynamic_window_branches").Uint(r.dynamic_window);
-  j.Key("sampling_period").Double(r.sampling_period);
+  return v1::HPT_INDEX_UNSPECIFIED;
 }
 
-void WriteEngineStatsJson(const PathEngineSimResult& r, JsonWriter& j) {
-  j.Key("stack").BeginObject();
-  j.Key("gaps").Uint(r.stack.gaps);
-  j.Key("splits").Uint(r.stack.splits);
-  j.Key("unknown_start").Uint(r.stack.unknown_start);
-  j.Key("truncated").Uint(r.stack.truncated);
-  j.Key("overflow_dropped").Uint(r.stack.overflow_dropped);
-  j.Key("return_mismatches").Uint(r.stack.return_mismatches);
-  j.EndObject();
-  j.Key("hpt_stats").BeginObject();
-  j.Key("lookups").Uint(r.table.lookups);
-  j.Key("hits").Uint(r.table.hits);
-  j.Key("evictions").Uint(r.table.evictions);
-  j.Key("saturations").Uint(r.table.saturations);
-  j.EndObject();
+v1::HptReplacement ToProto(hwmodel::HptReplacement r) {
+  switch (r) {
+    case hwmodel::HptReplacement::kLfu:
+      return v1::HPT_REPLACEMENT_LFU;
+    case hwmodel::HptReplacement::kLru:
+      return v1::HPT_REPLACEMENT_LRU;
+  }
+  return v1::HPT_REPLACEMENT_UNSPECIFIED;
 }
 
-void WriteTopJson(const PathEngineSimResult& r, JsonWriter& j) {
-  j.Key("top").BeginArray();
+v1::Metric ToProto(hwmodel::Metric m) {
+  switch (m) {
+    case hwmodel::Metric::kCount:
+      return v1::METRIC_COUNT;
+    case hwmodel::Metric::kInstructions:
+      return v1::METRIC_INSTRUCTIONS;
+    case hwmodel::Metric::kCycles:
+      return v1::METRIC_CYCLES;
+    case hwmodel::Metric::kMispredictions:
+      return v1::METRIC_MISPREDICTIONS;
+  }
+  return v1::METRIC_UNSPECIFIED;
+}
+
+v1::SimMode ToProto(pipeline::SimMode m) {
+  switch (m) {
+    case pipeline::SimMode::kFull:
+      return v1::SIM_MODE_FULL;
+    case pipeline::SimMode::kBursty:
+      return v1::SIM_MODE_BURSTY;
+    case pipeline::SimMode::kWindow:
+      return v1::SIM_MODE_WINDOW;
+  }
+  return v1::SIM_MODE_UNSPECIFIED;
+}
+
+void FillConfig(const std::string& source, const PathEngineSimResult& r, v1::SimReport* out) {
+  out->set_source(source);
+  out->set_mode(ToProto(r.mode));
+  out->set_paths(r.paths);
+  out->set_hpt_entries(static_cast<int32_t>(r.hpt.entries));
+  out->set_hpt_ways(static_cast<int32_t>(r.hpt.ways));
+  out->set_hpt_index(ToProto(r.hpt.index));
+  out->set_hpt_replacement(ToProto(r.hpt.replacement));
+  out->set_metric(ToProto(r.hpt.metric));
+}
+
+void FillScores(const PathEngineSimResult& r, v1::SimReport* out) {
+  out->set_branches(static_cast<int64_t>(r.branches));
+  out->set_paths_completed(static_cast<int64_t>(r.paths_completed));
+  out->set_paths_distinct(static_cast<int64_t>(r.paths_distinct));
+  out->set_hpt_valid_entries(static_cast<int64_t>(r.hpt_valid));
+  out->set_overlap_pct(r.overlap);
+  out->set_hps_overlap_pct(r.hps_overlap);
+  out->set_ideal_overlap_pct(r.ideal_overlap);
+  out->set_top100_share_pct(r.top100);
+  if (r.dynamic_overlap) out->set_dynamic_overlap_pct(*r.dynamic_overlap);
+  out->set_dynamic_windows(static_cast<int64_t>(r.dynamic_windows));
+  out->set_dynamic_window_branches(static_cast<int64_t>(r.dynamic_window));
+  out->set_sampling_period(r.sampling_period);
+}
+
+void FillEngineStats(const PathEngineSimResult& r, v1::SimReport* out) {
+  v1::SimPathStackStats& st = *out->mutable_stack();
+  st.set_gaps(static_cast<int64_t>(r.stack.gaps));
+  st.set_splits(static_cast<int64_t>(r.stack.splits));
+  st.set_unknown_start(static_cast<int64_t>(r.stack.unknown_start));
+  st.set_truncated(static_cast<int64_t>(r.stack.truncated));
+  st.set_overflow_dropped(static_cast<int64_t>(r.stack.overflow_dropped));
+  st.set_return_mismatches(static_cast<int64_t>(r.stack.return_mismatches));
+  v1::SimHotPathTableStats& t = *out->mutable_hpt_stats();
+  t.set_lookups(static_cast<int64_t>(r.table.lookups));
+  t.set_hits(static_cast<int64_t>(r.table.hits));
+  t.set_evictions(static_cast<int64_t>(r.table.evictions));
+  t.set_saturations(static_cast<int64_t>(r.table.saturations));
+}
+
+void FillTop(const PathEngineSimResult& r, v1::SimReport* out) {
   for (const auto& t : r.top) {
-    j.BeginObject();
-    j.Key("start").String(Hex(t.path.start));
-    j.Key("length").Uint(t.path.length);
-    j.Key("outcomes").String(OutcomeBits(t.path));
-    j.Key("estimate").Double(t.estimate);
-    j.Key("share").Double(t.share);
-    j.Key("exact").Double(t.exact);
-    j.Key("exact_rank").Uint(t.exact_rank);
-    j.Key("relative_error").Double(t.relative_error);
-    j.EndObject();
+    v1::SimHotPath& p = *out->add_top();
+    p.set_start(t.path.start);
+    p.set_length(t.path.length);
+    p.set_outcomes(t.path.outcomes);
+    p.set_estimate(t.estimate);
+    p.set_share(t.share);
+    p.set_exact(t.exact);
+    p.set_exact_rank(static_cast<int64_t>(t.exact_rank));
+    p.set_relative_error(t.relative_error);
   }
-  j.EndArray();
 }
 
-void PrintJson(const std::string& source, const PathEngineSimResult& r) {
-  JsonWriter j;
-  j.BeginObject();
-  WriteConfigJson(source, r, j);
-  WriteScoresJson(r, j);
-  WriteEngineStatsJson(r, j);
-  WriteTopJson(r, j);
-  j.EndObject();
-  std::printf("%s\n", j.str().c_str());
+void PrintSimJson(const std::string& source, const PathEngineSimResult& r) {
+  v1::SimReport report;
+  FillConfig(source, r, &report);
+  FillScores(r, &report);
+  FillEngineStats(r, &report);
+  FillTop(r, &report);
+  PrintJson(report);
 }
 
 void PrintText(const std::string& source, const PathEngineSimResult& r) {
@@ -310,20 +345,19 @@ pipeline::NextBatchFn SyntheticBatches(synth::SyntheticStream* stream, uint64_t 
   };
 }
 
-void WriteSweepJson(const std::string& name, const SweepFlags& f, const pipeline::HptSweepResult& r,
-                    JsonWriter& j) {
+void FillSweep(const std::string& name, const SweepFlags& f, const pipeline::HptSweepResult& r,
+               v1::SimSweepWorkload* out) {
+  out->set_workload(name);
+  out->set_seed(static_cast<int64_t>(f.seed));
+  out->set_branches(static_cast<int64_t>(f.branches));
+  out->set_paths_distinct(static_cast<int64_t>(r.paths_distinct));
   for (const auto& c : r.cells) {
-    j.BeginObject();
-    j.Key("workload").String(name);
-    j.Key("seed").Uint(f.seed);
-    j.Key("branches").Uint(f.branches);
-    j.Key("paths_distinct").Uint(r.paths_distinct);
-    j.Key("hpt_entries").Uint(c.config.entries);
-    j.Key("hpt_ways").Uint(c.config.ways);
-    j.Key("overlap_pct").Double(c.overlap);
-    j.Key("dynamic_overlap_pct").Double(c.dynamic_overlap);
-    j.Key("dynamic_windows").Uint(c.dynamic_windows);
-    j.EndObject();
+    v1::SimSweepCell& cell = *out->add_cells();
+    cell.set_hpt_entries(static_cast<int32_t>(c.config.entries));
+    cell.set_hpt_ways(static_cast<int32_t>(c.config.ways));
+    cell.set_overlap_pct(c.overlap);
+    cell.set_dynamic_overlap_pct(c.dynamic_overlap);
+    cell.set_dynamic_windows(static_cast<int64_t>(c.dynamic_windows));
   }
 }
 
@@ -361,8 +395,7 @@ int RunSweep(Args& args) {
   SweepFlags f;
   if (auto problems = ParseSweepFlags(args, &f); !problems.empty())
     return UsageError("sim", problems);
-  JsonWriter j;
-  j.BeginArray();
+  v1::SimSweepReport report;
   for (const auto& name : f.workloads) {
     auto spec = synth::BundledWorkload(name, f.seed);
     if (!spec.ok()) return UsageError("sim", {spec.status().message()});
@@ -372,13 +405,12 @@ int RunSweep(Args& args) {
     auto result = pipeline::SweepHptGrid(f.options, SyntheticBatches(&*stream, f.branches));
     if (!result.ok()) return UsageError("sim", {"cannot build " + name});
     if (f.json) {
-      WriteSweepJson(name, f, *result, j);
+      FillSweep(name, f, *result, report.add_workloads());
       continue;
     }
     for (bool dynamic : {false, true}) PrintSweepTable(name, f, *result, dynamic);
   }
-  j.EndArray();
-  if (f.json) std::printf("%s\n", j.str().c_str());
+  if (f.json) PrintJson(report);
   return kExitOk;
 }
 
@@ -396,7 +428,7 @@ int RunSim(Args& args) {
     return kExitError;
   }
   if (f.json) {
-    PrintJson(f.source_desc, *result);
+    PrintSimJson(f.source_desc, *result);
   } else {
     PrintText(f.source_desc, *result);
   }

@@ -4,16 +4,18 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "pathctl/json_writer.h"
+#include "pathctl/client.h"
 #include "pathctl/sim_source.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/offline_stream_profiles.h"
 #include "pathprof/profiles/osp_exact.h"
 #include "pathprof/profiles/osp_lengths.h"
+#include "pathprof/v1/sim.pb.h"
 
 namespace pathctl {
 namespace {
@@ -93,43 +95,36 @@ pipeline::OpenBatchesFn SourceOpener(Args& args) {
 
 // ---- subpaths ----
 
-void WriteSubpathsJson(const pipeline::SubpathProfile& r, JsonWriter& j) {
+void FillSubpaths(const pipeline::SubpathProfile& r, v1::SimSubpaths* out) {
   const auto& st = r.report.stats;
-  j.Key("subpaths").BeginObject();
-  j.Key("blocks").Uint(st.blocks_seen);
-  j.Key("max_length").Uint(r.max_length);
-  j.Key("confidence").Double(r.report.confidence);
-  j.Key("f").Double(st.f);
-  j.Key("memory_limit_entries").Uint(st.max_entries);
-  j.Key("entries").Uint(st.entries);
-  j.Key("memory_bytes").Uint(st.memory_bytes);
-  j.Key("sample_total").Uint(st.sample_total);
-  j.Key("samples_kept").Uint(st.samples_kept);
-  j.Key("resamples").Uint(st.resamples);
-  j.Key("dropped_at_gaps").Uint(st.dropped_at_gaps);
-  j.Key("reported").Uint(r.rows.size());
-  j.Key("within_bound").Uint(r.covered);
-  j.Key("median_abs_error_top10").Double(r.median_error_top10);
-  j.Key("top").BeginArray();
+  out->set_blocks(static_cast<int64_t>(st.blocks_seen));
+  out->set_max_length(static_cast<int32_t>(r.max_length));
+  out->set_confidence(r.report.confidence);
+  out->set_f(st.f);
+  out->set_memory_limit_entries(static_cast<int64_t>(st.max_entries));
+  out->set_entries(static_cast<int64_t>(st.entries));
+  out->set_memory_bytes(static_cast<int64_t>(st.memory_bytes));
+  out->set_sample_total(static_cast<int64_t>(st.sample_total));
+  out->set_samples_kept(static_cast<int64_t>(st.samples_kept));
+  out->set_resamples(static_cast<int64_t>(st.resamples));
+  out->set_dropped_at_gaps(static_cast<int64_t>(st.dropped_at_gaps));
+  out->set_reported(static_cast<int64_t>(r.rows.size()));
+  out->set_within_bound(static_cast<int64_t>(r.covered));
+  out->set_median_abs_error_top10(r.median_error_top10);
   for (const auto& row : r.rows) {
     const auto& e = row.entry;
-    j.BeginObject();
-    j.Key("length").Uint(e.length);
-    j.Key("blocks").BeginArray();
-    for (auto b : e.blocks) j.String(Hex(b));
-    j.EndArray();
-    j.Key("sample_count").Uint(e.sample_count);
-    j.Key("estimate").Double(e.estimated_count);
-    j.Key("error_bound").Double(e.relative_error);
-    j.Key("count_low").Double(e.count_low);
-    j.Key("count_high").Double(e.count_high);
-    j.Key("exact").Uint(row.exact);
-    j.Key("error").Double(row.error);
-    j.Key("within_bound").Bool(row.within_bound);
-    j.EndObject();
+    v1::SimSubpath& sp = *out->add_top();
+    sp.set_length(static_cast<int32_t>(e.length));
+    for (auto b : e.blocks) sp.add_blocks(b);
+    sp.set_sample_count(static_cast<int64_t>(e.sample_count));
+    sp.set_estimate(e.estimated_count);
+    sp.set_error_bound(e.relative_error);
+    sp.set_count_low(e.count_low);
+    sp.set_count_high(e.count_high);
+    sp.set_exact(static_cast<int64_t>(row.exact));
+    sp.set_error(row.error);
+    sp.set_within_bound(row.within_bound);
   }
-  j.EndArray();
-  j.EndObject();
 }
 
 void PrintSubpathsText(const pipeline::SubpathProfile& r) {
@@ -160,35 +155,58 @@ void PrintSubpathsText(const pipeline::SubpathProfile& r) {
 
 // ---- calls ----
 
-void WriteCallsSection(const char* name, const char* key_name, const pipeline::CallRanking& s,
-                       JsonWriter& j) {
-  j.Key(name).BeginObject();
-  j.Key("distinct_exact").Uint(s.distinct_exact);
-  j.Key("distinct_estimate").Uint(s.distinct_estimate);
-  j.Key("overlap_pct").Double(s.overlap);
-  j.Key("hps_overlap_pct").Double(s.hps_overlap);
-  j.Key("top").BeginArray();
-  for (const auto& r : s.top) {
-    j.BeginObject();
-    j.Key(key_name).String(r.key);
-    j.Key("estimate").Double(r.estimate);
-    j.Key("exact").Double(r.exact);
-    j.Key("exact_rank").Uint(r.exact_rank);
-    j.EndObject();
-  }
-  j.EndArray();
-  j.EndObject();
+// The pipeline ranks call pairs and methods under one string key ("0xsite->0xtarget",
+// "0xfunction"); the report gives the addresses as numbers, so they are read back from it.
+uint64_t KeyAddress(const std::string& key, size_t at = 0) {
+  return std::strtoull(key.c_str() + at, nullptr, 16);
 }
 
-void WriteCallsJson(const pipeline::CallProfile& r, JsonWriter& j) {
-  j.Key("calls").BeginObject();
-  j.Key("mode").String(r.mode);
-  j.Key("sampling_period").Double(r.sampling_period);
-  j.Key("calls_exact").Uint(r.calls_exact);
-  j.Key("calls_sampled").Uint(r.calls_sampled);
-  WriteCallsSection("call_pairs", "pair", r.pairs, j);
-  WriteCallsSection("methods", "function", r.methods, j);
-  j.EndObject();
+template <typename Ranking>
+void FillRankingScores(const pipeline::CallRanking& s, Ranking* out) {
+  out->set_distinct_exact(static_cast<int64_t>(s.distinct_exact));
+  out->set_distinct_estimate(static_cast<int64_t>(s.distinct_estimate));
+  out->set_overlap_pct(s.overlap);
+  out->set_hps_overlap_pct(s.hps_overlap);
+}
+
+void FillCallPairs(const pipeline::CallRanking& s, v1::SimCallPairs* out) {
+  FillRankingScores(s, out);
+  for (const auto& r : s.top) {
+    v1::SimCallPair& p = *out->add_top();
+    const size_t arrow = r.key.find("->");
+    p.set_call_site(KeyAddress(r.key));
+    if (arrow != std::string::npos) p.set_target(KeyAddress(r.key, arrow + 2));
+    p.set_estimate(r.estimate);
+    p.set_exact(r.exact);
+    p.set_exact_rank(static_cast<int64_t>(r.exact_rank));
+  }
+}
+
+void FillMethods(const pipeline::CallRanking& s, v1::SimMethods* out) {
+  FillRankingScores(s, out);
+  for (const auto& r : s.top) {
+    v1::SimMethod& m = *out->add_top();
+    m.set_function(KeyAddress(r.key));
+    m.set_estimate(r.estimate);
+    m.set_exact(r.exact);
+    m.set_exact_rank(static_cast<int64_t>(r.exact_rank));
+  }
+}
+
+v1::SimMode SimModeOf(const std::string& mode) {
+  if (mode == "full") return v1::SIM_MODE_FULL;
+  if (mode == "bursty") return v1::SIM_MODE_BURSTY;
+  if (mode == "window") return v1::SIM_MODE_WINDOW;
+  return v1::SIM_MODE_UNSPECIFIED;
+}
+
+void FillCalls(const pipeline::CallProfile& r, v1::SimCalls* out) {
+  out->set_mode(SimModeOf(r.mode));
+  out->set_sampling_period(r.sampling_period);
+  out->set_calls_exact(static_cast<int64_t>(r.calls_exact));
+  out->set_calls_sampled(static_cast<int64_t>(r.calls_sampled));
+  FillCallPairs(r.pairs, out->mutable_call_pairs());
+  FillMethods(r.methods, out->mutable_methods());
 }
 
 void PrintCallsSection(const char* title, const pipeline::CallRanking& s) {
@@ -212,14 +230,12 @@ void PrintCallsText(const pipeline::CallProfile& calls) {
 void Print(const Options& o, const std::string& source_desc, const pipeline::StreamProfiles& r) {
   const pipeline::StreamProfileOptions& p = o.profile;
   if (o.json) {
-    JsonWriter j;
-    j.BeginObject();
-    j.Key("source").String(source_desc);
-    j.Key("branches").Uint(r.branches);
-    if (p.subpaths) WriteSubpathsJson(r.subpaths, j);
-    if (p.calls) WriteCallsJson(r.calls, j);
-    j.EndObject();
-    std::printf("%s\n", j.str().c_str());
+    v1::SimStreamProfilesReport report;
+    report.set_source(source_desc);
+    report.set_branches(static_cast<int64_t>(r.branches));
+    if (p.subpaths) FillSubpaths(r.subpaths, report.mutable_subpaths());
+    if (p.calls) FillCalls(r.calls, report.mutable_calls());
+    PrintJson(report);
     return;
   }
   std::printf("pathctl sim: %s, %" PRIu64 " branches\n", source_desc.c_str(), r.branches);

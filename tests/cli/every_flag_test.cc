@@ -1200,22 +1200,24 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_EQ(Num(r.out, "hpt_entries"), 64) << r.out;
     EXPECT_EQ(Num(r.out, "hpt_ways"), 2) << r.out;
   };
-  t["sim --index"] = [sim] { EXPECT_EQ(Str(sim("--index start").out, "hpt_index"), "start"); };
+  t["sim --index"] = [sim] {
+    EXPECT_EQ(Str(sim("--index start").out, "hpt_index"), "HPT_INDEX_START");
+  };
   t["sim --replacement"] = [sim] {
-    EXPECT_EQ(Str(sim("--replacement lru").out, "hpt_replacement"), "lru");
+    EXPECT_EQ(Str(sim("--replacement lru").out, "hpt_replacement"), "HPT_REPLACEMENT_LRU");
   };
   t["sim --metric"] = [sim] {
-    EXPECT_EQ(Str(sim("--metric instructions").out, "metric"), "instructions");
+    EXPECT_EQ(Str(sim("--metric instructions").out, "metric"), "METRIC_INSTRUCTIONS");
   };
   t["sim --window"] = [sim] {
-    EXPECT_EQ(Str(sim("--window 32 --period 10").out, "mode"), "window");
+    EXPECT_EQ(Str(sim("--window 32 --period 10").out, "mode"), "SIM_MODE_WINDOW");
   };
   t["sim --period"] = [sim] {
     EXPECT_EQ(Num(sim("--window 32 --period 10").out, "sampling_period"), 10);
   };
   t["sim --sample-interval"] = [sim] {
     const R r = sim("--sample-interval 100");
-    EXPECT_EQ(Str(r.out, "mode"), "bursty") << r.out;
+    EXPECT_EQ(Str(r.out, "mode"), "SIM_MODE_BURSTY") << r.out;
     EXPECT_NE(Num(r.out, "sampling_period"),
               Num(sim("--sample-interval 1000").out, "sampling_period"));
   };

@@ -1,8 +1,10 @@
-// Runs `pathctl sim` as a user would and checks its JSON output.
+// Runs `pathctl sim` as a user would and reads its JSON output back into the pathprof.v1
+// messages it maps (proto/pathprof/v1/sim.proto), as any consumer would.
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,138 +14,26 @@
 
 #include "pathprof/core/branch.h"
 #include "pathprof/synth/executor.h"
+#include "pathprof/v1/sim.pb.h"
 
 #include "common/run_command.h"
 
 namespace {
 
 using CmdResult = pathprof::testing::CommandResult;
+namespace v1 = pathprof::v1;
 
 CmdResult Pathctl(const std::string& args) {
   return pathprof::testing::RunCommand(std::string(PATHPROF_BIN_DIR) + "/pathctl " + args +
                                        " 2>&1");
 }
 
-// A strict little JSON validator (RFC 8259 grammar), so the test needs no JSON library.
-class JsonCheck {
- public:
-  explicit JsonCheck(const std::string& s) : s_(s) {}
-  bool Valid() {
-    Ws();
-    if (!Value()) return false;
-    Ws();
-    return i_ == s_.size();
-  }
-
- private:
-  void Ws() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  bool Lit(const char* w) {
-    std::string t(w);
-    if (s_.compare(i_, t.size(), t) != 0) return false;
-    i_ += t.size();
-    return true;
-  }
-  bool String() {
-    if (s_[i_] != '"') return false;
-    for (++i_; i_ < s_.size(); ++i_) {
-      unsigned char c = s_[i_];
-      if (c == '"') {
-        ++i_;
-        return true;
-      }
-      if (c < 0x20) return false;
-      if (c == '\\') {
-        ++i_;
-        if (i_ >= s_.size()) return false;
-        if (s_[i_] == 'u') {
-          for (int k = 0; k < 4; ++k)
-            if (++i_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[i_])))
-              return false;
-        } else if (std::string("\"\\/bfnrt").find(s_[i_]) == std::string::npos) {
-          return false;
-        }
-      }
-    }
-    return false;
-  }
-  bool Number() {
-    size_t start = i_;
-    if (s_[i_] == '-') ++i_;
-    if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_]))) return false;
-    if (s_[i_] == '0') {
-      ++i_;
-    } else {
-      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-    }
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_;
-      if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_]))) return false;
-      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_]))) return false;
-      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-    }
-    return i_ > start;
-  }
-  bool Value() {
-    if (i_ >= s_.size()) return false;
-    char c = s_[i_];
-    if (c == '{' || c == '[') {
-      char close = c == '{' ? '}' : ']';
-      ++i_;
-      Ws();
-      if (i_ < s_.size() && s_[i_] == close) {
-        ++i_;
-        return true;
-      }
-      for (;;) {
-        Ws();
-        if (c == '{') {
-          if (i_ >= s_.size() || !String()) return false;
-          Ws();
-          if (i_ >= s_.size() || s_[i_++] != ':') return false;
-          Ws();
-        }
-        if (!Value()) return false;
-        Ws();
-        if (i_ >= s_.size()) return false;
-        if (s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (s_[i_] == close) {
-          ++i_;
-          return true;
-        }
-        return false;
-      }
-    }
-    if (c == '"') return String();
-    if (c == 't') return Lit("true");
-    if (c == 'f') return Lit("false");
-    if (c == 'n') return Lit("null");
-    return Number();
-  }
-  const std::string& s_;
-  size_t i_ = 0;
-};
-
-// The number after "key": at its first occurrence; NaN when absent.
-double Field(const std::string& json, const std::string& key) {
-  auto p = json.find("\"" + key + "\":");
-  if (p == std::string::npos) return std::nan("");
-  return std::strtod(json.c_str() + p + key.size() + 3, nullptr);
-}
-
-size_t Count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
+// The output parsed strictly into `message` (an unknown field or a stray line fails, as a drifted
+// schema would).
+::testing::AssertionResult Parse(const CmdResult& r, google::protobuf::Message* message) {
+  const auto status = google::protobuf::util::JsonStringToMessage(r.out, message);
+  if (status.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << status.ToString() << ": " << r.out.substr(0, 2000);
 }
 
 TEST(PathctlSim, JsonHasTheFieldsAndSaneValues) {
@@ -151,22 +41,23 @@ TEST(PathctlSim, JsonHasTheFieldsAndSaneValues) {
       "sim --workload branchy --seed 1 --branches 300000 --dynamic-window 100000 "
       "--top 5 --json");
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_TRUE(JsonCheck(r.out).Valid()) << r.out;
-  EXPECT_EQ(Field(r.out, "branches"), 300000);
-  EXPECT_EQ(Field(r.out, "hpt_entries"), 512);
-  EXPECT_EQ(Field(r.out, "hpt_ways"), 4);
-  EXPECT_EQ(Field(r.out, "dynamic_windows"), 3);
-  double overlap = Field(r.out, "overlap_pct");
-  EXPECT_GE(overlap, 90.0);
-  EXPECT_LE(overlap, 100.0);
-  double dynamic = Field(r.out, "dynamic_overlap_pct");
-  EXPECT_GE(dynamic, 90.0);
-  EXPECT_LE(dynamic, 100.0);
-  EXPECT_GT(Field(r.out, "paths_distinct"), 100);
-  EXPECT_EQ(Count(r.out, "\"outcomes\":"), 5u);
-  EXPECT_EQ(Count(r.out, "\"start\":\"0x"), 5u);
+  v1::SimReport report;
+  ASSERT_TRUE(Parse(r, &report));
+  EXPECT_EQ(report.mode(), v1::SIM_MODE_FULL);
+  EXPECT_EQ(report.branches(), 300000);
+  EXPECT_EQ(report.hpt_entries(), 512);
+  EXPECT_EQ(report.hpt_ways(), 4);
+  EXPECT_EQ(report.dynamic_windows(), 3);
+  EXPECT_GE(report.overlap_pct(), 90.0);
+  EXPECT_LE(report.overlap_pct(), 100.0);
+  ASSERT_TRUE(report.has_dynamic_overlap_pct()) << r.out;
+  EXPECT_GE(report.dynamic_overlap_pct(), 90.0);
+  EXPECT_LE(report.dynamic_overlap_pct(), 100.0);
+  EXPECT_GT(report.paths_distinct(), 100);
+  ASSERT_EQ(report.top_size(), 5);
+  for (const auto& p : report.top()) EXPECT_NE(p.start(), 0u) << r.out;
   // The hottest path was counted exactly: nothing can evict the heaviest entry under LFU.
-  EXPECT_EQ(Field(r.out, "relative_error"), 0.0);
+  EXPECT_EQ(report.top(0).relative_error(), 0.0);
 }
 
 // The issue's accuracy bar at its own setting (512x4, XOR index, LFU, Ball-Larus paths, 20M
@@ -180,9 +71,12 @@ TEST_P(PathctlSimBar, MeetsTheBarAt512x4) {
                         " --seed 1 --branches 20000000 --hpt 512x4 --index xor --replacement lfu"
                         " --paths bl --dynamic-window 10000000 --top 1 --json");
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_EQ(Field(r.out, "dynamic_windows"), 2);
-  EXPECT_GE(Field(r.out, "overlap_pct"), 95.0) << r.out;
-  EXPECT_GE(Field(r.out, "dynamic_overlap_pct"), 98.0) << r.out;
+  v1::SimReport report;
+  ASSERT_TRUE(Parse(r, &report));
+  EXPECT_EQ(report.dynamic_windows(), 2);
+  EXPECT_GE(report.overlap_pct(), 95.0) << r.out;
+  ASSERT_TRUE(report.has_dynamic_overlap_pct()) << r.out;
+  EXPECT_GE(report.dynamic_overlap_pct(), 98.0) << r.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, PathctlSimBar, ::testing::Values("loops", "branchy", "calls"),
@@ -193,12 +87,15 @@ TEST(PathctlSim, LargeWorkloadStressesTheTable) {
   CmdResult large = Pathctl("sim --workload large --branches 400000 --json --top 0");
   ASSERT_EQ(small.rc, 0) << small.out;
   ASSERT_EQ(large.rc, 0) << large.out;
-  EXPECT_GT(Field(large.out, "paths_distinct"), 5000);
-  EXPECT_LT(Field(small.out, "paths_distinct"), 512);
-  EXPECT_GE(Field(small.out, "overlap_pct"), 99.0);
-  EXPECT_LT(Field(large.out, "overlap_pct"), 90.0);
+  v1::SimReport s, l;
+  ASSERT_TRUE(Parse(small, &s));
+  ASSERT_TRUE(Parse(large, &l));
+  EXPECT_GT(l.paths_distinct(), 5000);
+  EXPECT_LT(s.paths_distinct(), 512);
+  EXPECT_GE(s.overlap_pct(), 99.0);
+  EXPECT_LT(l.overlap_pct(), 90.0);
   // A table bigger than the working set is exact.
-  EXPECT_DOUBLE_EQ(Field(small.out, "ideal_overlap_pct"), 100.0);
+  EXPECT_DOUBLE_EQ(s.ideal_overlap_pct(), 100.0);
 }
 
 TEST(PathctlSim, PbsReplayMatchesTheLiveStream) {
@@ -210,11 +107,19 @@ TEST(PathctlSim, PbsReplayMatchesTheLiveStream) {
   std::remove(path.c_str());
   ASSERT_EQ(live.rc, 0) << live.out;
   ASSERT_EQ(replay.rc, 0) << replay.out;
-  EXPECT_EQ(Field(replay.out, "branches"), 200000);
-  EXPECT_EQ(Field(live.out, "overlap_pct"), Field(replay.out, "overlap_pct"));
-  EXPECT_EQ(Field(live.out, "paths_distinct"), Field(replay.out, "paths_distinct"));
-  EXPECT_EQ(live.out.substr(live.out.find("\"top\"")),
-            replay.out.substr(replay.out.find("\"top\"")));
+  v1::SimReport l, r;
+  ASSERT_TRUE(Parse(live, &l));
+  ASSERT_TRUE(Parse(replay, &r));
+  EXPECT_EQ(r.branches(), 200000);
+  EXPECT_EQ(l.overlap_pct(), r.overlap_pct());
+  EXPECT_EQ(l.paths_distinct(), r.paths_distinct());
+  // The same hot paths, field for field.
+  v1::SimReport live_top, replay_top;
+  *live_top.mutable_top() = l.top();
+  *replay_top.mutable_top() = r.top();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(live_top, replay_top))
+      << live.out << "\n"
+      << replay.out;
 }
 
 TEST(PathctlSim, SamplingModesAndSweepProduceValidJson) {
@@ -223,15 +128,20 @@ TEST(PathctlSim, SamplingModesAndSweepProduceValidJson) {
         "--paths extended:calls:1 --metric cycles", "--index start --replacement lru"}) {
     CmdResult r = Pathctl(std::string("sim --workload branchy --branches 200000 --json ") + args);
     ASSERT_EQ(r.rc, 0) << args << "\n" << r.out;
-    EXPECT_TRUE(JsonCheck(r.out).Valid()) << args << "\n" << r.out;
-    EXPECT_GT(Field(r.out, "overlap_pct"), 50.0) << args;
+    v1::SimReport report;
+    EXPECT_TRUE(Parse(r, &report)) << args;
+    EXPECT_GT(report.overlap_pct(), 50.0) << args;
   }
   CmdResult sweep = Pathctl(
       "sim --sweep --workload loops,calls --branches 100000 --sizes 128,512 "
       "--ways 2,4 --json");
   ASSERT_EQ(sweep.rc, 0) << sweep.out;
-  EXPECT_TRUE(JsonCheck(sweep.out).Valid()) << sweep.out;
-  EXPECT_EQ(Count(sweep.out, "\"hpt_entries\":"), 8u);
+  v1::SimSweepReport report;
+  ASSERT_TRUE(Parse(sweep, &report));
+  ASSERT_EQ(report.workloads_size(), 2) << sweep.out;
+  int cells = 0;
+  for (const auto& w : report.workloads()) cells += w.cells_size();
+  EXPECT_EQ(cells, 8);
 }
 
 TEST(PathctlSim, BadArgumentsAreUsageErrors) {
@@ -258,41 +168,37 @@ std::vector<pathprof::BranchEvent> WorkloadEvents(const std::string& name, uint6
   return out;
 }
 
-// The hex strings of the first JSON array after `from`.
-std::vector<uint64_t> HexArray(const std::string& json, size_t from) {
-  std::vector<uint64_t> out;
-  size_t open = json.find('[', from), close = json.find(']', open);
-  for (size_t p = json.find("\"0x", open); p < close; p = json.find("\"0x", p + 1))
-    out.push_back(std::strtoull(json.c_str() + p + 1, nullptr, 16));
-  return out;
-}
-
 TEST(PathctlSim, SubpathsReportEstimatesBoundsAndExactCounts) {
   constexpr size_t kBranches = 300000;
   CmdResult r = Pathctl(
       "sim --workload loops --seed 1 --branches 300000 --subpaths "
       "--osp-memory 1500 --osp-max-length 32 --top 20 --json");
   ASSERT_EQ(r.rc, 0) << r.out;
-  ASSERT_TRUE(JsonCheck(r.out).Valid()) << r.out;
-  EXPECT_EQ(Field(r.out, "blocks"), kBranches);  // one block per branch target
-  EXPECT_EQ(Field(r.out, "max_length"), 32);
-  EXPECT_EQ(Field(r.out, "memory_limit_entries"), 1500);
-  EXPECT_LE(Field(r.out, "entries"), 1500);
-  EXPECT_GT(Field(r.out, "memory_bytes"), 0);
-  EXPECT_EQ(Count(r.out, "\"sample_count\":"), 20u);
-  const double f = Field(r.out, "f");
+  v1::SimStreamProfilesReport report;
+  ASSERT_TRUE(Parse(r, &report));
+  ASSERT_TRUE(report.has_subpaths()) << r.out;
+  EXPECT_FALSE(report.has_calls()) << r.out;
+  const v1::SimSubpaths& sp = report.subpaths();
+  EXPECT_EQ(sp.blocks(), static_cast<int64_t>(kBranches));  // one block per branch target
+  EXPECT_EQ(sp.max_length(), 32);
+  EXPECT_EQ(sp.memory_limit_entries(), 1500);
+  EXPECT_LE(sp.entries(), 1500);
+  EXPECT_GT(sp.memory_bytes(), 0);
+  ASSERT_EQ(sp.top_size(), 20);
+  EXPECT_EQ(sp.reported(), 20);
+  const double f = sp.f();
   EXPECT_GE(f, 2);  // --osp-min-f default
 
   // The hottest entry: estimate = samples * f / P(length), P(2^n) = 2^-n / (31/32) for
   // lengths 2..32; bound = sqrt(2 ln(1/(1-0.95)) / samples) (eq. 2.15).
-  const std::string top = r.out.substr(r.out.find("\"top\":["));
-  const double len = Field(top, "length"), samples = Field(top, "sample_count");
+  const v1::SimSubpath& top = sp.top(0);
+  const double len = top.length(), samples = static_cast<double>(top.sample_count());
   const double p_length = (1 / len) / (31.0 / 32.0);
-  EXPECT_NEAR(Field(top, "estimate"), samples * f / p_length, 1e-6 * samples * f / p_length);
-  EXPECT_NEAR(Field(top, "error_bound"), std::sqrt(2 * std::log(20.0) / samples), 1e-9);
+  EXPECT_NEAR(top.estimate(), samples * f / p_length, 1e-6 * samples * f / p_length);
+  EXPECT_NEAR(top.error_bound(), std::sqrt(2 * std::log(20.0) / samples), 1e-9);
 
   // Its exact count, recounted here: windows of the block stream that are a rotation of it.
-  const std::vector<uint64_t> blocks = HexArray(top, top.find("\"blocks\":"));
+  const std::vector<uint64_t> blocks(top.blocks().begin(), top.blocks().end());
   ASSERT_EQ(blocks.size(), static_cast<size_t>(len));
   const auto events = WorkloadEvents("loops", 1, kBranches);
   uint64_t exact = 0;
@@ -307,11 +213,11 @@ TEST(PathctlSim, SubpathsReportEstimatesBoundsAndExactCounts) {
     }
   }
   EXPECT_GT(exact, 1000u);
-  EXPECT_EQ(Field(top, "exact"), static_cast<double>(exact));
-  EXPECT_LT(std::abs(Field(top, "error")), Field(top, "error_bound"));
+  EXPECT_EQ(top.exact(), static_cast<int64_t>(exact));
+  EXPECT_LT(std::abs(top.error()), top.error_bound());
   // Most of the 95% intervals hold the exact count.
-  EXPECT_GE(Field(r.out, "within_bound"), 18);
-  EXPECT_LE(Field(r.out, "median_abs_error_top10"), 0.05);
+  EXPECT_GE(sp.within_bound(), 18);
+  EXPECT_LE(sp.median_abs_error_top10(), 0.05);
 }
 
 TEST(PathctlSim, CallsReportMatchesExactCallCounts) {
@@ -331,30 +237,41 @@ TEST(PathctlSim, CallsReportMatchesExactCallCounts) {
   CmdResult full =
       Pathctl("sim --workload calls --seed 2 --branches 300000 --calls --top 3 --json");
   ASSERT_EQ(full.rc, 0) << full.out;
-  ASSERT_TRUE(JsonCheck(full.out).Valid()) << full.out;
-  EXPECT_EQ(Field(full.out, "calls_exact"), static_cast<double>(calls));
-  EXPECT_EQ(Field(full.out, "calls_sampled"), static_cast<double>(calls));
-  EXPECT_EQ(Field(full.out, "distinct_exact"), static_cast<double>(pairs.size()));
-  const std::string pair_top = full.out.substr(full.out.find("\"call_pairs\""));
-  EXPECT_EQ(Field(pair_top, "estimate"), static_cast<double>(hottest));
-  EXPECT_EQ(Field(pair_top, "exact"), static_cast<double>(hottest));
-  EXPECT_EQ(Field(pair_top, "exact_rank"), 1);
-  EXPECT_DOUBLE_EQ(Field(pair_top, "hps_overlap_pct"), 100.0);
-  EXPECT_EQ(Count(full.out, "\"pair\":"), 3u);
-  EXPECT_EQ(Count(full.out, "\"function\":"), 3u);
+  v1::SimStreamProfilesReport full_report;
+  ASSERT_TRUE(Parse(full, &full_report));
+  ASSERT_TRUE(full_report.has_calls()) << full.out;
+  EXPECT_FALSE(full_report.has_subpaths()) << full.out;
+  const v1::SimCalls& c = full_report.calls();
+  EXPECT_EQ(c.mode(), v1::SIM_MODE_FULL);
+  EXPECT_EQ(c.calls_exact(), static_cast<int64_t>(calls));
+  EXPECT_EQ(c.calls_sampled(), static_cast<int64_t>(calls));
+  EXPECT_EQ(c.call_pairs().distinct_exact(), static_cast<int64_t>(pairs.size()));
+  ASSERT_EQ(c.call_pairs().top_size(), 3) << full.out;
+  const v1::SimCallPair& pair_top = c.call_pairs().top(0);
+  EXPECT_EQ(pair_top.estimate(), static_cast<double>(hottest));
+  EXPECT_EQ(pair_top.exact(), static_cast<double>(hottest));
+  EXPECT_EQ(pair_top.exact_rank(), 1);
+  // Its addresses name a pair the stream made as often as the hottest.
+  const auto it = pairs.find({pair_top.call_site(), pair_top.target()});
+  ASSERT_NE(it, pairs.end()) << full.out;
+  EXPECT_EQ(it->second, hottest);
+  EXPECT_DOUBLE_EQ(c.call_pairs().hps_overlap_pct(), 100.0);
+  EXPECT_EQ(c.methods().top_size(), 3);
 
   // Bursty sampling sees about one call in ten and still finds the same hot pairs.
   CmdResult bursty = Pathctl(
       "sim --workload calls --seed 2 --branches 300000 --calls --sample-interval 900 "
       "--burst-length 100 --json");
   ASSERT_EQ(bursty.rc, 0) << bursty.out;
-  ASSERT_TRUE(JsonCheck(bursty.out).Valid()) << bursty.out;
-  EXPECT_DOUBLE_EQ(Field(bursty.out, "sampling_period"), 10.0);
-  const double sampled = Field(bursty.out, "calls_sampled");
+  v1::SimStreamProfilesReport bursty_report;
+  ASSERT_TRUE(Parse(bursty, &bursty_report));
+  const v1::SimCalls& b = bursty_report.calls();
+  EXPECT_EQ(b.mode(), v1::SIM_MODE_BURSTY);
+  EXPECT_DOUBLE_EQ(b.sampling_period(), 10.0);
+  const double sampled = static_cast<double>(b.calls_sampled());
   EXPECT_LT(sampled, calls * 0.5);
   EXPECT_GT(sampled, calls * 0.02);
-  const std::string bursty_pairs = bursty.out.substr(bursty.out.find("\"call_pairs\""));
-  const double hps = Field(bursty_pairs, "hps_overlap_pct");
+  const double hps = b.call_pairs().hps_overlap_pct();
   EXPECT_GT(hps, 60.0);
   EXPECT_LT(hps, 100.0);
 }
