@@ -14,6 +14,7 @@
 #include "pathctl/command.h"
 #include "pathctl/sim_source.h"
 #include "pathctl/sim_stream_profiles.h"
+#include "pathprof/core/hex.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/hpt_sweep.h"
 #include "pathprof/pipeline/offline_sim.h"
@@ -68,12 +69,6 @@ std::string OutcomeBits(const PathDescriptor& p) {
   std::string s;
   for (int i = 0; i < p.length; ++i) s += ((p.outcomes >> i) & 1) ? '1' : '0';
   return s;
-}
-
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
 }
 
 // ---- one run of the path engine ----
@@ -216,8 +211,8 @@ void PrintText(const std::string& source, const PathEngineSimResult& r) {
     std::string bits = OutcomeBits(t.path);
     if (bits.size() > 32) bits = bits.substr(0, 29) + "...";
     std::printf("%4zu  %-14s %4u  %-32s %14.0f %6.2f%% %14.0f %6zu %+7.2f%%\n", i + 1,
-                Hex(t.path.start).c_str(), t.path.length, bits.c_str(), t.estimate, 100 * t.share,
-                t.exact, t.exact_rank, 100 * t.relative_error);
+                pathprof::HexAddress(t.path.start).c_str(), t.path.length, bits.c_str(), t.estimate,
+                100 * t.share, t.exact, t.exact_rank, 100 * t.relative_error);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "pathctl/client.h"
 #include "pathctl/sim_source.h"
+#include "pathprof/core/hex.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/offline_stream_profiles.h"
 #include "pathprof/profiles/osp_exact.h"
@@ -21,12 +22,6 @@ namespace pathctl {
 namespace {
 
 using namespace pathprof;
-
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
 
 // What `pathctl sim --subpaths / --calls` was asked for.
 struct Options {
@@ -144,7 +139,7 @@ void PrintSubpathsText(const pipeline::SubpathProfile& r) {
     const auto& row = r.rows[i];
     std::string blocks;
     for (size_t k = 0; k < row.entry.blocks.size() && k < 4; ++k)
-      blocks += (k ? " " : "") + Hex(row.entry.blocks[k]);
+      blocks += (k ? " " : "") + pathprof::HexAddress(row.entry.blocks[k]);
     if (row.entry.blocks.size() > 4) blocks += " ...";
     std::printf("%4zu %4u %9" PRIu64 " %14.0f %7.2f%% %14" PRIu64 " %+7.2f%%%s %s\n", i + 1,
                 row.entry.length, row.entry.sample_count, row.entry.estimated_count,
@@ -154,12 +149,6 @@ void PrintSubpathsText(const pipeline::SubpathProfile& r) {
 }
 
 // ---- calls ----
-
-// The pipeline ranks call pairs and methods under one string key ("0xsite->0xtarget",
-// "0xfunction"); the report gives the addresses as numbers, so they are read back from it.
-uint64_t KeyAddress(const std::string& key, size_t at = 0) {
-  return std::strtoull(key.c_str() + at, nullptr, 16);
-}
 
 template <typename Ranking>
 void FillRankingScores(const pipeline::CallRanking& s, Ranking* out) {
@@ -173,9 +162,8 @@ void FillCallPairs(const pipeline::CallRanking& s, v1::SimCallPairs* out) {
   FillRankingScores(s, out);
   for (const auto& r : s.top) {
     v1::SimCallPair& p = *out->add_top();
-    const size_t arrow = r.key.find("->");
-    p.set_call_site(KeyAddress(r.key));
-    if (arrow != std::string::npos) p.set_target(KeyAddress(r.key, arrow + 2));
+    p.set_call_site(r.from);
+    p.set_target(r.to);
     p.set_estimate(r.estimate);
     p.set_exact(r.exact);
     p.set_exact_rank(static_cast<int64_t>(r.exact_rank));
@@ -186,7 +174,7 @@ void FillMethods(const pipeline::CallRanking& s, v1::SimMethods* out) {
   FillRankingScores(s, out);
   for (const auto& r : s.top) {
     v1::SimMethod& m = *out->add_top();
-    m.set_function(KeyAddress(r.key));
+    m.set_function(r.to);
     m.set_estimate(r.estimate);
     m.set_exact(r.exact);
     m.set_exact_rank(static_cast<int64_t>(r.exact_rank));

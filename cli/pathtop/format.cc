@@ -5,19 +5,15 @@
 #include <cstdio>
 #include <utility>
 
+#include "pathprof/core/hex.h"
+
 namespace pathtop {
 
-namespace {
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-}  // namespace
+using pathprof::HexAddress;
 
 std::string FormatLocation(const v1::Location& loc) {
-  if (loc.function().empty()) return Hex(loc.address());
-  return loc.function() + "+" + Hex(loc.offset());
+  if (loc.function().empty()) return HexAddress(loc.address());
+  return loc.function() + "+" + HexAddress(loc.offset());
 }
 
 std::string FormatBlocks(const google::protobuf::RepeatedPtrField<v1::Location>& blocks) {
@@ -26,7 +22,7 @@ std::string FormatBlocks(const google::protobuf::RepeatedPtrField<v1::Location>&
   for (const v1::Location& b : blocks) {
     if (prev != nullptr) out += " > ";
     if (prev != nullptr && !b.function().empty() && b.function() == prev->function()) {
-      out += "+" + Hex(b.offset());
+      out += "+" + HexAddress(b.offset());
     } else {
       out += FormatLocation(b);
     }

@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "pathprof/core/hex.h"
 #include "pathtop/format.h"
 
 namespace pathtop {
+
+using pathprof::HexAddress;
 
 namespace {
 
@@ -21,14 +24,8 @@ double ShownCount(double v) {
   return std::round(v / scale) * scale;
 }
 
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%" PRIx64, v);
-  return buf;
-}
-
 std::string FunctionName(const v1::Location& loc) {
-  return loc.function().empty() ? "0x" + Hex(loc.address()) : loc.function();
+  return loc.function().empty() ? HexAddress(loc.address()) : loc.function();
 }
 
 std::string SourceOf(const v1::Location& loc) {
@@ -114,7 +111,8 @@ std::vector<Row> HotPathRows(const v1::HotPaths& msg) {
   std::vector<Row> rows;
   for (const v1::HotPath& p : msg.paths()) {
     Row row;
-    row.key = Hex(p.start().address()) + ":" + std::to_string(p.length()) + ":" + Hex(p.outcomes());
+    row.key = HexAddress(p.start().address()) + ":" + std::to_string(p.length()) + ":" +
+              HexAddress(p.outcomes());
     AddEstimate(p.estimate(), &row);
     AddNumber(std::to_string(p.length()), p.length(), &row);
     std::string start = FormatLocation(p.start());
@@ -133,7 +131,7 @@ std::vector<Row> SubpathRows(const v1::HotSubpaths& msg) {
   std::vector<Row> rows;
   for (const v1::Subpath& s : msg.subpaths()) {
     Row row;
-    for (const v1::Location& b : s.blocks()) row.key += Hex(b.address()) + ",";
+    for (const v1::Location& b : s.blocks()) row.key += HexAddress(b.address()) + ",";
     AddEstimate(s.estimate(), &row);
     AddNumber(std::to_string(s.length()), s.length(), &row);
     std::string blocks = FormatBlocks(s.blocks());
@@ -153,8 +151,8 @@ std::vector<Row> CctRows(const v1::CallingContextTree& msg) {
     auto parent = key_of.find(n.parent_id());
     if (n.parent_id() != 0 && parent != key_of.end()) row.parent_key = parent->second;
     // Node ids may change between answers; the context (function, call site) chain does not.
-    row.key =
-        row.parent_key + "/" + FunctionName(n.function()) + "@" + Hex(n.call_site().address());
+    row.key = row.parent_key + "/" + FunctionName(n.function()) + "@" +
+              HexAddress(n.call_site().address());
     key_of[n.id()] = row.key;
     double total_share = total > 0 ? n.total_weight() / total : 0;
     double self_share = total > 0 ? n.self_weight() / total : 0;
@@ -174,7 +172,7 @@ std::vector<Row> CallPairRows(const v1::HotCallPairs& msg) {
   std::vector<Row> rows;
   for (const v1::CallPair& p : msg.pairs()) {
     Row row;
-    row.key = Hex(p.call_site().address()) + ">" + Hex(p.target().address());
+    row.key = HexAddress(p.call_site().address()) + ">" + HexAddress(p.target().address());
     AddEstimate(p.estimate(), &row);
     std::string site = FormatLocation(p.call_site()), target = FunctionName(p.target());
     AddText(site, &row);
@@ -189,7 +187,7 @@ std::vector<Row> MethodRows(const v1::HotMethods& msg) {
   std::vector<Row> rows;
   for (const v1::HotMethod& m : msg.methods()) {
     Row row;
-    row.key = FunctionName(m.function()) + "@" + Hex(m.function().address());
+    row.key = FunctionName(m.function()) + "@" + HexAddress(m.function().address());
     AddNumber(FormatPercent(m.self().share()), ShownShare(m.self().share()), &row);
     AddNumber(FormatCount(m.self().value()), ShownCount(m.self().value()), &row);
     AddNumber(FormatPercent(m.entries().share()), ShownShare(m.entries().share()), &row);

@@ -1,5 +1,7 @@
 #include "pathprof/core/hex.h"
 
+#include <cstdio>
+
 namespace pathprof {
 
 std::string HexBytes(std::span<const uint8_t> bytes) {
@@ -11,6 +13,12 @@ std::string HexBytes(std::span<const uint8_t> bytes) {
     s += kDigits[b & 15];
   }
   return s;
+}
+
+std::string HexAddress(uint64_t value) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
+  return buf;
 }
 
 }  // namespace pathprof

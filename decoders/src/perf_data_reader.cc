@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "pathprof/core/hex.h"
 #include "perf_data_internal.h"
 
 namespace pathprof::decoders {
@@ -47,12 +48,6 @@ bool ReadSection(Cursor& c, uint64_t* offset, uint64_t* size) {
   return c.U64(offset) && c.U64(size);
 }
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace
 
 Status PerfDataReader::Impl::Init() {
@@ -71,7 +66,8 @@ Status PerfDataReader::Impl::Init() {
         "perf.data " + name + ": version 1 (\"PERFFILE\", Linux < 2.6.35) files are not supported");
   }
   if (magic != perf::kMagicPerfile2) {
-    return Corrupt(name, 0, "not a perf.data file (magic " + Hex(magic) + ", expected PERFILE2)");
+    return Corrupt(name, 0,
+                   "not a perf.data file (magic " + HexAddress(magic) + ", expected PERFILE2)");
   }
   if (!c.U64(&header_size)) return Truncated(name, 8, "file header");
   if (header_size == perf::kPipeHeaderSize) {

@@ -5,17 +5,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "pathprof/core/hex.h"
 #include "pathprof/decoders/x86_branch.h"
 #include "pt_internal.h"
 
 namespace pathprof::decoders {
 namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
 
 bool IsDirect(BranchKind k) {
   return k == BranchKind::kDirectJump || k == BranchKind::kDirectCall;
@@ -98,7 +93,7 @@ Status PtBranchDecoder::Decode(const std::function<Status(BranchBatch&&)>& on_ba
     const int code = pt_errcode(status);
     std::string reason = pt_errstr(static_cast<pt_error_code>(code));
     if (code == pte_nomap)
-      reason = "no image for address " + Hex(last_ip_) +
+      reason = "no image for address " + HexAddress(last_ip_) +
                ": the trace runs code that is not in the image (add the process's mappings, "
                "e.g. from its .pbs ImageRecords or perf MMAP2 records)";
     RecordError(code, off, std::move(reason));

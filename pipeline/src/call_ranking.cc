@@ -4,23 +4,19 @@
 #include <unordered_map>
 #include <utility>
 
+#include "pathprof/core/hex.h"
 #include "pathprof/profiles/accuracy.h"
 #include "stream_profile_scoring.h"
 
 namespace pathprof::pipeline {
 namespace {
 
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
-// Keys are compared as strings so that call pairs and methods share one ranking.
-template <typename K, typename KeyFn>
+// Keys are compared as strings so that call pairs and methods share one ranking; `fill`
+// gives a ranked entry its addresses as numbers.
+template <typename K, typename KeyFn, typename FillFn>
 CallRanking Rank(const std::vector<std::pair<K, uint64_t>>& exact_sorted,
                  const std::vector<std::pair<K, uint64_t>>& estimate_sorted, double scale,
-                 size_t top, KeyFn key_of) {
+                 size_t top, KeyFn key_of, FillFn fill) {
   CallRanking s;
   s.distinct_exact = exact_sorted.size();
   s.distinct_estimate = estimate_sorted.size();
@@ -37,6 +33,7 @@ CallRanking Rank(const std::vector<std::pair<K, uint64_t>>& exact_sorted,
   for (size_t i = 0; i < sw.size() && i < top; ++i) {
     RankedCallKey r;
     r.key = sw[i].first;
+    fill(estimate_sorted[i].first, &r);
     r.estimate = sw[i].second;
     if (auto it = exact_of.find(r.key); it != exact_of.end()) {
       r.exact_rank = it->second.first;
@@ -51,14 +48,22 @@ CallRanking Rank(const std::vector<std::pair<K, uint64_t>>& exact_sorted,
 
 CallRanking RankCallPairs(const profiles::HotCallPairs& exact,
                           const profiles::HotCallPairs& sampled, double scale, size_t top) {
-  return Rank(exact.Top(exact.Shares().size()), sampled.Top(sampled.Shares().size()), scale, top,
-              [](const profiles::CallPair& p) { return Hex(p.call_site) + "->" + Hex(p.target); });
+  return Rank(
+      exact.Top(exact.Shares().size()), sampled.Top(sampled.Shares().size()), scale, top,
+      [](const profiles::CallPair& p) {
+        return HexAddress(p.call_site) + "->" + HexAddress(p.target);
+      },
+      [](const profiles::CallPair& p, RankedCallKey* r) {
+        r->from = p.call_site;
+        r->to = p.target;
+      });
 }
 
 CallRanking RankMethods(const profiles::HotMethods& exact, const profiles::HotMethods& sampled,
                         double scale, size_t top) {
-  return Rank(exact.Top(exact.Shares().size()), sampled.Top(sampled.Shares().size()), scale, top,
-              [](uint64_t f) { return Hex(f); });
+  return Rank(
+      exact.Top(exact.Shares().size()), sampled.Top(sampled.Shares().size()), scale, top,
+      [](uint64_t f) { return HexAddress(f); }, [](uint64_t f, RankedCallKey* r) { r->to = f; });
 }
 
 }  // namespace pathprof::pipeline

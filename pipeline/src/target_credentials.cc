@@ -7,16 +7,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "pathprof/core/hex.h"
+
 namespace pathprof::pipeline {
 namespace {
 
 constexpr const char* kIdNames[4] = {"real", "effective", "saved", "filesystem"};
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 }  // namespace
 
@@ -63,7 +59,7 @@ std::string PrivilegeGain(const TargetCredentials& now, const Confinement& who) 
     if (std::find(who.gids.begin(), who.gids.end(), now.gids[i]) == who.gids.end())
       add(std::string(kIdNames[i]) + " gid " + std::to_string(now.gids[i]));
   if (now.cap_effective != 0 || now.cap_permitted != 0)
-    add("capabilities " + Hex(now.cap_effective | now.cap_permitted));
+    add("capabilities " + HexAddress(now.cap_effective | now.cap_permitted));
   // A non-dumpable process's /proc entries belong to root: it asked not to be inspected.
   if (now.proc_owner != who.uid && gained.empty()) add("not dumpable");
   return gained;

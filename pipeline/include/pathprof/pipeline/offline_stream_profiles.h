@@ -50,7 +50,9 @@ struct SubpathProfile {
 };
 
 struct RankedCallKey {
-  std::string key;  // "0xsite->0xtarget" or "0xfunction"
+  std::string key;  // "0xsite->0xtarget" or "0xfunction", as tables print it
+  // The same, as numbers: a call pair's call site and target, or a method's entry (`to`).
+  uint64_t from = 0, to = 0;
   double estimate = 0;
   double exact = 0;
   size_t exact_rank = 0;  // 0: never seen in the exact counts
