@@ -8,7 +8,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "pathctl/command.h"
-#include "pathctl/json_writer.h"
 #include "pathprof/api/resource_names.h"
 #include "pathprof/core/status.h"
 #include "pathprof/v1/profiler.grpc.pb.h"
