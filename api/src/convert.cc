@@ -314,4 +314,50 @@ void ToProto(const pipeline::DecodeSummary& in, v1::DecodeSummary* out) {
   Counts(in.counters, out->mutable_counters());
 }
 
+v1::HptIndex ToProto(hwmodel::HptIndex i) {
+  switch (i) {
+    case hwmodel::HptIndex::kXor:
+      return v1::HPT_INDEX_XOR;
+    case hwmodel::HptIndex::kStart:
+      return v1::HPT_INDEX_START;
+  }
+  return v1::HPT_INDEX_UNSPECIFIED;
+}
+
+v1::HptReplacement ToProto(hwmodel::HptReplacement r) {
+  switch (r) {
+    case hwmodel::HptReplacement::kLfu:
+      return v1::HPT_REPLACEMENT_LFU;
+    case hwmodel::HptReplacement::kLru:
+      return v1::HPT_REPLACEMENT_LRU;
+  }
+  return v1::HPT_REPLACEMENT_UNSPECIFIED;
+}
+
+v1::Metric ToProto(hwmodel::Metric m) {
+  switch (m) {
+    case hwmodel::Metric::kCount:
+      return v1::METRIC_COUNT;
+    case hwmodel::Metric::kInstructions:
+      return v1::METRIC_INSTRUCTIONS;
+    case hwmodel::Metric::kCycles:
+      return v1::METRIC_CYCLES;
+    case hwmodel::Metric::kMispredictions:
+      return v1::METRIC_MISPREDICTIONS;
+  }
+  return v1::METRIC_UNSPECIFIED;
+}
+
+v1::SimMode ToProto(pipeline::SimMode m) {
+  switch (m) {
+    case pipeline::SimMode::kFull:
+      return v1::SIM_MODE_FULL;
+    case pipeline::SimMode::kBursty:
+      return v1::SIM_MODE_BURSTY;
+    case pipeline::SimMode::kWindow:
+      return v1::SIM_MODE_WINDOW;
+  }
+  return v1::SIM_MODE_UNSPECIFIED;
+}
+
 }  // namespace pathprof::api

@@ -14,6 +14,7 @@
 #include "pathctl/command.h"
 #include "pathctl/sim_source.h"
 #include "pathctl/sim_stream_profiles.h"
+#include "pathprof/api/convert.h"
 #include "pathprof/core/hex.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/hpt_sweep.h"
@@ -73,61 +74,15 @@ std::string OutcomeBits(const PathDescriptor& p) {
 
 // ---- one run of the path engine ----
 
-v1::HptIndex ToProto(hwmodel::HptIndex i) {
-  switch (i) {
-    case hwmodel::HptIndex::kXor:
-      return v1::HPT_INDEX_XOR;
-    case hwmodel::HptIndex::kStart:
-      return v1::HPT_INDEX_START;
-  }
-  return v1::HPT_INDEX_UNSPECIFIED;
-}
-
-v1::HptReplacement ToProto(hwmodel::HptReplacement r) {
-  switch (r) {
-    case hwmodel::HptReplacement::kLfu:
-      return v1::HPT_REPLACEMENT_LFU;
-    case hwmodel::HptReplacement::kLru:
-      return v1::HPT_REPLACEMENT_LRU;
-  }
-  return v1::HPT_REPLACEMENT_UNSPECIFIED;
-}
-
-v1::Metric ToProto(hwmodel::Metric m) {
-  switch (m) {
-    case hwmodel::Metric::kCount:
-      return v1::METRIC_COUNT;
-    case hwmodel::Metric::kInstructions:
-      return v1::METRIC_INSTRUCTIONS;
-    case hwmodel::Metric::kCycles:
-      return v1::METRIC_CYCLES;
-    case hwmodel::Metric::kMispredictions:
-      return v1::METRIC_MISPREDICTIONS;
-  }
-  return v1::METRIC_UNSPECIFIED;
-}
-
-v1::SimMode ToProto(pipeline::SimMode m) {
-  switch (m) {
-    case pipeline::SimMode::kFull:
-      return v1::SIM_MODE_FULL;
-    case pipeline::SimMode::kBursty:
-      return v1::SIM_MODE_BURSTY;
-    case pipeline::SimMode::kWindow:
-      return v1::SIM_MODE_WINDOW;
-  }
-  return v1::SIM_MODE_UNSPECIFIED;
-}
-
 void FillConfig(const std::string& source, const PathEngineSimResult& r, v1::SimReport* out) {
   out->set_source(source);
-  out->set_mode(ToProto(r.mode));
+  out->set_mode(pathprof::api::ToProto(r.mode));
   out->set_paths(r.paths);
   out->set_hpt_entries(static_cast<int32_t>(r.hpt.entries));
   out->set_hpt_ways(static_cast<int32_t>(r.hpt.ways));
-  out->set_hpt_index(ToProto(r.hpt.index));
-  out->set_hpt_replacement(ToProto(r.hpt.replacement));
-  out->set_metric(ToProto(r.hpt.metric));
+  out->set_hpt_index(pathprof::api::ToProto(r.hpt.index));
+  out->set_hpt_replacement(pathprof::api::ToProto(r.hpt.replacement));
+  out->set_metric(pathprof::api::ToProto(r.hpt.metric));
 }
 
 void FillScores(const PathEngineSimResult& r, v1::SimReport* out) {

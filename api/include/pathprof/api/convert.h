@@ -5,11 +5,14 @@
 
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/collectors/step_probe.h"
+#include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/offline_analysis.h"
+#include "pathprof/pipeline/offline_sim.h"
 #include "pathprof/pipeline/results.h"
 #include "pathprof/pipeline/session.h"
 #include "pathprof/v1/profiler.pb.h"
 #include "pathprof/v1/reports.pb.h"
+#include "pathprof/v1/sim.pb.h"
 
 namespace pathprof::api {
 
@@ -47,6 +50,11 @@ void ToProto(const collectors::HostCapabilities& in, v1::Capabilities* out);
 v1::BranchSource ToProto(collectors::BranchSource s);
 v1::StepMode ToProto(collectors::StepMode m);
 v1::Metric ToProto(pipeline::PathMetric m);
+// The path engine's own settings, as `pathctl sim` reports them.
+v1::HptIndex ToProto(hwmodel::HptIndex i);
+v1::HptReplacement ToProto(hwmodel::HptReplacement r);
+v1::Metric ToProto(hwmodel::Metric m);
+v1::SimMode ToProto(pipeline::SimMode m);
 v1::PathEstimator ToProto(pipeline::PathEstimator e);
 pipeline::PathMetric FromProto(v1::Metric m);
 pipeline::SourceChoice FromProto(v1::SourceChoice s);
