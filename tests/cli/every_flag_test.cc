@@ -7,6 +7,9 @@
 //
 // Daemon commands run against a real pathprofd on a temporary socket with a session on
 // example_hotloop; offline commands against an exact .pbs trace of example_loop_static.
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -81,147 +84,24 @@ size_t Count(const std::string& s, const std::string& needle) {
 
 // ---------------------------------------------------------------- JSON
 
-// A strict recursive-descent check of RFC 8259 JSON (one value, or one per line for streams).
-class JsonCheck {
- public:
-  explicit JsonCheck(const std::string& s) : s_(s) {}
-  bool Document(bool lines) {
-    Ws();
-    if (!Value()) return false;
-    Ws();
-    while (lines && i_ < s_.size()) {
-      if (!Value()) return false;
-      Ws();
-    }
-    return i_ == s_.size();
-  }
-
- private:
-  void Ws() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  bool Lit(const char* w) {
-    const std::string word(w);
-    if (s_.compare(i_, word.size(), word) != 0) return false;
-    i_ += word.size();
-    return true;
-  }
-  bool String() {
-    if (i_ >= s_.size() || s_[i_] != '"') return false;
-    for (++i_; i_ < s_.size(); ++i_) {
-      const unsigned char c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return true;
-      }
-      if (c < 0x20) return false;
-      if (c == '\\') {
-        if (++i_ >= s_.size()) return false;
-        if (s_[i_] == 'u') {
-          for (int k = 0; k < 4; ++k)
-            if (++i_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[i_])))
-              return false;
-        } else if (std::string("\"\\/bfnrt").find(s_[i_]) == std::string::npos) {
-          return false;
-        }
-      }
-    }
-    return false;
-  }
-  bool Number() {
-    if (i_ < s_.size() && s_[i_] == '-') ++i_;
-    auto digits = [&] {
-      const size_t d = i_;
-      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-      return i_ > d;
-    };
-    if (!digits()) return false;
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_;
-      if (!digits()) return false;
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (!digits()) return false;
-    }
-    return true;
-  }
-  bool Value() {
-    if (++depth_ > 512) return false;
-    Ws();
-    bool ok = false;
-    if (i_ >= s_.size()) {
-      ok = false;
-    } else if (s_[i_] == '{') {
-      ++i_;
-      Ws();
-      ok = true;
-      if (i_ < s_.size() && s_[i_] == '}') {
-        ++i_;
-      } else {
-        for (;;) {
-          Ws();
-          if (!String()) {
-            ok = false;
-            break;
-          }
-          Ws();
-          if (i_ >= s_.size() || s_[i_++] != ':' || !Value()) {
-            ok = false;
-            break;
-          }
-          Ws();
-          if (i_ < s_.size() && s_[i_] == ',') {
-            ++i_;
-            continue;
-          }
-          ok = i_ < s_.size() && s_[i_++] == '}';
-          break;
-        }
-      }
-    } else if (s_[i_] == '[') {
-      ++i_;
-      Ws();
-      ok = true;
-      if (i_ < s_.size() && s_[i_] == ']') {
-        ++i_;
-      } else {
-        for (;;) {
-          if (!Value()) {
-            ok = false;
-            break;
-          }
-          Ws();
-          if (i_ < s_.size() && s_[i_] == ',') {
-            ++i_;
-            continue;
-          }
-          ok = i_ < s_.size() && s_[i_++] == ']';
-          break;
-        }
-      }
-    } else if (s_[i_] == '"') {
-      ok = String();
-    } else if (s_[i_] == 't') {
-      ok = Lit("true");
-    } else if (s_[i_] == 'f') {
-      ok = Lit("false");
-    } else if (s_[i_] == 'n') {
-      ok = Lit("null");
-    } else {
-      ok = Number();
-    }
-    --depth_;
-    return ok;
-  }
-  const std::string& s_;
-  size_t i_ = 0;
-  int depth_ = 0;
-};
-
+// Whether `s` is one JSON object, or one per line for streams (watch). Every --json is
+// protobuf's JSON mapping of a message, so protobuf's own parser checks it (into a Struct,
+// which takes any object): strict RFC 8259, no hand-written parser to trust.
 bool ValidJson(const std::string& s, bool lines = false) {
-  return !s.empty() && JsonCheck(s).Document(lines);
+  if (s.empty()) return false;
+  std::vector<std::string> documents;
+  if (lines) {
+    std::istringstream in(s);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) documents.push_back(line);
+  } else {
+    documents.push_back(s);
+  }
+  for (const std::string& d : documents) {
+    google::protobuf::Struct parsed;
+    if (!google::protobuf::util::JsonStringToMessage(d, &parsed).ok()) return false;
+  }
+  return !documents.empty();
 }
 
 // Every numeric value of "key" in `json`, in order. A quoted number counts too: the daemon's
@@ -256,16 +136,12 @@ std::string Str(const std::string& json, const std::string& key) {
   auto v = Strs(json, key);
   return v.empty() ? "" : v[0];
 }
-// Milliseconds since midnight of an RFC 3339 time as the JSON mapping writes a Timestamp
-// ("2026-11-25T21:04:05.250Z"); -1 if it is not one.
-double MsOfDay(const std::string& rfc3339) {
-  int h = 0, m = 0;
-  double sec = 0;
-  const size_t t = rfc3339.find('T');
-  if (t == std::string::npos ||
-      std::sscanf(rfc3339.c_str() + t + 1, "%d:%d:%lf", &h, &m, &sec) != 3)
-    return -1;
-  return ((h * 60.0 + m) * 60.0 + sec) * 1000.0;
+// Milliseconds since the epoch of a Timestamp as the JSON mapping writes it (RFC 3339,
+// "2026-11-25T21:04:05.250Z"); -1 if it is not one.
+double UnixMs(const std::string& rfc3339) {
+  google::protobuf::Timestamp t;
+  if (!google::protobuf::util::TimeUtil::FromString(rfc3339, &t)) return -1;
+  return static_cast<double>(google::protobuf::util::TimeUtil::TimestampToMilliseconds(t));
 }
 
 // ---------------------------------------------------------------- help texts
@@ -702,7 +578,7 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_EQ(r.rc, 0) << Show("watch --interval 1500ms", r);
     const auto at = Strs(r.out, "compute_time");
     ASSERT_EQ(at.size(), 2u) << r.out;
-    EXPECT_GE(MsOfDay(at[1]) - MsOfDay(at[0]), 1400) << r.out;  // (not run across midnight)
+    EXPECT_GE(UnixMs(at[1]) - UnixMs(at[0]), 1400) << r.out;
     const R bad = Ctl("watch " + S() + " --interval 2parsecs" + Sock());
     EXPECT_EQ(bad.rc, 2) << Show("watch --interval 2parsecs", bad);
   };
