@@ -14,12 +14,8 @@ namespace pl = pathprof::pipeline;
 using pathprof::api::ToProto;
 
 namespace {
-// A recording's answer names no session: it is not a session resource.
-template <typename Message>
-int Answered(Message* out) {
-  out->clear_session();
-  return kExitOk;
-}
+// A recording's answers name no session (an empty id): it is not a session resource.
+constexpr char kNoSession[] = "";
 
 // The daemon's defaults, without its upper bounds: a recording read here is nobody else's.
 const pathprof::api::QueryLimits kHere;
@@ -64,8 +60,8 @@ int QuerySource::Get(const v1::GetHotPathsRequest& req, v1::HotPaths* out) {
   if (session == nullptr) return failed_;
   pl::HotPathsQuery q;
   if (grpc::Status s = pathprof::api::ToQuery(req, kHere, &q); !s.ok()) return Refused(s);
-  ToProto(session->HotPaths(q), session->id(), out);
-  return Answered(out);
+  ToProto(session->HotPaths(q), kNoSession, out);
+  return kExitOk;
 }
 
 int QuerySource::Get(const v1::GetHotSubpathsRequest& req, v1::HotSubpaths* out) {
@@ -76,8 +72,8 @@ int QuerySource::Get(const v1::GetHotSubpathsRequest& req, v1::HotSubpaths* out)
   pl::HotSubpathsQuery q;
   if (grpc::Status s = pathprof::api::ToQuery(req, kHere, &q); !s.ok()) return Refused(s);
   // The daemon bounds an iceberg answer by its max_top_k; here nothing is shared to protect.
-  ToProto(session->HotSubpaths(q), session->id(), std::numeric_limits<size_t>::max(), out);
-  return Answered(out);
+  ToProto(session->HotSubpaths(q), kNoSession, std::numeric_limits<size_t>::max(), out);
+  return kExitOk;
 }
 
 int QuerySource::Get(const v1::GetCallingContextTreeRequest& req, v1::CallingContextTree* out) {
@@ -87,8 +83,8 @@ int QuerySource::Get(const v1::GetCallingContextTreeRequest& req, v1::CallingCon
   if (session == nullptr) return failed_;
   pl::CctQuery q;
   if (grpc::Status s = pathprof::api::ToQuery(req, kHere, &q); !s.ok()) return Refused(s);
-  ToProto(session->Cct(q), session->id(), out);
-  return Answered(out);
+  ToProto(session->Cct(q), kNoSession, out);
+  return kExitOk;
 }
 
 int QuerySource::Get(const v1::GetHotCallPairsRequest& req, v1::HotCallPairs* out) {
@@ -98,8 +94,8 @@ int QuerySource::Get(const v1::GetHotCallPairsRequest& req, v1::HotCallPairs* ou
   if (session == nullptr) return failed_;
   uint32_t k;
   if (grpc::Status s = pathprof::api::TopK(req.top_k(), kHere, &k); !s.ok()) return Refused(s);
-  ToProto(session->HotCallPairs(k), session->id(), out);
-  return Answered(out);
+  ToProto(session->HotCallPairs(k), kNoSession, out);
+  return kExitOk;
 }
 
 int QuerySource::Get(const v1::GetHotMethodsRequest& req, v1::HotMethods* out) {
@@ -108,8 +104,8 @@ int QuerySource::Get(const v1::GetHotMethodsRequest& req, v1::HotMethods* out) {
   if (session == nullptr) return failed_;
   uint32_t k;
   if (grpc::Status s = pathprof::api::TopK(req.top_k(), kHere, &k); !s.ok()) return Refused(s);
-  ToProto(session->HotMethods(k), session->id(), out);
-  return Answered(out);
+  ToProto(session->HotMethods(k), kNoSession, out);
+  return kExitOk;
 }
 
 }  // namespace pathctl
