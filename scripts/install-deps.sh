@@ -8,7 +8,7 @@ packages=(
   zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libelf-dev libdw-dev libipt-dev libzydis-dev
   libbpf-dev bpftool clang llvm
-  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev
   libncurses-dev libsystemd-dev libdebuginfod-dev debuginfod tmux
   linux-perf bpftrace golang-go golang-github-google-pprof-dev bolt-15 autofdo
   libcpp-httplib-dev libssl-dev libtomlplusplus-dev prometheus
