@@ -129,6 +129,10 @@ Result<std::unique_ptr<grpc::Server>> StartGrpcServer(const DaemonConfig& config
   grpc::ResourceQuota quota("pathprofd");
   quota.SetMaxThreads(128);  // bounds the sync server's thread pool under a connection flood
   builder.SetResourceQuota(quota);
+  // A connection with no call for this long is closed (GOAWAY, then the fd): idle connections
+  // held open by a client would otherwise keep the daemon's file descriptors forever.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(config.limits.idle_connection_timeout_s * 1000));
   int tcp_port = 0;
   if (!config.tcp_address.empty()) {
     auto creds = TlsCredentials(config);
@@ -160,6 +164,10 @@ Status StartMetrics(const DaemonConfig& config, const ProfilerService& service,
     h.reloads = counters.reloads;
     h.reload_failures = counters.reload_failures;
     h.connections_accepted = listener.accepted();
+    h.connections_refused_per_client = listener.refused_per_client();
+    h.connections_refused_total = listener.refused_total();
+    h.per_session = config.metrics_per_session;
+    h.images = service.sessions()->symbols().ImageCacheCounts();
     peers.Prune();
     h.connections_open = peers.size();
     return RenderMetrics(service, h);
@@ -238,6 +246,11 @@ int Main(int argc, char** argv) {
   // The service's quotas count held sessions against limits.max_sessions; the manager's own cap
   // is a safety net above it (continuous mode's sessions are not the clients').
   mopts.max_sessions = config.limits.max_sessions * 2;
+  // One image cache for every session: bounded in bytes, so what a user maps cannot grow the
+  // daemon (limits.max_image_bytes per file, limits.image_cache_bytes in all).
+  mopts.images.max_image_bytes = config.limits.max_image_bytes;
+  mopts.images.cache = std::make_shared<decoders::ImageCache>(
+      decoders::ImageCacheLimits{config.limits.image_cache_bytes, 512});
   pipeline::SessionManager sessions(mopts);
   PeerRegistry peers;
   ProfilerService service(&sessions, &peers, config);
@@ -253,7 +266,12 @@ int Main(int argc, char** argv) {
     return fail(s);
   auto server = StartGrpcServer(config, service);
   if (!server.ok()) return fail(server.status());
-  unix_listener.Start(server->get(), &peers);
+  ConnectionLimits connection_limits;
+  connection_limits.total = config.limits.max_connections;
+  connection_limits.per_client = config.limits.max_connections_per_client;
+  connection_limits.admin_reserve = config.limits.admin_reserved_connections;
+  connection_limits.admin_group = config.admin_group;
+  unix_listener.Start(server->get(), &peers, connection_limits);
   service.SetClientCounter([&peers] {
     peers.Prune();
     return peers.size();

@@ -47,9 +47,9 @@ Key UintKey(const std::string& name, T Limits::*field, uint64_t max) {
              }};
 }
 
-Key DoubleKey(const std::string& name, double Limits::*field) {
-  auto set = [name, field](double v, DaemonConfig& c) -> Status {
-    if (!(v > 0) || v > 1e9) return Bad(name, "must be in (0, 1e9]");
+Key DoubleKey(const std::string& name, double Limits::*field, double max = 1e9) {
+  auto set = [name, field, max](double v, DaemonConfig& c) -> Status {
+    if (!(v > 0) || v > max) return Bad(name, "must be in (0, " + std::to_string(max) + "]");
     c.limits.*field = v;
     return Status::Ok();
   };
@@ -79,6 +79,21 @@ Key StringKey(const std::string& name, std::string DaemonConfig::*field) {
              }};
 }
 
+Key BoolKey(const std::string& name, bool DaemonConfig::*field) {
+  return Key{[name, field](const toml::node& n, DaemonConfig& c) -> Status {
+               auto v = n.value<bool>();
+               if (!v) return Bad(name, "expects true or false");
+               c.*field = *v;
+               return Status::Ok();
+             },
+             [name, field](const std::string& s, DaemonConfig& c) -> Status {
+               if (s != "true" && s != "false")
+                 return Bad(name, "expects true or false, got '" + s + "'");
+               c.*field = s == "true";
+               return Status::Ok();
+             }};
+}
+
 Status SetLogLevel(const std::string& s, DaemonConfig& c) {
   static const std::map<std::string, int> kLevels = {
       {"error", 3}, {"warning", 4}, {"notice", 5}, {"info", 6}, {"debug", 7}};
@@ -102,6 +117,7 @@ const std::map<std::string, Key>& Keys() {
     k["tcp.tls_key"] = StringKey("tcp.tls_key", &DaemonConfig::tls_key_file);
     k["tcp.tls_client_ca"] = StringKey("tcp.tls_client_ca", &DaemonConfig::tls_client_ca_file);
     k["metrics.address"] = StringKey("metrics.address", &DaemonConfig::metrics_address);
+    k["metrics.per_session"] = BoolKey("metrics.per_session", &DaemonConfig::metrics_per_session);
     k["log.level"] = Key{[](const toml::node& n, DaemonConfig& c) -> Status {
                            auto v = n.value<std::string>();
                            if (!v) return Bad("log.level", "expects a string");
@@ -137,6 +153,18 @@ const std::map<std::string, Key>& Keys() {
         "limits.admin_reserved_memory_bytes", &Limits::admin_reserved_memory_bytes, 1ull << 40);
     k["limits.max_memory_bytes"] =
         UintKey("limits.max_memory_bytes", &Limits::max_memory_bytes, 1ull << 40);
+    k["limits.max_image_bytes"] =
+        UintKey("limits.max_image_bytes", &Limits::max_image_bytes, 1ull << 40);
+    k["limits.image_cache_bytes"] =
+        UintKey("limits.image_cache_bytes", &Limits::image_cache_bytes, 1ull << 40);
+    k["limits.max_connections"] =
+        UintKey("limits.max_connections", &Limits::max_connections, 1u << 20);
+    k["limits.max_connections_per_client"] = UintKey(
+        "limits.max_connections_per_client", &Limits::max_connections_per_client, 1u << 20);
+    k["limits.admin_reserved_connections"] = UintKey(
+        "limits.admin_reserved_connections", &Limits::admin_reserved_connections, 1u << 20);
+    k["limits.idle_connection_timeout_s"] =
+        UintKey("limits.idle_connection_timeout_s", &Limits::idle_connection_timeout_s, 86400);
     k["limits.max_streams"] = UintKey("limits.max_streams", &Limits::max_streams, 1u << 16);
     k["limits.max_streams_per_client"] =
         UintKey("limits.max_streams_per_client", &Limits::max_streams_per_client, 1u << 16);
@@ -161,6 +189,8 @@ const std::map<std::string, Key>& Keys() {
         UintKey("limits.max_pids_per_session", &Limits::max_pids_per_session, 1u << 20);
     k["limits.rate_qps"] = DoubleKey("limits.rate_qps", &Limits::rate_qps);
     k["limits.rate_burst"] = DoubleKey("limits.rate_burst", &Limits::rate_burst);
+    k["limits.client_memory_share"] =
+        DoubleKey("limits.client_memory_share", &Limits::client_memory_share, 1.0);
     return k;
   }();
   return keys;

@@ -48,6 +48,10 @@ std::string Label(const char* k, const std::string& v) {
   return std::string(k) + "=\"" + Escape(v) + "\"";
 }
 
+std::string Join(const std::string& labels, const std::string& more) {
+  return labels.empty() ? more : labels + "," + more;
+}
+
 }  // namespace
 
 std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h) {
@@ -70,6 +74,18 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
   w.Sample("pathprofd_connections_accepted_total", "", static_cast<double>(h.connections_accepted));
   w.Family("pathprofd_connections", "gauge", "client connections open");
   w.Sample("pathprofd_connections", "", static_cast<double>(h.connections_open));
+  w.Family("pathprofd_connections_refused_total", "counter",
+           "Unix-socket connections closed unserved, by the bound they were over");
+  w.Sample("pathprofd_connections_refused_total", Label("reason", "per_client"),
+           static_cast<double>(h.connections_refused_per_client));
+  w.Sample("pathprofd_connections_refused_total", Label("reason", "total"),
+           static_cast<double>(h.connections_refused_total));
+  w.Family("pathprofd_image_cache_bytes", "gauge", "ELF images held to symbolize");
+  w.Sample("pathprofd_image_cache_bytes", "", static_cast<double>(h.images.bytes));
+  w.Family("pathprofd_image_cache_images", "gauge", "ELF images held to symbolize");
+  w.Sample("pathprofd_image_cache_images", "", static_cast<double>(h.images.images));
+  w.Family("pathprofd_image_cache_evictions_total", "counter", "images evicted at the bound");
+  w.Sample("pathprofd_image_cache_evictions_total", "", static_cast<double>(h.images.evictions));
   w.Family("pathprofd_watch_streams", "gauge", "WatchHotPaths streams open");
   w.Sample("pathprofd_watch_streams", "", service.streams());
   w.Family("pathprofd_rate_limited_total", "counter", "calls refused by per-client rate limits");
@@ -151,6 +167,21 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
       for (auto& t : s->Stats())
         rows.push_back(
             {Label("session", i.id) + "," + Label("pid", std::to_string(t.pid)), std::move(t)});
+  // Without metrics.per_session the targets are summed into one unlabelled series: /metrics
+  // answers anyone who can reach its port, and session ids and pids are not theirs to see.
+  if (!h.per_session) {
+    Row all;
+    for (const Row& r : rows) {
+      all.stats.stack_samples += r.stats.stack_samples;
+      all.stats.windows += r.stats.windows;
+      all.stats.branches += r.stats.branches;
+      all.stats.pipeline_cpu_seconds += r.stats.pipeline_cpu_seconds;
+      all.stats.memory_bytes += r.stats.memory_bytes;
+      for (const auto& [reason, n] : r.stats.drops) all.stats.drops[reason] += n;
+      for (const auto& [reason, n] : r.stats.decode_errors) all.stats.decode_errors[reason] += n;
+    }
+    rows.assign(1, std::move(all));
+  }
   auto counter = [&](const char* name, const char* help, auto field) {
     w.Family(name, "counter", help);
     for (const auto& r : rows) w.Sample(name, r.labels, static_cast<double>(field(r.stats)));
@@ -169,12 +200,12 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
   w.Family("pathprofd_target_drops_total", "counter", "data lost before a profile, by reason");
   for (const auto& r : rows)
     for (const auto& [reason, n] : r.stats.drops)
-      w.Sample("pathprofd_target_drops_total", r.labels + "," + Label("reason", reason),
+      w.Sample("pathprofd_target_drops_total", Join(r.labels, Label("reason", reason)),
                static_cast<double>(n));
   w.Family("pathprofd_target_decode_errors_total", "counter", "decode errors by reason");
   for (const auto& r : rows)
     for (const auto& [reason, n] : r.stats.decode_errors)
-      w.Sample("pathprofd_target_decode_errors_total", r.labels + "," + Label("reason", reason),
+      w.Sample("pathprofd_target_decode_errors_total", Join(r.labels, Label("reason", reason)),
                static_cast<double>(n));
   return w.str();
 }

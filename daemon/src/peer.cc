@@ -1,5 +1,7 @@
 #include "pathprof/daemon/peer.h"
 
+#include <sys/resource.h>
+
 #include <grp.h>
 #include <sys/stat.h>
 
@@ -24,7 +26,22 @@ std::string Peer::Describe() const {
 
 void PeerRegistry::Record(int fd, Peer peer) {
   std::lock_guard<std::mutex> lock(mu_);
+  // The fd number may be a closed connection's, reused: that one is gone.
+  if (auto old = by_fd_.find(fd); old != by_fd_.end()) EraseLocked(old);
+  ++per_client_[peer.client_key()];
   by_fd_[fd] = Entry{std::move(peer), SocketInode(fd)};
+}
+
+void PeerRegistry::EraseLocked(std::map<int, Entry>::iterator it) {
+  auto count = per_client_.find(it->second.peer.client_key());
+  if (count != per_client_.end() && --count->second == 0) per_client_.erase(count);
+  by_fd_.erase(it);
+}
+
+size_t PeerRegistry::CountFor(const std::string& client_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = per_client_.find(client_key);
+  return it == per_client_.end() ? 0 : it->second;
 }
 
 std::optional<Peer> PeerRegistry::Find(int fd) const {
@@ -44,11 +61,16 @@ size_t PeerRegistry::size() const {
 void PeerRegistry::Prune() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = by_fd_.begin(); it != by_fd_.end();) {
-    if (SocketInode(it->first) != it->second.inode)
-      it = by_fd_.erase(it);
-    else
-      ++it;
+    auto next = std::next(it);
+    if (SocketInode(it->first) != it->second.inode) EraseLocked(it);
+    it = next;
   }
+}
+
+size_t EffectiveTotal(size_t total) {
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) != 0 || fds.rlim_cur == RLIM_INFINITY) return total;
+  return std::min<size_t>(total, static_cast<size_t>(fds.rlim_cur / 2));
 }
 
 std::vector<uint32_t> ProcessGroups(int pid) {

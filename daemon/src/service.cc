@@ -31,6 +31,11 @@ namespace {
 using api::FromProto;
 using api::ToProto;
 
+// The client's deadline has passed, or it cancelled (closed the call).
+bool CallExpired(grpc::ServerContext* ctx) {
+  return ctx->IsCancelled() || std::chrono::system_clock::now() > ctx->deadline();
+}
+
 using grpc::StatusCode;
 
 // `field` is the request field to blame, for ErrorInfo's metadata (empty: none is).
@@ -396,9 +401,14 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
         peer.admin
             ? l.max_memory_bytes
             : l.max_memory_bytes - std::min(l.admin_reserved_memory_bytes, l.max_memory_bytes / 2);
+    // Each non-admin client gets at most its share of the non-admin memory, so that one user's
+    // sessions cannot fill it and refuse every other user's.
+    const uint64_t client_memory_cap =
+        peer.admin ? memory_cap
+                   : static_cast<uint64_t>(static_cast<double>(memory_cap) * l.client_memory_share);
     for (;;) {
       uint32_t mine = 0, total = 0;
-      uint64_t bytes = 0;
+      uint64_t bytes = 0, mine_bytes = 0;
       const pipeline::SessionInfo* oldest_ended_mine = nullptr;
       const std::vector<pipeline::SessionInfo> all = sessions_->List();
       {
@@ -409,6 +419,7 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
           auto it = session_clients_.find(info.id);
           if (it == session_clients_.end() || it->second != peer.client_key()) continue;
           ++mine;
+          mine_bytes += info.config.MemoryBoundBytes();
           if (info.state != pipeline::SessionState::kRunning &&
               (!oldest_ended_mine || info.stopped_unix_ms < oldest_ended_mine->stopped_unix_ms))
             oldest_ended_mine = &info;
@@ -428,6 +439,11 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
                "sessions may take " + std::to_string(bytes >> 20) + " MiB of the " +
                std::to_string(memory_cap >> 20) + " MiB allowed (limits.max_memory_bytes" +
                (peer.admin ? "" : " less limits.admin_reserved_memory_bytes") + ")";
+      else if (mine_bytes + need > client_memory_cap)
+        over = "the session's profiles may take " + std::to_string(need >> 20) + " MiB; " +
+               peer.client_key() + "'s sessions may take " + std::to_string(mine_bytes >> 20) +
+               " MiB of the " + std::to_string(client_memory_cap >> 20) +
+               " MiB one client may hold (limits.client_memory_share of the non-admin memory)";
       if (over.empty()) break;
       if (oldest_ended_mine == nullptr)
         return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
@@ -442,9 +458,23 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
       Log(kLogNotice, "session %s of %s evicted to make room: %s", evict.c_str(),
           peer.Describe().c_str(), over.c_str());
     }
+    // A client whose deadline has passed has given up: a session started now would be one
+    // nobody asked for, holding its quota (and its target under ptrace). Checked before the
+    // start, and again after it, when the start itself outlasted the deadline.
+    if (CallExpired(ctx))
+      return grpc::Status(StatusCode::DEADLINE_EXCEEDED,
+                          "the call's deadline passed before the session started; none was");
     auto started = sessions_->Start(std::move(c));
     if (!started.ok()) return ToGrpc(started.status());
     pipeline::SessionInfo info = (*started)->Info();
+    if (CallExpired(ctx)) {
+      (void)sessions_->Delete(info.id);
+      ++orphans_dropped_;
+      Log(kLogNotice, "session %s of %s dropped: the client's deadline passed while it started",
+          info.id.c_str(), peer.Describe().c_str());
+      return grpc::Status(StatusCode::DEADLINE_EXCEEDED,
+                          "the call's deadline passed while the session started; it was removed");
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       session_clients_[info.id] = peer.client_key();

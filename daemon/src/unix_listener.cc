@@ -81,9 +81,12 @@ Status UnixListener::Bind(const std::string& path, const std::string& group) {
   return Status::Ok();
 }
 
-void UnixListener::Start(grpc::Server* server, PeerRegistry* peers) {
+void UnixListener::Start(grpc::Server* server, PeerRegistry* peers, ConnectionLimits limits) {
   server_ = server;
   peers_ = peers;
+  limits_ = limits;
+  limits_.total = EffectiveTotal(limits_.total);
+  limits_.admin_reserve = std::min(limits_.admin_reserve, limits_.total / 2);
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -117,11 +120,55 @@ void UnixListener::Loop() {
     p.gid = cred.gid;
     p.pid = cred.pid;
     p.groups = ProcessGroups(cred.pid);
+    if (std::string why = OverLimit(p); !why.empty()) {
+      // Closed before gRPC sees it: the client's call fails with UNAVAILABLE at once. Logged at
+      // debug only: a flood must not become a flood of log lines.
+      Log(kLogDebug, "connection from uid %u pid %d refused: %s", cred.uid, cred.pid, why.c_str());
+      close(c);
+      continue;
+    }
     peers_->Record(c, p);
     ++accepted_;
     Log(kLogDebug, "connection fd %d from uid %u pid %d", c, cred.uid, cred.pid);
     grpc::AddInsecureChannelFromFd(server_, c);  // gRPC owns (and closes) the fd from here
     if ((accepted_ & 255) == 0) peers_->Prune();
+  }
+}
+
+std::string UnixListener::OverLimit(const Peer& p) {
+  // Counts go stale as gRPC closes connections; pruning reads every fd, so it runs only when a
+  // bound is reached and at most every 100 ms.
+  auto over = [&] {
+    const size_t total = peers_->size();
+    if (total >= limits_.total) return 2;
+    if (p.uid != 0 && peers_->CountFor(p.client_key()) >= limits_.per_client) return 1;
+    if (p.uid != 0 && total >= limits_.total - limits_.admin_reserve) return 3;
+    return 0;
+  };
+  int why = over();
+  const auto now = std::chrono::steady_clock::now();
+  if (why != 0 && now - last_prune_ > std::chrono::milliseconds(100)) {
+    last_prune_ = now;
+    peers_->Prune();
+    why = over();
+  }
+  // The admin group is looked up only for a connection that needs the reserve.
+  if (why == 3 && IsAdmin(p, limits_.admin_group)) why = 0;
+  if (why == 1 && IsAdmin(p, limits_.admin_group)) why = over() == 2 ? 2 : 0;
+  switch (why) {
+    case 1:
+      ++refused_per_client_;
+      return "uid " + std::to_string(p.uid) + " holds " + std::to_string(limits_.per_client) +
+             " connections (limits.max_connections_per_client)";
+    case 2:
+      ++refused_total_;
+      return std::to_string(limits_.total) + " connections are open (limits.max_connections)";
+    case 3:
+      ++refused_total_;
+      return "the last " + std::to_string(limits_.admin_reserve) +
+             " connections are for admins (limits.admin_reserved_connections)";
+    default:
+      return {};
   }
 }
 

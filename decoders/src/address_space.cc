@@ -7,6 +7,8 @@
 #include <iterator>
 #include <sstream>
 
+#include <sys/sysmacros.h>
+
 namespace pathprof::decoders {
 
 bool Mapping::IsKernel() const {
@@ -66,10 +68,19 @@ void AddressSpace::Overlay(const AddressSpace& newer) {
       from = std::max(from, fresh[k].end());
     }
   }
+  // Over the cap, the leftovers of earlier reads go: the current map resolves what comes next.
+  if (out.size() + fresh.size() > kMaxMappings) out.clear();
   out.insert(out.end(), fresh.begin(), fresh.end());
   std::sort(out.begin(), out.end(),
             [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   maps_ = std::move(out);
+  access_ = newer.access_;
+}
+
+void AddressSpace::Replace(const AddressSpace& newer) {
+  ++generation_;
+  maps_ = newer.maps_;
+  access_ = newer.access_;
 }
 
 const Mapping* AddressSpace::Find(uint64_t addr) const {
@@ -142,6 +153,13 @@ Result<AddressSpace> ParseProcMaps(std::string_view text) {
     m.pgoff = pgoff;
     m.executable = perms[2] == 'x';
     m.path = std::string(path);
+    // dev is "major:minor" in hex, the inode decimal; both 0 for anonymous mappings.
+    uint64_t major = 0, minor = 0;
+    const size_t colon = dev.find(':');
+    if (colon != std::string_view::npos && ParseHex(dev.substr(0, colon), &major) &&
+        ParseHex(dev.substr(colon + 1), &minor))
+      m.device = makedev(major, minor);
+    std::from_chars(inode.data(), inode.data() + inode.size(), m.inode);
     space.Add(std::move(m));
   }
   return space;
@@ -157,9 +175,12 @@ Result<AddressSpace> ReadProcMaps(int pid) {
   std::stringstream ss;
   ss << in.rdbuf();
   auto space = ParseProcMaps(ss.str());
-  if (!space.ok() || !InOtherMountNamespace(pid)) return space;
+  if (!space.ok()) return space;
+  space->set_access(FileAccess{pid, std::nullopt});
+  if (!InOtherMountNamespace(pid)) return space;
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
   AddressSpace rooted;
+  rooted.set_access(space->access());
   for (Mapping m : space->mappings()) {
     if (!m.IsSpecial() && m.path.starts_with('/')) m.read_path = root + m.path;
     rooted.Add(std::move(m));

@@ -345,9 +345,15 @@ CfiUnwinder::CfiUnwinder() {
 }
 CfiUnwinder::~CfiUnwinder() = default;
 
+void CfiUnwinder::Forget(const ElfImage* image) {
+  cache_.erase(image);
+}
+
 CfiUnwinder::Tables* CfiUnwinder::TablesFor(const std::shared_ptr<const ElfImage>& image) {
   auto it = cache_.find(image.get());
   if (it != cache_.end()) return it->second.get();
+  // Bounded: all tables go at once and are rebuilt from their images on their next use.
+  if (cache_.size() >= kMaxImages) cache_.clear();
   auto t = std::make_unique<Tables>();
   t->image = image;
   // libelf only reads the bytes (ELF_C_READ semantics for elf_memory).

@@ -8,9 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pathprof/core/hex.h"
@@ -36,24 +35,49 @@ void InitLibelf() {
 
 }  // namespace
 
-Result<std::shared_ptr<const ElfImage>> ElfImage::Open(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+Result<std::shared_ptr<const ElfImage>> ElfImage::Open(const std::string& path,
+                                                       uint64_t max_bytes) {
+  // O_NONBLOCK: a FIFO at the path must not block the reader (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     return Error(ErrorCode::kNotFound,
                  "ELF image " + path + ": cannot open (" + std::strerror(errno) +
                      "); pass --binary-dir with a copy of the profiled binaries");
   }
-  // One sized read: a byte-wise istreambuf_iterator copy takes seconds per 100 MB in an
-  // unoptimized build, and pipelines open every image they symbolize.
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  std::vector<uint8_t> bytes(size > 0 ? static_cast<size_t>(size) : 0);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) {
-    return Error(ErrorCode::kIo,
-                 "ELF image " + path + ": read failed (" + std::strerror(errno) + ")");
+  auto image = Read(fd, path, max_bytes);
+  ::close(fd);
+  return image;
+}
+
+Result<std::shared_ptr<const ElfImage>> ElfImage::Read(int fd, std::string name,
+                                                       uint64_t max_bytes) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "ELF image " + name + ": not a regular file; nothing read");
   }
-  return FromBytes(std::move(bytes), path);
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    return Error(ErrorCode::kResourceExhausted,
+                 "ELF image " + name + ": " + std::to_string(size) + " bytes, above the " +
+                     std::to_string(max_bytes) +
+                     "-byte limit per image (limits.max_image_bytes); not read");
+  }
+  // One sized read (pread at offsets, so a shared fd's position does not matter); a file that
+  // shrinks meanwhile gives a short read and an error, one that grows is read to its old size.
+  std::vector<uint8_t> bytes(size);
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = ::pread(fd, bytes.data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return Error(ErrorCode::kIo, "ELF image " + name + ": read failed at byte " +
+                                       std::to_string(done) + " of " + std::to_string(size) +
+                                       (n < 0 ? " (" + std::string(std::strerror(errno)) + ")"
+                                              : " (the file shrank)"));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return FromBytes(std::move(bytes), std::move(name));
 }
 
 Result<std::shared_ptr<const ElfImage>> ElfImage::FromBytes(std::vector<uint8_t> bytes,

@@ -56,7 +56,9 @@ const DebuginfodApi& Debuginfod() {
 
 }  // namespace
 
-ImageStore::ImageStore(ImageStoreOptions options) : options_(std::move(options)) {}
+ImageStore::ImageStore(ImageStoreOptions options)
+    : options_(std::move(options)),
+      cache_(options_.cache ? options_.cache : std::make_shared<ImageCache>()) {}
 ImageStore::~ImageStore() = default;
 
 // Where `perf buildid-cache` keeps a file: DIR/.build-id/xx/rest, a link to the file itself
@@ -152,19 +154,34 @@ std::string ImageStore::Debuginfod(const std::string& build_id, bool debuginfo) 
   return result;
 }
 
+void ImageStore::Remember(const std::string& request, Result<std::string> answer) {
+  if (by_request_.size() >= kMaxRequests) {
+    // Forgetting all answers at once keeps this simple and bounded; the images themselves stay
+    // in the cache, so a forgotten answer costs one open and fstat to find again.
+    stats_.requests_forgotten += by_request_.size();
+    by_request_.clear();
+  }
+  by_request_.insert_or_assign(request, std::move(answer));
+}
+
 Result<std::shared_ptr<const ElfImage>> ImageStore::Get(const std::string& path,
                                                         const std::string& recorded_build_id) {
   ++stats_.lookups;
   const std::string build_id = NormalizedBuildId(recorded_build_id);
   const std::string key = path + "\n" + build_id;
-  auto it = by_request_.find(key);
-  if (it != by_request_.end()) return it->second;
-  if (!build_id.empty()) {
-    auto id_it = by_identity_.find("b:" + build_id);
-    if (id_it != by_identity_.end()) {
-      by_request_.emplace(key, id_it->second);
+  if (auto it = by_request_.find(key); it != by_request_.end()) {
+    if (!it->second.ok()) return it->second.status();
+    if (auto image = cache_->Find(*it->second)) {
       ++stats_.found;
-      return id_it->second;
+      return image;
+    }
+    by_request_.erase(it);  // evicted since: look for it again
+  }
+  if (!build_id.empty()) {
+    if (auto image = cache_->Find("b:" + build_id)) {
+      Remember(key, "b:" + build_id);
+      ++stats_.found;
+      return image;
     }
   }
   size_t by_build_id = 0;  // the first candidates are the build-id's files
@@ -177,18 +194,21 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::Get(const std::string& path,
       tried += file;
       std::error_code ec;
       if (!std::filesystem::is_regular_file(file, ec)) continue;
-      auto image = ElfImage::Open(file);
-      if (!image.ok()) continue;
+      auto image = ElfImage::Open(file, options_.max_image_bytes);
+      if (!image.ok()) {
+        if (image.status().code() == ErrorCode::kResourceExhausted) ++stats_.too_large;
+        continue;
+      }
       if (!build_id.empty() && !(*image)->build_id().empty() &&
           NormalizedBuildId((*image)->build_id()) != build_id) {
         ++stats_.build_id_mismatches;
         continue;
       }
-      auto [pos, inserted] = by_identity_.emplace(Identity(file, **image), *image);
-      by_request_.emplace(key, pos->second);
+      const std::string identity = Identity(file, **image);
+      Remember(key, identity);
       ++stats_.found;
       if (pass == 0 && i < by_build_id) ++stats_.found_by_build_id;
-      return pos->second;
+      return cache_->Insert(identity, *image);
     }
     if (pass == 0) {
       candidates.clear();
@@ -202,8 +222,58 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::Get(const std::string& path,
                  "no ELF file for mapping " + path +
                      (build_id.empty() ? "" : " (build-id " + build_id + ")") + "; tried " + tried +
                      "; pass --binary-dir DIR holding a copy of it");
-  by_request_.emplace(key, missing);
+  Remember(key, missing);
   return missing;
+}
+
+Result<std::shared_ptr<const ElfImage>> ImageStore::GetMapped(const Mapping& m,
+                                                              const FileAccess& access) {
+  if (access.live_pid == 0) return Get(m.read_path.empty() ? m.path : m.read_path, m.build_id);
+  ++stats_.lookups;
+  // Answers are remembered per requester and mapped inode: another user's answer is never
+  // reused, and the same file mapped again (another process, a later read of the maps) is
+  // found without reading it.
+  const std::string key = "live:" + (access.open_as ? std::to_string(access.open_as->uid) : "-") +
+                          ":" + std::to_string(m.device) + ":" + std::to_string(m.inode) + ":" +
+                          m.path;
+  if (auto it = by_request_.find(key); it != by_request_.end() && m.inode != 0) {
+    if (!it->second.ok()) return it->second.status();
+    if (auto image = cache_->Find(*it->second)) {
+      ++stats_.found;
+      return image;
+    }
+    by_request_.erase(it);
+  }
+  auto fd = OpenMappedFile(access.live_pid, m, access.open_as);
+  if (!fd.ok()) {
+    if (fd.status().code() == ErrorCode::kPermission) ++stats_.not_permitted;
+    if (fd.status().message().find("device or inode differ") != std::string::npos)
+      ++stats_.not_mapped_file;
+    ++stats_.not_found;
+    // Not remembered: the process may still be alive at the next lookup with its entry back.
+    return fd.status();
+  }
+  struct stat st {};
+  if (fstat(fd->get(), &st) != 0) return Error(ErrorCode::kIo, "fstat of " + m.path + " failed");
+  const std::string identity = "f:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) +
+                               ":" + std::to_string(st.st_size) + ":" +
+                               std::to_string(st.st_mtim.tv_sec) + "." +
+                               std::to_string(st.st_mtim.tv_nsec);
+  if (auto image = cache_->Find(identity)) {
+    Remember(key, identity);
+    ++stats_.found;
+    return image;
+  }
+  auto image = ElfImage::Read(fd->get(), m.path, options_.max_image_bytes);
+  if (!image.ok()) {
+    if (image.status().code() == ErrorCode::kResourceExhausted) ++stats_.too_large;
+    ++stats_.not_found;
+    Remember(key, image.status());
+    return image.status();
+  }
+  Remember(key, identity);
+  ++stats_.found;
+  return cache_->Insert(identity, *image);
 }
 
 Result<std::shared_ptr<const ElfImage>> ImageStore::GetVdso(int pid, uint64_t start, uint64_t len) {
@@ -224,11 +294,11 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::GetVdso(int pid, uint64_t st
     return Error(ErrorCode::kIo, mem + ": short read of the vdso at " + std::to_string(start));
   }
   PATHPROF_ASSIGN_OR_RETURN(auto image, ElfImage::FromBytes(std::move(bytes), "[vdso]"));
-  auto [pos, inserted] = by_identity_.emplace(image->build_id().empty()
-                                                  ? "vdso:" + std::to_string(pid)
-                                                  : "b:" + NormalizedBuildId(image->build_id()),
-                                              image);
-  return pos->second;
+  // The kernel's vdso has a build-id; one with none is kept per process.
+  return cache_->Insert(image->build_id().empty()
+                            ? "vdso:" + std::to_string(pid)
+                            : "b:" + NormalizedBuildId(image->build_id()),
+                        image);
 }
 
 std::string ImageStore::FindDebugFile(const ElfImage& image) {

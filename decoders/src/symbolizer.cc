@@ -37,7 +37,8 @@ std::string Symbolization::ToString() const {
 struct Symbolizer::Module {
   Dwfl* dwfl = nullptr;
   Dwfl_Module* mod = nullptr;
-  std::shared_ptr<const ElfImage> image;  // keeps the path's identity alive
+  std::shared_ptr<const ElfImage> image;  // owns the bytes libdw reads
+  Dwarf_Addr base = 0;                    // where libdwfl placed the image's vaddr 0
   std::unordered_map<uint64_t, Symbolization> cache;
   ~Module() {
     if (dwfl != nullptr) dwfl_end(dwfl);
@@ -46,9 +47,18 @@ struct Symbolizer::Module {
 
 namespace {
 
+// libdwfl's own search for separate debug info opens files named after the image's path and its
+// .gnu_debuglink as this process (root in the daemon): a user's symlink or FIFO there would be
+// opened, or block the open. Debug files are found by build-id instead (ImageStore::
+// FindDebugFile) and passed in; libdwfl is told there are none to find.
+int NoSeparateDebugInfo(Dwfl_Module*, void**, const char*, Dwarf_Addr, const char*, const char*,
+                        GElf_Word, char**) {
+  return -1;
+}
+
 const Dwfl_Callbacks kOfflineCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = NoSeparateDebugInfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,
 };
@@ -85,16 +95,19 @@ void Symbolizer::NameByUnwindEntry(Module* m, uint64_t vaddr, Symbolization* s) 
         source == 0 ? dwfl_module_eh_cfi(m->mod, &bias) : dwfl_module_dwarf_cfi(m->mod, &bias);
     if (cfi == nullptr) continue;
     Dwarf_Frame* frame = nullptr;
-    if (dwarf_cfi_addrframe(cfi, vaddr - bias, &frame) != 0 || frame == nullptr) continue;
+    if (dwarf_cfi_addrframe(cfi, vaddr + m->base - bias, &frame) != 0 || frame == nullptr)
+      continue;
     Dwarf_Addr start = 0, end = 0;
     bool signal_frame = false;
     const int rc = dwarf_frame_info(frame, &start, &end, &signal_frame);
     std::free(frame);
-    if (rc < 0 || start + bias > vaddr) continue;
+    // `start` in image vaddrs: the CFI's bias is libdwfl's placement of the module.
+    const uint64_t entry = start + bias - m->base;
+    if (rc < 0 || entry > vaddr) continue;
     char name[32];
-    std::snprintf(name, sizeof name, "+0x%llx", static_cast<unsigned long long>(start + bias));
+    std::snprintf(name, sizeof name, "+0x%llx", static_cast<unsigned long long>(entry));
     s->function = Basename(m->image->path()) + name;
-    s->offset = vaddr - (start + bias);
+    s->offset = vaddr - entry;
     s->from_unwind_entry = true;
     ++unwind_entry_names_;
     return;
@@ -108,27 +121,52 @@ Result<Symbolizer::Module*> Symbolizer::ModuleFor(const std::shared_ptr<const El
                                                   const std::string& debug_file) {
   auto it = modules_.find(image.get());
   if (it != modules_.end()) return it->second.get();
+  if (modules_.size() >= kMaxModules) {
+    // Bounded: drop every module at once; each is rebuilt from its image on its next use.
+    modules_.clear();
+    ++modules_dropped_;
+  }
   auto m = std::make_unique<Module>();
   m->image = image;
   m->dwfl = dwfl_begin(&kOfflineCallbacks);
   if (m->dwfl == nullptr) {
     return Error(ErrorCode::kInternal, std::string("dwfl_begin: ") + dwfl_errmsg(-1));
   }
-  const std::string& path = debug_file.empty() ? image->path() : debug_file;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Error(ErrorCode::kNotFound, "symbolizer: cannot open " + path);
+  if (debug_file.empty()) {
+    // The image's own bytes, already read (and bounded) by ElfImage: reopening image->path()
+    // would read whatever the path names now, and libdw maps files, so a file its owner
+    // truncates would raise SIGBUS here. libelf only reads these bytes (native-endian ELF).
+    auto bytes = image->bytes();
+    m->mod = dwfl_report_offline_memory(
+        m->dwfl, image->path().c_str(), image->path().c_str(),
+        reinterpret_cast<char*>(const_cast<uint8_t*>(bytes.data())), bytes.size());
+  } else {
+    // Separate debug info found by build-id under the debug directories (root's, read-only).
+    int fd = ::open(debug_file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return Error(ErrorCode::kNotFound, "symbolizer: cannot open " + debug_file);
+    m->mod = dwfl_report_offline(m->dwfl, image->path().c_str(), debug_file.c_str(), fd);
+    if (m->mod == nullptr) ::close(fd);
   }
-  // Reported at base 0: addresses are image virtual addresses for PIE and fixed images alike.
-  m->mod = dwfl_report_elf(m->dwfl, image->path().c_str(), path.c_str(), fd, 0, false);
   if (m->mod == nullptr) {
-    ::close(fd);
-    return Error(ErrorCode::kCorrupt, "symbolizer: " + path + ": " + std::string(dwfl_errmsg(-1)));
+    return Error(ErrorCode::kCorrupt, "symbolizer: " + image->path() + ": " +
+                                          std::string(dwfl_errmsg(-1)));
   }
   dwfl_report_end(m->dwfl, nullptr, nullptr);
+  // Offline reporting places a module at an address of libdwfl's choosing; `base` is where the
+  // image's vaddr 0 landed, added to every address asked about.
+  Dwarf_Addr bias = 0;
+  if (dwfl_module_getelf(m->mod, &bias) == nullptr) {
+    return Error(ErrorCode::kCorrupt, "symbolizer: " + image->path() + ": " +
+                                          std::string(dwfl_errmsg(-1)));
+  }
+  m->base = bias;
   Module* raw = m.get();
   modules_.emplace(image.get(), std::move(m));
   return raw;
+}
+
+void Symbolizer::Forget(const ElfImage* image) {
+  modules_.erase(image);
 }
 
 Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage>& image,
@@ -141,7 +179,8 @@ Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage
   Symbolization s;
   GElf_Sym sym;
   GElf_Off off = 0;
-  const char* name = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, nullptr, nullptr, nullptr);
+  const Dwarf_Addr at = vaddr + m->base;
+  const char* name = dwfl_module_addrinfo(m->mod, at, &off, &sym, nullptr, nullptr, nullptr);
   // A code address is never named after a data symbol: stripped binaries keep their exported
   // objects (python3's PyFunction_Type) in .dynsym, and the nearest symbol libdw finds may be
   // one. Such an address stays unnamed, as perf shows it ([unknown]).
@@ -154,16 +193,16 @@ Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage
     if (name != nullptr) ++data_symbols_refused_;
     NameByUnwindEntry(m, vaddr, &s);
   }
-  if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, vaddr)) {
+  if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, at)) {
     int lineno = 0;
     const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
     if (file != nullptr) s.file = file;
     s.line = lineno;
   }
   Dwarf_Addr bias = 0;
-  if (Dwarf_Die* cu = dwfl_module_addrdie(m->mod, vaddr, &bias)) {
+  if (Dwarf_Die* cu = dwfl_module_addrdie(m->mod, at, &bias)) {
     Dwarf_Die* scopes = nullptr;
-    int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
+    int n = dwarf_getscopes(cu, at - bias, &scopes);
     std::string file = s.file;
     int line = s.line;
     Dwarf_Files* files = nullptr;

@@ -21,6 +21,7 @@
 #include "pathprof/profiles/osp_reservoir.h"
 #include "pathprof/profiles/osp_sampler.h"
 #include "pathprof/profiles/pcct.h"
+#include "pathprof/pipeline/target_credentials.h"
 
 namespace pathprof::pipeline {
 
@@ -36,6 +37,9 @@ std::string_view PathEstimatorName(PathEstimator e) {
   return "";
 }
 namespace {
+
+// Debian's nogroup: the group a confined open falls back to when the target's is unreadable.
+constexpr uint32_t kNoGroup = 65534;
 
 std::string ReadFirstLine(const std::string& path) {
   std::ifstream in(path);
@@ -90,6 +94,9 @@ struct ProfileStore::Impl {
   decoders::AddressSpace space;
   bool maps_read = false;
   bool maps_stale = false;
+  bool exec_pending = false;  // the next read of the maps replaces the space (NoteExec)
+  // A confined session's files are opened with its requester's rights (mapped_file.h).
+  std::optional<decoders::FileCredentials> open_as;
   std::chrono::steady_clock::time_point last_miss_refresh{};
   std::unordered_map<uint64_t, uint64_t> function_of;  // runtime address -> function start
   // Leaf function start -> sampled leaf address -> samples, for per-line pprof locations.
@@ -130,7 +137,8 @@ struct ProfileStore::Impl {
   }
 
   // Reads /proc/PID/maps and merges it into `space` (mappings of an earlier image stay where
-  // nothing replaced them, so older samples still resolve).
+  // nothing replaced them, so older samples still resolve). After an exec the new map replaces
+  // the old one: the old image is gone, and an exec loop would otherwise pile up mappings.
   Status RefreshLocked() {
     if (offline) {
       maps_read = true;
@@ -142,7 +150,12 @@ struct ProfileStore::Impl {
       accounting.decode_errors.Add("maps_unreadable");
       return maps.status();
     }
-    space.Overlay(*maps);
+    maps->set_access(decoders::FileAccess{static_cast<int>(pid), open_as});
+    if (exec_pending)
+      space.Replace(*maps);
+    else
+      space.Overlay(*maps);
+    exec_pending = false;
     maps_read = true;
     maps_stale = false;
     if (info.executable.empty() || info.execs > 0) {
@@ -238,6 +251,12 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
   if (symbols == nullptr) return Status(ErrorCode::kInvalidArgument, "ProfileStore: no symbols");
   auto impl = std::make_unique<Impl>();
   impl->pid = pid;
+  if (config.confine_to_uid && !offline) {
+    // The target's real gid is one its owner holds; without it, only the uid's own rights.
+    auto creds = ReadTargetCredentials(pid);
+    impl->open_as = decoders::FileCredentials{*config.confine_to_uid,
+                                              creds.ok() ? creds->gids[0] : kNoGroup};
+  }
   impl->offline = offline;
   impl->config = config;
   impl->windowed = windowed;
@@ -339,6 +358,7 @@ Status ProfileStore::RefreshMappings() {
 void ProfileStore::NoteExec() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->maps_stale = true;
+  impl_->exec_pending = true;
   impl_->function_of.clear();
   impl_->info.execs++;
 }

@@ -15,7 +15,9 @@ SessionManager::SessionManager(SessionManagerOptions options)
                                                          : collectors::HostCapabilities{}) {}
 
 SessionManager::SessionManager(SessionManagerOptions options, collectors::HostCapabilities caps)
-    : options_(options), caps_(std::move(caps)), symbols_(std::make_shared<SymbolService>()) {}
+    : options_(options),
+      caps_(std::move(caps)),
+      symbols_(std::make_shared<SymbolService>(options_.images)) {}
 
 SessionManager::~SessionManager() {
   StopAll();

@@ -47,9 +47,11 @@ struct SymbolService::Impl {
   explicit Impl(const decoders::ImageStoreOptions& options) : images(options) {}
   std::mutex mu;
   decoders::ImageStore images;
-  decoders::Symbolizer symbolizer;
-  decoders::CfiUnwinder unwinder;
+  std::unique_ptr<decoders::Symbolizer> symbolizer = std::make_unique<decoders::Symbolizer>();
+  std::unique_ptr<decoders::CfiUnwinder> unwinder = std::make_unique<decoders::CfiUnwinder>();
   std::map<const decoders::ElfImage*, std::string> debug_files;
+  uint64_t eviction_seq = 0;
+  std::vector<const decoders::ElfImage*> evicted;
   bool kallsyms_loaded = false;
   std::vector<KernelSymbol> kallsyms;
 
@@ -71,11 +73,29 @@ struct SymbolService::Impl {
       return image;
     }
     if (m->IsSpecial()) return nullptr;
-    auto r = images.Get(m->read_path.empty() ? m->path : m->read_path, m->build_id);
+    auto r = images.GetMapped(*m, space.access());
     if (!r.ok()) return nullptr;
     image = *r;
     if (!image->FileOffsetToVaddr(address - m->start + m->pgoff, vaddr)) return nullptr;
     return image;
+  }
+
+  // What was built from images the cache has evicted (libdw modules, unwind tables, debug
+  // file names) goes with them, so the cache's bound is the bound on memory. Called on entry
+  // to each public call under `mu`, never while the symbolizer or unwinder is in a call.
+  void DropEvicted() {
+    evicted.clear();
+    if (!images.cache().EvictedSince(&eviction_seq, &evicted)) {
+      symbolizer = std::make_unique<decoders::Symbolizer>();
+      unwinder = std::make_unique<decoders::CfiUnwinder>();
+      debug_files.clear();
+      return;
+    }
+    for (const decoders::ElfImage* gone : evicted) {
+      symbolizer->Forget(gone);
+      unwinder->Forget(gone);
+      debug_files.erase(gone);
+    }
   }
 
   const std::string& DebugFile(const std::shared_ptr<const decoders::ElfImage>& image) {
@@ -108,6 +128,7 @@ Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& sp
   Location loc;
   loc.address = address;
   std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->DropEvicted();
   uint64_t vaddr = 0;
   const decoders::Mapping* m = nullptr;
   auto image = impl_->ImageFor(pid, space, address, &vaddr, &m);
@@ -119,7 +140,7 @@ Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& sp
   }
   if (image == nullptr) return loc;
   loc.build_id = image->build_id();
-  auto sym = impl_->symbolizer.Symbolize(image, vaddr, impl_->DebugFile(image));
+  auto sym = impl_->symbolizer->Symbolize(image, vaddr, impl_->DebugFile(image));
   if (!sym.ok()) return loc;
   loc.function = sym->function;
   loc.offset = sym->offset;
@@ -145,11 +166,12 @@ uint64_t SymbolService::FunctionStart(uint32_t pid, const decoders::AddressSpace
                                       uint64_t address) {
   if (decoders::IsKernelAddress(address)) return KernelFunctionStart(address);
   std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->DropEvicted();
   uint64_t vaddr = 0;
   const decoders::Mapping* m = nullptr;
   auto image = impl_->ImageFor(pid, space, address, &vaddr, &m);
   if (image == nullptr) return address;
-  auto sym = impl_->symbolizer.Symbolize(image, vaddr, impl_->DebugFile(image));
+  auto sym = impl_->symbolizer->Symbolize(image, vaddr, impl_->DebugFile(image));
   if (!sym.ok() || sym->function.empty() || sym->offset > address) return address;
   return address - sym->offset;
 }
@@ -159,6 +181,7 @@ SymbolService::Code SymbolService::CodeAt(uint32_t pid, const decoders::AddressS
   Code code;
   if (decoders::IsKernelAddress(address)) return code;
   std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->DropEvicted();
   uint64_t vaddr = 0;
   const decoders::Mapping* m = nullptr;
   code.owner = impl_->ImageFor(pid, space, address, &vaddr, &m);
@@ -171,7 +194,8 @@ decoders::UnwindResult SymbolService::UnwindUser(uint32_t pid, const decoders::A
                                                  uint64_t stack_start,
                                                  std::span<const uint8_t> stack) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->unwinder.Unwind(regs, stack_start, stack, [&](uint64_t address) {
+  impl_->DropEvicted();
+  return impl_->unwinder->Unwind(regs, stack_start, stack, [&](uint64_t address) {
     decoders::UnwindImage at;
     uint64_t vaddr = 0;
     const decoders::Mapping* m = nullptr;
@@ -179,6 +203,16 @@ decoders::UnwindResult SymbolService::UnwindUser(uint32_t pid, const decoders::A
     if (at.image) at.bias = address - vaddr;
     return at;
   });
+}
+
+decoders::ImageCacheStats SymbolService::ImageCacheCounts() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->images.cache().stats();
+}
+
+decoders::ImageStoreStats SymbolService::ImageStoreCounts() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->images.stats();
 }
 
 Location SymbolService::SymbolizeKernel(uint64_t address) {

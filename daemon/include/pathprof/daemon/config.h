@@ -25,6 +25,18 @@ struct Limits {
   uint64_t max_memory_bytes = 1ull << 30;  // the profiles' memory bounds summed over held sessions
   uint64_t max_session_memory_bytes = 256ull << 20;     // one session's profile bounds
   uint64_t admin_reserved_memory_bytes = 256ull << 20;  // of max_memory_bytes: admins only
+  // One non-admin client's share of the non-admin memory (max_memory_bytes less the admins'
+  // reserve), so that one user cannot take it all and refuse the next.
+  double client_memory_share = 0.5;
+  // ELF images read to symbolize (at start only): the largest file read, and all held together.
+  uint64_t max_image_bytes = 512ull << 20;
+  uint64_t image_cache_bytes = 1ull << 30;
+  // Connections on the Unix socket: all together (lowered to the fd limit less a margin), per
+  // client, and the last ones kept for admins; a connection idle this long is closed.
+  uint32_t max_connections = 4096;
+  uint32_t max_connections_per_client = 64;
+  uint32_t admin_reserved_connections = 64;
+  uint32_t idle_connection_timeout_s = 60;
   uint32_t max_streams = 64;  // concurrent WatchHotPaths streams, all clients
   uint32_t max_streams_per_client = 8;
   uint32_t min_watch_interval_ms = 100;
@@ -92,6 +104,9 @@ struct DaemonConfig {
   std::vector<TlsIdentity> tls_identities;
 
   std::string metrics_address;  // host:port for Prometheus text at /metrics; empty: off
+  // /metrics is unauthenticated (any local user can read it): per-target series, labelled with
+  // session ids and pids, only when the admin who writes the config asks for them.
+  bool metrics_per_session = false;
 
   int log_level = 6;  // syslog priority: messages above this are not written (7 = debug)
   // [ptrace] step_mode: how bursts step a window when a session leaves it unset (and in

@@ -9,6 +9,7 @@
 
 #include "pathprof/core/status.h"
 #include "pathprof/daemon/service.h"
+#include "pathprof/decoders/image_cache.h"
 
 namespace httplib {
 class Server;
@@ -22,6 +23,10 @@ struct DaemonHealth {
   uint64_t reload_failures = 0;
   uint64_t connections_accepted = 0;
   size_t connections_open = 0;
+  uint64_t connections_refused_per_client = 0;
+  uint64_t connections_refused_total = 0;
+  bool per_session = false;  // metrics.per_session: label target series with session and pid
+  decoders::ImageCacheStats images;
 };
 
 std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& health);

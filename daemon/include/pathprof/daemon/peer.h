@@ -43,17 +43,33 @@ class PeerRegistry {
   void Record(int fd, Peer peer);
   std::optional<Peer> Find(int fd) const;
   size_t size() const;
+  // Connections recorded for `client_key` and not yet seen closed (Prune makes it exact).
+  size_t CountFor(const std::string& client_key) const;
   // Drops entries whose fd no longer refers to a socket we accepted (closed by gRPC).
   void Prune();
 
  private:
-  mutable std::mutex mu_;
   struct Entry {
     Peer peer;
     uint64_t inode = 0;  // of the socket, to tell a reused fd from the original
   };
+  void EraseLocked(std::map<int, Entry>::iterator it);
+  mutable std::mutex mu_;
   std::map<int, Entry> by_fd_;
+  std::map<std::string, size_t> per_client_;
 };
+
+// The Unix socket's connection bounds (limits.max_connections*, admin_reserved_connections):
+// a connection over them is closed at once, before gRPC sees it, and counted.
+struct ConnectionLimits {
+  size_t total = 4096;      // lowered to the fd limit less a margin by EffectiveTotal
+  size_t per_client = 64;   // non-admins only
+  size_t admin_reserve = 64;  // of total: the last ones are for admins
+  std::string admin_group;  // who is an admin (IsAdmin)
+};
+// `total` lowered so that connections leave file descriptors for sessions (half the soft fd
+// limit at most).
+size_t EffectiveTotal(size_t total);
 
 // Supplementary groups of `pid` from /proc/PID/status (empty if it is gone).
 std::vector<uint32_t> ProcessGroups(int pid);

@@ -44,6 +44,8 @@ class ProfilerService final : public v1::PathProfiler::Service {
 
   std::map<std::string, RpcMetrics> rpc_metrics() const;
   uint64_t rate_limited() const { return rate_.refused(); }
+  // Sessions removed because the client's deadline passed while they started.
+  uint64_t orphans_dropped() const { return orphans_dropped_; }
   uint32_t streams() const { return streams_.total(); }
   pipeline::SessionManager* sessions() const { return sessions_; }
   // How many client connections are open (for GetStats and /metrics).
@@ -102,6 +104,7 @@ class ProfilerService final : public v1::PathProfiler::Service {
   pipeline::SessionManager* sessions_;
   Authorizer auth_;
   RateLimiter rate_;
+  std::atomic<uint64_t> orphans_dropped_{0};
   QuotaCounter streams_;
 
   mutable std::mutex mu_;  // guards limits_, session_clients_, metrics_

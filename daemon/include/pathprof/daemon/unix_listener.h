@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
@@ -23,21 +24,30 @@ class UnixListener {
   // Creates the socket's directory, refuses to steal a socket another daemon still answers on,
   // binds with mode 0660 and group `group` (if it exists).
   Status Bind(const std::string& path, const std::string& group);
-  // Accepts on a thread until Stop(); each connection is recorded in `peers` and handed to
-  // `server`.
-  void Start(grpc::Server* server, PeerRegistry* peers);
+  // Accepts on a thread until Stop(); each connection within `limits` is recorded in `peers`
+  // and handed to `server`, the others are closed at once and counted.
+  void Start(grpc::Server* server, PeerRegistry* peers, ConnectionLimits limits = {});
   void Stop();
   uint64_t accepted() const { return accepted_; }
+  // Connections closed unserved: over the per-client bound, or over the non-admins' share.
+  uint64_t refused_per_client() const { return refused_per_client_; }
+  uint64_t refused_total() const { return refused_total_; }
 
  private:
   void Loop();
+  // Empty when `p` may hold one more connection; else why not.
+  std::string OverLimit(const Peer& p);
   std::string path_;
   int fd_ = -1;
   int wake_[2] = {-1, -1};
   grpc::Server* server_ = nullptr;
   PeerRegistry* peers_ = nullptr;
+  ConnectionLimits limits_;
   std::thread thread_;
   std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> refused_per_client_{0};
+  std::atomic<uint64_t> refused_total_{0};
+  std::chrono::steady_clock::time_point last_prune_{};
 };
 
 }  // namespace pathprof::daemon

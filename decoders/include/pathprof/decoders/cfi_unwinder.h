@@ -63,10 +63,13 @@ class CfiUnwinder {
 
   // Images whose CFI is held (one libelf handle and one parsed .eh_frame each).
   size_t cached_images() const { return cache_.size(); }
+  // Drops the tables of `image` (the image cache evicted it).
+  void Forget(const ElfImage* image);
 
  private:
   struct Tables;
   Tables* TablesFor(const std::shared_ptr<const ElfImage>& image);
+  static constexpr size_t kMaxImages = 1024;
   std::map<const ElfImage*, std::unique_ptr<Tables>> cache_;
 };
 

@@ -20,11 +20,20 @@ struct ElfSegment {
   bool executable = false;
 };
 
+// Largest image read by default. Images are read whole into memory (not mapped: a mapped file
+// that its owner truncates raises SIGBUS in the reader), so the bound is on resident memory.
+inline constexpr uint64_t kDefaultMaxImageBytes = uint64_t{1} << 30;
+
 class ElfImage {
  public:
   // Reads and parses `path`. kNotFound if it does not exist, kCorrupt if it is not ELF,
-  // kUnsupported for non-x86-64 or 32-bit ELF.
-  static Result<std::shared_ptr<const ElfImage>> Open(const std::string& path);
+  // kUnsupported for non-x86-64 or 32-bit ELF, kInvalidArgument if it is not a regular file,
+  // kResourceExhausted above `max_bytes` (nothing is read then).
+  static Result<std::shared_ptr<const ElfImage>> Open(const std::string& path,
+                                                      uint64_t max_bytes = kDefaultMaxImageBytes);
+  // The same for a file already open (e.g. OpenMappedFile's); `name` is the path reports show.
+  static Result<std::shared_ptr<const ElfImage>> Read(int fd, std::string name,
+                                                      uint64_t max_bytes = kDefaultMaxImageBytes);
   // Parses an image already in memory (e.g. the vdso read from a live process).
   static Result<std::shared_ptr<const ElfImage>> FromBytes(std::vector<uint8_t> bytes,
                                                            std::string name);

@@ -51,6 +51,11 @@ class Symbolizer {
   Result<Symbolization> Symbolize(const std::shared_ptr<const ElfImage>& image, uint64_t vaddr,
                                   const std::string& debug_file = "");
 
+  // Drops what is held for `image` (the image cache evicted it).
+  void Forget(const ElfImage* image);
+  // Times every module was dropped at the bound on modules held.
+  uint64_t modules_dropped() const { return modules_dropped_; }
+
   // Distinct addresses whose nearest symbol was a data object (never named after it).
   uint64_t data_symbols_refused() const { return data_symbols_refused_; }
   // Distinct addresses without a symbol, named `image+0xSTART` after their unwind entry (FDE).
@@ -62,7 +67,9 @@ class Symbolizer {
   Result<Module*> ModuleFor(const std::shared_ptr<const ElfImage>& image,
                             const std::string& debug_file);
 
+  static constexpr size_t kMaxModules = 1024;
   std::map<const ElfImage*, std::unique_ptr<Module>> modules_;
+  uint64_t modules_dropped_ = 0;
   uint64_t data_symbols_refused_ = 0;
   uint64_t unwind_entry_names_ = 0;
 };

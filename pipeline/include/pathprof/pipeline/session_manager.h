@@ -21,6 +21,9 @@ struct SessionManagerOptions {
   size_t max_sessions = 16;  // running plus retained; Start beyond it is kResourceExhausted
   // The probe; empty: collectors::ProbeHostCapabilities() once at construction.
   bool probe_capabilities = true;
+  // How images are read for symbolization; its cache is shared by every session (and may be
+  // shared further, e.g. with the daemon's continuous mode).
+  decoders::ImageStoreOptions images;
 };
 
 class SessionManager {
@@ -31,6 +34,8 @@ class SessionManager {
   ~SessionManager();  // stops every session
 
   const collectors::HostCapabilities& capabilities() const { return caps_; }
+  // The symbol service every session of this manager shares (its image cache's counts).
+  const SymbolService& symbols() const { return *symbols_; }
 
   Result<std::shared_ptr<Session>> Start(SessionConfig config);
   // A session over a recording (perf.data or .pbs at `path`, read through AnalyzeFile): ended

@@ -47,6 +47,11 @@ class SymbolService {
                                     std::span<const uint64_t> regs, uint64_t stack_start,
                                     std::span<const uint8_t> stack);
 
+  // Counts of the images behind symbolization: the (maybe shared) cache's bytes and evictions,
+  // this service's lookups and refusals (too large, not permitted, not the mapped file).
+  decoders::ImageCacheStats ImageCacheCounts() const;
+  decoders::ImageStoreStats ImageStoreCounts() const;
+
   // Kernel symbols from /proc/kallsyms (read once; addresses are zero without CAP_SYSLOG).
   Location SymbolizeKernel(uint64_t address);
   uint64_t KernelFunctionStart(uint64_t address);
