@@ -4,7 +4,8 @@
 # absent. The committed files are what the tests use; this script documents how they were made.
 #   perf_data/        perf.data files recorded here by Debian's perf (linux-perf), file and pipe
 #                     mode, with a callchain, user stack and registers, raw tracepoint data, and
-#                     (with BUILD_DIR) a branch stack written by `pathctl export --format perf-lbr`
+#                     (with BUILD_DIR, where pathctl is built) branch stacks with MMAP2 build-ids
+#                     written by `pathctl export --format perf-lbr` from an exact trace
 #   lbr_reconstruct/  lbr_reconstruct_fuzz.cc's input: 512 bytes of code (code.s below, at
 #                     0x401000) then 5-byte branch entries (from, to: 16-bit offsets; a selector)
 # Each must stay under the fuzzers' -max_len (64 KiB). perf records need perf_event access
@@ -24,8 +25,29 @@ perf record -q -e cpu-clock -c 100000 -o - -- true >"$pd/cpu_clock.pipe"
 perf record -q -e cpu-clock -c 100000 --call-graph dwarf,512 -o "$pd/callchain_dwarf.data" -- true
 perf record -q -e sched:sched_process_exec -o "$pd/raw_tracepoint.data" -- true
 if [[ -n "$build" ]]; then
-  "$build/bin/pathctl" trace --exact -o "$tmp/loop.pbs" -- "$build/bin/example_loop_static" 40
-  "$build/bin/pathctl" export --format perf-lbr -o "$pd/branch_stack.data" "$tmp/loop.pbs"
+  # A program without libc (whose start-up alone takes thousands of branches: too big a file):
+  # 12 rounds of a loop that calls f every other round, then exit. 29 taken branches, cut into
+  # samples of 8 entries.
+  cat >"$tmp/tiny.s" <<'ASM'
+        .text
+        .globl _start
+_start: mov $12, %ecx
+loop:   test $1, %cl
+        jz skip
+        call f
+skip:   dec %ecx
+        jnz loop
+        mov $60, %eax
+        xor %edi, %edi
+        syscall
+f:      inc %eax
+        ret
+ASM
+  as -o "$tmp/tiny.o" "$tmp/tiny.s"
+  ld -o "$tmp/tiny" "$tmp/tiny.o"
+  "$build/bin/pathctl" trace --exact -o "$tmp/tiny.pbs" -- "$tmp/tiny"
+  "$build/bin/pathctl" export --format perf-lbr "$tmp/tiny.pbs" -o "$pd/branch_stack.data" \
+    --entries 8
 fi
 chmod 644 "$pd"/*
 
