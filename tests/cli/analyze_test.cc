@@ -16,6 +16,7 @@
 #include <regex>
 #include <string>
 
+#include "common/corpus.h"
 #include "common/run_command.h"
 #include "pathprof/v1/reports.pb.h"
 
@@ -79,7 +80,7 @@ std::string Tables(v1::RecordingReport report) {
   return out;
 }
 
-const std::string kShared = PATHPROF_SHARED_DIR;
+const std::string kCorpus = pathprof::testing::CorpusDir();
 const char kPropellerRecordedPath[] =
     "/build/work/11ef31a2a8be9640fa8d4c917e76f0db3923/google3/blaze-out/k8-opt/genfiles/devtools/"
     "crosstool/autofdo/testdata/propeller_sample_1.bin.gen";
@@ -101,12 +102,14 @@ class TempDir {
 };
 
 TEST(AnalyzeCli, PropellerLbrFileReportsItsHotPathsAndEveryRecord) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.bin");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.perfdata1");
   TempDir symfs("-propeller");
   const fs::path dest = symfs.path() / fs::path(kPropellerRecordedPath).relative_path();
   fs::create_directories(dest.parent_path());
-  fs::copy_file(kShared + "/corpus/lbr/autofdo/propeller_sample_1.bin", dest);
+  fs::copy_file(kCorpus + "/lbr/autofdo/propeller_sample_1.bin", dest);
   const CmdResult r = Pathctl("analyze --json --top 5 --binary-dir " + symfs.path().string() + " " +
-                              kShared + "/corpus/lbr/autofdo/propeller_sample_1.perfdata1");
+                              kCorpus + "/lbr/autofdo/propeller_sample_1.perfdata1");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(Decoded(r, "format"), "perf.data/lbr");
   EXPECT_EQ(Decoded(r, "samples"), "3732");
@@ -152,7 +155,11 @@ TEST(AnalyzeCli, PropellerLbrFileReportsItsHotPathsAndEveryRecord) {
 // .../propeller_sample_1.bin.gen and is found by the build-id in its perf.data header, also from
 // the corpus root two levels up; test.lbr (2.6.34, no build-ids) finds test.binary by basename.
 TEST(AnalyzeCli, BinaryDirIsSearchedByBuildIdThenName) {
-  const std::string dir = kShared + "/corpus/lbr/autofdo";
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.bin");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.perfdata1");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.binary");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.lbr");
+  const std::string dir = kCorpus + "/lbr/autofdo";
   const CmdResult propeller = Pathctl("analyze --json --top 1 --binary-dir " + dir + " " + dir +
                                       "/propeller_sample_1.perfdata1");
   ASSERT_EQ(propeller.rc, 0) << propeller.out;
@@ -163,8 +170,8 @@ TEST(AnalyzeCli, BinaryDirIsSearchedByBuildIdThenName) {
   ASSERT_EQ(gzip.rc, 0) << gzip.out;
   EXPECT_EQ(Decoded(gzip, "perf_style_instructions"), "1419585");
   EXPECT_EQ(Decoded(gzip, "images_found_by_build_id"), "0");
-  const CmdResult from_root = Pathctl("analyze --json --top 1 --binary-dir " + kShared +
-                                      "/corpus " + dir + "/propeller_sample_1.perfdata1");
+  const CmdResult from_root = Pathctl("analyze --json --top 1 --binary-dir " + kCorpus + " " + dir +
+                                      "/propeller_sample_1.perfdata1");
   ASSERT_EQ(from_root.rc, 0) << from_root.out;
   EXPECT_EQ(Decoded(from_root, "perf_style_instructions"), "584640");
 }
@@ -173,13 +180,15 @@ TEST(AnalyzeCli, BinaryDirIsSearchedByBuildIdThenName) {
 // (1.3 us each), two reads per sample once made 7,464 reads on this file (3,732 samples). Under the
 // simulated slow-clock quirk every read is a real system call.
 TEST(AnalyzeCli, ClockReadsArePerBatchNotPerSample) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.bin");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.perfdata1");
   TempDir dir("-clock");
   const fs::path bin = dir.path() / fs::path(kPropellerRecordedPath).relative_path();
   fs::create_directories(bin.parent_path());
-  fs::copy_file(kShared + "/corpus/lbr/autofdo/propeller_sample_1.bin", bin);
+  fs::copy_file(kCorpus + "/lbr/autofdo/propeller_sample_1.bin", bin);
   const CmdResult r = ::Run("PATHPROF_SIMULATE_QUIRKS=slow-clock " + std::string(PATHPROF_BIN_DIR) +
                             "/pathctl analyze --json --binary-dir " + dir.path().string() + " " +
-                            kShared + "/corpus/lbr/autofdo/propeller_sample_1.perfdata1");
+                            kCorpus + "/lbr/autofdo/propeller_sample_1.perfdata1");
   ASSERT_EQ(r.rc, 0) << r.out;
   const long long samples = std::stoll(Decoded(r, "samples"));
   const long long reads = std::stoll(Decoded(r, "clock_reads"));
@@ -188,8 +197,8 @@ TEST(AnalyzeCli, ClockReadsArePerBatchNotPerSample) {
 }
 
 TEST(AnalyzeCli, IntelPtRecordingWithoutItsBinariesCountsDecodeErrors) {
-  const CmdResult r =
-      Pathctl("analyze --json " + kShared + "/corpus/pt/quipper/perf.data.intel_pt-4.14");
+  PATHPROF_SKIP_WITHOUT_CORPUS("pt/quipper/perf.data.intel_pt-4.14");
+  const CmdResult r = Pathctl("analyze --json " + kCorpus + "/pt/quipper/perf.data.intel_pt-4.14");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(Decoded(r, "format"), "perf.data/intel-pt");
   EXPECT_EQ(Decoded(r, "samples"), "2");  // two AUXTRACE buffers
@@ -259,11 +268,12 @@ TEST(AnalyzeCli, BadInputIsAClearErrorNotACrash) {
 
 // Input that never ends or is no recording at all is refused at once, and a stream is held in
 // memory only up to its cap: `pathctl analyze /dev/zero` once grew past 776 MB in 3 s.
-TEST(AnalyzeCli, DevicesAreRefusedAndStreamsAreBounded) {
+// Exit codes by the one ErrorCode mapping: a device is an invalid argument (2), a stream over
+// its bound a limit reached (5), bytes that are no recording a failure (1).
+// Two tests: this one needs no corpus file, so it runs without the corpus too; the cap needs a
+// stream that starts as a real recording, the corpus's Intel PT file (below).
+TEST(AnalyzeCli, DevicesAreRefusedAndWrongStreamsEndAtOnce) {
   const std::string pathctl = std::string(PATHPROF_BIN_DIR) + "/pathctl";
-  const std::string pt = kShared + "/corpus/pt/quipper/perf.data.intel_pt-4.14";
-  // Exit codes by the one ErrorCode mapping: a device is an invalid argument (2), a stream over
-  // its bound a limit reached (5), bytes that are no recording a failure (1).
   CmdResult r = pathprof::testing::RunCommand("timeout 20 " + pathctl + " analyze /dev/zero 2>&1");
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("/dev/zero is a character device"), std::string::npos) << r.out;
@@ -275,8 +285,15 @@ TEST(AnalyzeCli, DevicesAreRefusedAndStreamsAreBounded) {
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("is not a recording: it starts with bytes 790a790a"), std::string::npos)
       << r.out;
-  // A stream that starts right but goes on past the cap.
-  r = pathprof::testing::RunCommand("cat " + pt + " /dev/zero | head -c 3000000 | timeout 20 " +
+}
+
+// A stream that starts right (a real recording) but goes on past the cap.
+TEST(AnalyzeCli, AStreamPastItsCapIsRefused) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("pt/quipper/perf.data.intel_pt-4.14");
+  const std::string pathctl = std::string(PATHPROF_BIN_DIR) + "/pathctl";
+  const std::string pt = kCorpus + "/pt/quipper/perf.data.intel_pt-4.14";
+  const CmdResult r =
+      pathprof::testing::RunCommand("cat " + pt + " /dev/zero | head -c 3000000 | timeout 20 " +
                                     pathctl + " analyze - --max-stream-mb 1 2>&1");
   EXPECT_EQ(r.rc, 5) << r.out;
   EXPECT_NE(r.out.find("longer than the 1 MiB"), std::string::npos) << r.out;
@@ -288,9 +305,11 @@ TEST(AnalyzeCli, DevicesAreRefusedAndStreamsAreBounded) {
 // through a real pipe on stdin. The corpus's own piped file is another recording (tid 3587, not
 // 3174): `perf report -D` lists its two AUXTRACE buffers as 76,400 and 68,192 bytes, and so do we.
 TEST(AnalyzeCli, PipeModeGivesTheSameAuxBytesAndDecodeAsFileMode) {
-  const std::string pt = kShared + "/corpus/pt/quipper/perf.data.intel_pt-4.14";
+  PATHPROF_SKIP_WITHOUT_CORPUS("pt/quipper/perf.data.intel_pt-4.14");
+  PATHPROF_SKIP_WITHOUT_CORPUS("pt/quipper/perf.data.piped.intel_pt-4.14");
+  const std::string pt = kCorpus + "/pt/quipper/perf.data.intel_pt-4.14";
   const CmdResult corpus_pipe =
-      Pathctl("analyze --json " + kShared + "/corpus/pt/quipper/perf.data.piped.intel_pt-4.14");
+      Pathctl("analyze --json " + kCorpus + "/pt/quipper/perf.data.piped.intel_pt-4.14");
   ASSERT_EQ(corpus_pipe.rc, 3) << corpus_pipe.out;  // no binaries: no branch comes out
   EXPECT_EQ(Decoded(corpus_pipe, "pt_aux_bytes"), std::to_string(76400 + 68192));
 

@@ -14,20 +14,26 @@
 #include "pathprof/decoders/image_store.h"
 #include "pathprof/decoders/process_code_map.h"
 
+#include "common/corpus.h"
 #include "common/run_command.h"
 
 namespace pathprof::decoders {
 namespace {
 
-const std::string kCorpus = std::string(PATHPROF_SHARED_DIR) + "/corpus/lbr/autofdo/";
-const std::string kPropeller = kCorpus + "propeller_sample_1.bin";
-const std::string kGzip = kCorpus + "test.binary";
+// The two corpus binaries, relative to the corpus directory (for PATHPROF_SKIP_WITHOUT_CORPUS)
+// and in full.
+constexpr char kPropellerFile[] = "lbr/autofdo/propeller_sample_1.bin";
+constexpr char kGzipFile[] = "lbr/autofdo/test.binary";
+const std::string kCorpus = pathprof::testing::CorpusPath("lbr/autofdo/");
+const std::string kPropeller = pathprof::testing::CorpusPath(kPropellerFile);
+const std::string kGzip = pathprof::testing::CorpusPath(kGzipFile);
 
 std::string RunCommand(const std::string& cmd) {
   return pathprof::testing::RunCommand(cmd).out;
 }
 
 TEST(ElfImage, LldCodeSegmentMapsFileOffset0x740ToVaddr0x1740) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kPropellerFile);
   auto image = ElfImage::Open(kPropeller);
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   const ElfImage& e = **image;
@@ -50,6 +56,7 @@ TEST(ElfImage, LldCodeSegmentMapsFileOffset0x740ToVaddr0x1740) {
 }
 
 TEST(ElfImage, BuildIdMatchesReadelf) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kPropellerFile);
   auto image = ElfImage::Open(kPropeller);
   ASSERT_TRUE(image.ok());
   EXPECT_EQ((*image)->build_id(), "572ac72487ae1966");
@@ -58,7 +65,8 @@ TEST(ElfImage, BuildIdMatchesReadelf) {
   EXPECT_NE(readelf.find("Build ID: " + (*image)->build_id()), std::string::npos) << readelf;
 }
 
-TEST(ElfImage, NonPieImageAndErrors) {
+TEST(ElfImage, NonPieImage) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kGzipFile);
   auto image = ElfImage::Open(kGzip);
   ASSERT_TRUE(image.ok());
   EXPECT_FALSE((*image)->relocatable());
@@ -66,6 +74,10 @@ TEST(ElfImage, NonPieImageAndErrors) {
   uint64_t v = 0;
   ASSERT_TRUE((*image)->FileOffsetToVaddr(0x4e80, &v));
   EXPECT_EQ(v, 0x404e80u);
+}
+
+// Needs no corpus file, so it runs without the corpus too.
+TEST(ElfImage, OpenRefusesMissingAndNonElfFiles) {
   auto missing = ElfImage::Open("/nonexistent/x");
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
   auto notelf = ElfImage::FromBytes({'h', 'i'}, "bytes");
@@ -182,6 +194,7 @@ TEST(AddressSpace, AddAndOverlayAgreeWithTheDefinitionOnRandomMaps) {
 }
 
 TEST(ImageStore, BinaryDirByRecordedPathThenBasenameAndBuildIdCheck) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kPropellerFile);
   ImageStoreOptions opt;
   opt.binary_dir = kCorpus;
   opt.use_host_paths = false;
@@ -200,6 +213,8 @@ TEST(ImageStore, BinaryDirByRecordedPathThenBasenameAndBuildIdCheck) {
 // A recording names a binary by where it was on the recording host; a copy under any name
 // in the binary dir is found by its build-id, and a file whose id differs is never used.
 TEST(ImageStore, BinaryDirIsSearchedByBuildIdWhateverTheFileIsCalled) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kPropellerFile);
+  PATHPROF_SKIP_WITHOUT_CORPUS(kGzipFile);
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("pathprof-ids-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "deep" / "er");
@@ -233,6 +248,7 @@ TEST(ImageStore, BinaryDirIsSearchedByBuildIdWhateverTheFileIsCalled) {
 
 // `perf buildid-cache -a FILE` keeps FILE as ~/.debug/.build-id/xx/REST -> ../../PATH/ID/elf.
 TEST(ImageStore, PerfBuildIdCacheLayoutIsFound) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kPropellerFile);
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("pathprof-bidcache-" + std::to_string(::getpid()));
   const std::filesystem::path held = dir / "srv" / "propeller_sample_1.bin" / "572ac72487ae1966";
@@ -249,17 +265,24 @@ TEST(ImageStore, PerfBuildIdCacheLayoutIsFound) {
 }
 
 TEST(ElfImage, ReadBuildIdReadsOnlyTheNotes) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kPropellerFile);
+  PATHPROF_SKIP_WITHOUT_CORPUS(kGzipFile);
   auto id = ReadBuildId(kPropeller);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   EXPECT_EQ(*id, "572ac72487ae1966");
   auto none = ReadBuildId(kGzip);
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_EQ(*none, "");
+}
+
+// Needs no corpus file, so it runs without the corpus too.
+TEST(ElfImage, ReadBuildIdRefusesMissingAndNonElfFiles) {
   EXPECT_EQ(ReadBuildId("/proc/self/status").status().code(), ErrorCode::kCorrupt);
   EXPECT_EQ(ReadBuildId("/nonexistent/file").status().code(), ErrorCode::kNotFound);
 }
 
 TEST(ProcessCodeMap, MmapRecordOfThePieGivesTheRecordedLoadBias) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kPropellerFile);
   // The corpus's MMAP2 record: [0x5629ec742000(0x1000) @ 0] r-xp propeller_sample_1.bin.gen
   ImageStoreOptions opt;
   opt.binary_dir = kCorpus;

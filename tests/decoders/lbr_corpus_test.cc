@@ -12,11 +12,13 @@
 
 #include "pathprof/decoders/lbr_replay.h"
 
+#include "common/corpus.h"
+
 namespace pathprof::decoders {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kCorpus = std::string(PATHPROF_SHARED_DIR) + "/corpus/lbr/autofdo/";
+const std::string kCorpus = pathprof::testing::CorpusPath("lbr/autofdo/");
 const char kPropellerRecordedPath[] =
     "/build/work/11ef31a2a8be9640fa8d4c917e76f0db3923/google3/blaze-out/k8-opt/genfiles/devtools/"
     "crosstool/autofdo/testdata/propeller_sample_1.bin.gen";
@@ -79,6 +81,8 @@ void ExpectEveryRecordAccountedFor(const LbrStats& s) {
 }
 
 TEST(LbrCorpus, PropellerSampleMatchesPerfScriptInstructionForInstruction) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.bin");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.perfdata1");
   SymfsDir symfs(kCorpus + "propeller_sample_1.bin", kPropellerRecordedPath);
   const LbrReplayResult r = Replay(kCorpus + "propeller_sample_1.perfdata1", symfs.path());
   const LbrStats& s = r.lbr;
@@ -98,6 +102,8 @@ TEST(LbrCorpus, PropellerSampleMatchesPerfScriptInstructionForInstruction) {
 }
 
 TEST(LbrCorpus, GzipTestLbrMatchesPerfScript) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.lbr");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.binary");
   // AutoFDO's view of the same file: fall-through ranges inside the binary, by (begin, end).
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> ranges;
   const LbrReplayResult r =
@@ -125,6 +131,8 @@ TEST(LbrCorpus, GzipTestLbrMatchesPerfScript) {
 }
 
 TEST(LbrCorpus, WrongBinaryIsDetectedNotDecoded) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.binary");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.perfdata1");
   // Pretend the gzip binary is the propeller binary: the stacks must not decode cleanly.
   SymfsDir symfs(kCorpus + "test.binary", kPropellerRecordedPath);
   const LbrReplayResult r = Replay(kCorpus + "propeller_sample_1.perfdata1", symfs.path());

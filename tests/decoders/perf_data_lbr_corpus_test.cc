@@ -14,12 +14,13 @@
 
 #include "pathprof/decoders/perf_data_reader.h"
 
+#include "common/corpus.h"
 #include "common/run_command.h"
 
 namespace pathprof::decoders {
 namespace {
 
-const std::string kCorpus = std::string(PATHPROF_SHARED_DIR) + "/corpus/";
+const std::string kCorpus = pathprof::testing::CorpusDir() + "/";
 
 struct Summary {
   uint64_t samples = 0;
@@ -62,6 +63,7 @@ Summary ReadAll(const std::string& file, bool keep_samples = false) {
 }
 
 TEST(PerfDataLbrCorpus, PropellerSampleHas3740SamplesOf32Entries) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.perfdata1");
   auto reader = PerfDataReader::Open(kCorpus + "lbr/autofdo/propeller_sample_1.perfdata1");
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   EXPECT_EQ(reader->arch(), "x86_64");
@@ -99,6 +101,7 @@ TEST(PerfDataLbrCorpus, PropellerSampleHas3740SamplesOf32Entries) {
 }
 
 TEST(PerfDataLbrCorpus, AutofdoTestLbrHas9232SamplesOf16EntriesWithOldMmap) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.lbr");
   Summary s = ReadAll("lbr/autofdo/test.lbr");
   EXPECT_EQ(s.samples, 9232u);
   EXPECT_EQ(s.branches, 147712u);
@@ -217,6 +220,8 @@ void CompareWithPbText(const std::string& file, uint64_t* compared_entries) {
 }
 
 TEST(PerfDataLbrCorpus, Skylake414MatchesQuipperDumpEntryByEntry) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch-4.14");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch-4.14.pb_text");
   uint64_t n = 0;
   CompareWithPbText("lbr/quipper/perf.data.branch-4.14", &n);
   EXPECT_EQ(n, 13u * 32u);
@@ -226,6 +231,7 @@ TEST(PerfDataLbrCorpus, Skylake414MatchesQuipperDumpEntryByEntry) {
 
 // The header features, as `perf report --header-only` and `perf buildid-list` print them.
 TEST(PerfDataLbrCorpus, Skylake414HeaderFeaturesMatchPerf) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch-4.14");
   auto reader = PerfDataReader::Open(kCorpus + "lbr/quipper/perf.data.branch-4.14");
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   const PerfDataInfo& info = reader->info();
@@ -267,12 +273,16 @@ TEST(PerfDataLbrCorpus, Skylake414HeaderFeaturesMatchPerf) {
 }
 
 TEST(PerfDataLbrCorpus, AmdSpeculationFlagsMatchQuipperDump) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch_stack_spec");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch_stack_spec.pb_text");
   uint64_t n = 0;
   CompareWithPbText("lbr/quipper/perf.data.branch_stack_spec", &n);
   EXPECT_EQ(n, 128u);
 }
 
 TEST(PerfDataLbrCorpus, Aarch64HwIndexMatchesQuipperDumpAndIsRefusedForX86) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch_stack_hw_index");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch_stack_hw_index.pb_text");
   uint64_t n = 0;
   CompareWithPbText("lbr/quipper/perf.data.branch_stack_hw_index", &n);
   EXPECT_EQ(n, 116u);
@@ -287,6 +297,7 @@ TEST(PerfDataLbrCorpus, Aarch64HwIndexMatchesQuipperDumpAndIsRefusedForX86) {
 }
 
 TEST(PerfDataLbrCorpus, CallgraphAndBranch38Parses1856SamplesWithBoth) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.callgraph_and_branch-3.8");
   Summary s = ReadAll("lbr/quipper/perf.data.callgraph_and_branch-3.8");
   EXPECT_EQ(s.samples, 1856u);
   EXPECT_EQ(s.samples_with_callchain, 1856u);
@@ -299,6 +310,9 @@ std::string Capture(const std::string& cmd) {
 }
 
 TEST(PerfDataLbrCorpus, BranchCountsAgreeWithPerfScript) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.callgraph_and_branch-3.8");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.lbr");
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch-4.14");
   if (std::system("perf version >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "perf (Debian package linux-perf) is not installed; skipping the comparison";
   }

@@ -8,10 +8,12 @@
 
 #include "pathprof/decoders/perf_data_reader.h"
 
+#include "common/corpus.h"
+
 namespace pathprof::decoders {
 namespace {
 
-const std::string kCorpus = std::string(PATHPROF_SHARED_DIR) + "/corpus/pt/quipper/";
+const std::string kCorpus = pathprof::testing::CorpusPath("pt/quipper/");
 
 struct PtTrace {
   std::vector<PerfAuxtrace> buffers;  // their `data` spans die with the reader: see `bytes`
@@ -72,6 +74,7 @@ void ExpectIntelPtSettings(const PerfDataInfo& info, bool recorded_host = true) 
 }
 
 TEST(PerfDataPtCorpus, FileModeHasTwoAuxtraceBuffersAndThePtSettings) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("pt/quipper/perf.data.intel_pt-4.14");
   PtTrace t = Read("perf.data.intel_pt-4.14");
   EXPECT_FALSE(t.info.pipe_mode);
   ASSERT_EQ(t.buffers.size(), 2u);
@@ -97,6 +100,7 @@ TEST(PerfDataPtCorpus, FileModeHasTwoAuxtraceBuffersAndThePtSettings) {
 // above in pipe form, despite the README; its own facts come from `perf report -D` and the
 // byte walk: two buffers of 76,400 and 68,192 bytes, each starting with a PSB.
 TEST(PerfDataPtCorpus, PipeModeRecordingParsesToItsLastByte) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("pt/quipper/perf.data.piped.intel_pt-4.14");
   PtTrace pipe = Read("perf.data.piped.intel_pt-4.14");
   EXPECT_TRUE(pipe.info.pipe_mode);
   ASSERT_EQ(pipe.buffers.size(), 2u);
@@ -131,6 +135,7 @@ TEST(PerfDataPtCorpus, PipeModeRecordingParsesToItsLastByte) {
 
 // The same trace in both forms: `perf inject -o -` rewrites the file-mode recording as a pipe.
 TEST(PerfDataPtCorpus, PerfInjectPipeFormGivesByteIdenticalAuxData) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("pt/quipper/perf.data.intel_pt-4.14");
   if (std::system("perf version >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "perf (Debian package linux-perf) is not installed; skipping";
   }

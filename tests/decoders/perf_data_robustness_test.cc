@@ -12,10 +12,12 @@
 
 #include "pathprof/decoders/perf_data_reader.h"
 
+#include "common/corpus.h"
+
 namespace pathprof::decoders {
 namespace {
 
-const std::string kCorpus = std::string(PATHPROF_SHARED_DIR) + "/corpus/";
+const std::string kCorpus = pathprof::testing::CorpusDir() + "/";
 
 std::vector<uint8_t> Load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -52,6 +54,7 @@ Outcome ReadBytes(std::span<const uint8_t> bytes) {
 }
 
 TEST(PerfDataRobustness, QuipperCrashInputsGiveCleanErrorsOrParses) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("fuzz/quipper");
   int files = 0, errors = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kCorpus + "fuzz/quipper")) {
     SCOPED_TRACE(entry.path().filename().string());
@@ -69,6 +72,7 @@ TEST(PerfDataRobustness, QuipperCrashInputsGiveCleanErrorsOrParses) {
 }
 
 TEST(PerfDataRobustness, EveryTruncationOfAFileModeRecordingNamesTheOffset) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch-4.14");
   std::vector<uint8_t> full = Load(kCorpus + "lbr/quipper/perf.data.branch-4.14");
   ASSERT_EQ(full.size(), 19036u);
   ASSERT_TRUE(ReadBytes(full).status.ok());
@@ -84,6 +88,7 @@ TEST(PerfDataRobustness, EveryTruncationOfAFileModeRecordingNamesTheOffset) {
 }
 
 TEST(PerfDataRobustness, TruncatedRecordNamesItsOwnOffset) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch-4.14");
   std::vector<uint8_t> full = Load(kCorpus + "lbr/quipper/perf.data.branch-4.14");
   // Cut 5 bytes into the last data record.
   auto reader = PerfDataReader::FromBytes(full, "full");
@@ -100,6 +105,7 @@ TEST(PerfDataRobustness, TruncatedRecordNamesItsOwnOffset) {
 }
 
 TEST(PerfDataRobustness, PipeModeTruncationsEndAtARecordOrNameTheOffset) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("pt/quipper/perf.data.piped.intel_pt-4.14");
   std::vector<uint8_t> full = Load(kCorpus + "pt/quipper/perf.data.piped.intel_pt-4.14");
   Outcome whole = ReadBytes(full);
   ASSERT_TRUE(whole.status.ok());
@@ -124,6 +130,7 @@ TEST(PerfDataRobustness, PipeModeTruncationsEndAtARecordOrNameTheOffset) {
 }
 
 TEST(PerfDataRobustness, RandomByteFlipsNeverCrash) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/quipper/perf.data.branch-4.14");
   std::vector<uint8_t> full = Load(kCorpus + "lbr/quipper/perf.data.branch-4.14");
   std::mt19937_64 rng(42);
   int clean = 0;

@@ -11,8 +11,12 @@
 #include "pathprof/decoders/pt_config.h"
 #include "pathprof/decoders/pt_decoder.h"
 
+#include "common/corpus.h"
+
 namespace pathprof::decoders {
 namespace {
+
+constexpr char kRecording[] = "pt/quipper/perf.data.intel_pt-4.14";
 
 struct Recording {
   PerfDataInfo info;
@@ -20,10 +24,10 @@ struct Recording {
   std::vector<uint32_t> tids;
 };
 
+// Callers skip first (PATHPROF_SKIP_WITHOUT_CORPUS(kRecording)): a skip here would end only Load.
 Recording Load() {
   Recording r;
-  auto reader = PerfDataReader::Open(std::string(PATHPROF_SHARED_DIR) +
-                                     "/corpus/pt/quipper/perf.data.intel_pt-4.14");
+  auto reader = PerfDataReader::Open(pathprof::testing::CorpusPath(kRecording));
   EXPECT_TRUE(reader.ok()) << reader.status().ToString();
   if (!reader.ok()) return r;
   PerfRecord rec;
@@ -41,6 +45,7 @@ Recording Load() {
 }
 
 TEST(PtQuipper, ConfigComesFromTheAttrAndAuxtraceInfo) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kRecording);
   Recording r = Load();
   auto c = PtConfigFromPerf(r.info);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -54,6 +59,7 @@ TEST(PtQuipper, ConfigComesFromTheAttrAndAuxtraceInfo) {
 }
 
 TEST(PtQuipper, PacketLayerDecodesBothBuffersWithoutErrors) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kRecording);
   Recording r = Load();
   auto c = PtConfigFromPerf(r.info);
   ASSERT_TRUE(c.ok());
@@ -71,6 +77,7 @@ TEST(PtQuipper, PacketLayerDecodesBothBuffersWithoutErrors) {
 }
 
 TEST(PtQuipper, InstructionFlowWithoutBinariesStopsWithNoImageError) {
+  PATHPROF_SKIP_WITHOUT_CORPUS(kRecording);
   Recording r = Load();
   auto c = PtConfigFromPerf(r.info);
   ASSERT_TRUE(c.ok());

@@ -7,18 +7,20 @@
 #include <cstdio>
 #include <string>
 
+#include "common/corpus.h"
 #include "common/run_command.h"
 
 namespace pathprof::decoders {
 namespace {
 
-const std::string kCorpus = std::string(PATHPROF_SHARED_DIR) + "/corpus/lbr/autofdo/";
+const std::string kCorpus = pathprof::testing::CorpusPath("lbr/autofdo/");
 
 std::string RunCommand(const std::string& cmd) {
   return pathprof::testing::RunCommand(cmd).out;
 }
 
 TEST(Symbolizer, GzipAddressGivesFunctionAndLine) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.binary");
   auto image = ElfImage::Open(kCorpus + "test.binary");
   ASSERT_TRUE(image.ok());
   Symbolizer sym;
@@ -36,6 +38,7 @@ TEST(Symbolizer, GzipAddressGivesFunctionAndLine) {
 }
 
 TEST(Symbolizer, AgreesWithAddr2lineWhenPresent) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.binary");
   const std::string bin = kCorpus + "test.binary";
   const std::string a2l = RunCommand("addr2line -f -e " + bin + " 0x4012d4 0x402000 2>/dev/null");
   if (a2l.empty()) GTEST_SKIP() << "addr2line (binutils) not installed";
@@ -51,6 +54,7 @@ TEST(Symbolizer, AgreesWithAddr2lineWhenPresent) {
 }
 
 TEST(Symbolizer, PieWithCompressedDwarfAtImageVaddr) {
+  PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/propeller_sample_1.bin");
   auto image = ElfImage::Open(kCorpus + "propeller_sample_1.bin");
   ASSERT_TRUE(image.ok());
   Symbolizer sym;
