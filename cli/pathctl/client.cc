@@ -48,13 +48,20 @@ int DiagnoseSocket(const std::string& path, std::string* message) {
                "; start it with: systemctl start pathprofd)";
     return kExitUnavailable;
   }
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a blocking connect to a socket whose listen backlog is full waits until the
+  // daemon accepts, which under a flood is never (and --timeout would not cover it). A Unix
+  // socket answers a non-blocking connect at once: connected, refused, or EAGAIN when full.
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
   const int rc = fd < 0 ? -1 : connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   const int err = errno;
   if (fd >= 0) close(fd);
+  if (rc != 0 && err == EAGAIN) {
+    *message = "the daemon at " + path + " does not accept connections (its backlog is full)";
+    return kExitUnavailable;
+  }
   if (rc == 0) {
     *message = "the daemon at " + path + " accepted a connection but the call failed";
     return kExitUnavailable;

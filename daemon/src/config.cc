@@ -159,10 +159,10 @@ const std::map<std::string, Key>& Keys() {
         UintKey("limits.image_cache_bytes", &Limits::image_cache_bytes, 1ull << 40);
     k["limits.max_connections"] =
         UintKey("limits.max_connections", &Limits::max_connections, 1u << 20);
-    k["limits.max_connections_per_client"] = UintKey(
-        "limits.max_connections_per_client", &Limits::max_connections_per_client, 1u << 20);
-    k["limits.admin_reserved_connections"] = UintKey(
-        "limits.admin_reserved_connections", &Limits::admin_reserved_connections, 1u << 20);
+    k["limits.max_connections_per_client"] =
+        UintKey("limits.max_connections_per_client", &Limits::max_connections_per_client, 1u << 20);
+    k["limits.admin_reserved_connections"] =
+        UintKey("limits.admin_reserved_connections", &Limits::admin_reserved_connections, 1u << 20);
     k["limits.idle_connection_timeout_s"] =
         UintKey("limits.idle_connection_timeout_s", &Limits::idle_connection_timeout_s, 86400);
     k["limits.max_streams"] = UintKey("limits.max_streams", &Limits::max_streams, 1u << 16);

@@ -295,9 +295,8 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::GetVdso(int pid, uint64_t st
   }
   PATHPROF_ASSIGN_OR_RETURN(auto image, ElfImage::FromBytes(std::move(bytes), "[vdso]"));
   // The kernel's vdso has a build-id; one with none is kept per process.
-  return cache_->Insert(image->build_id().empty()
-                            ? "vdso:" + std::to_string(pid)
-                            : "b:" + NormalizedBuildId(image->build_id()),
+  return cache_->Insert(image->build_id().empty() ? "vdso:" + std::to_string(pid)
+                                                  : "b:" + NormalizedBuildId(image->build_id()),
                         image);
 }
 

@@ -66,17 +66,17 @@ Result<UniqueFd> OpenFileAs(const std::string& path, const std::optional<FileCre
     err = errno;
   }
   if (fd >= 0) return UniqueFd(fd);
-  const ErrorCode code = err == EACCES || err == EPERM ? ErrorCode::kPermission
+  const ErrorCode code = err == EACCES || err == EPERM     ? ErrorCode::kPermission
                          : err == ENOENT || err == ENOTDIR ? ErrorCode::kNotFound
-                                                          : ErrorCode::kIo;
+                                                           : ErrorCode::kIo;
   return Error(code, "cannot open " + path + Who(as) + " (" + std::strerror(err) + ")");
 }
 
-Result<UniqueFd> OpenMappedFile(int pid, const Mapping& m, const std::optional<FileCredentials>& as) {
+Result<UniqueFd> OpenMappedFile(int pid, const Mapping& m,
+                                const std::optional<FileCredentials>& as) {
   char entry[96];
   std::snprintf(entry, sizeof entry, "/proc/%d/map_files/%llx-%llx", pid,
-                static_cast<unsigned long long>(m.start),
-                static_cast<unsigned long long>(m.end()));
+                static_cast<unsigned long long>(m.start), static_cast<unsigned long long>(m.end()));
   auto direct = OpenFileAs(entry, as);
   if (direct.ok() || direct.status().code() == ErrorCode::kPermission) return direct;
   // The entry is gone (the process exited, or unmapped the range since its maps were read).

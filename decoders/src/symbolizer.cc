@@ -95,8 +95,7 @@ void Symbolizer::NameByUnwindEntry(Module* m, uint64_t vaddr, Symbolization* s) 
         source == 0 ? dwfl_module_eh_cfi(m->mod, &bias) : dwfl_module_dwarf_cfi(m->mod, &bias);
     if (cfi == nullptr) continue;
     Dwarf_Frame* frame = nullptr;
-    if (dwarf_cfi_addrframe(cfi, vaddr + m->base - bias, &frame) != 0 || frame == nullptr)
-      continue;
+    if (dwarf_cfi_addrframe(cfi, vaddr + m->base - bias, &frame) != 0 || frame == nullptr) continue;
     Dwarf_Addr start = 0, end = 0;
     bool signal_frame = false;
     const int rc = dwarf_frame_info(frame, &start, &end, &signal_frame);
@@ -137,9 +136,9 @@ Result<Symbolizer::Module*> Symbolizer::ModuleFor(const std::shared_ptr<const El
     // would read whatever the path names now, and libdw maps files, so a file its owner
     // truncates would raise SIGBUS here. libelf only reads these bytes (native-endian ELF).
     auto bytes = image->bytes();
-    m->mod = dwfl_report_offline_memory(
-        m->dwfl, image->path().c_str(), image->path().c_str(),
-        reinterpret_cast<char*>(const_cast<uint8_t*>(bytes.data())), bytes.size());
+    m->mod = dwfl_report_offline_memory(m->dwfl, image->path().c_str(), image->path().c_str(),
+                                        reinterpret_cast<char*>(const_cast<uint8_t*>(bytes.data())),
+                                        bytes.size());
   } else {
     // Separate debug info found by build-id under the debug directories (root's, read-only).
     int fd = ::open(debug_file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -148,16 +147,16 @@ Result<Symbolizer::Module*> Symbolizer::ModuleFor(const std::shared_ptr<const El
     if (m->mod == nullptr) ::close(fd);
   }
   if (m->mod == nullptr) {
-    return Error(ErrorCode::kCorrupt, "symbolizer: " + image->path() + ": " +
-                                          std::string(dwfl_errmsg(-1)));
+    return Error(ErrorCode::kCorrupt,
+                 "symbolizer: " + image->path() + ": " + std::string(dwfl_errmsg(-1)));
   }
   dwfl_report_end(m->dwfl, nullptr, nullptr);
   // Offline reporting places a module at an address of libdwfl's choosing; `base` is where the
   // image's vaddr 0 landed, added to every address asked about.
   Dwarf_Addr bias = 0;
   if (dwfl_module_getelf(m->mod, &bias) == nullptr) {
-    return Error(ErrorCode::kCorrupt, "symbolizer: " + image->path() + ": " +
-                                          std::string(dwfl_errmsg(-1)));
+    return Error(ErrorCode::kCorrupt,
+                 "symbolizer: " + image->path() + ": " + std::string(dwfl_errmsg(-1)));
   }
   m->base = bias;
   Module* raw = m.get();

@@ -16,12 +16,12 @@
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/hwmodel.h"
+#include "pathprof/pipeline/target_credentials.h"
 #include "pathprof/profiles/hps_profiles.h"
 #include "pathprof/profiles/osp_report.h"
 #include "pathprof/profiles/osp_reservoir.h"
 #include "pathprof/profiles/osp_sampler.h"
 #include "pathprof/profiles/pcct.h"
-#include "pathprof/pipeline/target_credentials.h"
 
 namespace pathprof::pipeline {
 
@@ -254,8 +254,8 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
   if (config.confine_to_uid && !offline) {
     // The target's real gid is one its owner holds; without it, only the uid's own rights.
     auto creds = ReadTargetCredentials(pid);
-    impl->open_as = decoders::FileCredentials{*config.confine_to_uid,
-                                              creds.ok() ? creds->gids[0] : kNoGroup};
+    impl->open_as =
+        decoders::FileCredentials{*config.confine_to_uid, creds.ok() ? creds->gids[0] : kNoGroup};
   }
   impl->offline = offline;
   impl->config = config;

@@ -35,8 +35,28 @@ class DaemonSession : public ::testing::Test {
     auto r = daemon_.Ctl("start --pid " + std::to_string(loop_.pid()));
     ASSERT_EQ(r.rc, 0) << r.out << daemon_.Log();
     id_ = FirstLine(r.out);
-    // Enough bursts and stack samples for a stable top entry (ptrace bursts at 20/s, stacks 99 Hz).
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+    // Enough windows and stack samples for a stable top entry: written for a quiet 2-core host,
+    // where 3 s give ~60 windows (bursts at 20/s) and ~300 samples (99 Hz). A busy host (two CPU
+    // hogs beside a sanitizer-built daemon) slows the tracer and the sampler down many times,
+    // so the test waits for the data itself, up to a minute, instead of for a fixed time.
+    ASSERT_TRUE(WaitForData(60, 250)) << daemon_.Ctl("stats " + id_ + " --json").out;
+  }
+  // Polls the session's stats until it has `windows` branch windows and `samples` stack
+  // samples, or 60 s have passed.
+  bool WaitForData(long long windows, long long samples) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string json = daemon_.Ctl("stats " + id_ + " --json").out;
+      if (Count(json, "windows") >= windows && Count(json, "stack_samples") >= samples) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return false;
+  }
+  // The first "key": N (or "key": "N", as protobuf's JSON writes int64) in `json`; 0 if none.
+  static long long Count(const std::string& json, const std::string& key) {
+    std::smatch m;
+    if (!std::regex_search(json, m, std::regex("\"" + key + "\":\"?([0-9]+)"))) return 0;
+    return std::stoll(m[1].str());
   }
   Daemon daemon_;
   HotLoop loop_;

@@ -205,9 +205,9 @@ TEST(AddressSpaceBounds, ExecReplacesAndOverlaysStayBounded) {
 
   // Reads of a process that maps somewhere new each time (ASLR, an exec loop overlaid).
   AddressSpace grown;
-  for (uint64_t i = 0; i < 3 * AddressSpace::kMaxMappings; i += 100) {
+  for (uint64_t i = 0; i < 3 * AddressSpace::kMaxMappings; i += 1000) {
     AddressSpace read;
-    for (uint64_t k = 0; k < 100; ++k) read.Add(At(0x10000 + (i + k) * 0x2000, "/lib"));
+    for (uint64_t k = 0; k < 1000; ++k) read.Add(At(0x10000 + (i + k) * 0x2000, "/lib"));
     grown.Overlay(read);
     ASSERT_LE(grown.mappings().size(), AddressSpace::kMaxMappings);
   }

@@ -62,10 +62,10 @@ class PeerRegistry {
 // The Unix socket's connection bounds (limits.max_connections*, admin_reserved_connections):
 // a connection over them is closed at once, before gRPC sees it, and counted.
 struct ConnectionLimits {
-  size_t total = 4096;      // lowered to the fd limit less a margin by EffectiveTotal
-  size_t per_client = 64;   // non-admins only
+  size_t total = 4096;        // lowered to the fd limit less a margin by EffectiveTotal
+  size_t per_client = 64;     // non-admins only
   size_t admin_reserve = 64;  // of total: the last ones are for admins
-  std::string admin_group;  // who is an admin (IsAdmin)
+  std::string admin_group;    // who is an admin (IsAdmin)
 };
 // `total` lowered so that connections leave file descriptors for sessions (half the soft fd
 // limit at most).

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "pathprof/core/status.h"
-#include "pathprof/decoders/branch_cache.h"
 #include "pathprof/decoders/address_space.h"
+#include "pathprof/decoders/branch_cache.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/decoders/image_cache.h"
 #include "pathprof/decoders/mapped_file.h"

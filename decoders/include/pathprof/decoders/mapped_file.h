@@ -65,6 +65,7 @@ Result<UniqueFd> OpenFileAs(const std::string& path, const std::optional<FileCre
 
 // The file mapped at `m` in live process `pid`, as described above. kNotFound when neither the
 // map_files entry nor a file with the mapping's device and inode can be opened.
-Result<UniqueFd> OpenMappedFile(int pid, const Mapping& m, const std::optional<FileCredentials>& as);
+Result<UniqueFd> OpenMappedFile(int pid, const Mapping& m,
+                                const std::optional<FileCredentials>& as);
 
 }  // namespace pathprof::decoders

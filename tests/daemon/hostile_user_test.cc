@@ -1,0 +1,459 @@
+// A non-admin member of the socket group, attacking the real daemon (root, as packaged) with the
+// exact attacks of the threat model (docs/operations.md, "Attacks tested"): each test makes the
+// attack and checks the outcome — the daemon alive and answering root within a second, no byte
+// of a root-only file in any reply or export, memory bounded, no session nobody asked for.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <regex>
+#include <sstream>
+
+#include "daemon_harness.h"
+
+namespace pathprof::daemon::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Resident memory of `pid` in MiB (VmRSS), 0 if unreadable.
+long RssMiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6)) / 1024;
+  return 0;
+}
+
+size_t OpenFds(pid_t pid) {
+  std::error_code ec;
+  size_t n = 0;
+  for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;
+}
+
+uid_t UidOf(const char* user) {
+  const passwd* p = getpwnam(user);
+  return p != nullptr ? p->pw_uid : 0;
+}
+
+// Root's `pathctl ps` answers, and within a second.
+void ExpectRootServedWithinASecond(const Daemon& d) {
+  const auto start = Clock::now();
+  auto ps = d.Ctl("ps --timeout 3s");
+  const auto took = Clock::now() - start;
+  EXPECT_EQ(ps.rc, 0) << ps.out << d.Log().substr(0, 4000);
+  EXPECT_LT(took, std::chrono::seconds(1))
+      << std::chrono::duration<double>(took).count() << " s for root's ps";
+}
+
+// A process started as the test user (setpriv execs the command: the pid is the command's),
+// killed at scope exit.
+class UserProcess {
+ public:
+  UserProcess(const std::vector<std::string>& argv, const std::string& log = "") {
+    std::vector<std::string> full = {"/usr/bin/setpriv", std::string("--reuid=") + kTestUser,
+                                     std::string("--regid=") + kTestGroup, "--clear-groups"};
+    full.insert(full.end(), argv.begin(), argv.end());
+    pid_ = Spawn(full, log);
+  }
+  ~UserProcess() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  pid_t pid() const { return pid_; }
+  // Waits (bounded) until the process runs as the user and has exec'd `comm`.
+  bool Ready(const std::string& comm) const {
+    for (int i = 0; i < 500; ++i) {
+      std::ifstream in("/proc/" + std::to_string(pid_) + "/comm");
+      std::string name;
+      std::getline(in, name);
+      struct stat st {};
+      if (name == comm.substr(0, 15) && stat(("/proc/" + std::to_string(pid_)).c_str(), &st) == 0 &&
+          st.st_uid == UidOf(kTestUser))
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// A directory the test user owns, removed at the end.
+class UserDir {
+ public:
+  UserDir() {
+    char tmpl[] = "/tmp/pathprof-hostile-XXXXXX";
+    path_ = mkdtemp(tmpl);
+    chmod(path_.c_str(), 0755);
+    Sh("chown " + std::string(kTestUser) + " " + path_);
+  }
+  ~UserDir() { Sh("rm -rf " + path_); }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A root-only binary (mode 0700 in a directory root owns) whose one function has a name that
+// appears nowhere else: if it shows up in a reply, the daemon read it for a user who may not.
+class RootOnlyBinary {
+ public:
+  static constexpr const char* kMarker = "root_only_secret_marker";
+  RootOnlyBinary() {
+    char tmpl[] = "/tmp/pathprof-secret-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    chmod(dir_.c_str(), 0755);
+    path_ = dir_ + "/secret";
+    std::ofstream(dir_ + "/secret.c")
+        << "int " << kMarker << "(int x) { return x * 3 + 1; }\n"
+        << "int main(void) { volatile int s = 0; for (;;) s = " << kMarker << "(s); }\n";
+    built_ = Sh("cc -O0 -g -o " + path_ + " " + dir_ + "/secret.c && chmod 0700 " + path_).rc == 0;
+  }
+  ~RootOnlyBinary() { Sh("rm -rf " + dir_); }
+  bool built() const { return built_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+  bool built_ = false;
+};
+
+class HostileUser : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(daemon_.Ready()) << daemon_.Log(); }
+  // A user's hot loop run from `dir`/prog, which the user then deletes and replaces with a
+  // symlink named "prog (deleted)" (the name /proc/PID/maps gives it) to `link_to`.
+  std::unique_ptr<UserProcess> LoopBehindSymlink(const UserDir& dir, const std::string& link_to) {
+    Sh("cp " + kBin + "/example_hotloop " + dir / "prog" + " && chown " + kTestUser + " " +
+       dir / "prog");
+    auto p = std::make_unique<UserProcess>(std::vector<std::string>{dir / "prog", "0"});
+    EXPECT_TRUE(p->Ready("prog"));
+    Sh(as_ + "sh -c 'rm " + dir / "prog" + " && ln -s " + link_to + " \"" + dir / "prog" +
+       " (deleted)\"'");
+    EXPECT_TRUE(fs::is_symlink(dir / "prog (deleted)"));
+    return p;
+  }
+  // Starts a session as the user and waits (up to 60 s) until its paths and methods answer.
+  std::string StartAndWait(pid_t pid) {
+    auto started = daemon_.Ctl("start --pid " + std::to_string(pid), as_);
+    EXPECT_EQ(started.rc, 0) << started.out << daemon_.Log();
+    const std::string id = FirstLine(started.out);
+    for (int i = 0; i < 240; ++i) {
+      if (daemon_.Ctl("paths " + id + " --json", as_).rc == 0 &&
+          daemon_.Ctl("methods " + id + " --json", as_).rc == 0)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return id;
+  }
+  // Everything a user can read of a session: tables, trees, exports.
+  std::string AllReplies(const std::string& id) {
+    std::string all;
+    for (const char* q : {"paths", "methods", "tree", "subpaths", "calls"})
+      all += daemon_.Ctl(std::string(q) + " " + id + " --json", as_).out;
+    const std::string pprof = dir_ / "out.pb.gz";
+    daemon_.Ctl("export " + id + " -o " + pprof, as_);
+    all += Sh("go tool pprof -raw " + pprof).out;
+    daemon_.Ctl("export --format bolt " + id + " -o " + dir_ / "out.fdata", as_);
+    std::ifstream fdata(dir_ / "out.fdata");
+    all += std::string(std::istreambuf_iterator<char>(fdata), {});
+    return all;
+  }
+
+  std::string as_ = EnsureTestUser();
+  UserDir dir_;
+  Daemon daemon_{"", {"--socket-group", kTestGroup, "--admin-group", "pathprof-test-admins"}};
+};
+
+// Attack 1: the path of a mapped file made a symlink to a 1 TiB sparse file. The daemon used to
+// read the whole file and die of bad_alloc; it reads the mapped file instead.
+TEST_F(HostileUser, SymlinkToASparseTebibyteFileIsNeverRead) {
+  const std::string huge = dir_ / "huge";
+  Sh(as_ + "truncate -s 1T " + huge);
+  auto loop = LoopBehindSymlink(dir_, huge);
+  const std::string id = StartAndWait(loop->pid());
+  const std::string all = AllReplies(id);
+  EXPECT_NE(all.find("\"hot\""), std::string::npos) << all.substr(0, 3000);  // still named
+  // The process gone, only the path is left: it names another inode and is not read either.
+  loop.reset();
+  AllReplies(id);
+  ASSERT_TRUE(daemon_.Alive()) << daemon_.Log();
+  ExpectRootServedWithinASecond(daemon_);
+  EXPECT_LT(RssMiB(daemon_.pid()), 400) << "daemon RSS in MiB";
+}
+
+// Attack 2a: the same symlink to a root-only binary: its symbols must not reach the user.
+TEST_F(HostileUser, SymlinkToARootOnlyBinaryIsNotSymbolized) {
+  RootOnlyBinary secret;
+  ASSERT_TRUE(secret.built());
+  auto loop = LoopBehindSymlink(dir_, secret.path());
+  const std::string id = StartAndWait(loop->pid());
+  std::string all = AllReplies(id);
+  EXPECT_NE(all.find("\"hot\""), std::string::npos) << all.substr(0, 3000);
+  loop.reset();  // the path fallback too
+  all += AllReplies(id);
+  EXPECT_EQ(all.find(RootOnlyBinary::kMarker), std::string::npos) << "root-only symbols leaked";
+}
+
+// Attack 2b: a bind mount of the root-only binary over the target's file inside the user's own
+// `unshare -Urm` namespace, where the daemon used to read /proc/PID/root/PATH.
+TEST_F(HostileUser, BindMountInTheUsersNamespaceIsNotSymbolized) {
+  RootOnlyBinary secret;
+  ASSERT_TRUE(secret.built());
+  if (Sh(as_ + "unshare -Urm true").rc != 0)
+    GTEST_SKIP() << "unprivileged user namespaces are off on this host";
+  Sh("cp " + kBin + "/example_hotloop " + dir_ / "prog" + " && chown " + kTestUser + " " +
+     dir_ / "prog");
+  // The loop runs without capabilities (an empty bounding set: no privilege beyond the user's),
+  // and once it runs the user's namespace mounts the secret over its file.
+  const std::string script = "setpriv --bounding-set=-all --inh-caps=-all " + dir_ / "prog" +
+                             " 0 & sleep 0.5; mount --bind " + secret.path() + " " + dir_ / "prog" +
+                             "; wait";
+  UserProcess ns({"/usr/bin/unshare", "-Urm", "sh", "-c", script});
+  pid_t loop = 0;
+  for (int i = 0; i < 300 && loop == 0; ++i) {
+    loop = std::atoi(Sh("pgrep -P " + std::to_string(ns.pid()) + " -x prog").out.c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(loop, 0);
+  struct KillLoop {  // the loop is the namespace shell's child: ended by pid as well
+    pid_t pid;
+    ~KillLoop() { kill(pid, SIGKILL); }
+  } kill_loop{loop};
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the mount is made
+  ASSERT_NE(Sh("cat /proc/" + std::to_string(loop) + "/mountinfo").out.find(dir_ / "prog"),
+            std::string::npos);
+  const std::string id = StartAndWait(loop);
+  const std::string all = AllReplies(id);
+  EXPECT_NE(all.find("\"hot\""), std::string::npos) << all.substr(0, 3000);
+  EXPECT_EQ(all.find(RootOnlyBinary::kMarker), std::string::npos) << "root-only symbols leaked";
+}
+
+// Attack 3: 20,000 idle connections from one user. Root is still served within a second, the
+// daemon's descriptors and memory stay bounded, and idle connections are closed.
+TEST(HostileConnections, TwentyThousandIdleConnectionsDoNotLockRootOut) {
+  const std::string as = EnsureTestUser();
+  Daemon d("[limits]\nidle_connection_timeout_s = 3\n",
+           {"--socket-group", kTestGroup, "--admin-group", "pathprof-test-admins"});
+  ASSERT_TRUE(d.Ready()) << d.Log();
+  const long rss_before = RssMiB(d.pid());
+  // The user's clients: two processes (one would pass this host's fd limit of 20,000) each
+  // connect 10,000 times, every connect bounded, then hold every connection they got.
+  const std::string script =
+      "import socket, sys, time\n"
+      "held = []\n"
+      "for i in range(10000):\n"
+      "    s = socket.socket(socket.AF_UNIX)\n"
+      "    s.settimeout(0.2)\n"
+      "    try:\n"
+      "        s.connect(sys.argv[1]); held.append(s)\n"
+      "    except OSError:\n"
+      "        s.close()\n"
+      "print('connected', len(held), flush=True)\n"
+      "time.sleep(120)\n";
+  std::ofstream(d.dir() + "/flood.py") << script;
+  std::vector<pid_t> floods;
+  for (int i = 0; i < 2; ++i)
+    floods.push_back(Spawn({"/usr/bin/setpriv", std::string("--reuid=") + kTestUser,
+                            std::string("--regid=") + kTestGroup, "--clear-groups",
+                            "/usr/bin/python3", d.dir() + "/flood.py", d.socket()},
+                           d.dir() + "/flood" + std::to_string(i) + ".log"));
+  auto connected = [&] {
+    for (int i = 0; i < 2; ++i) {
+      std::ifstream in(d.dir() + "/flood" + std::to_string(i) + ".log");
+      std::string line;
+      if (!std::getline(in, line) || line.rfind("connected", 0) != 0) return false;
+    }
+    return true;
+  };
+  for (int i = 0; i < 1200 && !connected(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(connected()) << Sh("cat " + d.dir() + "/flood*.log").out;
+  ExpectRootServedWithinASecond(d);
+  const size_t fds = OpenFds(d.pid());
+  EXPECT_LT(fds, 300u) << "the daemon holds the user's connections";
+  EXPECT_LT(RssMiB(d.pid()) - rss_before, 100) << "RSS grew in MiB";
+  // The connections it did take are closed once idle (3 s here).
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  const size_t fds_idle = OpenFds(d.pid());
+  std::printf("20,000 connects: %s; daemon fds %zu with them held, %zu after the idle timeout\n",
+              Sh("cat " + d.dir() + "/flood*.log | tr '\\n' ' '").out.c_str(), fds, fds_idle);
+  EXPECT_LT(fds_idle, fds) << "idle connections stayed open";
+  ExpectRootServedWithinASecond(d);
+  for (pid_t f : floods) {
+    kill(f, SIGKILL);
+    waitpid(f, nullptr, 0);
+  }
+}
+
+// A full listen backlog: connecting is covered by --timeout (it used to block for minutes).
+TEST(HostileConnections, ConnectingToAFullBacklogEndsAtTheTimeout) {
+  char tmpl[] = "/tmp/pathprof-backlog-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string path = dir + "/full.sock";
+  const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 0), 0);  // never accepts
+  std::vector<int> fillers;
+  for (int i = 0; i < 8; ++i) {  // fill the backlog
+    const int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fillers.push_back(c);
+  }
+  const auto start = Clock::now();
+  auto r = Sh(kBin + "/pathctl ps --socket " + path + " --timeout 1s");
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5)) << r.out;
+  for (int c : fillers) close(c);
+  close(listener);
+  Sh("rm -rf " + dir);
+}
+
+// Attack 4: starts whose 150 ms deadline passes on a loaded daemon leave no session behind.
+TEST_F(HostileUser, StartsWhoseDeadlinePassedLeaveNoSession) {
+  UserProcess loop({kBin + "/example_hotloop", "0"});
+  ASSERT_TRUE(loop.Ready("example_hotloop"));
+  std::vector<std::thread> starts;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 6; ++i)
+    starts.emplace_back([&] {
+      if (daemon_.Ctl("start --pid " + std::to_string(loop.pid()) + " --timeout 150ms", as_).rc ==
+          0)
+        ++ok;
+    });
+  for (auto& t : starts) t.join();
+  // A start still under way in the daemon ends within its own bound; then count.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  auto sessions = daemon_.Ctl("sessions --json");
+  const std::regex name("\"name\":\"sessions/");
+  const auto held = std::distance(
+      std::sregex_iterator(sessions.out.begin(), sessions.out.end(), name), std::sregex_iterator());
+  EXPECT_EQ(held, ok.load()) << "every session must be one a client was told about: "
+                             << sessions.out;
+}
+
+// Attack 5: one user's sessions cannot fill the non-admins' memory and refuse the next user.
+TEST(HostileMemory, OneUserCannotTakeTheWholePool) {
+  const std::string as = EnsureTestUser();
+  const char* second = "pathproftest2";
+  Sh(std::string("flock /tmp/pathprof-test-user.lock sh -c 'id ") + second +
+     " >/dev/null 2>&1 || useradd -M -N -g " + kTestGroup + " -s /usr/sbin/nologin " + second +
+     "'");
+  const std::string as2 =
+      std::string("setpriv --reuid=") + second + " --regid=" + kTestGroup + " --clear-groups ";
+  Daemon d("", {"--socket-group", kTestGroup, "--admin-group", "pathprof-test-admins"});
+  ASSERT_TRUE(d.Ready()) << d.Log();
+  pid_t first_sleep =
+      Spawn({"/usr/bin/setpriv", std::string("--reuid=") + kTestUser,
+             std::string("--regid=") + kTestGroup, "--clear-groups", "/bin/sleep", "120"});
+  pid_t second_sleep =
+      Spawn({"/usr/bin/setpriv", std::string("--reuid=") + second,
+             std::string("--regid=") + kTestGroup, "--clear-groups", "/bin/sleep", "120"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int started = 0;
+  std::string refusal;
+  for (int i = 0; i < 7; ++i) {
+    auto r = d.Ctl("start --pid " + std::to_string(first_sleep), as);
+    if (r.rc == 0)
+      ++started;
+    else
+      refusal = r.out;
+  }
+  EXPECT_GE(started, 1);
+  EXPECT_NE(refusal.find("limits.client_memory_share"), std::string::npos) << refusal;
+  auto other = d.Ctl("start --pid " + std::to_string(second_sleep), as2);
+  EXPECT_EQ(other.rc, 0) << "the second user was refused: " << other.out;
+  for (pid_t p : {first_sleep, second_sleep}) {
+    kill(p, SIGKILL);
+    waitpid(p, nullptr, 0);
+  }
+}
+
+// Attack 6: a target that execs itself in a loop for 60 s: the daemon's memory stays flat.
+TEST(HostileExec, ExecLoopForAMinuteKeepsTheDaemonFlat) {
+  // AddressSanitizer holds freed memory back (256 MiB by default) before reusing it, which
+  // reads as growth here: a small quarantine leaves only what the daemon really keeps.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string saved = asan != nullptr ? asan : "";
+  setenv("ASAN_OPTIONS",
+         (saved + ":quarantine_size_mb=8:thread_local_quarantine_size_kb=64").c_str(), 1);
+  Daemon d;
+  setenv("ASAN_OPTIONS", saved.c_str(), 1);
+  ASSERT_TRUE(d.Ready()) << d.Log();
+  char tmpl[] = "/tmp/pathprof-execloop-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  std::ofstream(dir + "/loop.sh") << "#!/bin/sh\nexec " << dir << "/loop.sh\n";
+  chmod((dir + "/loop.sh").c_str(), 0755);
+  pid_t loop = Spawn({dir + "/loop.sh"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto started = d.Ctl("start --pid " + std::to_string(loop));
+  ASSERT_EQ(started.rc, 0) << started.out << d.Log();
+  auto cpu_s = [&] {
+    std::ifstream in("/proc/" + std::to_string(d.pid()) + "/stat");
+    std::string all((std::istreambuf_iterator<char>(in)), {});
+    std::istringstream f(all.substr(all.rfind(')') + 2));
+    std::string skip;
+    for (int i = 0; i < 11; ++i) f >> skip;
+    double ut = 0, st = 0;
+    f >> ut >> st;
+    return (ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  };
+  std::this_thread::sleep_for(std::chrono::seconds(15));
+  const long rss_15 = RssMiB(d.pid());
+  const double cpu_15 = cpu_s();
+  std::this_thread::sleep_for(std::chrono::seconds(45));
+  const long rss_60 = RssMiB(d.pid());
+  const double cpu_60 = cpu_s();
+  auto stats = d.Ctl("stats " + FirstLine(started.out) + " --json");
+  std::printf(
+      "exec loop: daemon RSS %ld MiB at 15 s, %ld MiB at 60 s; CPU %.1f%% of a core "
+      "from 15 to 60 s\n",
+      rss_15, rss_60, 100 * (cpu_60 - cpu_15) / 45);
+  EXPECT_LE(rss_60 - rss_15, 16) << "RSS grew in MiB under the exec loop; " << stats.out;
+  ASSERT_TRUE(d.Alive());
+  ExpectRootServedWithinASecond(d);
+  kill(loop, SIGKILL);
+  waitpid(loop, nullptr, 0);
+  Sh("rm -rf " + dir);
+}
+
+// Attack 7: /metrics answers anyone on its port: no session ids or pids unless configured.
+TEST(HostileMetrics, MetricsNameNoSessionOrPidUnlessAnAdminAsks) {
+  for (bool per_session : {false, true}) {
+    Daemon d(std::string("[metrics]\naddress = \"127.0.0.1:0\"\nper_session = ") +
+             (per_session ? "true" : "false") + "\n");
+    ASSERT_TRUE(d.Ready()) << d.Log();
+    HotLoop loop;
+    ASSERT_EQ(d.Ctl("start --pid " + std::to_string(loop.pid()) + " --source none").rc, 0);
+    std::smatch port;
+    const std::string log = d.Log();
+    ASSERT_TRUE(std::regex_search(log, port, std::regex("\\(port ([0-9]+)\\)"))) << log;
+    const std::string metrics = Sh("curl -s http://127.0.0.1:" + port[1].str() + "/metrics").out;
+    ASSERT_NE(metrics.find("pathprofd_target_windows_total"), std::string::npos) << metrics;
+    EXPECT_EQ(metrics.find("session=\"") != std::string::npos, per_session) << metrics;
+    EXPECT_EQ(metrics.find("pid=\"" + std::to_string(loop.pid())) != std::string::npos, per_session)
+        << metrics;
+  }
+}
+
+}  // namespace
+}  // namespace pathprof::daemon::testing
