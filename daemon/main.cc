@@ -101,13 +101,13 @@ sigset_t BlockDaemonSignals() {
 }
 
 // Continuous mode's profiler, started; nullptr where the config leaves it off.
-Result<std::unique_ptr<ContinuousProfiler>> StartContinuous(const DaemonConfig& config,
-                                                            pipeline::SessionManager& sessions,
-                                                            ProfilerService& service) {
+Result<std::unique_ptr<ContinuousProfiler>> StartContinuous(
+    const DaemonConfig& config, pipeline::SessionManager& sessions, ProfilerService& service,
+    const decoders::ImageStoreOptions& images) {
   if (!config.continuous.enabled) return std::unique_ptr<ContinuousProfiler>();
   ContinuousConfig cc = config.continuous;
   cc.step_mode = config.step_mode;
-  auto created = ContinuousProfiler::Create(cc, sessions.capabilities());
+  auto created = ContinuousProfiler::Create(cc, sessions.capabilities(), images);
   if (!created.ok()) return WithContext(created.status(), "continuous mode");
   std::unique_ptr<ContinuousProfiler> continuous = std::move(created.value());
   service.SetContinuous(continuous.get());
@@ -259,7 +259,7 @@ int Main(int argc, char** argv) {
     Log(kLogError, "%s", s.message().c_str());
     return 1;
   };
-  auto continuous = StartContinuous(config, sessions, service);
+  auto continuous = StartContinuous(config, sessions, service, mopts.images);
   if (!continuous.ok()) return fail(continuous.status());
   UnixListener unix_listener;
   if (Status s = unix_listener.Bind(config.socket_path, config.socket_group); !s.ok())

@@ -11,10 +11,14 @@
 # during a burst (bursts back to back) and between bursts (0.5 bursts/s); and targets that exit,
 # exec, or create 1,000 threads a second while traced.
 # Only processes this script started are signalled, by pid. Needs root.
-# usage: scripts/fault-matrix.sh BUILD_DIR [RUNS]   (default 20 runs per fault)
+# usage: scripts/fault-matrix.sh BUILD_DIR [RUNS] [STEP_MODE] [FAULTS]
+#   RUNS: per fault (default 20); STEP_MODE: auto (default), breakpoints, int3 or step, for every
+#   collector; FAULTS: all (default) or tracer (only the kill -9 of the tracer, both phases).
 set -uo pipefail
 build="$(cd "${1:?usage: scripts/fault-matrix.sh BUILD_DIR [RUNS]}" && pwd)"
 runs="${2:-20}"
+step_mode="${3:-auto}"
+faults="${4:-all}"
 bin="$build/bin"
 work="$(mktemp -d /tmp/pathprof-faults-XXXXXX)"
 daemon_pid=""
@@ -101,10 +105,11 @@ kill_run() {
     rm -f "$work/pathprofd.sock"
     start_daemon || { failed_start=$((failed_start + 1)); reap "$target" kill; return; }
     host=$daemon_pid
-    "$bin/pathctl" start --pid "$target" --source ptrace --burst-rate "$rate" \
+    "$bin/pathctl" start --pid "$target" --source ptrace --step-mode "$step_mode" --burst-rate "$rate" \
       --max-stopped "$cap" --socket "$work/pathprofd.sock" >/dev/null 2>&1
   else
-    "$bin/pathctl" bursts --pid "$target" --burst-rate "$rate" --max-stopped "$cap" --top 0 \
+    "$bin/pathctl" bursts --pid "$target" --step-mode "$step_mode" --burst-rate "$rate" \
+      --max-stopped "$cap" --top 0 \
       >/dev/null 2>&1 &
     host=$!
   fi
@@ -167,6 +172,7 @@ cpu="$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
 hv="$(dmesg 2>/dev/null | sed -n 's/.*Hypervisor detected: //p' | head -1)"
 mode="$("$bin/pathctl" caps --json 2>/dev/null |
   sed -n 's/.*"auto_step_mode":"STEP_MODE_\([A-Z0-9_]*\)".*/\1/p' | tr 'A-Z_' 'a-z-')"
+[[ "$step_mode" != auto ]] && mode="$step_mode"
 echo "fault matrix: $runs runs each; $cpu, hypervisor ${hv:-none/unknown}, kernel $(uname -r), step mode $mode"
 echo
 echo "| fault | runs | threads left traced | threads left stopped | targets killed by a signal | targets not reaped | other |"
@@ -176,12 +182,15 @@ row() {
   echo "| $label | $runs | $traced | $stopped | $died | $unreaped | $other |"
   traced=0 stopped=0 died=0 unreaped=0 failed_start=0
 }
-for who in pathprofd pathctl tracer; do
+whos="pathprofd pathctl tracer"
+[[ "$faults" == tracer ]] && whos=tracer
+for who in $whos; do
   for phase in during between; do
     for _ in $(seq 1 "$runs"); do kill_run "$who" "$phase"; done
     row "kill -9 of $who, $phase bursts" "$([[ $failed_start -gt 0 ]] && echo "$failed_start did not start")"
   done
 done
+[[ "$faults" == tracer ]] && exit 0
 for _ in $(seq 1 "$runs"); do exit_run; done
 row "target exits while traced"
 for _ in $(seq 1 "$runs"); do exec_run; done

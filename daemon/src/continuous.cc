@@ -92,11 +92,12 @@ std::vector<Series> ResolveSeries(const ContinuousConfig& config,
 }
 
 Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
-    const ContinuousConfig& config, const collectors::HostCapabilities& caps) {
+    const ContinuousConfig& config, const collectors::HostCapabilities& caps,
+    const decoders::ImageStoreOptions& images) {
   std::unique_ptr<ContinuousProfiler> p(new ContinuousProfiler());
   p->config_ = config;
   p->caps_ = caps;
-  p->symbols_ = std::make_shared<pipeline::SymbolService>();
+  p->symbols_ = std::make_shared<pipeline::SymbolService>(images);
   p->host_ = config.host;
   if (p->host_.empty()) {
     char name[256] = {};

@@ -109,7 +109,8 @@ TEST(DaemonOps, SighupReloadsLimitsAndKeepsOldConfigOnError) {
 
 TEST(DaemonOps, PrometheusScrapesMetrics) {
   if (Sh("command -v prometheus").rc != 0) GTEST_SKIP() << "prometheus not installed";
-  Daemon d("", {"--metrics", "127.0.0.1:0"});
+  // Per-process series (labelled with the pid read back below) are an admin's opt-in.
+  Daemon d("[metrics]\nper_session = true\n", {"--metrics", "127.0.0.1:0"});
   ASSERT_TRUE(d.Ready()) << d.Log();
   std::smatch m;
   std::string log = d.Log();

@@ -40,9 +40,11 @@ std::vector<Series> ResolveSeries(const ContinuousConfig& config,
 
 class ContinuousProfiler {
  public:
-  // Opens the archive and the push sinks; starts nothing yet.
+  // Opens the archive and the push sinks; starts nothing yet. `images` says how images are read
+  // and where they are held (the daemon passes its sessions' cache, so both share one bound).
   static Result<std::unique_ptr<ContinuousProfiler>> Create(
-      const ContinuousConfig& config, const collectors::HostCapabilities& caps);
+      const ContinuousConfig& config, const collectors::HostCapabilities& caps,
+      const decoders::ImageStoreOptions& images = {});
   ~ContinuousProfiler();  // Stop()
 
   void Start();
