@@ -445,12 +445,11 @@ const MechanismResult& StepProbeResult::Of(StepMode mode) const {
 
 StepMode StepProbeResult::BestMode() const {
   // Never int3, even where its stop is cheaper (9.6 us against a DR stop's 21.8 us on an AMD
-  // EPYC guest): an int3 byte is in text every thread runs, and if the tracer is SIGKILLed
-  // mid-window the kernel detaches without taking it out, so any thread that reaches it dies
-  // of SIGTRAP (or of SIGILL, resumed one byte into the instruction it replaced). Debug
-  // registers and the trap flag are per thread and die with the window's thread alone; measured
-  // with kill -9 of the tracer mid-window, 16 rounds each: int3 8 targets killed, DR 4, step 6
-  // (docs/operations.md). int3 stays available by name.
+  // EPYC guest): if the tracer is SIGKILLed mid-window the kernel detaches without undoing what
+  // the window armed, and an int3 byte stands in text that every thread (and any child forked
+  // meanwhile) runs through, while the trap flag and debug registers belong to the window's one
+  // thread. None of the three survives that kill (docs/operations.md, "The tracer process");
+  // int3 stays available by name.
   if (dr_breakpoints.works) return StepMode::kBreakpoints;
   return StepMode::kSingleStep;
 }
