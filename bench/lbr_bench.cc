@@ -43,7 +43,12 @@ Loaded Load(const std::string& file) {
       sample.ip = s->ip;
       l.samples.push_back(sample);
     } else if (auto* m = std::get_if<PerfMmap>(&rec.body)) {
-      l.maps.push_back({m->pid, Mapping{m->start, m->len, m->pgoff, true, m->filename, ""}});
+      Mapping mapping;
+      mapping.start = m->start;
+      mapping.len = m->len;
+      mapping.pgoff = m->pgoff;
+      mapping.path = m->filename;
+      l.maps.push_back({m->pid, std::move(mapping)});
     }
   }
   for (size_t i = 0; i < l.samples.size(); ++i) l.samples[i].entries = l.stacks[i];

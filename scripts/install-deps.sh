@@ -12,7 +12,7 @@ packages=(
   libncurses-dev libsystemd-dev libdebuginfod-dev debuginfod tmux
   linux-perf bpftrace golang-go golang-github-google-pprof-dev bolt-15 autofdo
   libcpp-httplib-dev libssl-dev libtomlplusplus-dev prometheus
-  python3 curl util-linux
+  python3 curl util-linux mold
 )
 
 missing=()
