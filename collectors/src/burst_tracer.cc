@@ -808,8 +808,8 @@ class BurstTracer {
     if (mode_ == StepMode::kSingleStep) return;
     if (legs_worked_ > 0 && timeouts_ < kTimeoutsBeforeFallback) return;
     const StepMode from = mode_;
-    // To single steps, never to int3 unless int3 was asked for: see StepProbeResult::BestMode.
-    const StepMode to = StepMode::kSingleStep;
+    StepMode to = StepMode::kSingleStep;
+    if (from == StepMode::kBreakpoints && probe_.int3_breakpoints.works) to = StepMode::kInt3;
     SetMode(to);
     ++stats_.step_mode_fallbacks;
     Note("ptrace bursts: " + std::string(StepModeName(from)) +
