@@ -202,7 +202,8 @@ TEST_P(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
   const std::string exe = testing::Bin("example_hotloop_static");
   const Shares& exact = ExactShares(exe);
   ASSERT_FALSE(exact.empty());
-  BurstRun bursts = BurstShares(exe, 10, mode);
+  // The bar is for a run of at least 5 s; auto runs 20 s (see the bar below), the others 10 s.
+  BurstRun bursts = BurstShares(exe, mode ? 10 : 20, mode);
   ASSERT_GT(bursts.stats.windows, 0u);
   std::printf("step mode %s\n",
               std::string(StepModeName(static_cast<StepMode>(bursts.stats.step_mode))).c_str());
@@ -247,8 +248,11 @@ TEST_P(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
   })) << "the exact trace's hottest path is not in the bursts' top 3";
   // The bar: 85% for a run of at least 5 s. Window starts are time-uniform, so windows
   // are weighted by time from the cycle model; weighted by instructions instead, warm()'s slow
-  // dependency chain draws about twice its share (docs/profiles.md). 10 s at the default rate
-  // give ~60 windows here, enough that sampling noise stays well inside the bar.
+  // dependency chain draws about twice its share (docs/profiles.md). In this sanitizer build a
+  // stop costs several times a release build's, so the 4% cap leaves 70-90 windows per 10 s,
+  // and over 10 s the overlap spread 82.5-98.8% (AMD EPYC KVM guest, 2026-11-26: nine runs of
+  // this code and of the code before it alike): sampling noise, not the estimator. 20 s
+  // (~170 windows) keep the noise inside the bar.
   EXPECT_GE(overlap, 0.85);
   EXPECT_TRUE(s.detached);
 }
