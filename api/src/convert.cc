@@ -174,24 +174,24 @@ void ToProto(const collectors::SourceCapability& in, v1::SourceCapability* out) 
   out->set_detail(in.detail);
 }
 
-void ToProto(const collectors::MechanismResult& in, v1::SourceCapability* out) {
+void ToProto(const stepping::MechanismResult& in, v1::SourceCapability* out) {
   out->set_available(in.works);
   out->set_detail(in.detail);
 }
 
-v1::StepMode ToProto(collectors::StepMode m) {
+v1::StepMode ToProto(stepping::StepMode m) {
   switch (m) {
-    case collectors::StepMode::kBreakpoints:
+    case stepping::StepMode::kBreakpoints:
       return v1::STEP_MODE_BREAKPOINTS;
-    case collectors::StepMode::kInt3:
+    case stepping::StepMode::kInt3:
       return v1::STEP_MODE_INT3;
-    case collectors::StepMode::kSingleStep:
+    case stepping::StepMode::kSingleStep:
       break;
   }
   return v1::STEP_MODE_SINGLE_STEP;
 }
 
-void ToProto(const collectors::StepProbeResult& p, v1::StepMechanisms* out) {
+void ToProto(const stepping::StepProbeResult& p, v1::StepMechanisms* out) {
   ToProto(p.single_step, out->mutable_single_step());
   ToProto(p.dr_breakpoints, out->mutable_dr_breakpoints());
   ToProto(p.int3_breakpoints, out->mutable_int3_breakpoints());

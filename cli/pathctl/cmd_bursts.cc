@@ -12,8 +12,8 @@
 #include "pathctl/client.h"
 #include "pathctl/command.h"
 #include "pathprof/api/convert.h"
-#include "pathprof/collectors/ptrace_bursts.h"
-#include "pathprof/collectors/step_classifier.h"
+#include "pathprof/stepping/ptrace_bursts.h"
+#include "pathprof/stepping/instruction_reader.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
@@ -54,7 +54,7 @@ void OnSignal(int) {
   g_interrupted = true;
 }
 
-namespace col = pathprof::collectors;
+namespace col = pathprof::stepping;
 
 struct BurstsRequest {
   col::PtraceBurstOptions options;
@@ -206,7 +206,7 @@ void WindowSinks::AddWindow(const pathprof::BranchBatch& b) {
 }
 
 // Bursts start where a timer interrupt lands: weight windows by their time, from the cycles
-// of their blocks (llvm-mca), or by their instructions where that is unavailable.
+// of their blocks (decoders/cycle_model.h), or by their instructions where that is unavailable.
 bool CreateEstimator(WindowSinks* sinks) {
   auto cycle_model = pathprof::decoders::CycleModel::Create();
   if (cycle_model.ok())
@@ -254,8 +254,9 @@ bool CloseRecording(const BurstsRequest& req, WindowSinks* sinks) {
 
 void PrintCycleModelStats(const pathprof::decoders::CycleModelStats& c) {
   std::fprintf(stderr,
-               "pathctl bursts: windows weighted by time: %llu blocks timed by llvm-mca, %llu "
-               "unreadable, %llu rejected, %llu imputed at their window's cycles/instruction\n",
+               "pathctl bursts: windows weighted by time: %llu blocks timed by the cycle model, "
+               "%llu unreadable, %llu without a fixed cost, %llu imputed at their window's "
+               "cycles/instruction\n",
                (unsigned long long)c.blocks_estimated, (unsigned long long)c.unreadable_blocks,
                (unsigned long long)c.rejected_blocks, (unsigned long long)c.imputed_blocks);
 }

@@ -2,7 +2,7 @@
 
 #include "pathctl/client.h"
 #include "pathctl/command.h"
-#include "pathprof/collectors/exact_tracer.h"
+#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/v1/tools.pb.h"
 
 namespace pathctl {
@@ -37,11 +37,11 @@ int RunTrace(Args& args) {
   if (!extra.empty()) problems.push_back("unexpected argument '" + extra[0] + "'");
   if (!problems.empty()) return UsageError("trace", problems);
 
-  pathprof::collectors::ExactTraceOptions options;
+  pathprof::stepping::ExactTraceOptions options;
   options.argv = args.rest();
   options.batch_events = static_cast<size_t>(batch);
   options.max_steps = static_cast<uint64_t>(max_steps);
-  auto stats = pathprof::collectors::TraceExactToFile(options, out);
+  auto stats = pathprof::stepping::TraceExactToFile(options, out);
   if (!stats.ok()) {
     std::fprintf(stderr, "pathctl trace: %s\n", stats.status().ToString().c_str());
     return kExitError;

@@ -144,8 +144,8 @@ void ProbePtrace(HostCapabilities* h) {
     return;
   }
   // Seizing works; whether a thread can then be stepped is the hypervisor's business.
-  h->step_probe = CachedStepProbe();
-  const StepProbeResult& p = h->step_probe;
+  h->step_probe = stepping::CachedStepProbe();
+  const stepping::StepProbeResult& p = h->step_probe;
   if (!p.ran || !p.AnyWorks()) {
     h->ptrace.detail = "PTRACE_SEIZE works, but no way to step a thread does: " +
                        (p.ran ? p.single_step.detail : p.error);
@@ -153,7 +153,7 @@ void ProbePtrace(HostCapabilities* h) {
   }
   h->ptrace.available = true;
   h->ptrace.detail =
-      "PTRACE_SEIZE works; bursts step with " + std::string(StepModeName(p.BestMode()));
+      "PTRACE_SEIZE works; bursts step with " + std::string(stepping::StepModeName(p.BestMode()));
   if (!p.dr_breakpoints.works) h->ptrace.detail += " (debug-register breakpoints never fire here)";
   if (!p.lost_trap_after.empty()) {
     std::string names;

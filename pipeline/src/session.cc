@@ -18,7 +18,7 @@
 #include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/collectors/lbr_source.h"
 #include "pathprof/collectors/pt_source.h"
-#include "pathprof/collectors/ptrace_bursts.h"
+#include "pathprof/stepping/ptrace_bursts.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/pipeline/ingestor.h"
@@ -76,14 +76,14 @@ bool ProcessAlive(uint32_t pid) {
   return state != 'Z' && state != 'X';
 }
 
-std::optional<collectors::StepMode> ToStepMode(StepChoice c) {
+std::optional<stepping::StepMode> ToStepMode(StepChoice c) {
   switch (c) {
     case StepChoice::kStep:
-      return collectors::StepMode::kSingleStep;
+      return stepping::StepMode::kSingleStep;
     case StepChoice::kBreakpoints:
-      return collectors::StepMode::kBreakpoints;
+      return stepping::StepMode::kBreakpoints;
     case StepChoice::kInt3:
-      return collectors::StepMode::kInt3;
+      return stepping::StepMode::kInt3;
     case StepChoice::kAuto:
       break;
   }
@@ -165,8 +165,8 @@ struct Session::Impl {
 
   std::unique_ptr<Ingestor> ingestor;
   std::unique_ptr<collectors::EbpfStackSampler> sampler;
-  std::map<uint32_t, std::unique_ptr<collectors::PtraceBurstCollector>> bursts;
-  std::map<uint32_t, collectors::PtraceBurstStats> burst_seen;  // for drop deltas
+  std::map<uint32_t, std::unique_ptr<stepping::PtraceBurstCollector>> bursts;
+  std::map<uint32_t, stepping::PtraceBurstStats> burst_seen;  // for drop deltas
   collectors::EbpfSamplerStats sampler_seen;
   // The live perf sources (one kind per session), polled by `live`.
   std::map<uint32_t, std::unique_ptr<collectors::LbrSource>> lbr;
@@ -249,7 +249,7 @@ struct Session::Impl {
   }
 
   // Collector counters -> the targets' drop reasons, as deltas since the last call.
-  void AccountCollectors(const std::map<uint32_t, collectors::PtraceBurstStats>* final = nullptr) {
+  void AccountCollectors(const std::map<uint32_t, stepping::PtraceBurstStats>* final = nullptr) {
     if (sampler) {
       const collectors::EbpfSamplerStats st = sampler->stats();
       // The ring buffer is shared by the session's targets; its losses go to the first target.
@@ -274,9 +274,9 @@ struct Session::Impl {
       sampler_seen = st;
     }
     for (auto& [pid, collector] : bursts) {
-      const collectors::PtraceBurstStats st =
+      const stepping::PtraceBurstStats st =
           final != nullptr && final->contains(pid) ? final->at(pid) : collector->stats();
-      collectors::PtraceBurstStats& seen = burst_seen[pid];
+      stepping::PtraceBurstStats& seen = burst_seen[pid];
       ProfileStore* store = Lookup(pid);
       if (store == nullptr) continue;
       auto delta = [&](const char* reason, uint64_t now, uint64_t before) {
@@ -360,7 +360,7 @@ struct Session::Impl {
   // Stops the collectors, applies what is queued, records the end. Called once, from the control
   // thread or from Stop().
   void TearDown(SessionState final_state) {
-    std::map<uint32_t, collectors::PtraceBurstStats> final;
+    std::map<uint32_t, stepping::PtraceBurstStats> final;
     for (auto& [pid, collector] : bursts) collector->RequestStop();  // they detach in parallel
     for (auto& [pid, collector] : bursts) final[pid] = collector->Stop();
     live_stop.store(true);
@@ -542,7 +542,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
 
   if (source == collectors::BranchSource::kPtraceBursts) {
     for (uint32_t pid : config.pids) {
-      collectors::PtraceBurstOptions po;
+      stepping::PtraceBurstOptions po;
       po.pid = static_cast<pid_t>(pid);
       po.window_taken = config.sampling.window_branches;
       po.bursts_per_second = config.sampling.bursts_per_second;
@@ -551,9 +551,9 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       if (auto it = s->confinement.find(pid); it != s->confinement.end()) {
         // The tracer runs as the requester, without capabilities: the kernel then refuses a
         // setuid elevation under it, and applies Yama's ptrace scope, as for the user's own tools.
-        po.run_as = collectors::TracerCredentials{it->second.uid, it->second.gids.front()};
+        po.run_as = stepping::TracerCredentials{it->second.uid, it->second.gids.front()};
       }
-      collectors::PtraceBurstSink sink;
+      stepping::PtraceBurstSink sink;
       sink.on_window = [s](const BranchBatch& b) {
         if (s->revoked.load()) {
           s->windows_after_revocation.fetch_add(1);
@@ -565,7 +565,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
         s->CheckConfinement(pid);
         if (ProfileStore* store = s->Lookup(pid)) store->NoteExec();
       };
-      auto collector = collectors::PtraceBurstCollector::Start(po, std::move(sink));
+      auto collector = stepping::PtraceBurstCollector::Start(po, std::move(sink));
       if (!collector.ok()) {
         if (config.source == SourceChoice::kPtrace) {
           s->bursts.clear();
@@ -582,7 +582,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       source = collectors::BranchSource::kNone;
     } else {
       reason += "; windows stepped with " +
-                std::string(collectors::StepModeName(s->bursts.begin()->second->step_mode()));
+                std::string(stepping::StepModeName(s->bursts.begin()->second->step_mode()));
     }
   }
   s->info.source = source;

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <map>
 
-#include "pathprof/collectors/exact_tracer.h"
+#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/decoders/lbr_replay.h"
 #include "pathprof/decoders/perf_data_writer.h"
 #include "pathprof/decoders/x86_branch.h"
@@ -28,10 +28,10 @@ std::string Bin(const std::string& name) {
 
 bool PtraceWorks() {
   static const bool works = [] {
-    collectors::ExactTraceOptions o;
+    stepping::ExactTraceOptions o;
     o.argv = {Bin("example_loop_static")};
     o.max_steps = 1;
-    auto r = collectors::TraceExact(o, collectors::ExactTraceSink{});
+    auto r = stepping::TraceExact(o, stepping::ExactTraceSink{});
     return r.ok() || r.status().code() != ErrorCode::kPermission;
   }();
   return works;
@@ -39,9 +39,9 @@ bool PtraceWorks() {
 
 PbsContents Trace(std::vector<std::string> argv) {
   PbsContents pbs;
-  collectors::ExactTraceOptions options;
+  stepping::ExactTraceOptions options;
   options.argv = std::move(argv);
-  collectors::ExactTraceSink sink;
+  stepping::ExactTraceSink sink;
   sink.on_batch = [&](const BranchBatch& b) {
     pbs.batches.push_back(b);
     return Status::Ok();
@@ -50,7 +50,7 @@ PbsContents Trace(std::vector<std::string> argv) {
     pbs.images.push_back(r);
     return Status::Ok();
   };
-  auto stats = collectors::TraceExact(options, sink);
+  auto stats = stepping::TraceExact(options, sink);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   if (stats.ok()) {
     EXPECT_EQ(stats->unexpected_transfers, 0u);

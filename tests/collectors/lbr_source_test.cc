@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "live_source_test_util.h"
-#include "pathprof/collectors/exact_tracer.h"
+#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/decoders/lbr_replay.h"
 #include "pathprof/decoders/perf_data_reader.h"
 #include "pathprof/decoders/perf_data_writer.h"
@@ -27,9 +27,9 @@ std::string Bin(const std::string& name) {
 
 Result<PbsContents> TraceLoop() {
   PbsContents pbs;
-  ExactTraceOptions options;
+  stepping::ExactTraceOptions options;
   options.argv = {Bin("example_loop")};
-  ExactTraceSink sink;
+  stepping::ExactTraceSink sink;
   sink.on_batch = [&](const BranchBatch& b) {
     pbs.batches.push_back(b);
     return Status::Ok();
@@ -38,7 +38,7 @@ Result<PbsContents> TraceLoop() {
     pbs.images.push_back(r);
     return Status::Ok();
   };
-  auto stats = TraceExact(options, sink);
+  auto stats = stepping::TraceExact(options, sink);
   if (!stats.ok()) return stats.status();
   return pbs;
 }

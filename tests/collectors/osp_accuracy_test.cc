@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "pathprof/collectors/exact_tracer.h"
+#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/profiles/osp_exact.h"
 #include "pathprof/profiles/osp_report.h"
@@ -188,13 +188,13 @@ std::vector<BlockId> ExampleBlocks(const std::string& example, const std::string
       std::string(PATHPROF_BIN_DIR) + "/" + example + "-" + arg + ".osp-test.pbs";
   // Traced again when the example or this test (which holds the exact tracer) is newer.
   if (ModifiedAt(pbs) <= std::max(ModifiedAt(exe), ModifiedAt("/proc/self/exe"))) {
-    collectors::ExactTraceOptions o;
+    stepping::ExactTraceOptions o;
     o.argv = {exe};
     if (!arg.empty()) o.argv.push_back(arg);
     // Written aside and renamed when complete: a run killed mid-trace must not leave a
     // truncated cache that every later run would read (it did once: "more.ok()" failed).
     const std::string partial = pbs + ".partial";
-    auto st = collectors::TraceExactToFile(o, partial);
+    auto st = stepping::TraceExactToFile(o, partial);
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.status().ToString());
     if (!st.ok()) return {};
     EXPECT_EQ(st->exit_code, 0);

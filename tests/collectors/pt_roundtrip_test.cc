@@ -9,7 +9,7 @@
 #include <climits>
 #include <map>
 
-#include "pathprof/collectors/exact_tracer.h"
+#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/decoders/pt_decoder.h"
 #include "pathprof/decoders/pt_synth.h"
 #include "pathprof/decoders/x86_branch.h"
@@ -31,10 +31,10 @@ std::string Bin(const std::string& name) {
 // Hosts that forbid ptrace (yama scope 3, seccomp) cannot run these tests: skip, saying why.
 bool PtraceWorks() {
   static const bool works = [] {
-    collectors::ExactTraceOptions o;
+    stepping::ExactTraceOptions o;
     o.argv = {Bin("example_loop_static")};
     o.max_steps = 1;
-    auto r = collectors::TraceExact(o, collectors::ExactTraceSink{});
+    auto r = stepping::TraceExact(o, stepping::ExactTraceSink{});
     return r.ok() || r.status().code() != ErrorCode::kPermission;
   }();
   return works;
@@ -67,9 +67,9 @@ bool IsFarBranchAt(const std::vector<ImageRecord>& images, uint64_t ip) {
 Fixture* Make(std::vector<std::string> argv) {
   {
     auto* f = new Fixture;
-    collectors::ExactTraceOptions options;
+    stepping::ExactTraceOptions options;
     options.argv = std::move(argv);
-    collectors::ExactTraceSink sink;
+    stepping::ExactTraceSink sink;
     sink.on_batch = [&](const BranchBatch& b) {
       f->exact.batches.push_back(b);
       return Status::Ok();
@@ -78,7 +78,7 @@ Fixture* Make(std::vector<std::string> argv) {
       f->exact.images.push_back(r);
       return Status::Ok();
     };
-    auto stats = collectors::TraceExact(options, sink);
+    auto stats = stepping::TraceExact(options, sink);
     EXPECT_TRUE(stats.ok()) << stats.status().ToString();
     if (stats.ok()) {
       EXPECT_EQ(stats->unexpected_transfers, 0u);

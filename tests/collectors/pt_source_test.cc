@@ -13,7 +13,7 @@
 #include <climits>
 
 #include "live_source_test_util.h"
-#include "pathprof/collectors/exact_tracer.h"
+#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/decoders/perf_data_format.h"
 #include "pathprof/decoders/pt_decoder.h"
 #include "pathprof/decoders/pt_synth.h"
@@ -36,9 +36,9 @@ struct Fixture {
 const Fixture& Get() {
   static const Fixture* f = [] {
     auto* f = new Fixture;
-    ExactTraceOptions options;
+    stepping::ExactTraceOptions options;
     options.argv = {Bin("example_loop"), "100"};
-    ExactTraceSink sink;
+    stepping::ExactTraceSink sink;
     sink.on_batch = [&](const BranchBatch& b) {
       f->exact.batches.push_back(b);
       return Status::Ok();
@@ -47,7 +47,7 @@ const Fixture& Get() {
       f->exact.images.push_back(r);
       return Status::Ok();
     };
-    auto stats = TraceExact(options, sink);
+    auto stats = stepping::TraceExact(options, sink);
     if (!stats.ok()) {
       f->status = stats.status();
       return f;

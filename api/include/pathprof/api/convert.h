@@ -4,7 +4,7 @@
 #pragma once
 
 #include "pathprof/collectors/capabilities.h"
-#include "pathprof/collectors/step_probe.h"
+#include "pathprof/stepping/step_probe.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/offline_analysis.h"
 #include "pathprof/pipeline/offline_sim.h"
@@ -42,13 +42,13 @@ void ToProto(const pipeline::ResidualPathsResult& in, const std::string& session
 void ToProto(const pipeline::DecodeSummary& in, v1::DecodeSummary* out);
 
 void ToProto(const collectors::SourceCapability& in, v1::SourceCapability* out);
-void ToProto(const collectors::MechanismResult& in, v1::SourceCapability* out);
-void ToProto(const collectors::StepProbeResult& in, v1::StepMechanisms* out);
+void ToProto(const stepping::MechanismResult& in, v1::SourceCapability* out);
+void ToProto(const stepping::StepProbeResult& in, v1::StepMechanisms* out);
 // What this process found it can collect (the daemon adds its version).
 void ToProto(const collectors::HostCapabilities& in, v1::Capabilities* out);
 
 v1::BranchSource ToProto(collectors::BranchSource s);
-v1::StepMode ToProto(collectors::StepMode m);
+v1::StepMode ToProto(stepping::StepMode m);
 v1::Metric ToProto(pipeline::PathMetric m);
 // The path engine's own settings, as `pathctl sim` reports them.
 v1::HptIndex ToProto(hwmodel::HptIndex i);

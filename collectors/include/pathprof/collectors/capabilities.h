@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "pathprof/collectors/step_probe.h"
+#include "pathprof/stepping/step_probe.h"
 
 namespace pathprof::collectors {
 
@@ -30,7 +30,7 @@ struct HostCapabilities {
   SourceCapability ptrace;  // software LBR (bursts) and the exact tracer
   // How threads can be stepped here (probed on a throwaway child; empty when ptrace itself is
   // refused). `ptrace` is available only when some step mechanism works.
-  StepProbeResult step_probe;
+  stepping::StepProbeResult step_probe;
   std::string simulated_quirks;  // PATHPROF_SIMULATE_QUIRKS in effect (tests only), or ""
 
   // PT > LBR > ptrace bursts, the best branch source that works here.

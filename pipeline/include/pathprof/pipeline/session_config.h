@@ -18,7 +18,7 @@ enum class SourceChoice : uint8_t { kAuto = 0, kNone, kPtrace, kLbr, kIntelPt };
 std::string_view SourceChoiceName(SourceChoice s);  // "auto", "none", "ptrace", "lbr", "pt"
 bool ParseSourceChoice(std::string_view name, SourceChoice* out);
 
-// How ptrace bursts step a window (collectors/window_stepper.h). kAuto: what the host's step
+// How ptrace bursts step a window (stepping/src/window_stepper.h). kAuto: what the host's step
 // probe says works best (debug-register breakpoints > int3 > single step).
 enum class StepChoice : uint8_t { kAuto = 0, kStep, kBreakpoints, kInt3 };
 std::string_view StepChoiceName(StepChoice s);  // "auto", "step", "breakpoints", "int3"

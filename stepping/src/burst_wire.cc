@@ -1,0 +1,117 @@
+#include "burst_wire.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace pathprof::stepping::wire {
+namespace {
+
+// Waits until fd is readable or the timeout passes; true when readable (or at EOF).
+bool Readable(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  for (;;) {
+    const int n = poll(&p, 1, timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    return n > 0;
+  }
+}
+
+// Reads exactly size bytes, each wait bounded by timeout_ms. 1: done, 0: EOF at the first
+// byte, -1: EOF mid-way, timeout or error.
+int ReadAll(int fd, void* data, size_t size, int timeout_ms) {
+  auto* p = static_cast<uint8_t*>(data);
+  size_t done = 0;
+  while (done < size) {
+    if (!Readable(fd, timeout_ms)) return -1;
+    const ssize_t n = read(fd, p + done, size - done);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n == 0) return done == 0 ? 0 : -1;
+    if (n < 0) return -1;
+    done += static_cast<size_t>(n);
+  }
+  return 1;
+}
+
+}  // namespace
+
+Hello OurHello() {
+  return Hello{kVersion, sizeof(PtraceBurstStats), sizeof(BranchEvent), 0};
+}
+
+SendResult Send(int fd, Type type, const void* payload, uint32_t size) {
+  std::vector<uint8_t> buf(sizeof(Header) + size);
+  const Header h{type, size};
+  std::memcpy(buf.data(), &h, sizeof h);
+  if (size) std::memcpy(buf.data() + sizeof h, payload, size);
+  // A message is written whole or not at all: the pipe is large (F_SETPIPE_SZ) and messages
+  // are small, so a write that would not fit is refused up front by the kernel only when the
+  // pipe is full; a partial write (rare) is finished with short waits.
+  size_t done = 0;
+  while (done < buf.size()) {
+    const ssize_t n = write(fd, buf.data() + done, buf.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      if (done == 0) return SendResult::kFull;
+      pollfd p{fd, POLLOUT, 0};
+      if (poll(&p, 1, 1000) <= 0) return SendResult::kBroken;  // stream now cut mid-message
+      continue;
+    }
+    return SendResult::kBroken;
+  }
+  return SendResult::kSent;
+}
+
+SendResult SendWindow(int fd, const BranchBatch& batch) {
+  const WindowHeader wh{batch.pid, batch.tid, batch.time_ns,
+                        static_cast<uint32_t>(batch.events.size()), 0};
+  std::vector<uint8_t> buf(sizeof wh + batch.events.size() * sizeof(BranchEvent));
+  std::memcpy(buf.data(), &wh, sizeof wh);
+  if (!batch.events.empty())
+    std::memcpy(buf.data() + sizeof wh, batch.events.data(),
+                batch.events.size() * sizeof(BranchEvent));
+  return Send(fd, Type::kWindow, buf.data(), static_cast<uint32_t>(buf.size()));
+}
+
+SendResult SendError(int fd, ErrorCode code, int sys_errno, const std::string& message) {
+  std::vector<uint8_t> buf(sizeof(ErrorHeader) + message.size());
+  const ErrorHeader eh{static_cast<int32_t>(code), sys_errno};
+  std::memcpy(buf.data(), &eh, sizeof eh);
+  std::memcpy(buf.data() + sizeof eh, message.data(), message.size());
+  return Send(fd, Type::kError, buf.data(), static_cast<uint32_t>(buf.size()));
+}
+
+ReceiveResult Receive(int fd, int timeout_ms, Header* header, std::vector<uint8_t>* payload) {
+  if (!Readable(fd, timeout_ms)) return ReceiveResult::kTimeout;
+  const int got = ReadAll(fd, header, sizeof *header, timeout_ms);
+  if (got == 0) return ReceiveResult::kEof;
+  if (got < 0 || header->size > kMaxPayload) return ReceiveResult::kBroken;
+  payload->resize(header->size);
+  if (header->size != 0 && ReadAll(fd, payload->data(), header->size, timeout_ms) != 1)
+    return ReceiveResult::kBroken;
+  return ReceiveResult::kMessage;
+}
+
+BranchBatch DecodeWindow(const std::vector<uint8_t>& payload) {
+  BranchBatch b;
+  WindowHeader wh{};
+  if (payload.size() < sizeof wh) return b;
+  std::memcpy(&wh, payload.data(), sizeof wh);
+  b.pid = wh.pid;
+  b.tid = wh.tid;
+  b.time_ns = wh.time_ns;
+  b.gap_before = true;
+  b.window = true;
+  const size_t n = std::min<size_t>(wh.count, (payload.size() - sizeof wh) / sizeof(BranchEvent));
+  b.events.resize(n);
+  if (n) std::memcpy(b.events.data(), payload.data() + sizeof wh, n * sizeof(BranchEvent));
+  return b;
+}
+
+}  // namespace pathprof::stepping::wire

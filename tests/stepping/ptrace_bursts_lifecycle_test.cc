@@ -1,0 +1,216 @@
+// The burst collector against live processes: windows are exact and well formed, and whatever
+// happens (normal stop, the collector's host killed mid-burst, the target exiting, another
+// tracer already present) no thread is left stopped or traced.
+#include <gtest/gtest.h>
+#include <sys/ptrace.h>
+
+#include <mutex>
+#include <vector>
+
+#include "pathprof/stepping/ptrace_bursts.h"
+#include "ptrace_burst_test_util.h"
+
+namespace pathprof::stepping {
+namespace {
+
+using testing::Bin;
+using testing::KillAndReap;
+using testing::RunsFreely;
+using testing::Spawn;
+using testing::WaitFor;
+
+struct Collected {
+  std::mutex mu;
+  std::vector<BranchBatch> windows;
+  PtraceBurstSink Sink() {
+    PtraceBurstSink s;
+    s.on_window = [this](const BranchBatch& b) {
+      std::lock_guard<std::mutex> lock(mu);
+      windows.push_back(b);
+    };
+    return s;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return windows.size();
+  }
+};
+
+PtraceBurstOptions FastOptions(pid_t pid) {
+  PtraceBurstOptions o;
+  o.pid = pid;
+  o.bursts_per_second = 200;
+  o.max_stopped_fraction = 0.5;
+  o.seed = 7;
+  return o;
+}
+
+TEST(PtraceBurstsTest, WindowsAreExactAndStopDetachesCleanly) {
+  pid_t target = Spawn({Bin("example_hotloop_static"), "0"});
+  ASSERT_GT(target, 0);
+  ASSERT_TRUE(WaitFor([&] { return testing::ReadProcStat(target).cpu_ticks > 0; }, 5000));
+  Collected got;
+  auto c = PtraceBurstCollector::Start(FastOptions(target), got.Sink());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(testing::TracerPid(target), (*c)->tracer_pid());
+  ASSERT_TRUE(WaitFor([&] { return got.size() >= 20; }, 20000));
+  PtraceBurstStats s = (*c)->Stop();
+  EXPECT_TRUE(s.detached);
+  EXPECT_FALSE(s.target_exited);
+  EXPECT_EQ(s.threads_attached, 1u);
+  EXPECT_EQ(s.windows, got.size());
+  EXPECT_GE(s.bursts, s.windows);
+  uint64_t taken = 0, events = 0, instructions = 0;
+  for (const BranchBatch& b : got.windows) {
+    EXPECT_TRUE(b.window);
+    EXPECT_TRUE(b.gap_before);
+    EXPECT_EQ(b.pid, static_cast<uint32_t>(target));
+    EXPECT_EQ(b.tid, static_cast<uint32_t>(target));
+    uint64_t t = 0;
+    for (size_t i = 0; i < b.events.size(); ++i) {
+      const BranchEvent& e = b.events[i];
+      t += e.taken;
+      instructions += e.instructions;
+      EXPECT_GE(e.instructions, 1) << "every event ends a block of at least itself";
+      // Exact stream: each event starts where the previous one left off or later, in order.
+      if (i > 0) {
+        EXPECT_GE(e.from, b.events[i - 1].to) << "window " << b.time_ns << " event " << i;
+      }
+      if (!e.taken) {
+        EXPECT_EQ(e.kind, BranchKind::kConditional);
+      }
+    }
+    // The hot loop makes no system calls, so every window is complete: exactly W taken.
+    EXPECT_EQ(t, 32u);
+    EXPECT_EQ(b.events.back().taken, true) << "a window ends at its W-th taken branch";
+    taken += t;
+    events += b.events.size();
+  }
+  EXPECT_EQ(s.taken, taken);
+  EXPECT_EQ(s.events, events);
+  EXPECT_EQ(s.instructions, instructions);
+  // Default mode: breakpoint legs (debug registers, or int3 where they never fire), far fewer
+  // stops than instructions (a hot() iteration is 8 instructions and two branches: one or two
+  // stops with debug registers, two or three with int3, which never plants at a leg's start;
+  // only rets and indirect branches are single-stepped).
+  EXPECT_GT(s.breakpoint_legs, 0u);
+  const bool int3 = static_cast<StepMode>(s.step_mode) == StepMode::kInt3;
+  EXPECT_LT(s.steps + s.breakpoint_legs, int3 ? 2 * events : events);
+  EXPECT_LT(2 * (s.steps + s.breakpoint_legs), instructions);
+  EXPECT_EQ(s.step_mode_fallbacks, 0u);
+  EXPECT_GT(s.stopped_ns, 0u);
+  EXPECT_TRUE(RunsFreely(target));
+  KillAndReap(target);
+}
+
+// The collector's host (daemon, pathctl) dies by SIGKILL while bursts run back to back. The
+// tracer process notices its control pipe closing, finishes its step and detaches.
+TEST(PtraceBurstsTest, KilledCollectorHostLeavesTargetRunning) {
+  pid_t target = Spawn({Bin("example_hotloop_static"), "0"});
+  ASSERT_GT(target, 0);
+  for (int round = 0; round < 3; ++round) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    pid_t host = fork();
+    if (host == 0) {
+      close(ready[0]);
+      PtraceBurstOptions o = FastOptions(target);
+      o.bursts_per_second = 5000;  // bursts back to back: the kill lands mid-burst
+      o.max_stopped_fraction = 0.95;
+      Collected got;
+      auto c = PtraceBurstCollector::Start(o, got.Sink());
+      if (!c.ok()) _exit(2);
+      while (got.size() < 3) usleep(1000);
+      char x = 'r';
+      if (write(ready[1], &x, 1) != 1) _exit(3);
+      for (;;) pause();
+    }
+    close(ready[1]);
+    char x = 0;
+    ASSERT_EQ(read(ready[0], &x, 1), 1) << "the collector did not start in the helper";
+    close(ready[0]);
+    usleep(20000 + 7000 * round);
+    ASSERT_EQ(kill(host, SIGKILL), 0);
+    int st;
+    ASSERT_EQ(waitpid(host, &st, 0), host);
+    EXPECT_TRUE(RunsFreely(target)) << "round " << round;
+  }
+  KillAndReap(target);
+}
+
+TEST(PtraceBurstsTest, TargetExitingMidSessionEndsTheSession) {
+  // ~100k rounds of 2500 loop iterations: a fraction of a second to a few seconds.
+  pid_t target = Spawn({Bin("example_hotloop_static"), "100000"});
+  ASSERT_GT(target, 0);
+  Collected got;
+  auto c = PtraceBurstCollector::Start(FastOptions(target), got.Sink());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE((*c)->WaitFinished(60000)) << "the session did not end with the target";
+  PtraceBurstStats s = (*c)->Stop();
+  EXPECT_TRUE(s.target_exited);
+  EXPECT_EQ(s.target_exit_status, 0);
+  EXPECT_EQ(s.threads_exited, 1u);
+  EXPECT_GT(s.windows, 0u);
+  int st = 0;
+  ASSERT_EQ(waitpid(target, &st, 0), target);
+  EXPECT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
+TEST(PtraceBurstsTest, AlreadyTracedTargetIsRefused) {
+  pid_t target = Spawn({Bin("example_hotloop_static"), "0"});
+  ASSERT_GT(target, 0);
+  pid_t debugger = fork();
+  if (debugger == 0) {
+    if (ptrace(PTRACE_SEIZE, target, nullptr, nullptr) != 0) _exit(1);
+    for (;;) pause();
+  }
+  ASSERT_TRUE(WaitFor([&] { return testing::TracerPid(target) == debugger; }, 5000));
+  auto c = PtraceBurstCollector::Start(FastOptions(target), {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), ErrorCode::kUnavailable);
+  const std::string msg = c.status().ToString();
+  EXPECT_NE(msg.find("already traced by process " + std::to_string(debugger)), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("detach"), std::string::npos) << msg;
+  KillAndReap(debugger);
+  EXPECT_TRUE(RunsFreely(target));
+  KillAndReap(target);
+}
+
+TEST(PtraceBurstsTest, SignalsReachTheTarget) {
+  pid_t target = Spawn({Bin("example_hotloop_static"), "0"});
+  ASSERT_GT(target, 0);
+  Collected got;
+  auto c = PtraceBurstCollector::Start(FastOptions(target), got.Sink());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // SIGCONT and SIGWINCH are ignored by default: delivered, they change nothing.
+  ASSERT_EQ(kill(target, SIGWINCH), 0);
+  ASSERT_TRUE(
+      WaitFor([&] { return (*c)->stats().signals_forwarded >= 1 || got.size() > 50; }, 10000));
+  // SIGTERM must still kill it: the tracer hands it back rather than swallowing it.
+  ASSERT_EQ(kill(target, SIGTERM), 0);
+  ASSERT_TRUE((*c)->WaitFinished(10000));
+  PtraceBurstStats s = (*c)->Stop();
+  EXPECT_GE(s.signals_forwarded, 2u);
+  EXPECT_TRUE(s.target_exited);
+  EXPECT_EQ(s.target_exit_status, 128 + SIGTERM);
+  int st = 0;
+  ASSERT_EQ(waitpid(target, &st, 0), target);
+  EXPECT_TRUE(WIFSIGNALED(st));
+  EXPECT_EQ(WTERMSIG(st), SIGTERM);
+}
+
+TEST(PtraceBurstsTest, BadTargetsGetClearErrors) {
+  auto missing = PtraceBurstCollector::Start(FastOptions(999999999), {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  PtraceBurstOptions o = FastOptions(getpid());
+  o.window_taken = 0;
+  auto bad = PtraceBurstCollector::Start(o, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace pathprof::stepping
