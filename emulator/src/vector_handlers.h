@@ -1,0 +1,49 @@
+// The vector instruction families: each vector_*.cc file adds its mnemonics to one table that
+// ExecuteVector (vector_ops.cc) dispatches through.
+#pragma once
+
+#include <Zydis/Zydis.h>
+
+#include <array>
+#include <initializer_list>
+
+#include "machine.h"
+
+namespace pathprof::emulator {
+
+using VectorHandler = Step (*)(Machine& m, const DecodedInstruction& d);
+
+class VectorHandlers {
+ public:
+  struct Entry {
+    VectorHandler handler = nullptr;
+    // vpblendm*, vblendm*: their opmask picks a source. Every other handler takes the opmask
+    // as a writemask, so an instruction Zydis gives a control mask is left unmodelled there.
+    bool control_mask = false;
+  };
+  void Add(std::initializer_list<ZydisMnemonic> mnemonics, VectorHandler handler) {
+    for (ZydisMnemonic mn : mnemonics) table_[mn] = Entry{handler, false};
+  }
+  void AddWithControlMask(std::initializer_list<ZydisMnemonic> mnemonics, VectorHandler handler) {
+    for (ZydisMnemonic mn : mnemonics) table_[mn] = Entry{handler, true};
+  }
+  const Entry& Find(uint16_t mnemonic) const {
+    static const Entry none;
+    return mnemonic < table_.size() ? table_[mnemonic] : none;
+  }
+
+ private:
+  std::array<Entry, ZYDIS_MNEMONIC_MAX_VALUE + 1> table_{};
+};
+
+void AddVectorMoves(VectorHandlers& t);               // vector_moves.cc
+void AddVectorIntegerOps(VectorHandlers& t);          // vector_integer.cc
+void AddVectorCompares(VectorHandlers& t);            // vector_compare.cc
+void AddVectorShuffles(VectorHandlers& t);            // vector_shuffles.cc
+void AddVectorBlends(VectorHandlers& t);              // vector_blends.cc
+void AddMaskRegisterOps(VectorHandlers& t);           // mask_registers.cc
+void AddStringCompares(VectorHandlers& t);            // vector_string_compare.cc
+void AddFloatingPointOps(VectorHandlers& t);          // vector_fp.cc
+void AddFloatingPointConversions(VectorHandlers& t);  // vector_fp_convert.cc
+
+}  // namespace pathprof::emulator
