@@ -185,6 +185,8 @@ v1::StepMode ToProto(stepping::StepMode m) {
       return v1::STEP_MODE_BREAKPOINTS;
     case stepping::StepMode::kInt3:
       return v1::STEP_MODE_INT3;
+    case stepping::StepMode::kEmulate:
+      return v1::STEP_MODE_EMULATE;
     case stepping::StepMode::kSingleStep:
       break;
   }
@@ -196,6 +198,8 @@ void ToProto(const stepping::StepProbeResult& p, v1::StepMechanisms* out) {
   ToProto(p.dr_breakpoints, out->mutable_dr_breakpoints());
   ToProto(p.int3_breakpoints, out->mutable_int3_breakpoints());
   ToProto(p.block_step, out->mutable_block_step());
+  ToProto(p.emulate, out->mutable_emulate());
+  out->set_emulate_window_us(static_cast<double>(p.emulate_window_ns) / 1000.0);
   for (const std::string& n : p.lost_trap_after) out->add_lost_trap_after(n);
   out->set_single_step_us(static_cast<double>(p.single_step_ns) / 1000.0);
   out->set_int3_leg_us(static_cast<double>(p.int3_leg_ns) / 1000.0);

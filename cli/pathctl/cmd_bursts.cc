@@ -12,13 +12,13 @@
 #include "pathctl/client.h"
 #include "pathctl/command.h"
 #include "pathprof/api/convert.h"
-#include "pathprof/stepping/ptrace_bursts.h"
-#include "pathprof/stepping/instruction_reader.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/path_descriptor.h"
 #include "pathprof/hwmodel/window_estimator.h"
+#include "pathprof/stepping/instruction_reader.h"
+#include "pathprof/stepping/ptrace_bursts.h"
 #include "pathprof/v1/tools.pb.h"
 
 namespace pathctl {
@@ -26,7 +26,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: pathctl bursts -p PID [--duration DUR] [--burst-rate R] [--window W]\n"
-    "                      [--max-stopped F] [--seed N] [--step-mode auto|breakpoints|int3|step]\n"
+    "                      [--max-stopped F] [--seed N] [--step-mode "
+    "auto|emulate|breakpoints|int3|step]\n"
     "                      [-o OUT.pbs] [--top K] [--json]\n"
     "\n"
     "Software LBR for hosts without a PMU: seizes every thread of PID with ptrace and, R times\n"
@@ -36,8 +37,8 @@ constexpr const char* kUsage =
     "  -p, --pid PID      the process to watch (all its threads)\n"
     "  --duration DUR     how long to run: 500ms, 5s, 2m (a bare number is seconds; default 0:\n"
     "                     until PID exits or Ctrl-C)\n"
-    "  --burst-rate R     mean bursts per second (default 20; each gap jittered 0.5x-1.5x;\n"
-    "                     formerly --rate)\n"
+    "  --burst-rate R     mean bursts per second (default 1000 emulated, 20 stepped; each gap\n"
+    "                     jittered 0.5x-1.5x; formerly --rate)\n"
     "  --window W         taken branches per window (default 32, like LBR)\n"
     "  --max-stopped F    cap on the fraction of wall time threads spend stopped (default 0.04)\n"
     "  --seed N           seed of the jitter (default: from the clock)\n"
@@ -86,7 +87,8 @@ std::optional<int> ParseBursts(Args& args, BurstsRequest* req) {
   else if (col::ParseStepMode(mode, &step_mode))
     o.step_mode = step_mode;
   else
-    problems.push_back("--step-mode must be auto, breakpoints, int3 or step, not '" + mode + "'");
+    problems.push_back("--step-mode must be auto, emulate, breakpoints, int3 or step, not '" +
+                       mode + "'");
   if (!extra.empty()) problems.push_back("unexpected argument '" + extra[0] + "'");
   if (auto st = o.Validate(); o.pid > 0 && !st.ok()) problems.push_back(st.ToString());
   if (!problems.empty()) return UsageError("bursts", problems);

@@ -22,6 +22,8 @@ const char* StepModeWord(v1::StepMode m) {
       return "breakpoints";
     case v1::STEP_MODE_INT3:
       return "int3";
+    case v1::STEP_MODE_EMULATE:
+      return "emulate";
     default:
       return "step";
   }
@@ -35,7 +37,8 @@ void PrintRows(const std::vector<std::pair<const char*, const v1::SourceCapabili
 void PrintStepMechanisms(const v1::StepMechanisms& m) {
   std::printf("\nhow ptrace bursts can step a thread here (probed on a throwaway child%s):\n",
               m.from_cache() ? ", cached for this boot" : "");
-  PrintRows({{"breakpoints", &m.dr_breakpoints()},
+  PrintRows({{"emulate", &m.emulate()},
+             {"breakpoints", &m.dr_breakpoints()},
              {"int3", &m.int3_breakpoints()},
              {"step", &m.single_step()},
              {"block_step", &m.block_step()}});

@@ -54,14 +54,14 @@ std::vector<std::string> ParseRunFlags(Args& args, RunFlags* flags) {
   if (!pl::ParseSourceChoice(args.Get("source", "auto"), &config.source))
     return {"--source must be auto, pt, lbr, ptrace or none"};
   if (!pl::ParseStepChoice(args.Get("step-mode", "auto"), &config.sampling.step_mode))
-    return {"--step-mode must be auto, breakpoints, int3 or step"};
+    return {"--step-mode must be auto, emulate, breakpoints, int3 or step"};
   if (!pl::ParseCallGraph(args.Get("call-graph", "dwarf"), &config.sampling.call_graph))
     return {"--call-graph must be dwarf or fp"};
   // As perf record does: children forked from now on are profiled too, unless --no-inherit.
   config.follow_children = !args.Has("no-inherit");
   // -F and the older --stack-hz are --freq's other spellings (Args).
   config.sampling.stack_hz = static_cast<uint32_t>(args.GetInt("freq", 99, 0, 10000));
-  config.sampling.bursts_per_second = args.GetDouble("burst-rate", 20, 0, 10000);
+  config.sampling.bursts_per_second = args.GetDouble("burst-rate", 0, 0, 10000);
   config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32, 1, 4096));
   // Timed here rather than by the session (whole seconds) so that 500ms means 500 ms; the
   // session ends the same way (Stop(): state stopped) either way.
@@ -156,7 +156,7 @@ PATHCTL_COMMAND(Command{
     "run",
     "profile a command (or --pid) with the embedded pipeline and print its hot paths",
     "usage: pathctl run [--source auto|pt|lbr|ptrace|none] [--step-mode "
-    "auto|breakpoints|int3|step]\n"
+    "auto|emulate|breakpoints|int3|step]\n"
     "                   [-F HZ] [--duration DUR] [--top K] [--burst-rate R] [--window W]\n"
     "                   [--call-graph dwarf|fp] [--no-inherit] [--json] -- CMD [ARGS]\n"
     "       pathctl run [options] -p PID\n\n"
@@ -165,7 +165,7 @@ PATHCTL_COMMAND(Command{
     "  --duration DUR    stop after DUR: 500ms, 5s, 2m (a bare number is seconds; default: when\n"
     "                    CMD exits)\n"
     "  --top K           entries per table (default 10, at most 1000)\n"
-    "  --burst-rate R    ptrace bursts per second (default 20)\n"
+    "  --burst-rate R    ptrace bursts per second (default: 1000 emulated, 20 stepped)\n"
     "  --window W        taken branches per window (default 32)\n"
     "  --json            the whole report as one JSON object on stdout\n\n"
     "Runs CMD (or attaches to process P), profiles it with eBPF stack samples and the best\n"

@@ -45,6 +45,8 @@ bool ParseStepMode(const std::string& s, v1::StepMode* out) {
     *out = v1::STEP_MODE_BREAKPOINTS;
   else if (s == "int3")
     *out = v1::STEP_MODE_INT3;
+  else if (s == "emulate")
+    *out = v1::STEP_MODE_EMULATE;
   else if (s == "step")
     *out = v1::STEP_MODE_SINGLE_STEP;
   else
@@ -95,7 +97,7 @@ void ReadSourceStepAndStacks(Args& args, v1::StartSessionRequest* req,
   // Without --step-mode the request leaves it unset: the daemon's [ptrace] step_mode decides.
   v1::StepMode step = v1::STEP_MODE_UNSPECIFIED;
   if (args.Has("step-mode") && !ParseStepMode(args.Get("step-mode"), &step))
-    problems->push_back("--step-mode is auto, breakpoints, int3 or step");
+    problems->push_back("--step-mode is auto, emulate, breakpoints, int3 or step");
   req->mutable_sampling()->set_step_mode(step);
   v1::CallGraph call_graph = v1::CALL_GRAPH_DWARF;
   if (ParseCallGraph(args.Get("call-graph", "dwarf"), &call_graph))
@@ -185,7 +187,8 @@ PATHCTL_COMMAND(Command{
     "  --cgroup PATH     a cgroup's processes\n"
     "  --unit UNIT       a systemd unit's processes (nginx means nginx.service)\n"
     "  --source auto|none|ptrace|lbr|pt   branch source (default auto: the best the host has)\n"
-    "  --step-mode auto|breakpoints|int3|step   how ptrace bursts step (default: the daemon's\n"
+    "  --step-mode auto|emulate|breakpoints|int3|step   how ptrace bursts step (default: the "
+    "daemon's\n"
     "                    [ptrace] step_mode, auto: what `pathctl caps` found works best)\n"
     "  --path-kind ball-larus|wpp|extended-loops|extended-calls, --extension N\n"
     "  --max-length N    branches per path (1..64)      --hpt-entries N   Hot Path Table size\n"

@@ -20,7 +20,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: pathtop [--pid PID | --comm NAME] [--socket PATH | --address HOST:PORT]\n"
     "               [--interval SECONDS] [--top N] [--keep]\n"
-    "               [--source auto|none|ptrace|lbr|pt] [--step-mode auto|breakpoints|int3|step]\n"
+    "               [--source auto|none|ptrace|lbr|pt] [--step-mode "
+    "auto|emulate|breakpoints|int3|step]\n"
     "       pathtop --version\n"
     "\n"
     "A live view of a process's hot paths, hot subpaths, calling-context tree, hot call pairs\n"
@@ -159,6 +160,7 @@ bool ParseStepMode(const std::string& s, pathprof::v1::StepMode* out) {
       {"auto", pathprof::v1::STEP_MODE_AUTO},  // unset (no --step-mode): the daemon's
       {"breakpoints", pathprof::v1::STEP_MODE_BREAKPOINTS},
       {"int3", pathprof::v1::STEP_MODE_INT3},
+      {"emulate", pathprof::v1::STEP_MODE_EMULATE},
       {"step", pathprof::v1::STEP_MODE_SINGLE_STEP}};
   for (const auto& [name, value] : kNames) {
     if (s == name) {
@@ -183,7 +185,7 @@ std::optional<int> ParseOption(const std::string& a, const char* v, Args* args) 
     }
   } else if (a == "--step-mode") {
     if (!ParseStepMode(v, &args->options.step_mode)) {
-      return Usage("--step-mode is auto, breakpoints, int3 or step");
+      return Usage("--step-mode is auto, emulate, breakpoints, int3 or step");
     }
   } else if (a == "--comm") {
     args->target.comm = v;

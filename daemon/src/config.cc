@@ -127,7 +127,8 @@ const std::map<std::string, Key>& Keys() {
     auto step_mode = [](const std::string& v, DaemonConfig& c) -> Status {
       pipeline::StepChoice unused;
       if (!pipeline::ParseStepChoice(v, &unused))
-        return Bad("ptrace.step_mode", "expects auto, breakpoints, int3 or step, got '" + v + "'");
+        return Bad("ptrace.step_mode",
+                   "expects auto, emulate, breakpoints, int3 or step, got '" + v + "'");
       c.step_mode = v;
       return Status::Ok();
     };

@@ -354,6 +354,9 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
       case v1::STEP_MODE_INT3:
         c.sampling.step_mode = pipeline::StepChoice::kInt3;
         break;
+      case v1::STEP_MODE_EMULATE:
+        c.sampling.step_mode = pipeline::StepChoice::kEmulate;
+        break;
       case v1::STEP_MODE_AUTO:
         c.sampling.step_mode = pipeline::StepChoice::kAuto;
         break;

@@ -18,13 +18,13 @@
 #include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/collectors/lbr_source.h"
 #include "pathprof/collectors/pt_source.h"
-#include "pathprof/stepping/ptrace_bursts.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/pipeline/kernel_frames.h"
 #include "pathprof/pipeline/target_credentials.h"
 #include "pathprof/profiles/pprof_export.h"
+#include "pathprof/stepping/ptrace_bursts.h"
 
 namespace pathprof::pipeline {
 namespace {
@@ -84,6 +84,8 @@ std::optional<stepping::StepMode> ToStepMode(StepChoice c) {
       return stepping::StepMode::kBreakpoints;
     case StepChoice::kInt3:
       return stepping::StepMode::kInt3;
+    case StepChoice::kEmulate:
+      return stepping::StepMode::kEmulate;
     case StepChoice::kAuto:
       break;
   }

@@ -36,11 +36,12 @@ constexpr std::array<std::pair<SourceChoice, std::string_view>, 5> kSources{{
     {SourceChoice::kLbr, "lbr"},
     {SourceChoice::kIntelPt, "pt"},
 }};
-constexpr std::array<std::pair<StepChoice, std::string_view>, 4> kStepChoices{{
+constexpr std::array<std::pair<StepChoice, std::string_view>, 5> kStepChoices{{
     {StepChoice::kAuto, "auto"},
     {StepChoice::kStep, "step"},
     {StepChoice::kBreakpoints, "breakpoints"},
     {StepChoice::kInt3, "int3"},
+    {StepChoice::kEmulate, "emulate"},
 }};
 constexpr std::array<std::pair<PathKind, std::string_view>, 4> kKinds{{
     {PathKind::kBallLarus, "ball-larus"},
@@ -106,8 +107,8 @@ Status SessionConfig::Validate() const {
     return bad("sampling.stack_hz must be at most 10000, got " + std::to_string(sampling.stack_hz));
   if (sampling.window_branches < 1 || sampling.window_branches > 4096)
     return bad("sampling.window_branches must be 1..4096");
-  if (!(sampling.bursts_per_second > 0) || sampling.bursts_per_second > 10000)
-    return bad("sampling.bursts_per_second must be in (0, 10000]");
+  if (!(sampling.bursts_per_second >= 0) || sampling.bursts_per_second > 10000)
+    return bad("sampling.bursts_per_second must be in [0, 10000] (0: the step mode's rate)");
   if (osp.memory_entries < 16) return bad("osp.memory_entries must be at least 16");
   if (osp.max_length < 2 || !IsPowerOfTwo(osp.max_length) || osp.max_length > 65536)
     return bad("osp.max_length must be a power of two in 2..65536");

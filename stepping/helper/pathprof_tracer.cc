@@ -1,7 +1,7 @@
 // pathprof-tracer: the helper process ptrace sessions run in (tracer_helper.h).
 //   pathprof-tracer bursts --parent PID --pid PID [--window W] [--rate R] [--cap F]
-//                          [--max-steps N] [--step-mode auto|step|breakpoints|int3] [--seed S]
-//                          [--uid U --gid G]
+//                          [--max-steps N] [--step-mode auto|step|breakpoints|int3|emulate]
+//                          [--seed S] [--verify-emulation 0|1] [--uid U --gid G]
 //     runs the burst tracer on its fds 3 (control, from the collector) and 4 (data, to it),
 //     as uid U and gid G (no supplementary groups, no capabilities) when given;
 //   pathprof-tracer probe [--fresh]
@@ -90,7 +90,8 @@ int RunBursts(int argc, char** argv) {
     if (key == "--step-mode") {
       pc::StepMode mode;
       if (std::strcmp(value, "auto") == 0) continue;
-      if (!pc::ParseStepMode(value, &mode)) return Usage("--step-mode: auto|step|breakpoints|int3");
+      if (!pc::ParseStepMode(value, &mode))
+        return Usage("--step-mode: auto|step|breakpoints|int3|emulate");
       o.step_mode = mode;
       continue;
     }
@@ -109,6 +110,8 @@ int RunBursts(int argc, char** argv) {
       o.max_steps_per_burst = static_cast<uint64_t>(v);
     else if (key == "--seed")
       o.seed = static_cast<uint64_t>(v);
+    else if (key == "--verify-emulation")
+      o.verify_emulation = v != 0;
     else if (key == "--uid")
       uid = v;
     else if (key == "--gid")

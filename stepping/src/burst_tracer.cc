@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -22,12 +23,13 @@
 #include <vector>
 
 #include "burst_wire.h"
+#include "emulated_windows.h"
+#include "pathprof/core/clock.h"
+#include "pathprof/stepping/step_probe.h"
 #include "ptrace_primitives.h"
-#include "window_stepper.h"
 #include "software_breakpoints.h"
 #include "step_classifier.h"
-#include "pathprof/stepping/step_probe.h"
-#include "pathprof/core/clock.h"
+#include "window_stepper.h"
 
 namespace pathprof::stepping {
 namespace {
@@ -37,7 +39,8 @@ constexpr uint64_t kDetachBudgetNs = 400'000'000;  // detaching every thread at 
 constexpr uint64_t kSecondNs = 1'000'000'000;
 constexpr int kTimeoutsBeforeFallback = 3;  // legs timed out in a mode that has worked
 constexpr size_t kMaxSeizePerScan = 256;
-constexpr size_t kMaxThreadsChecked = 64;  // per pick: /proc reads stay bounded
+constexpr size_t kMaxThreadsChecked = 64;   // per pick: /proc reads stay bounded
+constexpr uint64_t kNotedDifferences = 10;  // emulation checks that differed, told as notes
 
 bool IsGroupStopSignal(int sig) {
   return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
@@ -219,6 +222,7 @@ class BurstTracer {
         stop_cost_ns_ = probe_.int3_leg_ns;
         break;
       case StepMode::kSingleStep:
+      case StepMode::kEmulate:  // one stop, as a step's, and the emulation (timed per window)
         stop_cost_ns_ = probe_.single_step_ns;
         break;
     }
@@ -370,7 +374,7 @@ class BurstTracer {
   // Mean gap 1/rate; uniform jitter in [0.5, 1.5] of that against aliasing.
   uint64_t NextGap() {
     std::uniform_real_distribution<double> jitter(0.5, 1.5);
-    return static_cast<uint64_t>(1e9 / options_.bursts_per_second * jitter(rng_));
+    return static_cast<uint64_t>(1e9 / options_.RateFor(mode_) * jitter(rng_));
   }
 
   void DrainSignals() {
@@ -584,6 +588,7 @@ class BurstTracer {
   void OnExec() {
     ++stats_.execs;
     reader_.Reset();  // new images: cached instructions are stale
+    if (emulated_) emulated_->Reset();
     int3_.ForgetAll();
     // exec leaves one thread, with the process id; the others are gone, and exec clears
     // debug registers.
@@ -713,6 +718,7 @@ class BurstTracer {
   // The thread is in its interrupt stop: step it through one window and let it go. Returns
   // false when the thread is gone.
   bool StepWindow(pid_t tid, uint64_t t0, uint64_t room, std::optional<SteppedWindow>* out) {
+    if (mode_ == StepMode::kEmulate) return EmulateWindow(tid, out);
     StoppedThreadState state;
     if (!ReadStoppedThread(tid, &state)) {
       ++stats_.aborted_exit;
@@ -785,6 +791,7 @@ class BurstTracer {
         ++stats_.aborted_decode;
         break;
       case WindowEnd::kPtraceError:
+      case WindowEnd::kEmulationEnded:  // not a stepped end
         ++stats_.aborted_ptrace;
         break;
       case WindowEnd::kTimedOut:
@@ -800,6 +807,100 @@ class BurstTracer {
     }
     if (ok && !w.events.empty()) *out = std::move(w);
     return true;
+  }
+
+  // kEmulate: the thread is in its interrupt stop; its next window runs in the emulator and the
+  // thread resumes where it stopped, unchanged. Returns false when the thread is gone.
+  bool EmulateWindow(pid_t tid, std::optional<SteppedWindow>* out) {
+    emulator::CpuState start;
+    bool in_syscall = false;
+    if (!ReadCpuState(tid, &start, &in_syscall)) {
+      ++stats_.aborted_exit;
+      Resume(tid, 0);
+      return true;
+    }
+    if (in_syscall) {
+      ++stats_.aborted_syscall;
+      Resume(tid, 0);
+      return true;
+    }
+    if (!emulated_) emulated_.emplace(options_.pid, options_.window_taken);
+    EmulatedWindows::Window w;
+    emulated_->Run(tid, start, &w);
+    CountEmulated(w);
+    SteppedWindow window = AsSteppedWindow(w.emulated);
+    if (window.end == WindowEnd::kComplete) last_window_complete_ = true;
+    if (!window.events.empty()) *out = std::move(window);
+    if (!options_.verify_emulation) {
+      Resume(tid, 0);
+      return true;
+    }
+    const EmulationCheck check = CheckEmulatedWindow(tid, w, reader_);
+    CountCheck(check);
+    const SteppedWindow& s = check.stepped;
+    stats_.steps += s.single_steps;
+    stats_.lost_step_traps += s.lost_step_traps;
+    if (s.end == WindowEnd::kExited) {
+      OnExit(tid, s.wait_status);
+      return false;
+    }
+    if (s.thread_stopped) {
+      if (s.wait_status != 0)
+        HandleEvent(tid, s.wait_status);  // stopped for the program's signal: deliver it
+      else
+        Resume(tid, 0);
+    }
+    return true;
+  }
+
+  void CountEmulated(const EmulatedWindows::Window& w) {
+    const emulator::EmulatedWindow& e = w.emulated;
+    ++stats_.emulated_windows;
+    stats_.emulated_instructions += e.instructions;
+    stats_.emulation_ns += w.emulate_ns;
+    stats_.emulation_pages_read += e.pages_read;
+    stats_.emulation_resets = emulated_->resets();
+    stats_.emulation_vector_loads = emulated_->stats().vector_loads;
+    ++stats_.emulation_ends[static_cast<size_t>(e.end)];
+    if (e.mnemonic != 0) ++ending_counts_[{e.mnemonic, static_cast<uint8_t>(e.end)}];
+  }
+
+  void CountCheck(const EmulationCheck& check) {
+    switch (check.verdict) {
+      case EmulationCheck::Verdict::kIdentical:
+        ++stats_.verified;
+        ++stats_.verify_identical;
+        if (check.state_differs) {
+          ++stats_.verify_state_differs;
+          if (stats_.verify_state_differs <= kNotedDifferences)
+            Note("emulation check: identical events, registers differ at the end: " + check.detail);
+        }
+        break;
+      case EmulationCheck::Verdict::kDiverged:
+        ++stats_.verified;
+        ++stats_.verify_diverged;
+        if (stats_.verify_diverged <= kNotedDifferences)
+          Note("emulation check: window diverged: " + check.detail);
+        break;
+      case EmulationCheck::Verdict::kNotChecked:
+        ++stats_.verify_unchecked;
+        break;
+    }
+  }
+
+  // The instructions that ended the most emulated windows, most first, into the stats.
+  void FillEndingInstructions() {
+    std::vector<std::pair<uint64_t, std::pair<uint16_t, uint8_t>>> v;
+    for (const auto& [key, n] : ending_counts_) v.push_back({n, key});
+    const size_t k = std::min(v.size(), kEndingInstructions);
+    std::partial_sort(v.begin(), v.begin() + static_cast<long>(k), v.end(),
+                      [](const auto& a, const auto& b) { return a.first > b.first; });
+    stats_.ending_instructions = {};
+    for (size_t i = 0; i < k; ++i) {
+      stats_.ending_instructions[i].mnemonic = v[i].second.first;
+      stats_.ending_instructions[i].reason = v[i].second.second;
+      stats_.ending_instructions[i].windows = v[i].first;
+    }
   }
 
   // A leg or step timed out. A breakpoint mechanism that has never fired here, or that keeps
@@ -880,6 +981,7 @@ class BurstTracer {
 
   void SendStats(bool final) {
     stats_.elapsed_ns = MonotonicNs() - start_ns_;
+    if (!ending_counts_.empty()) FillEndingInstructions();
     const wire::SendResult r = wire::Send(data_fd_, wire::Type::kStats, &stats_, sizeof stats_);
     if (r == wire::SendResult::kBroken) quit_ = true;
     if (r == wire::SendResult::kFull && final) {
@@ -962,6 +1064,9 @@ class BurstTracer {
   cpu_set_t saved_affinity_{};
   InstructionReader reader_;
   SoftwareBreakpoints int3_;
+  std::optional<EmulatedWindows> emulated_;  // kEmulate: the process's emulator and pages
+  // Emulated windows ended by an instruction, by (mnemonic, reason); bounded by the mnemonics.
+  std::map<std::pair<uint16_t, uint8_t>, uint64_t> ending_counts_;
   std::mt19937_64 rng_;
   std::unordered_map<pid_t, Thread> threads_;
   std::unordered_map<pid_t, Guest> guests_;

@@ -17,10 +17,10 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "ptrace_primitives.h"
-#include "step_classifier.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/decoders/x86_branch.h"
+#include "ptrace_primitives.h"
+#include "step_classifier.h"
 
 namespace pathprof::stepping {
 namespace {

@@ -1,5 +1,7 @@
 #include "pathprof/stepping/ptrace_bursts.h"
 
+#include "pathprof/emulator/window_emulator.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -64,14 +66,25 @@ std::string Format(double v) {
 
 }  // namespace
 
+static_assert(emulator::kEmulationEndCount <= kEmulationEndSlots);
+
+std::string_view EmulationEndReason(size_t slot) {
+  if (slot >= static_cast<size_t>(emulator::kEmulationEndCount)) return "?";
+  return emulator::EmulationEndName(static_cast<emulator::EmulationEnd>(slot));
+}
+
+std::string_view InstructionName(uint16_t mnemonic) {
+  return emulator::MnemonicName(mnemonic);
+}
+
 Status PtraceBurstOptions::Validate() const {
   if (pid <= 0) return Error(ErrorCode::kInvalidArgument, "ptrace bursts: give a target pid > 0");
   if (window_taken == 0 || window_taken > 4096)
     return Error(ErrorCode::kInvalidArgument,
                  "ptrace bursts: window_taken must be in 1..4096 (32 matches LBR)");
-  if (!(bursts_per_second > 0) || bursts_per_second > 100000)
+  if (!(bursts_per_second >= 0) || bursts_per_second > 100000)
     return Error(ErrorCode::kInvalidArgument,
-                 "ptrace bursts: bursts_per_second must be in (0, 100000]");
+                 "ptrace bursts: bursts_per_second must be in [0, 100000] (0: the step mode's)");
   if (!(max_stopped_fraction > 0) || max_stopped_fraction > 1)
     return Error(ErrorCode::kInvalidArgument,
                  "ptrace bursts: max_stopped_fraction must be in (0, 1]");
@@ -140,7 +153,9 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
       "--step-mode",
       options.step_mode ? std::string(StepModeName(*options.step_mode)) : "auto",
       "--seed",
-      std::to_string(options.seed)};
+      std::to_string(options.seed),
+      "--verify-emulation",
+      options.verify_emulation ? "1" : "0"};
   if (options.run_as) {
     args.insert(args.end(), {"--uid", std::to_string(options.run_as->uid), "--gid",
                              std::to_string(options.run_as->gid)});

@@ -31,7 +31,6 @@ struct ClassifiedStep {
 // `pending` is the instruction that was at rip before the step, `rip` the thread's rip after.
 ClassifiedStep ClassifyStep(const decoders::X86Instruction& pending, uint64_t rip);
 
-
 // Some hypervisors drop the single-step trap after an instruction they emulate (CPUID at
 // least): the step stops one instruction (or more) late. When a step from the non-branch
 // `pending` lands at `rip` instead of pending.next(), this finds the instructions that ran in

@@ -8,6 +8,8 @@ std::string_view StepModeName(StepMode mode) {
       return "breakpoints";
     case StepMode::kInt3:
       return "int3";
+    case StepMode::kEmulate:
+      return "emulate";
     case StepMode::kSingleStep:
       break;
   }
@@ -21,6 +23,8 @@ bool ParseStepMode(std::string_view text, StepMode* out) {
     *out = StepMode::kBreakpoints;
   } else if (text == "int3") {
     *out = StepMode::kInt3;
+  } else if (text == "emulate") {
+    *out = StepMode::kEmulate;
   } else {
     return false;
   }

@@ -10,9 +10,9 @@
 #include <functional>
 #include <span>
 
+#include "pathprof/core/clock.h"
 #include "ptrace_primitives.h"
 #include "software_breakpoints.h"
-#include "pathprof/core/clock.h"
 
 namespace pathprof::stepping {
 namespace {
@@ -224,6 +224,7 @@ class WindowBuilder {
     if (!full()) carry_ += n;
   }
   void Finish() { out_->instructions += carry_; }
+  uint64_t retired() const { return out_->instructions + carry_; }
 
  private:
   SteppedWindow* out_;
@@ -255,6 +256,7 @@ class Stepper {
         break;
       }
       if (o_.mode == StepMode::kSingleStep) {
+        if (o_.max_instructions != 0 && b_.retired() >= o_.max_instructions) break;
         going = SingleStep(&rip);
         continue;
       }
@@ -482,6 +484,8 @@ std::string_view WindowEndName(WindowEnd end) {
       return "ptrace-error";
     case WindowEnd::kTimedOut:
       return "timed-out";
+    case WindowEnd::kEmulationEnded:
+      return "emulation-ended";
   }
   return "?";
 }
@@ -496,6 +500,10 @@ bool DisarmDebugRegisters(pid_t tid, DebugRegisterCache* dr) {
 SteppedWindow StepThreadWindow(pid_t tid, uint64_t rip, const StepContext& context,
                                const WindowStepOptions& options) {
   SteppedWindow out;
+  if (options.mode == StepMode::kEmulate) {  // not stepped: emulated_windows.h
+    out.end = WindowEnd::kPtraceError;
+    return out;
+  }
   Stepper stepper(tid, context, options, &out);
   stepper.Run(rip);
   return out;

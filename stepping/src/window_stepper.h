@@ -37,24 +37,25 @@
 #include <string_view>
 #include <vector>
 
+#include "pathprof/core/branch.h"
 #include "pathprof/stepping/step_mode.h"
 #include "step_classifier.h"
-#include "pathprof/core/branch.h"
 
 namespace pathprof::stepping {
 
 class SoftwareBreakpoints;
 
 enum class WindowEnd : uint8_t {
-  kComplete = 0,  // W taken branches
-  kSyscall,       // a system call instruction is next (not executed): a short window
-  kSignal,        // the thread stopped for something else (signal, event): see wait_status
-  kExited,        // the thread is gone (wait_status holds its exit status)
-  kStopLimit,     // max_stops reached
-  kBudget,        // the window's stopped-time budget ran out
-  kDecode,        // an instruction on the way could not be read or decoded
-  kPtraceError,   // a ptrace request failed (thread vanished)
-  kTimedOut,      // a stop did not come by its deadline: breakpoint never fired, trap lost
+  kComplete = 0,    // W taken branches
+  kSyscall,         // a system call instruction is next (not executed): a short window
+  kSignal,          // the thread stopped for something else (signal, event): see wait_status
+  kExited,          // the thread is gone (wait_status holds its exit status)
+  kStopLimit,       // max_stops reached
+  kBudget,          // the window's stopped-time budget ran out
+  kDecode,          // an instruction on the way could not be read or decoded
+  kPtraceError,     // a ptrace request failed (thread vanished)
+  kTimedOut,        // a stop did not come by its deadline: breakpoint never fired, trap lost
+  kEmulationEnded,  // kEmulate: the emulator ended the window early (its reason counted apart)
 };
 std::string_view WindowEndName(WindowEnd end);
 
@@ -89,6 +90,9 @@ struct WindowStepOptions {
   // Wall time the window may take from its first stop (the thread is stopped for most of it);
   // checked every few stops. 0: no limit.
   uint64_t budget_ns = 0;
+  // kSingleStep only: the window also ends, complete, once this many instructions retired (an
+  // emulated window's length, to step the real thread through the same code). 0: no limit.
+  uint64_t max_instructions = 0;
 };
 
 // Where the stepper keeps per-thread and per-process mechanism state.

@@ -110,7 +110,8 @@ struct DaemonConfig {
 
   int log_level = 6;  // syslog priority: messages above this are not written (7 = debug)
   // [ptrace] step_mode: how bursts step a window when a session leaves it unset (and in
-  // continuous mode): auto (what the step probe found works best), breakpoints, int3, step.
+  // continuous mode): auto (what the step probe found works best), emulate, breakpoints, int3,
+  // step.
   std::string step_mode = "auto";
   Limits limits;
   ContinuousConfig continuous;

@@ -26,6 +26,9 @@ struct Mapping {
   // recording). Opening by path checks them (mapped_file.h).
   uint64_t device = 0;
   uint64_t inode = 0;
+  // Permissions from /proc/PID/maps (a recording's mappings are readable, not writable).
+  bool readable = true;
+  bool writable = false;
 
   uint64_t end() const { return start + len; }
   bool Contains(uint64_t addr) const { return addr >= start && addr - start < len; }

@@ -20,8 +20,9 @@ bool ParseSourceChoice(std::string_view name, SourceChoice* out);
 
 // How ptrace bursts step a window (stepping/src/window_stepper.h). kAuto: what the host's step
 // probe says works best (debug-register breakpoints > int3 > single step).
-enum class StepChoice : uint8_t { kAuto = 0, kStep, kBreakpoints, kInt3 };
-std::string_view StepChoiceName(StepChoice s);  // "auto", "step", "breakpoints", "int3"
+enum class StepChoice : uint8_t { kAuto = 0, kStep, kBreakpoints, kInt3, kEmulate };
+// "auto", "step", "breakpoints", "int3", "emulate"
+std::string_view StepChoiceName(StepChoice s);
 bool ParseStepChoice(std::string_view name, StepChoice* out);
 
 // How user stacks are walked: the kernel's frame-pointer walk alone, or a copy of the stack's top
@@ -55,9 +56,9 @@ struct EngineSettings {
 };
 
 struct SamplingSettings {
-  uint32_t stack_hz = 99;              // eBPF stack sampling; 0 = no stacks
-  uint32_t window_branches = 32;       // W: taken branches per burst / LBR window
-  double bursts_per_second = 20;       // ptrace bursts: mean rate
+  uint32_t stack_hz = 99;         // eBPF stack sampling; 0 = no stacks
+  uint32_t window_branches = 32;  // W: taken branches per burst / LBR window
+  double bursts_per_second = 0;   // ptrace bursts: mean rate; 0: the step mode's (ptrace_bursts.h)
   double max_stopped_fraction = 0.04;  // ptrace bursts: cap on any second threads spend stopped
   StepChoice step_mode = StepChoice::kAuto;  // ptrace bursts: how windows are stepped
   uint64_t lbr_period = 100003;              // LBR: cycles between samples

@@ -24,6 +24,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -32,11 +33,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
-#include "pathprof/stepping/step_mode.h"
 #include "pathprof/core/branch.h"
 #include "pathprof/core/status.h"
+#include "pathprof/stepping/step_mode.h"
 
 namespace pathprof::stepping {
 
@@ -48,17 +50,46 @@ struct TracerCredentials {
 };
 
 struct PtraceBurstOptions {
-  pid_t pid = 0;                         // target process (all of its threads are traced)
-  uint32_t window_taken = 32;            // W: taken branches per window (LBR depth)
-  double bursts_per_second = 20;         // mean burst rate (see docs/performance.md for the cost)
+  pid_t pid = 0;               // target process (all of its threads are traced)
+  uint32_t window_taken = 32;  // W: taken branches per window (LBR depth)
+  // Mean burst rate; 0: the step mode's own (kDefaultBurstRate, or kEmulatedBurstRate for
+  // emulated windows, whose one stop each makes the stopped-time cap, not the rate, the limit).
+  double bursts_per_second = 0;
   double max_stopped_fraction = 0.04;    // cap on the share of any second threads spend stopped
   uint64_t max_steps_per_burst = 20000;  // a burst that needs more stops is aborted
   // How a window is stepped; empty: what the step probe says works best here (step_probe.h).
   std::optional<StepMode> step_mode;
   uint64_t seed = 0;                        // jitter and thread choice; 0: from the clock
   std::optional<TracerCredentials> run_as;  // empty: the tracer keeps the caller's credentials
+  // kEmulate: after each emulated window, single-step the thread through the same instructions
+  // and compare (PtraceBurstStats::verify_*). For tests and diagnosis: each window then costs
+  // hundreds of stops.
+  bool verify_emulation = false;
+
+  static constexpr double kDefaultBurstRate = 20;
+  static constexpr double kEmulatedBurstRate = 1000;
+  double RateFor(StepMode mode) const {
+    if (bursts_per_second > 0) return bursts_per_second;
+    return mode == StepMode::kEmulate ? kEmulatedBurstRate : kDefaultBurstRate;
+  }
 
   Status Validate() const;
+};
+
+// Slots for the emulator's window-end reasons (emulator::EmulationEnd), and how many of the
+// instructions that ended emulated windows are reported by name.
+inline constexpr size_t kEmulationEndSlots = 16;
+inline constexpr size_t kEndingInstructions = 16;
+std::string_view EmulationEndReason(size_t slot);     // "complete", "syscall", "unmodelled", ...
+std::string_view InstructionName(uint16_t mnemonic);  // "vpcmpeqb"
+
+// One instruction that ended emulated windows, and how often.
+struct EndingInstruction {
+  uint16_t mnemonic = 0;  // ZydisMnemonic (InstructionName)
+  uint8_t reason = 0;     // the EmulationEnd slot
+  uint8_t reserved[5] = {};
+  uint64_t windows = 0;
+  bool operator==(const EndingInstruction&) const = default;
 };
 
 // Counters of one session; nothing is dropped without being counted here. Crosses the pipe from
@@ -99,7 +130,22 @@ struct PtraceBurstStats {
   uint64_t event_stopped_ns = 0;    // of which, event stops
   uint64_t max_stopped_ppm_1s = 0;  // the most stopped time seen in any one second, per million
   uint64_t elapsed_ns = 0;          // session wall time so far
-  uint8_t step_mode = 0;            // StepMode in use now
+  // Emulated windows (kEmulate): one stop each, the branches run in the tracer's emulator.
+  uint64_t emulated_windows = 0;  // windows emulated (emitted ones are counted in windows)
+  uint64_t emulated_instructions = 0;
+  uint64_t emulation_ns = 0;            // time in the emulator; the thread is stopped meanwhile
+  uint64_t emulation_pages_read = 0;    // pages read from the target (the rest came cached)
+  uint64_t emulation_resets = 0;        // a read-only mapping changed: cached code dropped
+  uint64_t emulation_vector_loads = 0;  // windows that needed the vector registers
+  std::array<uint64_t, kEmulationEndSlots> emulation_ends{};  // by EmulationEndReason
+  std::array<EndingInstruction, kEndingInstructions> ending_instructions{};  // most first
+  // verify_emulation: each emulated window single-stepped and compared.
+  uint64_t verified = 0;              // compared in full
+  uint64_t verify_identical = 0;      // every event and the instruction count equal
+  uint64_t verify_diverged = 0;       // the real thread retired other branches
+  uint64_t verify_state_differs = 0;  // identical events, but registers differed at the end
+  uint64_t verify_unchecked = 0;      // stepping ended early (a signal, an exit, too long)
+  uint8_t step_mode = 0;              // StepMode in use now
   bool target_exited = false;
   bool detached = false;            // the tracer detached every thread and exited cleanly
   int32_t target_exit_status = -1;  // exit code, or 128 + signal; -1 when unknown or running

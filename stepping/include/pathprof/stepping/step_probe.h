@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "pathprof/stepping/step_mode.h"
 #include "pathprof/core/host_quirks.h"
+#include "pathprof/stepping/step_mode.h"
 
 namespace pathprof::stepping {
 
@@ -31,6 +31,9 @@ struct StepProbeResult {
   MechanismResult dr_breakpoints;
   MechanismResult int3_breakpoints;
   MechanismResult block_step;  // PTRACE_SINGLEBLOCK (BTF); reported, never used
+  // Emulated windows (StepMode::kEmulate): works when the probe loop's windows, emulated, are
+  // identical to single steps of the child through the same code.
+  MechanismResult emulate;
   // Instructions after which a single step stopped late ("cpuid"); the tracers decode across.
   std::vector<std::string> lost_trap_after;
   // Instructions the CPU refused (#UD, #GP): not probed.
@@ -39,15 +42,16 @@ struct StepProbeResult {
   uint64_t single_step_ns = 0;
   uint64_t int3_leg_ns = 0;
   uint64_t dr_leg_ns = 0;
-  std::string simulated_quirks;  // PATHPROF_SIMULATE_QUIRKS in effect during the probe
+  uint64_t emulate_window_ns = 0;  // the emulator's time for one warm window of the probe loop
+  std::string simulated_quirks;    // PATHPROF_SIMULATE_QUIRKS in effect during the probe
   bool from_cache = false;
 
-  // What `auto` uses: DR breakpoints > int3 > single step, among those that work, except that
-  // int3 goes first where its measured stop costs under 3/4 of a DR stop; single step when none
-  // works (the burst tracer will then fail to start, saying why).
+  // What `auto` uses: emulation > DR breakpoints > int3 > single step, among those that work,
+  // except that int3 goes before DR where its measured stop costs under 3/4 of a DR stop;
+  // single step when none works (the burst tracer will then fail to start, saying why).
   StepMode BestMode() const;
   bool AnyWorks() const {
-    return single_step.works || dr_breakpoints.works || int3_breakpoints.works;
+    return single_step.works || dr_breakpoints.works || int3_breakpoints.works || emulate.works;
   }
   bool Works(StepMode mode) const;
   const MechanismResult& Of(StepMode mode) const;

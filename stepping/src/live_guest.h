@@ -1,0 +1,84 @@
+// The emulator's view of a live traced process (emulator::Guest): its memory page by page as
+// the CPU would let its threads see it, and a stopped thread's registers.
+//
+// Memory is read through /proc/PID/mem, which reads with FOLL_FORCE: it returns pages the
+// process itself may not read (a PROT_NONE guard page) and never faults. So the mappings'
+// permissions come from /proc/PID/maps and are checked here: a page the CPU would fault on is
+// unreadable to the emulator too, and a store to a page without write permission ends the
+// window. Pages of read-only file-backed mappings (code, .rodata, RELRO) are "stable": the
+// emulator keeps them, and the instructions decoded from them, across windows.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "pathprof/emulator/window_emulator.h"
+
+namespace pathprof::stepping {
+
+class ProcessPages {
+ public:
+  explicit ProcessPages(pid_t pid) : pid_(pid) {}
+  ~ProcessPages();
+  ProcessPages(const ProcessPages&) = delete;
+  ProcessPages& operator=(const ProcessPages&) = delete;
+
+  // Copies one page; false when the process may not read it (unmapped, no read permission).
+  bool Read(uint64_t page, uint8_t* out, bool* stable);
+  bool Writable(uint64_t page);
+
+  // Re-reads the mappings when the last read is older than `max_age_ns`. Returns true when a
+  // stable mapping changed or went away since (munmap, mprotect, dlclose): what the emulator
+  // kept from stable pages must then be dropped (WindowEmulator::Reset).
+  bool Refresh(uint64_t now_ns, uint64_t max_age_ns);
+  // The process exec'd: a new address space.
+  void Reset();
+
+  uint64_t maps_reads() const { return maps_reads_; }
+  uint64_t page_reads() const { return page_reads_; }
+
+ private:
+  struct Range {
+    uint64_t start = 0, end = 0;
+    uint64_t pgoff = 0, device = 0, inode = 0;
+    bool readable = false, writable = false, stable = false;
+    bool operator==(const Range&) const = default;
+  };
+  // The mapping holding `address`; on a miss the mappings are read again (a region mapped
+  // since the last read), at most once per kMissRefreshNs.
+  const Range* Find(uint64_t address);
+  bool ReadMaps(uint64_t now_ns);
+
+  pid_t pid_;
+  int mem_fd_ = -1;
+  std::vector<Range> ranges_;  // sorted by start
+  uint64_t read_at_ns_ = 0;
+  bool stable_changed_ = false;  // since the last Refresh
+  uint64_t maps_reads_ = 0;
+  uint64_t page_reads_ = 0;
+};
+
+// A thread of the process, stopped by this tracer.
+class ThreadGuest final : public emulator::Guest {
+ public:
+  ThreadGuest(pid_t tid, ProcessPages& pages) : tid_(tid), pages_(pages) {}
+  bool ReadPage(uint64_t page, uint8_t* out, bool* stable) override {
+    return pages_.Read(page, out, stable);
+  }
+  bool PageWritable(uint64_t page) override { return pages_.Writable(page); }
+  // The SSE/AVX/AVX-512 registers and MXCSR (PTRACE_GETREGSET NT_X86_XSTATE).
+  bool LoadVectorState(emulator::CpuState* state) override;
+
+ private:
+  pid_t tid_;
+  ProcessPages& pages_;
+};
+
+// The general registers, rip, rflags and the fs/gs bases of the stopped thread `tid`; and, when
+// `in_restartable_syscall` is given, whether it was stopped inside a system call the kernel
+// restarts on resume (a blocked read, a futex wait): then it has no user code to run yet.
+bool ReadCpuState(pid_t tid, emulator::CpuState* out, bool* in_restartable_syscall = nullptr);
+
+}  // namespace pathprof::stepping
