@@ -80,7 +80,7 @@ struct ProfileStore::Impl {
   SessionConfig config;
   bool windowed = false;
   std::string window_weighting;  // how the estimator weights windows, and why
-  // kTime: block cycles of each window, outside `mu` (an llvm-mca run can take tens of ms).
+  // kTime: block cycles of each window, outside `mu` (the model's code reader takes it).
   std::mutex cycle_mu;
   std::unique_ptr<decoders::CycleModel> cycles;
   bool offline = false;  // a recording: never read /proc
@@ -284,7 +284,7 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
       if (model.ok()) {
         impl->cycles = std::move(*model);
         wc.starts = hwmodel::WindowStarts::kTime;
-        impl->window_weighting = "time (block cycles from llvm-mca)";
+        impl->window_weighting = "time (block cycles from the in-process cycle model)";
       } else {
         wc.starts = hwmodel::WindowStarts::kInstructions;
         impl->window_weighting =

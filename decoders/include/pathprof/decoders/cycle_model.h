@@ -1,6 +1,8 @@
-// How long straight-line x86-64 code takes, estimated with llvm-mca, LLVM's machine code
-// analyzer (it runs the code through the host CPU's scheduling model): the steady-state cycles
-// per run of a block executed back to back, as in a loop.
+// How long straight-line x86-64 code takes: the steady-state cycles per run of a block executed
+// back to back, as in a loop, estimated in process from the block's instructions - the
+// loop-carried dependency chain through their latencies, the front end's width, and the
+// execution units they compete for, with figures for current x86-64 cores (AMD Zen 3 / Zen 4;
+// decoders/src/instruction_costs.h says where they come from).
 //
 // Why: ptrace bursts start at time-uniform interrupts, so a block is sampled in proportion to
 // the time it takes, not the branches it retires. Weighting windows by instructions is right
@@ -9,11 +11,16 @@
 // instruction (docs/profiles.md, "ptrace bursts accuracy"). With the cycles of each window's
 // blocks the window estimator (hwmodel::WindowStarts::kTime) can weight by time instead.
 //
-// Why a subprocess: llvm-mca as a library is LLVM's C++ API (no stable ABI, ~100 MB); the tool
-// is in Debian's llvm package and reads assembly text. Blocks are cached per (start address,
-// instruction count); each BlockCycles call sends the blocks new to it to one llvm-mca run.
-// A block llvm-mca rejects (an instruction it cannot parse) is retried alone and otherwise has
-// no duration; nothing is guessed, everything is counted in stats().
+// Why in process: this used to fork llvm-mca for each batch of new blocks, about 24 processes
+// and most of a CPU-second per profiled run, more than a collector delivering hundreds of
+// windows a second may spend. The model here costs microseconds per distinct block (figures and
+// its error against llvm-mca in docs/performance.md and docs/profiles.md); llvm-mca remains the
+// reference the tests and benchmarks measure it against (llvm_mca_reference.h).
+//
+// Blocks are cached per (start address, instruction count, taken or not at their end). A block
+// whose code cannot be read, or that holds an instruction without a fixed cost (a repeated string
+// operation, a system call, cpuid), has no duration: nothing is guessed, everything is counted in
+// stats().
 #pragma once
 
 #include <cstdint>
@@ -30,23 +37,28 @@
 namespace pathprof::decoders {
 
 struct CycleModelOptions {
-  std::string llvm_mca = "llvm-mca";  // a path, or a name looked up in PATH
-  std::string cpu = "native";         // llvm-mca -mcpu
-  uint32_t iterations = 100;          // simulated runs of each block
   uint32_t max_block_instructions = 4096;
   size_t max_cached_blocks = 1 << 16;  // then the cache starts over (counted)
-  int timeout_ms = 60000;              // one llvm-mca run
 };
 
+// "Blocks" here are runs of code between taken branches (BlockCycles).
 struct CycleModelStats {
-  uint64_t blocks_estimated = 0;  // distinct blocks llvm-mca gave a duration
-  uint64_t cache_hits = 0;
+  uint64_t blocks_estimated = 0;   // distinct blocks the model gave a duration
+  uint64_t cache_hits = 0;         // blocks answered from the cache
   uint64_t unreadable_blocks = 0;  // code unknown, undecodable, or not ending at the branch
-  uint64_t rejected_blocks = 0;    // llvm-mca could not analyze them
-  uint64_t mca_runs = 0;
-  uint64_t mca_failures = 0;  // runs that failed as a whole (then blocks are retried alone)
+  uint64_t rejected_blocks = 0;    // holding an instruction without a fixed cost (rep movs, ...)
   uint64_t cache_resets = 0;
   uint64_t imputed_blocks = 0;  // WindowDurations: blocks without an estimate, filled in
+};
+
+// What limits a block's cycles per iteration: the estimate is the largest of the three bounds.
+struct CycleEstimate {
+  double cycles = 0;
+  double recurrence = 0;  // the loop-carried dependency chain
+  double front_end = 0;   // macro-ops over the dispatch width; one taken branch per cycle
+  double units = 0;       // the busiest execution unit or pipe group, named in `busiest`
+  std::string busiest;
+  bool through_memory = false;  // a load reads back what the block stored (a counter in memory)
 };
 
 // The code at a runtime address: bytes from there on (at least one instruction's worth), or an
@@ -55,16 +67,18 @@ using CodeReader = std::function<std::span<const uint8_t>(uint64_t address)>;
 
 class CycleModel {
  public:
-  // Fails with what to do when llvm-mca cannot be run (not installed, or it cannot analyze a
-  // one-instruction block for `cpu`).
+  // Fails only on options it cannot work with.
   static Result<std::unique_ptr<CycleModel>> Create(const CycleModelOptions& options = {});
   ~CycleModel();
   CycleModel(const CycleModel&) = delete;
   CycleModel& operator=(const CycleModel&) = delete;
 
   // Cycles of the block each event ends: from the previous event's `to` through this event's
-  // `from`, `instructions` long. 0 for the first event (its block began before the window), for
-  // events without an instruction count, and for blocks that cannot be read or analyzed.
+  // `from`, `instructions` long. Blocks that end at a not-taken branch are timed with the ones
+  // after them through the next taken branch, as one run of code (the core overlaps them), and
+  // the run's cycles are shared among its blocks by instructions. 0 for the first event (its
+  // block began before the window), for events without an instruction count (and the run they
+  // are in), and for blocks that cannot be read or estimated.
   std::vector<double> BlockCycles(std::span<const BranchEvent> events, const CodeReader& code);
 
   // BlockCycles for a window of time-uniform sampling, every block with an instruction count
@@ -73,37 +87,36 @@ class CycleModel {
   // block does not make its window look fast. Counted in stats().imputed_blocks.
   std::vector<double> WindowDurations(std::span<const BranchEvent> events, const CodeReader& code);
 
-  // Cycles of the straight-line code in `code` (decoded from `address` to its end).
-  Result<double> EstimateCode(std::span<const uint8_t> code, uint64_t address);
+  // Cycles of the straight-line code in `code` (decoded from `address` to its end), and what
+  // bounds them. Not cached, not counted in stats().
+  Result<double> EstimateCode(std::span<const uint8_t> code, uint64_t address) const;
+  Result<CycleEstimate> ExplainCode(std::span<const uint8_t> code, uint64_t address) const;
 
   const CycleModelStats& stats() const { return stats_; }
 
  private:
-  struct Block {
-    uint64_t start = 0;
-    uint32_t instructions = 0;
-    std::string assembly;  // one instruction per line, Intel syntax
-  };
   explicit CycleModel(const CycleModelOptions& options) : options_(options) {}
-  // The assembler label a block's branches target: placed at the block's end.
-  static std::string Label(uint64_t start, uint32_t instructions);
-  // The block's assembly, or empty when its code cannot be read, decoded, or does not end at
-  // `last` (the branch the event names).
-  std::string Disassemble(uint64_t start, uint32_t instructions, uint64_t last,
-                          const CodeReader& code) const;
-  // Cycles per run of each block (NaN where llvm-mca gave none), from one llvm-mca run.
-  Result<std::vector<double>> RunMca(const std::vector<const Block*>& blocks);
-  std::vector<double> Estimate(const std::vector<const Block*>& blocks);
+  // The cycles of the run of blocks `run` ends, from `start`: NaN (and counted) when it
+  // cannot be read or has no estimate.
+  double EstimateRun(uint64_t start, std::span<const BranchEvent> run, const CodeReader& code);
 
   CycleModelOptions options_;
   CycleModelStats stats_;
   double cycles_seen_ = 0, instructions_seen_ = 0;  // over WindowDurations' estimated blocks
-  struct KeyHash {
-    size_t operator()(const std::pair<uint64_t, uint32_t>& k) const {
-      return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ull ^ k.second);
+  // A run of code: its start, instructions, and whether it ends at a taken branch.
+  struct RunKey {
+    uint64_t start = 0;
+    uint32_t instructions = 0;
+    bool taken = true;
+    bool operator==(const RunKey&) const = default;
+  };
+  struct RunKeyHash {
+    size_t operator()(const RunKey& k) const {
+      return std::hash<uint64_t>()(k.start * 0x9E3779B97F4A7C15ull ^ k.instructions ^
+                                   (uint64_t{k.taken} << 40));
     }
   };
-  std::unordered_map<std::pair<uint64_t, uint32_t>, double, KeyHash> cache_;  // NaN: no duration
+  std::unordered_map<RunKey, double, RunKeyHash> cache_;  // NaN: no duration
 };
 
 }  // namespace pathprof::decoders
