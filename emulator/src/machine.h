@@ -49,8 +49,11 @@ struct Machine {
   }
 };
 
+// The value mask of an operand of `size` bytes (0 to 8), looked up: it is on every operand.
+inline constexpr uint64_t kSizeMasks[9] = {
+    0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, ~0ull};
 inline uint64_t SizeMask(unsigned size) {
-  return size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
+  return size >= 8 ? ~0ull : kSizeMasks[size];
 }
 inline uint64_t SignBit(unsigned size) {
   return 1ull << (size * 8 - 1);
@@ -92,7 +95,8 @@ inline uint64_t EffectiveAddress(const Machine& m, const MemRef& mem) {
 
 // Integer operands (register, memory or immediate) of up to 8 bytes. False: the window ended
 // (m.end set).
-inline bool ReadInt(Machine& m, const Operand& o, unsigned size, uint64_t* out) {
+[[gnu::always_inline]] inline bool ReadInt(Machine& m, const Operand& o, unsigned size,
+                                           uint64_t* out) {
   switch (o.type) {
     case OperandType::kRegister:
       if (o.reg.cls != RegClass::kGpr) {
@@ -120,7 +124,8 @@ inline bool ReadInt(Machine& m, const Operand& o, unsigned size, uint64_t* out) 
   }
 }
 
-inline bool WriteInt(Machine& m, const Operand& o, unsigned size, uint64_t v) {
+[[gnu::always_inline]] inline bool WriteInt(Machine& m, const Operand& o, unsigned size,
+                                            uint64_t v) {
   switch (o.type) {
     case OperandType::kRegister:
       if (o.reg.cls != RegClass::kGpr) {

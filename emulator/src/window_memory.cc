@@ -5,8 +5,6 @@
 
 namespace pathprof::emulator {
 
-constexpr uint64_t kPageMask = Guest::kPageSize - 1;
-
 const PageBytes* StablePages::Add(uint64_t page, const PageBytes& bytes, EmulatorStats* stats) {
   if (pages_.size() >= max_pages_) {
     pages_.clear();
@@ -18,9 +16,19 @@ const PageBytes* StablePages::Add(uint64_t page, const PageBytes& bytes, Emulato
   return p;
 }
 
+void WindowMemory::Begin(Guest& guest) {
+  guest_ = &guest;
+  pages_.clear();
+  used_ = 0;
+  pages_read_ = 0;
+  wrote_stable_ = false;
+  last_page_ = ~0ull;
+  last_ = nullptr;
+}
+
 uint8_t* WindowMemory::NewBuffer() {
-  buffers_.push_back(std::make_unique<PageBytes>());
-  return buffers_.back()->data();
+  if (used_ == buffers_.size()) buffers_.push_back(std::make_unique<PageBytes>());
+  return buffers_[used_++]->data();
 }
 
 MemoryStatus WindowMemory::Get(uint64_t page, Page** out) {
@@ -39,8 +47,8 @@ MemoryStatus WindowMemory::Get(uint64_t page, Page** out) {
     } else {
       uint8_t* buf = NewBuffer();
       bool stable = false;
-      if (!guest_.ReadPage(page, buf, &stable)) {
-        buffers_.pop_back();
+      if (!guest_->ReadPage(page, buf, &stable)) {
+        --used_;
         return MemoryStatus::kUnreadable;
       }
       ++pages_read_;
@@ -50,7 +58,7 @@ MemoryStatus WindowMemory::Get(uint64_t page, Page** out) {
         std::memcpy(copy.data(), buf, copy.size());
         p.bytes = stable_.Add(page, copy, stats_)->data();
         p.stable = true;
-        buffers_.pop_back();
+        --used_;
       } else {
         p.bytes = buf;
         p.own = buf;
@@ -66,7 +74,7 @@ MemoryStatus WindowMemory::Get(uint64_t page, Page** out) {
 
 MemoryStatus WindowMemory::MakeWritable(uint64_t address, Page* page) {
   if (page->written) return MemoryStatus::kOk;
-  if (!guest_.PageWritable(address & ~kPageMask)) return MemoryStatus::kReadOnly;
+  if (!guest_->PageWritable(address & ~kPageMask)) return MemoryStatus::kReadOnly;
   if (!page->own) {  // a stable page: the window writes to its own copy
     wrote_stable_ = true;
     uint8_t* buf = NewBuffer();
@@ -78,7 +86,7 @@ MemoryStatus WindowMemory::MakeWritable(uint64_t address, Page* page) {
   return MemoryStatus::kOk;
 }
 
-MemoryStatus WindowMemory::Read(uint64_t address, void* out, size_t size) {
+MemoryStatus WindowMemory::ReadSlow(uint64_t address, void* out, size_t size) {
   auto* dst = static_cast<uint8_t*>(out);
   while (size > 0) {
     Page* p = nullptr;
@@ -96,7 +104,7 @@ MemoryStatus WindowMemory::Read(uint64_t address, void* out, size_t size) {
 
 // A store to a page the target may not write (read-only text or data) faults on the CPU: the
 // window ends there (kReadOnly), the overlay unchanged.
-MemoryStatus WindowMemory::Write(uint64_t address, const void* in, size_t size) {
+MemoryStatus WindowMemory::WriteSlow(uint64_t address, const void* in, size_t size) {
   const auto* src = static_cast<const uint8_t*>(in);
   while (size > 0) {
     Page* p = nullptr;
