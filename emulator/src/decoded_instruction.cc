@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "integer_arithmetic.h"
+
 namespace pathprof::emulator {
 namespace {
 
@@ -77,6 +79,78 @@ RegRef Resolve(ZydisRegister reg) {
   return r;
 }
 
+bool PlainInteger(const Operand& o) {
+  switch (o.type) {
+    case OperandType::kRegister:
+      return o.reg.cls == RegClass::kGpr;
+    case OperandType::kMemory:
+      return o.mem.index.cls != RegClass::kVector;
+    case OperandType::kImmediate:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Which FastOp `d` is, or kNone; the checks mirror what integer_ops.cc requires of each.
+FastOp ClassifyFast(const DecodedInstruction& d) {
+  if (d.is_vector || d.rep || d.repne || d.rounding) return FastOp::kNone;
+  if (d.branch.is_branch && d.branch.kind == BranchKind::kFarTransfer) return FastOp::kNone;
+  for (uint8_t i = 0; i < d.operand_count; ++i)
+    if (!PlainInteger(d.op[i])) return FastOp::kNone;
+  const auto mn = static_cast<ZydisMnemonic>(d.mnemonic);
+  const bool two = d.operand_count == 2;
+  const bool dst_ok = d.operand_count >= 1 && d.op[0].type != OperandType::kImmediate;
+  switch (mn) {
+    case ZYDIS_MNEMONIC_NOP:
+    case ZYDIS_MNEMONIC_ENDBR64:
+      return FastOp::kNop;
+    case ZYDIS_MNEMONIC_MOV:
+      return two && dst_ok ? FastOp::kMov : FastOp::kNone;
+    case ZYDIS_MNEMONIC_MOVZX:
+      return two && dst_ok ? FastOp::kMovzx : FastOp::kNone;
+    case ZYDIS_MNEMONIC_MOVSX:
+    case ZYDIS_MNEMONIC_MOVSXD:
+      return two && dst_ok ? FastOp::kMovsx : FastOp::kNone;
+    case ZYDIS_MNEMONIC_LEA:
+      return two && d.op[1].type == OperandType::kMemory ? FastOp::kLea : FastOp::kNone;
+    case ZYDIS_MNEMONIC_ADD:
+      return two && dst_ok ? FastOp::kAdd : FastOp::kNone;
+    case ZYDIS_MNEMONIC_SUB:
+      return two && dst_ok ? FastOp::kSub : FastOp::kNone;
+    case ZYDIS_MNEMONIC_CMP:
+      return two && dst_ok ? FastOp::kCmp : FastOp::kNone;
+    case ZYDIS_MNEMONIC_AND:
+      return two && dst_ok ? FastOp::kAnd : FastOp::kNone;
+    case ZYDIS_MNEMONIC_OR:
+      return two && dst_ok ? FastOp::kOr : FastOp::kNone;
+    case ZYDIS_MNEMONIC_XOR:
+      return two && dst_ok ? FastOp::kXor : FastOp::kNone;
+    case ZYDIS_MNEMONIC_TEST:
+      return two && dst_ok ? FastOp::kTest : FastOp::kNone;
+    case ZYDIS_MNEMONIC_INC:
+      return dst_ok ? FastOp::kInc : FastOp::kNone;
+    case ZYDIS_MNEMONIC_DEC:
+      return dst_ok ? FastOp::kDec : FastOp::kNone;
+    case ZYDIS_MNEMONIC_PUSH:
+      return d.operand_count == 1 ? FastOp::kPush : FastOp::kNone;
+    case ZYDIS_MNEMONIC_POP:
+      return d.operand_count == 1 && dst_ok ? FastOp::kPop : FastOp::kNone;
+    case ZYDIS_MNEMONIC_JMP:
+      return d.branch.is_branch && d.operand_count == 1 ? FastOp::kJmp : FastOp::kNone;
+    case ZYDIS_MNEMONIC_CALL:
+      return d.branch.is_branch && d.operand_count == 1 ? FastOp::kCall : FastOp::kNone;
+    case ZYDIS_MNEMONIC_RET:
+      return d.operand_count == 0 ? FastOp::kRet : FastOp::kNone;
+    default:
+      break;
+  }
+  if (d.branch.is_branch && d.branch.kind == BranchKind::kConditional &&
+      d.branch.has_direct_target && ConditionOf(mn) >= 0)
+    return FastOp::kJcc;
+  return FastOp::kNone;
+}
+
 }  // namespace
 
 bool DecodeInstruction(const uint8_t* bytes, size_t size, uint64_t address,
@@ -100,8 +174,7 @@ bool DecodeInstruction(const uint8_t* bytes, size_t size, uint64_t address,
       d.zeroing = mode == ZYDIS_MASK_MODE_ZEROING || mode == ZYDIS_MASK_MODE_CONTROL_ZEROING;
       d.mask_control = mode == ZYDIS_MASK_MODE_CONTROL || mode == ZYDIS_MASK_MODE_CONTROL_ZEROING;
     }
-    if (insn.avx.rounding.mode != ZYDIS_ROUNDING_MODE_INVALID || insn.avx.has_sae)
-      d.rounding = 1;
+    if (insn.avx.rounding.mode != ZYDIS_ROUNDING_MODE_INVALID || insn.avx.has_sae) d.rounding = 1;
   } else if (insn.encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY &&
              insn.encoding != ZYDIS_INSTRUCTION_ENCODING_VEX) {
     d.rounding = 1;  // 3DNow!, XOP, MVEX: never modelled
@@ -142,9 +215,8 @@ bool DecodeInstruction(const uint8_t* bytes, size_t size, uint64_t address,
         break;
       case ZYDIS_OPERAND_TYPE_IMMEDIATE:
         o.type = OperandType::kImmediate;
-        o.imm = z.imm.is_relative
-                    ? address + insn.length + static_cast<uint64_t>(z.imm.value.s)
-                    : z.imm.value.u;
+        o.imm = z.imm.is_relative ? address + insn.length + static_cast<uint64_t>(z.imm.value.s)
+                                  : z.imm.value.u;
         break;
       case ZYDIS_OPERAND_TYPE_POINTER:
         o.type = OperandType::kPointer;
@@ -156,6 +228,9 @@ bool DecodeInstruction(const uint8_t* bytes, size_t size, uint64_t address,
   if (d.vector_length != 0) d.is_vector = true;
   if (!decoders::DecodeX86Fast(bytes, size, address, &d.branch)) return false;
   std::memcpy(d.bytes.data(), bytes, std::min<size_t>(d.length, d.bytes.size()));
+  d.fast = ClassifyFast(d);
+  if (d.fast == FastOp::kJcc)
+    d.condition = static_cast<uint8_t>(ConditionOf(static_cast<ZydisMnemonic>(d.mnemonic)));
   *out = d;
   return true;
 }

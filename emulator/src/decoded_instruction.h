@@ -34,25 +34,54 @@ struct Operand {
   uint8_t size = 0;  // bytes (memory and immediate: the operand's size; 0 when unsized)
   RegRef reg;
   MemRef mem;
-  uint64_t imm = 0;  // sign-extended to 64 bits where the encoding sign-extends
+  uint64_t imm = 0;          // sign-extended to 64 bits where the encoding sign-extends
   uint8_t element_size = 0;  // bytes per element of a vector operand (broadcasts)
   bool broadcast = false;    // EVEX {1toN}
 };
 
+// The integer instructions most code retires, with plain operands (general registers, memory,
+// immediates), recognised at decode time so that the interpreter runs them without its general
+// dispatch (fast_ops.h). kNone: the general path.
+enum class FastOp : uint8_t {
+  kNone,
+  kNop,
+  kMov,
+  kMovzx,
+  kMovsx,
+  kLea,
+  kAdd,
+  kSub,
+  kCmp,
+  kAnd,
+  kOr,
+  kXor,
+  kTest,
+  kInc,
+  kDec,
+  kPush,
+  kPop,
+  kJcc,
+  kJmp,
+  kCall,
+  kRet,
+};
+
 struct DecodedInstruction {
   uint16_t mnemonic = 0;  // ZydisMnemonic
+  FastOp fast = FastOp::kNone;
+  uint8_t condition = 0;  // kJcc: the condition code (0-15)
   uint8_t length = 0;
-  uint8_t operand_count = 0;     // visible operands, an EVEX writemask not among them
-  uint8_t operand_size = 0;      // bytes (Zydis operand_width / 8)
-  uint8_t vector_length = 0;     // bytes: 16, 32, 64; 0 for non-vector
-  uint8_t mask_register = 0;     // EVEX {k}: 0 when unmasked
-  bool zeroing = false;          // EVEX {z}
-  bool mask_control = false;     // the opmask selects sources (vpblendm*), not a writemask
-  bool vex_or_evex = false;      // writes to a vector register zero the bits above it
-  bool rep = false;              // REP / REPE
-  bool repne = false;            // REPNE
-  bool is_vector = false;        // touches vector or mask registers
-  uint8_t rounding = 0;          // EVEX embedded rounding / SAE present: unmodelled
+  uint8_t operand_count = 0;  // visible operands, an EVEX writemask not among them
+  uint8_t operand_size = 0;   // bytes (Zydis operand_width / 8)
+  uint8_t vector_length = 0;  // bytes: 16, 32, 64; 0 for non-vector
+  uint8_t mask_register = 0;  // EVEX {k}: 0 when unmasked
+  bool zeroing = false;       // EVEX {z}
+  bool mask_control = false;  // the opmask selects sources (vpblendm*), not a writemask
+  bool vex_or_evex = false;   // writes to a vector register zero the bits above it
+  bool rep = false;           // REP / REPE
+  bool repne = false;         // REPNE
+  bool is_vector = false;     // touches vector or mask registers
+  uint8_t rounding = 0;       // EVEX embedded rounding / SAE present: unmodelled
   std::array<Operand, 4> op{};
   decoders::X86Instruction branch;  // the branch classification the stepper uses
   std::array<uint8_t, 15> bytes{};  // to check a cached decode against the code it came from

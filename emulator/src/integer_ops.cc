@@ -6,93 +6,11 @@
 
 #include <bit>
 
+#include "integer_arithmetic.h"
 #include "machine.h"
 
 namespace pathprof::emulator {
 namespace {
-
-uint64_t SzpFlags(uint64_t result, unsigned size) {
-  uint64_t f = 0;
-  result &= SizeMask(size);
-  if (result == 0) f |= kZF;
-  if (result & SignBit(size)) f |= kSF;
-  if (!__builtin_parity(static_cast<unsigned>(result & 0xff))) f |= kPF;
-  return f;
-}
-
-void SetFlags(Machine& m, uint64_t affected, uint64_t values) {
-  m.s.rflags = (m.s.rflags & ~affected) | (values & affected);
-}
-
-// a + b + carry, with every arithmetic flag.
-uint64_t Add(uint64_t a, uint64_t b, uint64_t carry, unsigned size, uint64_t* flags) {
-  const uint64_t mask = SizeMask(size);
-  const unsigned __int128 wide = static_cast<unsigned __int128>(a) + b + carry;
-  const uint64_t r = static_cast<uint64_t>(wide) & mask;
-  uint64_t f = SzpFlags(r, size);
-  if (size == 8 ? (wide >> 64) != 0 : (static_cast<uint64_t>(wide) >> (size * 8)) != 0) f |= kCF;
-  if ((a ^ r) & (b ^ r) & SignBit(size)) f |= kOF;
-  if ((a ^ b ^ r) & 0x10) f |= kAF;
-  *flags = f;
-  return r;
-}
-
-// a - b - borrow, with every arithmetic flag.
-uint64_t Sub(uint64_t a, uint64_t b, uint64_t borrow, unsigned size, uint64_t* flags) {
-  const uint64_t mask = SizeMask(size);
-  const uint64_t r = (a - b - borrow) & mask;
-  uint64_t f = SzpFlags(r, size);
-  if (static_cast<unsigned __int128>(a) < static_cast<unsigned __int128>(b) + borrow) f |= kCF;
-  if ((a ^ b) & (a ^ r) & SignBit(size)) f |= kOF;
-  if ((a ^ b ^ r) & 0x10) f |= kAF;
-  *flags = f;
-  return r;
-}
-
-// The condition code (0-15) of a jcc/setcc/cmovcc mnemonic, or -1.
-int ConditionOf(ZydisMnemonic mn) {
-  switch (mn) {
-    case ZYDIS_MNEMONIC_JO: case ZYDIS_MNEMONIC_SETO: case ZYDIS_MNEMONIC_CMOVO: return 0;
-    case ZYDIS_MNEMONIC_JNO: case ZYDIS_MNEMONIC_SETNO: case ZYDIS_MNEMONIC_CMOVNO: return 1;
-    case ZYDIS_MNEMONIC_JB: case ZYDIS_MNEMONIC_SETB: case ZYDIS_MNEMONIC_CMOVB: return 2;
-    case ZYDIS_MNEMONIC_JNB: case ZYDIS_MNEMONIC_SETNB: case ZYDIS_MNEMONIC_CMOVNB: return 3;
-    case ZYDIS_MNEMONIC_JZ: case ZYDIS_MNEMONIC_SETZ: case ZYDIS_MNEMONIC_CMOVZ: return 4;
-    case ZYDIS_MNEMONIC_JNZ: case ZYDIS_MNEMONIC_SETNZ: case ZYDIS_MNEMONIC_CMOVNZ: return 5;
-    case ZYDIS_MNEMONIC_JBE: case ZYDIS_MNEMONIC_SETBE: case ZYDIS_MNEMONIC_CMOVBE: return 6;
-    case ZYDIS_MNEMONIC_JNBE: case ZYDIS_MNEMONIC_SETNBE: case ZYDIS_MNEMONIC_CMOVNBE: return 7;
-    case ZYDIS_MNEMONIC_JS: case ZYDIS_MNEMONIC_SETS: case ZYDIS_MNEMONIC_CMOVS: return 8;
-    case ZYDIS_MNEMONIC_JNS: case ZYDIS_MNEMONIC_SETNS: case ZYDIS_MNEMONIC_CMOVNS: return 9;
-    case ZYDIS_MNEMONIC_JP: case ZYDIS_MNEMONIC_SETP: case ZYDIS_MNEMONIC_CMOVP: return 10;
-    case ZYDIS_MNEMONIC_JNP: case ZYDIS_MNEMONIC_SETNP: case ZYDIS_MNEMONIC_CMOVNP: return 11;
-    case ZYDIS_MNEMONIC_JL: case ZYDIS_MNEMONIC_SETL: case ZYDIS_MNEMONIC_CMOVL: return 12;
-    case ZYDIS_MNEMONIC_JNL: case ZYDIS_MNEMONIC_SETNL: case ZYDIS_MNEMONIC_CMOVNL: return 13;
-    case ZYDIS_MNEMONIC_JLE: case ZYDIS_MNEMONIC_SETLE: case ZYDIS_MNEMONIC_CMOVLE: return 14;
-    case ZYDIS_MNEMONIC_JNLE: case ZYDIS_MNEMONIC_SETNLE: case ZYDIS_MNEMONIC_CMOVNLE: return 15;
-    default: return -1;
-  }
-}
-
-bool Push(Machine& m, uint64_t v, unsigned size) {
-  const uint64_t rsp = m.s.gpr[kRsp] - size;
-  const MemoryStatus st = m.memory->Write(rsp, &v, size);
-  if (st != MemoryStatus::kOk) {
-    m.MemoryEnd(st);
-    return false;
-  }
-  m.s.gpr[kRsp] = rsp;
-  return true;
-}
-
-bool Pop(Machine& m, uint64_t* v, unsigned size) {
-  *v = 0;
-  const MemoryStatus st = m.memory->Read(m.s.gpr[kRsp], v, size);
-  if (st != MemoryStatus::kOk) {
-    m.MemoryEnd(st);
-    return false;
-  }
-  m.s.gpr[kRsp] += size;
-  return true;
-}
 
 // The target of a jump or call: the decoded relative target, or the register/memory operand.
 bool BranchTarget(Machine& m, const DecodedInstruction& d, uint64_t* target) {
@@ -112,219 +30,46 @@ Step Alu(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
   const uint64_t cf = (m.s.rflags & kCF) ? 1 : 0;
   bool write = true;
   switch (mn) {
-    case ZYDIS_MNEMONIC_ADD: r = Add(a, b, 0, size, &f); break;
-    case ZYDIS_MNEMONIC_ADC: r = Add(a, b, cf, size, &f); break;
-    case ZYDIS_MNEMONIC_SUB: r = Sub(a, b, 0, size, &f); break;
-    case ZYDIS_MNEMONIC_SBB: r = Sub(a, b, cf, size, &f); break;
-    case ZYDIS_MNEMONIC_CMP: r = Sub(a, b, 0, size, &f); write = false; break;
+    case ZYDIS_MNEMONIC_ADD:
+      r = Add(a, b, 0, size, &f);
+      break;
+    case ZYDIS_MNEMONIC_ADC:
+      r = Add(a, b, cf, size, &f);
+      break;
+    case ZYDIS_MNEMONIC_SUB:
+      r = Sub(a, b, 0, size, &f);
+      break;
+    case ZYDIS_MNEMONIC_SBB:
+      r = Sub(a, b, cf, size, &f);
+      break;
+    case ZYDIS_MNEMONIC_CMP:
+      r = Sub(a, b, 0, size, &f);
+      write = false;
+      break;
     // Logic: CF = OF = 0; AF is undefined and cleared, as Intel and AMD cores do.
-    case ZYDIS_MNEMONIC_AND: r = a & b; f = SzpFlags(r, size); break;
-    case ZYDIS_MNEMONIC_TEST: r = a & b; f = SzpFlags(r, size); write = false; break;
-    case ZYDIS_MNEMONIC_OR: r = a | b; f = SzpFlags(r, size); break;
-    case ZYDIS_MNEMONIC_XOR: r = a ^ b; f = SzpFlags(r, size); break;
-    default: return Step::kNotMine;
+    case ZYDIS_MNEMONIC_AND:
+      r = a & b;
+      f = SzpFlags(r, size);
+      break;
+    case ZYDIS_MNEMONIC_TEST:
+      r = a & b;
+      f = SzpFlags(r, size);
+      write = false;
+      break;
+    case ZYDIS_MNEMONIC_OR:
+      r = a | b;
+      f = SzpFlags(r, size);
+      break;
+    case ZYDIS_MNEMONIC_XOR:
+      r = a ^ b;
+      f = SzpFlags(r, size);
+      break;
+    default:
+      return Step::kNotMine;
   }
   SetFlags(m, kArithmeticFlags, f);
   if (write && !WriteInt(m, d.op[0], size, r)) return Step::kEnded;
   return Step::kNext;
-}
-
-Step Shift(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
-  const unsigned size = d.op[0].size;
-  const unsigned bits = size * 8;
-  uint64_t a = 0, c = 1;
-  if (!ReadInt(m, d.op[0], size, &a)) return Step::kEnded;
-  if (d.operand_count > 1 && !ReadInt(m, d.op[1], 1, &c)) return Step::kEnded;
-  c &= size == 8 ? 0x3f : 0x1f;
-  if (c == 0) return Step::kNext;  // no flag changes
-  uint64_t r = 0, f = m.s.rflags;
-  const uint64_t mask = SizeMask(size);
-  switch (mn) {
-    case ZYDIS_MNEMONIC_SHL: {
-      r = c >= 64 ? 0 : (a << c) & mask;
-      const bool cf = c <= bits && ((a >> (bits - c)) & 1);
-      f = SzpFlags(r, size) | (cf ? kCF : 0);
-      if (((r & SignBit(size)) != 0) != cf) f |= kOF;  // defined for c == 1; cores do the same
-      break;
-    }
-    case ZYDIS_MNEMONIC_SHR: {
-      r = c >= bits ? 0 : a >> c;
-      const bool cf = c <= bits && ((a >> (c - 1)) & 1);
-      f = SzpFlags(r, size) | (cf ? kCF : 0);
-      if (a & SignBit(size)) f |= kOF;  // c == 1: the original sign; later counts: same on cores
-      break;
-    }
-    case ZYDIS_MNEMONIC_SAR: {
-      const int64_t sa = SignExtend(a, size);
-      r = static_cast<uint64_t>(sa >> std::min<uint64_t>(c, 63)) & mask;
-      const bool cf = (sa >> std::min<uint64_t>(c - 1, 63)) & 1;
-      f = SzpFlags(r, size) | (cf ? kCF : 0);
-      break;
-    }
-    case ZYDIS_MNEMONIC_ROL: {
-      const unsigned k = static_cast<unsigned>(c % bits);
-      r = k == 0 ? a : ((a << k) | (a >> (bits - k))) & mask;
-      const bool cf = r & 1;
-      f = (f & ~(kCF | kOF)) | (cf ? kCF : 0);
-      if (((r & SignBit(size)) != 0) != cf) f |= kOF;
-      break;
-    }
-    case ZYDIS_MNEMONIC_ROR: {
-      const unsigned k = static_cast<unsigned>(c % bits);
-      r = k == 0 ? a : ((a >> k) | (a << (bits - k))) & mask;
-      const bool msb = r & SignBit(size);
-      const bool msb2 = r & (SignBit(size) >> 1);
-      f = (f & ~(kCF | kOF)) | (msb ? kCF : 0) | (msb != msb2 ? kOF : 0);
-      break;
-    }
-    default:
-      return Step::kNotMine;
-  }
-  if (mn == ZYDIS_MNEMONIC_ROL || mn == ZYDIS_MNEMONIC_ROR)
-    SetFlags(m, kCF | kOF, f);
-  else
-    SetFlags(m, kCF | kPF | kZF | kSF | kOF, f);  // AF undefined: left as it was
-  return WriteInt(m, d.op[0], size, r) ? Step::kNext : Step::kEnded;
-}
-
-Step DoubleShift(Machine& m, const DecodedInstruction& d, bool left) {
-  const unsigned size = d.op[0].size;
-  const unsigned bits = size * 8;
-  uint64_t a = 0, b = 0, c = 0;
-  if (!ReadInt(m, d.op[0], size, &a) || !ReadInt(m, d.op[1], size, &b) ||
-      !ReadInt(m, d.op[2], 1, &c))
-    return Step::kEnded;
-  c &= size == 8 ? 0x3f : 0x1f;
-  if (c == 0) return Step::kNext;
-  if (c > bits) return m.End(EmulationEnd::kUnmodelled);  // 16-bit with a count past 16
-  const uint64_t mask = SizeMask(size);
-  uint64_t r = 0;
-  bool cf = false;
-  if (left) {
-    r = c == bits ? b : ((a << c) | (b >> (bits - c))) & mask;
-    cf = (a >> (bits - c)) & 1;
-  } else {
-    r = c == bits ? b : ((a >> c) | (b << (bits - c))) & mask;
-    cf = (a >> (c - 1)) & 1;
-  }
-  uint64_t f = SzpFlags(r, size) | (cf ? kCF : 0);
-  if (((r ^ a) & SignBit(size)) != 0) f |= kOF;
-  SetFlags(m, kCF | kPF | kZF | kSF | kOF, f);
-  return WriteInt(m, d.op[0], size, r) ? Step::kNext : Step::kEnded;
-}
-
-Step Multiply(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
-  const unsigned size = d.operand_size;
-  const unsigned bits = size * 8;
-  if (mn == ZYDIS_MNEMONIC_IMUL && d.operand_count >= 2) {
-    // imul r, r/m (, imm): the truncated product; CF = OF = it did not fit.
-    uint64_t a = 0, b = 0;
-    const Operand& src1 = d.operand_count == 3 ? d.op[1] : d.op[0];
-    const Operand& src2 = d.operand_count == 3 ? d.op[2] : d.op[1];
-    if (!ReadInt(m, src1, size, &a) || !ReadInt(m, src2, size, &b)) return Step::kEnded;
-    const __int128 p = static_cast<__int128>(SignExtend(a, size)) * SignExtend(b, size);
-    const uint64_t r = static_cast<uint64_t>(p) & SizeMask(size);
-    const bool overflow = p != static_cast<__int128>(SignExtend(r, size));
-    // SF, ZF, PF undefined: cores set them from the result.
-    SetFlags(m, kArithmeticFlags, SzpFlags(r, size) | (overflow ? kCF | kOF : 0));
-    return WriteInt(m, d.op[0], size, r) ? Step::kNext : Step::kEnded;
-  }
-  uint64_t b = 0;
-  if (!ReadInt(m, d.op[0], size, &b)) return Step::kEnded;
-  const RegRef lo{RegClass::kGpr, kRax, static_cast<uint8_t>(size == 1 ? 2 : size), 0};
-  const RegRef hi{RegClass::kGpr, kRdx, static_cast<uint8_t>(size), 0};
-  const uint64_t a = ReadGpr(m, RegRef{RegClass::kGpr, kRax, static_cast<uint8_t>(size), 0});
-  const uint64_t mask = SizeMask(size);
-  uint64_t rl = 0, rh = 0;
-  bool overflow = false;
-  if (mn == ZYDIS_MNEMONIC_MUL) {
-    const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
-    rl = static_cast<uint64_t>(p) & mask;
-    rh = static_cast<uint64_t>(size == 8 ? p >> 64 : p >> bits) & mask;
-    overflow = rh != 0;
-  } else {
-    const __int128 p = static_cast<__int128>(SignExtend(a, size)) * SignExtend(b, size);
-    rl = static_cast<uint64_t>(p) & mask;
-    rh = static_cast<uint64_t>(size == 8 ? p >> 64 : p >> bits) & mask;
-    overflow = p != static_cast<__int128>(SignExtend(rl, size));
-  }
-  SetFlags(m, kArithmeticFlags, SzpFlags(rl, size) | (overflow ? kCF | kOF : 0));
-  if (size == 1) {
-    WriteGpr(m, lo, (rh << 8) | rl);
-  } else {
-    WriteGpr(m, RegRef{RegClass::kGpr, kRax, static_cast<uint8_t>(size), 0}, rl);
-    WriteGpr(m, hi, rh);
-  }
-  return Step::kNext;
-}
-
-// div/idiv; a zero divisor or a quotient that does not fit raises #DE on the CPU: the window
-// ends there (the thread will take SIGFPE).
-Step Divide(Machine& m, const DecodedInstruction& d, bool is_signed) {
-  const unsigned size = d.operand_size;
-  const unsigned bits = size * 8;
-  uint64_t divisor = 0;
-  if (!ReadInt(m, d.op[0], size, &divisor)) return Step::kEnded;
-  if (divisor == 0) return m.End(EmulationEnd::kFault);
-  const uint64_t mask = SizeMask(size);
-  unsigned __int128 dividend = 0;
-  if (size == 1) {
-    dividend = m.s.gpr[kRax] & 0xffff;
-  } else {
-    const uint64_t lo = m.s.gpr[kRax] & mask, hi = m.s.gpr[kRdx] & mask;
-    dividend = (static_cast<unsigned __int128>(hi) << bits) | lo;
-  }
-  uint64_t q = 0, r = 0;
-  if (!is_signed) {
-    const unsigned __int128 qq = dividend / divisor;
-    if (qq > mask) return m.End(EmulationEnd::kFault);
-    q = static_cast<uint64_t>(qq);
-    r = static_cast<uint64_t>(dividend % divisor);
-  } else {
-    // Sign-extend the 2*bits dividend.
-    __int128 sd = static_cast<__int128>(dividend << (128 - 2 * bits)) >> (128 - 2 * bits);
-    const __int128 sv = SignExtend(divisor, size);
-    if (size == 8 && sd == (static_cast<__int128>(1) << 127)) return m.End(EmulationEnd::kFault);
-    const __int128 qq = sd / sv;
-    const __int128 lim = static_cast<__int128>(1) << (bits - 1);
-    if (qq >= lim || qq < -lim) return m.End(EmulationEnd::kFault);
-    q = static_cast<uint64_t>(qq) & mask;
-    r = static_cast<uint64_t>(sd % sv) & mask;
-  }
-  // Flags are undefined after a divide; cores leave them. Left as they were.
-  if (size == 1) {
-    WriteGpr(m, RegRef{RegClass::kGpr, kRax, 2, 0}, (r << 8) | q);
-  } else {
-    WriteGpr(m, RegRef{RegClass::kGpr, kRax, static_cast<uint8_t>(size), 0}, q);
-    WriteGpr(m, RegRef{RegClass::kGpr, kRdx, static_cast<uint8_t>(size), 0}, r);
-  }
-  return Step::kNext;
-}
-
-Step BitTest(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
-  const unsigned size = d.op[0].size;
-  const unsigned bits = size * 8;
-  uint64_t offset = 0;
-  if (!ReadInt(m, d.op[1], size, &offset)) return Step::kEnded;
-  Operand target = d.op[0];
-  if (target.type == OperandType::kMemory && d.op[1].type == OperandType::kRegister) {
-    // A register offset addresses a bit string: whole operands away from the address.
-    const int64_t so = SignExtend(offset, size);
-    target.mem.displacement += (so >> std::countr_zero(bits)) * static_cast<int64_t>(size);
-  }
-  const unsigned bit = static_cast<unsigned>(offset & (bits - 1));
-  uint64_t v = 0;
-  if (!ReadInt(m, target, size, &v)) return Step::kEnded;
-  const bool was = (v >> bit) & 1;
-  SetFlags(m, kCF, was ? kCF : 0);
-  uint64_t r = v;
-  switch (mn) {
-    case ZYDIS_MNEMONIC_BT: return Step::kNext;
-    case ZYDIS_MNEMONIC_BTS: r |= 1ull << bit; break;
-    case ZYDIS_MNEMONIC_BTR: r &= ~(1ull << bit); break;
-    default: r ^= 1ull << bit; break;  // btc
-  }
-  return WriteInt(m, target, size, r) ? Step::kNext : Step::kEnded;
 }
 
 // movs, stos, lods, cmps, scas with their REP prefixes: every iteration is emulated; the
@@ -343,26 +88,34 @@ Step StringOp(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn, unsigne
     uint64_t v = 0, w = 0;
     MemoryStatus st = MemoryStatus::kOk;
     switch (mn) {
-      case ZYDIS_MNEMONIC_MOVSB: case ZYDIS_MNEMONIC_MOVSW: case ZYDIS_MNEMONIC_MOVSD:
+      case ZYDIS_MNEMONIC_MOVSB:
+      case ZYDIS_MNEMONIC_MOVSW:
+      case ZYDIS_MNEMONIC_MOVSD:
       case ZYDIS_MNEMONIC_MOVSQ:
         st = m.memory->Read(m.s.gpr[kRsi], &v, size);
         if (st == MemoryStatus::kOk) st = m.memory->Write(m.s.gpr[kRdi], &v, size);
         m.s.gpr[kRsi] += step;
         m.s.gpr[kRdi] += step;
         break;
-      case ZYDIS_MNEMONIC_STOSB: case ZYDIS_MNEMONIC_STOSW: case ZYDIS_MNEMONIC_STOSD:
+      case ZYDIS_MNEMONIC_STOSB:
+      case ZYDIS_MNEMONIC_STOSW:
+      case ZYDIS_MNEMONIC_STOSD:
       case ZYDIS_MNEMONIC_STOSQ:
         v = ReadGpr(m, acc);
         st = m.memory->Write(m.s.gpr[kRdi], &v, size);
         m.s.gpr[kRdi] += step;
         break;
-      case ZYDIS_MNEMONIC_LODSB: case ZYDIS_MNEMONIC_LODSW: case ZYDIS_MNEMONIC_LODSD:
+      case ZYDIS_MNEMONIC_LODSB:
+      case ZYDIS_MNEMONIC_LODSW:
+      case ZYDIS_MNEMONIC_LODSD:
       case ZYDIS_MNEMONIC_LODSQ:
         st = m.memory->Read(m.s.gpr[kRsi], &v, size);
         if (st == MemoryStatus::kOk) WriteGpr(m, acc, v);
         m.s.gpr[kRsi] += step;
         break;
-      case ZYDIS_MNEMONIC_CMPSB: case ZYDIS_MNEMONIC_CMPSW: case ZYDIS_MNEMONIC_CMPSD:
+      case ZYDIS_MNEMONIC_CMPSB:
+      case ZYDIS_MNEMONIC_CMPSW:
+      case ZYDIS_MNEMONIC_CMPSD:
       case ZYDIS_MNEMONIC_CMPSQ: {
         st = m.memory->Read(m.s.gpr[kRsi], &v, size);
         if (st == MemoryStatus::kOk) st = m.memory->Read(m.s.gpr[kRdi], &w, size);
@@ -393,66 +146,33 @@ Step StringOp(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn, unsigne
 
 unsigned StringSize(ZydisMnemonic mn) {
   switch (mn) {
-    case ZYDIS_MNEMONIC_MOVSB: case ZYDIS_MNEMONIC_STOSB: case ZYDIS_MNEMONIC_LODSB:
-    case ZYDIS_MNEMONIC_CMPSB: case ZYDIS_MNEMONIC_SCASB: return 1;
-    case ZYDIS_MNEMONIC_MOVSW: case ZYDIS_MNEMONIC_STOSW: case ZYDIS_MNEMONIC_LODSW:
-    case ZYDIS_MNEMONIC_CMPSW: case ZYDIS_MNEMONIC_SCASW: return 2;
-    case ZYDIS_MNEMONIC_MOVSD: case ZYDIS_MNEMONIC_STOSD: case ZYDIS_MNEMONIC_LODSD:
-    case ZYDIS_MNEMONIC_CMPSD: case ZYDIS_MNEMONIC_SCASD: return 4;
-    case ZYDIS_MNEMONIC_MOVSQ: case ZYDIS_MNEMONIC_STOSQ: case ZYDIS_MNEMONIC_LODSQ:
-    case ZYDIS_MNEMONIC_CMPSQ: case ZYDIS_MNEMONIC_SCASQ: return 8;
-    default: return 0;
-  }
-}
-
-Step BitManipulation(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
-  const unsigned size = d.op[0].size;
-  const unsigned bits = size * 8;
-  uint64_t src = 0;
-  const Operand& s = d.operand_count >= 3 && mn != ZYDIS_MNEMONIC_ANDN ? d.op[1] : d.op[1];
-  if (!ReadInt(m, s, size, &src)) return Step::kEnded;
-  uint64_t r = 0;
-  switch (mn) {
-    case ZYDIS_MNEMONIC_BSF:
-    case ZYDIS_MNEMONIC_BSR:
-      // A zero source sets ZF and leaves the destination (AMD documents it; Intel cores do
-      // the same); CF, OF, SF, AF, PF undefined: cleared here as cores do.
-      if (src == 0) {
-        SetFlags(m, kArithmeticFlags, kZF);
-        return Step::kNext;
-      }
-      r = mn == ZYDIS_MNEMONIC_BSF ? std::countr_zero(src) : 63 - std::countl_zero(src);
-      SetFlags(m, kArithmeticFlags, 0);
-      break;
-    case ZYDIS_MNEMONIC_TZCNT:
-      r = src == 0 ? bits : std::countr_zero(src);
-      SetFlags(m, kCF | kZF, (src == 0 ? kCF : 0) | (r == 0 ? kZF : 0));
-      break;
-    case ZYDIS_MNEMONIC_LZCNT:
-      r = src == 0 ? bits : std::countl_zero(src) - (64 - bits);
-      SetFlags(m, kCF | kZF, (src == 0 ? kCF : 0) | (r == 0 ? kZF : 0));
-      break;
-    case ZYDIS_MNEMONIC_POPCNT:
-      r = std::popcount(src);
-      SetFlags(m, kArithmeticFlags, src == 0 ? kZF : 0);
-      break;
-    case ZYDIS_MNEMONIC_BLSR:  // BMI1: dst = src & (src - 1)
-    case ZYDIS_MNEMONIC_BLSI:
-    case ZYDIS_MNEMONIC_BLSMSK: {
-      const uint64_t mask = SizeMask(size);
-      if (mn == ZYDIS_MNEMONIC_BLSR) r = src & (src - 1) & mask;
-      else if (mn == ZYDIS_MNEMONIC_BLSI) r = src & (0 - src) & mask;
-      else r = (src ^ (src - 1)) & mask;
-      uint64_t f = (r == 0 ? kZF : 0) | ((r & SignBit(size)) ? kSF : 0);
-      if (mn == ZYDIS_MNEMONIC_BLSMSK) f &= ~kZF;
-      if (mn == ZYDIS_MNEMONIC_BLSI ? src != 0 : src == 0) f |= kCF;
-      SetFlags(m, kCF | kZF | kSF | kOF, f);
-      break;
-    }
+    case ZYDIS_MNEMONIC_MOVSB:
+    case ZYDIS_MNEMONIC_STOSB:
+    case ZYDIS_MNEMONIC_LODSB:
+    case ZYDIS_MNEMONIC_CMPSB:
+    case ZYDIS_MNEMONIC_SCASB:
+      return 1;
+    case ZYDIS_MNEMONIC_MOVSW:
+    case ZYDIS_MNEMONIC_STOSW:
+    case ZYDIS_MNEMONIC_LODSW:
+    case ZYDIS_MNEMONIC_CMPSW:
+    case ZYDIS_MNEMONIC_SCASW:
+      return 2;
+    case ZYDIS_MNEMONIC_MOVSD:
+    case ZYDIS_MNEMONIC_STOSD:
+    case ZYDIS_MNEMONIC_LODSD:
+    case ZYDIS_MNEMONIC_CMPSD:
+    case ZYDIS_MNEMONIC_SCASD:
+      return 4;
+    case ZYDIS_MNEMONIC_MOVSQ:
+    case ZYDIS_MNEMONIC_STOSQ:
+    case ZYDIS_MNEMONIC_LODSQ:
+    case ZYDIS_MNEMONIC_CMPSQ:
+    case ZYDIS_MNEMONIC_SCASQ:
+      return 8;
     default:
-      return Step::kNotMine;
+      return 0;
   }
-  return WriteInt(m, d.op[0], size, r) ? Step::kNext : Step::kEnded;
 }
 
 // BMI2 and ANDN: three operands, no flags (except andn and bzhi).
@@ -465,9 +185,15 @@ Step ThreeOperand(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
   const unsigned c = static_cast<unsigned>(b & (bits - 1));
   uint64_t r = 0;
   switch (mn) {
-    case ZYDIS_MNEMONIC_SHLX: r = (a << c) & mask; break;
-    case ZYDIS_MNEMONIC_SHRX: r = a >> c; break;
-    case ZYDIS_MNEMONIC_SARX: r = static_cast<uint64_t>(SignExtend(a, size) >> c) & mask; break;
+    case ZYDIS_MNEMONIC_SHLX:
+      r = (a << c) & mask;
+      break;
+    case ZYDIS_MNEMONIC_SHRX:
+      r = a >> c;
+      break;
+    case ZYDIS_MNEMONIC_SARX:
+      r = static_cast<uint64_t>(SignExtend(a, size) >> c) & mask;
+      break;
     case ZYDIS_MNEMONIC_RORX: {
       const unsigned k = static_cast<unsigned>(b % bits);
       r = k == 0 ? a : ((a >> k) | (a << (bits - k))) & mask;
@@ -527,13 +253,12 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       if (!ReadInt(m, d.op[1], from, &v)) return Step::kEnded;
       if (mn != ZYDIS_MNEMONIC_MOVZX) v = static_cast<uint64_t>(SignExtend(v, from));
       return WriteInt(m, d.op[0], d.op[0].size, v & SizeMask(d.op[0].size)) ? Step::kNext
-                                                                              : Step::kEnded;
+                                                                            : Step::kEnded;
     }
     case ZYDIS_MNEMONIC_LEA: {
       MemRef mem = d.op[1].mem;
       mem.segment = 0;
-      return WriteInt(m, d.op[0], d.op[0].size,
-                      EffectiveAddress(m, mem) & SizeMask(d.op[0].size))
+      return WriteInt(m, d.op[0], d.op[0].size, EffectiveAddress(m, mem) & SizeMask(d.op[0].size))
                  ? Step::kNext
                  : Step::kEnded;
     }
@@ -550,9 +275,15 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       v = size == 8 ? __builtin_bswap64(v) : __builtin_bswap32(static_cast<uint32_t>(v));
       return WriteInt(m, d.op[0], size, v) ? Step::kNext : Step::kEnded;
     }
-    case ZYDIS_MNEMONIC_ADD: case ZYDIS_MNEMONIC_ADC: case ZYDIS_MNEMONIC_SUB:
-    case ZYDIS_MNEMONIC_SBB: case ZYDIS_MNEMONIC_CMP: case ZYDIS_MNEMONIC_AND:
-    case ZYDIS_MNEMONIC_TEST: case ZYDIS_MNEMONIC_OR: case ZYDIS_MNEMONIC_XOR:
+    case ZYDIS_MNEMONIC_ADD:
+    case ZYDIS_MNEMONIC_ADC:
+    case ZYDIS_MNEMONIC_SUB:
+    case ZYDIS_MNEMONIC_SBB:
+    case ZYDIS_MNEMONIC_CMP:
+    case ZYDIS_MNEMONIC_AND:
+    case ZYDIS_MNEMONIC_TEST:
+    case ZYDIS_MNEMONIC_OR:
+    case ZYDIS_MNEMONIC_XOR:
       return Alu(m, d, mn);
     case ZYDIS_MNEMONIC_INC:
     case ZYDIS_MNEMONIC_DEC: {
@@ -577,14 +308,23 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       if (!ReadInt(m, d.op[0], s, &a)) return Step::kEnded;
       return WriteInt(m, d.op[0], s, ~a & SizeMask(s)) ? Step::kNext : Step::kEnded;
     }
-    case ZYDIS_MNEMONIC_SHL: case ZYDIS_MNEMONIC_SHR: case ZYDIS_MNEMONIC_SAR:
-    case ZYDIS_MNEMONIC_ROL: case ZYDIS_MNEMONIC_ROR:
+    case ZYDIS_MNEMONIC_SHL:
+    case ZYDIS_MNEMONIC_SHR:
+    case ZYDIS_MNEMONIC_SAR:
+    case ZYDIS_MNEMONIC_ROL:
+    case ZYDIS_MNEMONIC_ROR:
       return Shift(m, d, mn);
-    case ZYDIS_MNEMONIC_SHLD: return DoubleShift(m, d, true);
-    case ZYDIS_MNEMONIC_SHRD: return DoubleShift(m, d, false);
-    case ZYDIS_MNEMONIC_MUL: case ZYDIS_MNEMONIC_IMUL: return Multiply(m, d, mn);
-    case ZYDIS_MNEMONIC_DIV: return Divide(m, d, false);
-    case ZYDIS_MNEMONIC_IDIV: return Divide(m, d, true);
+    case ZYDIS_MNEMONIC_SHLD:
+      return DoubleShift(m, d, true);
+    case ZYDIS_MNEMONIC_SHRD:
+      return DoubleShift(m, d, false);
+    case ZYDIS_MNEMONIC_MUL:
+    case ZYDIS_MNEMONIC_IMUL:
+      return Multiply(m, d, mn);
+    case ZYDIS_MNEMONIC_DIV:
+      return Divide(m, d, false);
+    case ZYDIS_MNEMONIC_IDIV:
+      return Divide(m, d, true);
     case ZYDIS_MNEMONIC_CBW:
     case ZYDIS_MNEMONIC_CWDE:
     case ZYDIS_MNEMONIC_CDQE: {
@@ -601,15 +341,26 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
                negative ? ~0ull : 0);
       return Step::kNext;
     }
-    case ZYDIS_MNEMONIC_BT: case ZYDIS_MNEMONIC_BTS: case ZYDIS_MNEMONIC_BTR:
+    case ZYDIS_MNEMONIC_BT:
+    case ZYDIS_MNEMONIC_BTS:
+    case ZYDIS_MNEMONIC_BTR:
     case ZYDIS_MNEMONIC_BTC:
       return BitTest(m, d, mn);
-    case ZYDIS_MNEMONIC_BSF: case ZYDIS_MNEMONIC_BSR: case ZYDIS_MNEMONIC_TZCNT:
-    case ZYDIS_MNEMONIC_LZCNT: case ZYDIS_MNEMONIC_POPCNT: case ZYDIS_MNEMONIC_BLSR:
-    case ZYDIS_MNEMONIC_BLSI: case ZYDIS_MNEMONIC_BLSMSK:
+    case ZYDIS_MNEMONIC_BSF:
+    case ZYDIS_MNEMONIC_BSR:
+    case ZYDIS_MNEMONIC_TZCNT:
+    case ZYDIS_MNEMONIC_LZCNT:
+    case ZYDIS_MNEMONIC_POPCNT:
+    case ZYDIS_MNEMONIC_BLSR:
+    case ZYDIS_MNEMONIC_BLSI:
+    case ZYDIS_MNEMONIC_BLSMSK:
       return BitManipulation(m, d, mn);
-    case ZYDIS_MNEMONIC_SHLX: case ZYDIS_MNEMONIC_SHRX: case ZYDIS_MNEMONIC_SARX:
-    case ZYDIS_MNEMONIC_RORX: case ZYDIS_MNEMONIC_ANDN: case ZYDIS_MNEMONIC_BZHI:
+    case ZYDIS_MNEMONIC_SHLX:
+    case ZYDIS_MNEMONIC_SHRX:
+    case ZYDIS_MNEMONIC_SARX:
+    case ZYDIS_MNEMONIC_RORX:
+    case ZYDIS_MNEMONIC_ANDN:
+    case ZYDIS_MNEMONIC_BZHI:
       return ThreeOperand(m, d, mn);
     case ZYDIS_MNEMONIC_CMPXCHG: {
       const unsigned s = d.op[0].size;
@@ -632,11 +383,21 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       if (!WriteInt(m, d.op[1], s, dst) || !WriteInt(m, d.op[0], s, sum)) return Step::kEnded;
       return Step::kNext;
     }
-    case ZYDIS_MNEMONIC_CLC: SetFlags(m, kCF, 0); return Step::kNext;
-    case ZYDIS_MNEMONIC_STC: SetFlags(m, kCF, kCF); return Step::kNext;
-    case ZYDIS_MNEMONIC_CMC: m.s.rflags ^= kCF; return Step::kNext;
-    case ZYDIS_MNEMONIC_CLD: SetFlags(m, kDF, 0); return Step::kNext;
-    case ZYDIS_MNEMONIC_STD: SetFlags(m, kDF, kDF); return Step::kNext;
+    case ZYDIS_MNEMONIC_CLC:
+      SetFlags(m, kCF, 0);
+      return Step::kNext;
+    case ZYDIS_MNEMONIC_STC:
+      SetFlags(m, kCF, kCF);
+      return Step::kNext;
+    case ZYDIS_MNEMONIC_CMC:
+      m.s.rflags ^= kCF;
+      return Step::kNext;
+    case ZYDIS_MNEMONIC_CLD:
+      SetFlags(m, kDF, 0);
+      return Step::kNext;
+    case ZYDIS_MNEMONIC_STD:
+      SetFlags(m, kDF, kDF);
+      return Step::kNext;
     case ZYDIS_MNEMONIC_LAHF:
       WriteGpr(m, RegRef{RegClass::kGpr, kRax, 1, 8}, (m.s.rflags & 0xd5) | 2);
       return Step::kNext;
@@ -703,12 +464,24 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       m.s.rip = go ? d.branch.direct_target : m.next_rip;
       return Step::kJump;
     }
-    case ZYDIS_MNEMONIC_CPUID: case ZYDIS_MNEMONIC_RDTSC: case ZYDIS_MNEMONIC_RDTSCP:
-    case ZYDIS_MNEMONIC_XGETBV: case ZYDIS_MNEMONIC_RDRAND: case ZYDIS_MNEMONIC_RDSEED:
-    case ZYDIS_MNEMONIC_RDPID: case ZYDIS_MNEMONIC_RDPMC: case ZYDIS_MNEMONIC_RDPKRU:
-    case ZYDIS_MNEMONIC_XSAVE: case ZYDIS_MNEMONIC_XSAVEC: case ZYDIS_MNEMONIC_XSAVEOPT:
-    case ZYDIS_MNEMONIC_XRSTOR: case ZYDIS_MNEMONIC_FXSAVE: case ZYDIS_MNEMONIC_FXRSTOR:
-    case ZYDIS_MNEMONIC_RDFSBASE: case ZYDIS_MNEMONIC_RDGSBASE: case ZYDIS_MNEMONIC_WRFSBASE:
+    case ZYDIS_MNEMONIC_CPUID:
+    case ZYDIS_MNEMONIC_RDTSC:
+    case ZYDIS_MNEMONIC_RDTSCP:
+    case ZYDIS_MNEMONIC_XGETBV:
+    case ZYDIS_MNEMONIC_RDRAND:
+    case ZYDIS_MNEMONIC_RDSEED:
+    case ZYDIS_MNEMONIC_RDPID:
+    case ZYDIS_MNEMONIC_RDPMC:
+    case ZYDIS_MNEMONIC_RDPKRU:
+    case ZYDIS_MNEMONIC_XSAVE:
+    case ZYDIS_MNEMONIC_XSAVEC:
+    case ZYDIS_MNEMONIC_XSAVEOPT:
+    case ZYDIS_MNEMONIC_XRSTOR:
+    case ZYDIS_MNEMONIC_FXSAVE:
+    case ZYDIS_MNEMONIC_FXRSTOR:
+    case ZYDIS_MNEMONIC_RDFSBASE:
+    case ZYDIS_MNEMONIC_RDGSBASE:
+    case ZYDIS_MNEMONIC_WRFSBASE:
     case ZYDIS_MNEMONIC_WRGSBASE:
       return m.End(EmulationEnd::kHiddenState);
     default:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "decoded_instruction.h"
+#include "fast_ops.h"
 #include "machine.h"
 #include "window_memory.h"
 
@@ -15,18 +16,30 @@ namespace pathprof::emulator {
 
 std::string_view EmulationEndName(EmulationEnd end) {
   switch (end) {
-    case EmulationEnd::kComplete: return "complete";
-    case EmulationEnd::kSyscall: return "syscall";
-    case EmulationEnd::kTrap: return "trap";
-    case EmulationEnd::kUnmodelled: return "unmodelled";
-    case EmulationEnd::kHiddenState: return "hidden_state";
-    case EmulationEnd::kFault: return "fault";
-    case EmulationEnd::kUnreadable: return "unreadable";
-    case EmulationEnd::kSelfModifying: return "self_modifying";
-    case EmulationEnd::kInstructionLimit: return "instruction_limit";
-    case EmulationEnd::kPageLimit: return "page_limit";
-    case EmulationEnd::kDecode: return "decode";
-    case EmulationEnd::kVectorState: return "vector_state";
+    case EmulationEnd::kComplete:
+      return "complete";
+    case EmulationEnd::kSyscall:
+      return "syscall";
+    case EmulationEnd::kTrap:
+      return "trap";
+    case EmulationEnd::kUnmodelled:
+      return "unmodelled";
+    case EmulationEnd::kHiddenState:
+      return "hidden_state";
+    case EmulationEnd::kFault:
+      return "fault";
+    case EmulationEnd::kUnreadable:
+      return "unreadable";
+    case EmulationEnd::kSelfModifying:
+      return "self_modifying";
+    case EmulationEnd::kInstructionLimit:
+      return "instruction_limit";
+    case EmulationEnd::kPageLimit:
+      return "page_limit";
+    case EmulationEnd::kDecode:
+      return "decode";
+    case EmulationEnd::kVectorState:
+      return "vector_state";
   }
   return "?";
 }
@@ -54,8 +67,7 @@ struct WindowEmulator::Impl {
     bool stable = false, written = false;
     const MemoryStatus st = memory.Fetch(rip, bytes, sizeof bytes, &got, &stable, &written);
     if (st != MemoryStatus::kOk) {
-      w.end = st == MemoryStatus::kPageLimit ? EmulationEnd::kPageLimit
-                                             : EmulationEnd::kUnreadable;
+      w.end = st == MemoryStatus::kPageLimit ? EmulationEnd::kPageLimit : EmulationEnd::kUnreadable;
       return nullptr;
     }
     if (written) {
@@ -157,8 +169,12 @@ void WindowEmulator::Reset() {
   impl_->block_instructions = 0;
   ++impl_->block_generation;
 }
-const EmulatorStats& WindowEmulator::stats() const { return impl_->stats; }
-const EmulatorLimits& WindowEmulator::limits() const { return impl_->limits; }
+const EmulatorStats& WindowEmulator::stats() const {
+  return impl_->stats;
+}
+const EmulatorLimits& WindowEmulator::limits() const {
+  return impl_->limits;
+}
 
 EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest) {
   Impl& im = *impl_;
@@ -216,9 +232,8 @@ EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest) {
     const uint64_t rip = m.s.rip;
     if (d->branch.is_branch && d->branch.kind == BranchKind::kFarTransfer) {
       const auto mn = static_cast<ZydisMnemonic>(d->mnemonic);
-      w.end = mn == ZYDIS_MNEMONIC_SYSCALL || mn == ZYDIS_MNEMONIC_SYSENTER
-                  ? EmulationEnd::kSyscall
-                  : EmulationEnd::kTrap;
+      w.end = mn == ZYDIS_MNEMONIC_SYSCALL || mn == ZYDIS_MNEMONIC_SYSENTER ? EmulationEnd::kSyscall
+                                                                            : EmulationEnd::kTrap;
       w.mnemonic = d->mnemonic;
       break;
     }
@@ -229,8 +244,13 @@ EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest) {
     }
     m.next_rip = rip + d->length;
     m.taken = false;
-    Step st = d->is_vector ? ExecuteVector(m, *d) : ExecuteInteger(m, *d);
-    if (st == Step::kNotMine) st = d->is_vector ? ExecuteInteger(m, *d) : ExecuteVector(m, *d);
+    Step st;
+    if (d->fast != FastOp::kNone) {
+      st = ExecuteFast(m, *d);
+    } else {
+      st = d->is_vector ? ExecuteVector(m, *d) : ExecuteInteger(m, *d);
+      if (st == Step::kNotMine) st = d->is_vector ? ExecuteInteger(m, *d) : ExecuteVector(m, *d);
+    }
     if (st == Step::kNotMine) {
       w.end = EmulationEnd::kUnmodelled;
       w.mnemonic = d->mnemonic;

@@ -69,7 +69,9 @@ void EmulatedWindows::Run(pid_t tid, const emulator::CpuState& start, Window* ou
     ++resets_;
   }
   ThreadGuest guest(tid, pages_);
+  pages_.BeginWindow(start.gpr[emulator::kRsp]);
   out->emulated = emulator_.Run(out->start, guest);
+  pages_.EndWindow();
   out->emulate_ns = MonotonicNs() - t0;
 }
 

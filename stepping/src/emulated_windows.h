@@ -44,6 +44,7 @@ class EmulatedWindows {
   const emulator::EmulatorStats& stats() const { return emulator_.stats(); }
   uint64_t resets() const { return resets_; }  // stable mappings changed: caches dropped
   uint64_t maps_reads() const { return pages_.maps_reads(); }
+  const ProcessPages& pages() const { return pages_; }
 
  private:
   ProcessPages pages_;

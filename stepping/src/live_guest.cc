@@ -70,6 +70,7 @@ void ProcessPages::Reset() {
   ranges_.clear();
   read_at_ns_ = 0;
   stable_changed_ = false;
+  prefetch_.Reset();
 }
 
 bool ProcessPages::ReadMaps(uint64_t now_ns) {
@@ -126,9 +127,24 @@ const ProcessPages::Range* ProcessPages::Find(uint64_t address) {
   return find();
 }
 
+void ProcessPages::BeginWindow(uint64_t rsp) {
+  prefetch_.Begin(rsp, [this](uint64_t page) {
+    const Range* r = Find(page);
+    return r != nullptr && r->readable && !r->stable;
+  });
+}
+
 bool ProcessPages::Read(uint64_t page, uint8_t* out, bool* stable) {
   const Range* r = Find(page);
   if (r == nullptr || !r->readable) return false;
+  if (!r->stable) {
+    if (const uint8_t* bytes = prefetch_.Take(page)) {
+      std::memcpy(out, bytes, kPageSize);
+      *stable = false;
+      return true;
+    }
+    prefetch_.Used(page);
+  }
   if (mem_fd_ < 0) {
     mem_fd_ = open(("/proc/" + std::to_string(pid_) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
     if (mem_fd_ < 0) return false;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "page_prefetch.h"
 #include "pathprof/emulator/window_emulator.h"
 
 namespace pathprof::stepping {
@@ -36,8 +37,14 @@ class ProcessPages {
   // The process exec'd: a new address space.
   void Reset();
 
+  // A window starts (its thread stopped with its stack pointer at `rsp`) and ends: the pages
+  // recent windows kept reading are read at the start in one call (page_prefetch.h).
+  void BeginWindow(uint64_t rsp);
+  void EndWindow() { prefetch_.End(); }
+
   uint64_t maps_reads() const { return maps_reads_; }
-  uint64_t page_reads() const { return page_reads_; }
+  uint64_t page_reads() const { return page_reads_; }  // one by one
+  const PagePrefetch& prefetch() const { return prefetch_; }
 
  private:
   struct Range {
@@ -52,6 +59,7 @@ class ProcessPages {
   bool ReadMaps(uint64_t now_ns);
 
   pid_t pid_;
+  PagePrefetch prefetch_{pid_};
   int mem_fd_ = -1;
   std::vector<Range> ranges_;  // sorted by start
   uint64_t read_at_ns_ = 0;
