@@ -13,6 +13,8 @@ packages=(
   linux-perf bpftrace golang-go golang-github-google-pprof-dev bolt-15 autofdo
   libcpp-httplib-dev libssl-dev libtomlplusplus-dev prometheus
   python3 curl util-linux mold
+  # Debian's own programs the emulated-window test runs (tests/stepping/emulated_windows_test.cc)
+  xz-utils zstd sqlite3
 )
 
 missing=()

@@ -153,6 +153,7 @@ Result<AddressSpace> ParseProcMaps(std::string_view text) {
     m.pgoff = pgoff;
     m.readable = perms[0] == 'r';
     m.writable = perms[1] == 'w';
+    m.shared = perms[3] == 's';
     m.executable = perms[2] == 'x';
     m.path = std::string(path);
     // dev is "major:minor" in hex, the inode decimal; both 0 for anonymous mappings.

@@ -228,6 +228,9 @@ bool DecodeInstruction(const uint8_t* bytes, size_t size, uint64_t address,
   if (d.vector_length != 0) d.is_vector = true;
   if (!decoders::DecodeX86Fast(bytes, size, address, &d.branch)) return false;
   std::memcpy(d.bytes.data(), bytes, std::min<size_t>(d.length, d.bytes.size()));
+  d.atomic = (insn.attributes & ZYDIS_ATTRIB_HAS_LOCK) != 0 ||
+             (insn.mnemonic == ZYDIS_MNEMONIC_XCHG &&
+              (d.op[0].type == OperandType::kMemory || d.op[1].type == OperandType::kMemory));
   d.fast = ClassifyFast(d);
   if (d.fast == FastOp::kJcc)
     d.condition = static_cast<uint8_t>(ConditionOf(static_cast<ZydisMnemonic>(d.mnemonic)));

@@ -81,6 +81,7 @@ struct DecodedInstruction {
   bool rep = false;           // REP / REPE
   bool repne = false;         // REPNE
   bool is_vector = false;     // touches vector or mask registers
+  bool atomic = false;        // a lock prefix, or xchg with memory (locked implicitly)
   uint8_t rounding = 0;       // EVEX embedded rounding / SAE present: unmodelled
   std::array<Operand, 4> op{};
   decoders::X86Instruction branch;  // the branch classification the stepper uses

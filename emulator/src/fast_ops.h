@@ -60,17 +60,20 @@ namespace pathprof::emulator {
           r = a ^ b, f = SzpFlags(r, size);
           break;
       }
+      // The store first: one that faults ends the window with no trace of the instruction.
+      if (d.fast != FastOp::kCmp && d.fast != FastOp::kTest && !WriteInt(m, dst, size, r))
+        return Step::kEnded;
       SetFlags(m, kArithmeticFlags, f);
-      if (d.fast == FastOp::kCmp || d.fast == FastOp::kTest) return Step::kNext;
-      return WriteInt(m, dst, size, r) ? Step::kNext : Step::kEnded;
+      return Step::kNext;
     }
     case FastOp::kInc:
     case FastOp::kDec: {
       const unsigned size = dst.size;
       if (!ReadInt(m, dst, size, &a)) return Step::kEnded;
       r = d.fast == FastOp::kInc ? Add(a, 1, 0, size, &f) : Sub(a, 1, 0, size, &f);
+      if (!WriteInt(m, dst, size, r)) return Step::kEnded;
       SetFlags(m, kArithmeticFlags & ~kCF, f);
-      return WriteInt(m, dst, size, r) ? Step::kNext : Step::kEnded;
+      return Step::kNext;
     }
     case FastOp::kPush:
       if (!ReadInt(m, dst, d.operand_size, &a)) return Step::kEnded;

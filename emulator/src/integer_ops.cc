@@ -1,11 +1,14 @@
-// Integer instructions: moves, arithmetic and logic with their flags, shifts, multiplies and
-// divides, bit scans, stack and control flow, string instructions. Flags follow the Intel SDM;
-// where it calls a flag "undefined" the value here is what current Intel and AMD cores leave
-// (documented per instruction), and no compiler emits a branch on one.
+// Integer instructions: moves, arithmetic and logic with their flags, stack and control flow,
+// string instructions; shifts, multiplies, divides, bit scans and tests, whose flags the SDM
+// leaves partly undefined, run on this CPU (integer_host_flags.cc). Where a window ends at an
+// instruction, the instruction leaves no trace: memory accesses that can fail come before any
+// register or flag changes.
 #include <Zydis/Zydis.h>
 
+#include <array>
 #include <bit>
 
+#include "host_integer.h"
 #include "integer_arithmetic.h"
 #include "machine.h"
 
@@ -67,14 +70,28 @@ Step Alu(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
     default:
       return Step::kNotMine;
   }
-  SetFlags(m, kArithmeticFlags, f);
+  // A store that faults ends the window with the flags untouched, as the CPU leaves them.
   if (write && !WriteInt(m, d.op[0], size, r)) return Step::kEnded;
+  SetFlags(m, kArithmeticFlags, f);
   return Step::kNext;
 }
 
 // movs, stos, lods, cmps, scas with their REP prefixes: every iteration is emulated; the
-// instruction retires once (as the stepper counts it).
+// instruction retires once (as the stepper counts it). When the window ends at one (an
+// iteration would fault, or too many of them), it ends before the instruction: rax, rcx, rsi,
+// rdi and the flags go back to what they were, as the stepped thread has them there.
 Step StringOp(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn, unsigned size) {
+  const std::array<uint64_t, 4> before = {m.s.gpr[kRax], m.s.gpr[kRcx], m.s.gpr[kRsi],
+                                          m.s.gpr[kRdi]};
+  const uint64_t flags_before = m.s.rflags;
+  const auto end = [&](EmulationEnd why) {
+    m.s.gpr[kRax] = before[0];
+    m.s.gpr[kRcx] = before[1];
+    m.s.gpr[kRsi] = before[2];
+    m.s.gpr[kRdi] = before[3];
+    m.s.rflags = flags_before;
+    return m.End(why);
+  };
   const bool counted = d.rep || d.repne;
   const int64_t step = (m.s.rflags & kDF) ? -static_cast<int64_t>(size) : size;
   const bool compares = mn == ZYDIS_MNEMONIC_CMPSB || mn == ZYDIS_MNEMONIC_CMPSW ||
@@ -84,7 +101,7 @@ Step StringOp(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn, unsigne
   const RegRef acc{RegClass::kGpr, kRax, static_cast<uint8_t>(size), 0};
   for (uint64_t iterations = 0;; ++iterations) {
     if (counted && m.s.gpr[kRcx] == 0) break;
-    if (iterations > (1u << 20)) return m.End(EmulationEnd::kInstructionLimit);
+    if (iterations > (1u << 20)) return end(EmulationEnd::kInstructionLimit);
     uint64_t v = 0, w = 0;
     MemoryStatus st = MemoryStatus::kOk;
     switch (mn) {
@@ -135,7 +152,10 @@ Step StringOp(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn, unsigne
         break;
       }
     }
-    if (st != MemoryStatus::kOk) return m.MemoryEnd(st);
+    if (st != MemoryStatus::kOk) {
+      m.MemoryEnd(st);
+      return end(m.end);
+    }
     if (!counted) break;
     --m.s.gpr[kRcx];
     if (compares && d.rep && !(m.s.rflags & kZF)) break;
@@ -175,7 +195,7 @@ unsigned StringSize(ZydisMnemonic mn) {
   }
 }
 
-// BMI2 and ANDN: three operands, no flags (except andn and bzhi).
+// BMI2 shifts and rotate: three operands, no flags.
 Step ThreeOperand(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
   const unsigned size = d.op[0].size;
   const unsigned bits = size * 8;
@@ -197,17 +217,6 @@ Step ThreeOperand(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
     case ZYDIS_MNEMONIC_RORX: {
       const unsigned k = static_cast<unsigned>(b % bits);
       r = k == 0 ? a : ((a >> k) | (a << (bits - k))) & mask;
-      break;
-    }
-    case ZYDIS_MNEMONIC_ANDN:
-      r = ~a & b & mask;
-      SetFlags(m, kCF | kZF | kSF | kOF, SzpFlags(r, size) & (kZF | kSF));
-      break;
-    case ZYDIS_MNEMONIC_BZHI: {
-      const unsigned n = static_cast<unsigned>(b & 0xff);
-      r = n >= bits ? a : a & ((1ull << n) - 1);
-      SetFlags(m, kCF | kZF | kSF | kOF,
-               (SzpFlags(r, size) & (kZF | kSF)) | (n > bits - 1 ? kCF : 0));
       break;
     }
     default:
@@ -266,7 +275,13 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       uint64_t a = 0, b = 0;
       const unsigned s = d.op[0].size;
       if (!ReadInt(m, d.op[0], s, &a) || !ReadInt(m, d.op[1], s, &b)) return Step::kEnded;
-      if (!WriteInt(m, d.op[0], s, b) || !WriteInt(m, d.op[1], s, a)) return Step::kEnded;
+      // The memory operand (if any) first: a store that faults leaves the register as it was.
+      const bool memory_first = d.op[1].type == OperandType::kMemory;
+      const Operand& first = memory_first ? d.op[1] : d.op[0];
+      const Operand& second = memory_first ? d.op[0] : d.op[1];
+      if (!WriteInt(m, first, s, memory_first ? a : b) ||
+          !WriteInt(m, second, s, memory_first ? b : a))
+        return Step::kEnded;
       return Step::kNext;
     }
     case ZYDIS_MNEMONIC_BSWAP: {
@@ -274,6 +289,17 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       if (!ReadInt(m, d.op[0], size, &v)) return Step::kEnded;
       v = size == 8 ? __builtin_bswap64(v) : __builtin_bswap32(static_cast<uint32_t>(v));
       return WriteInt(m, d.op[0], size, v) ? Step::kNext : Step::kEnded;
+    }
+    case ZYDIS_MNEMONIC_MOVBE: {
+      // A load or a store with the bytes reversed (2, 4 or 8 of them); no flags. glibc's
+      // memcmp and strstr variants for AVX2 and EVEX use it.
+      const unsigned s = d.op[0].size;
+      uint64_t v = 0;
+      if (!ReadInt(m, d.op[1], s, &v)) return Step::kEnded;
+      v = s == 8   ? __builtin_bswap64(v)
+          : s == 4 ? __builtin_bswap32(static_cast<uint32_t>(v))
+                   : __builtin_bswap16(static_cast<uint16_t>(v));
+      return WriteInt(m, d.op[0], s, v) ? Step::kNext : Step::kEnded;
     }
     case ZYDIS_MNEMONIC_ADD:
     case ZYDIS_MNEMONIC_ADC:
@@ -291,16 +317,18 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       uint64_t a = 0, f = 0, r = 0;
       if (!ReadInt(m, d.op[0], s, &a)) return Step::kEnded;
       r = mn == ZYDIS_MNEMONIC_INC ? Add(a, 1, 0, s, &f) : Sub(a, 1, 0, s, &f);
+      if (!WriteInt(m, d.op[0], s, r)) return Step::kEnded;
       SetFlags(m, kArithmeticFlags & ~kCF, f);
-      return WriteInt(m, d.op[0], s, r) ? Step::kNext : Step::kEnded;
+      return Step::kNext;
     }
     case ZYDIS_MNEMONIC_NEG: {
       const unsigned s = d.op[0].size;
       uint64_t a = 0, f = 0;
       if (!ReadInt(m, d.op[0], s, &a)) return Step::kEnded;
       const uint64_t r = Sub(0, a, 0, s, &f);
+      if (!WriteInt(m, d.op[0], s, r)) return Step::kEnded;
       SetFlags(m, kArithmeticFlags, f);
-      return WriteInt(m, d.op[0], s, r) ? Step::kNext : Step::kEnded;
+      return Step::kNext;
     }
     case ZYDIS_MNEMONIC_NOT: {
       const unsigned s = d.op[0].size;
@@ -313,18 +341,30 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
     case ZYDIS_MNEMONIC_SAR:
     case ZYDIS_MNEMONIC_ROL:
     case ZYDIS_MNEMONIC_ROR:
-      return Shift(m, d, mn);
+    case ZYDIS_MNEMONIC_RCL:
+    case ZYDIS_MNEMONIC_RCR:
     case ZYDIS_MNEMONIC_SHLD:
-      return DoubleShift(m, d, true);
     case ZYDIS_MNEMONIC_SHRD:
-      return DoubleShift(m, d, false);
     case ZYDIS_MNEMONIC_MUL:
     case ZYDIS_MNEMONIC_IMUL:
-      return Multiply(m, d, mn);
     case ZYDIS_MNEMONIC_DIV:
-      return Divide(m, d, false);
     case ZYDIS_MNEMONIC_IDIV:
-      return Divide(m, d, true);
+    case ZYDIS_MNEMONIC_BT:
+    case ZYDIS_MNEMONIC_BTS:
+    case ZYDIS_MNEMONIC_BTR:
+    case ZYDIS_MNEMONIC_BTC:
+    case ZYDIS_MNEMONIC_BSF:
+    case ZYDIS_MNEMONIC_BSR:
+    case ZYDIS_MNEMONIC_TZCNT:
+    case ZYDIS_MNEMONIC_LZCNT:
+    case ZYDIS_MNEMONIC_POPCNT:
+    case ZYDIS_MNEMONIC_ANDN:
+    case ZYDIS_MNEMONIC_BZHI:
+    case ZYDIS_MNEMONIC_BEXTR:
+    case ZYDIS_MNEMONIC_BLSR:
+    case ZYDIS_MNEMONIC_BLSI:
+    case ZYDIS_MNEMONIC_BLSMSK:
+      return ExecuteHostFlagged(m, d);
     case ZYDIS_MNEMONIC_CBW:
     case ZYDIS_MNEMONIC_CWDE:
     case ZYDIS_MNEMONIC_CDQE: {
@@ -341,37 +381,35 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
                negative ? ~0ull : 0);
       return Step::kNext;
     }
-    case ZYDIS_MNEMONIC_BT:
-    case ZYDIS_MNEMONIC_BTS:
-    case ZYDIS_MNEMONIC_BTR:
-    case ZYDIS_MNEMONIC_BTC:
-      return BitTest(m, d, mn);
-    case ZYDIS_MNEMONIC_BSF:
-    case ZYDIS_MNEMONIC_BSR:
-    case ZYDIS_MNEMONIC_TZCNT:
-    case ZYDIS_MNEMONIC_LZCNT:
-    case ZYDIS_MNEMONIC_POPCNT:
-    case ZYDIS_MNEMONIC_BLSR:
-    case ZYDIS_MNEMONIC_BLSI:
-    case ZYDIS_MNEMONIC_BLSMSK:
-      return BitManipulation(m, d, mn);
     case ZYDIS_MNEMONIC_SHLX:
     case ZYDIS_MNEMONIC_SHRX:
     case ZYDIS_MNEMONIC_SARX:
     case ZYDIS_MNEMONIC_RORX:
-    case ZYDIS_MNEMONIC_ANDN:
-    case ZYDIS_MNEMONIC_BZHI:
       return ThreeOperand(m, d, mn);
     case ZYDIS_MNEMONIC_CMPXCHG: {
       const unsigned s = d.op[0].size;
       uint64_t dst = 0, src = 0, f = 0;
       if (!ReadInt(m, d.op[0], s, &dst) || !ReadInt(m, d.op[1], s, &src)) return Step::kEnded;
       const RegRef acc{RegClass::kGpr, kRax, static_cast<uint8_t>(s), 0};
+      const Operand& dst_op = d.op[0];
+      if (dst_op.type == OperandType::kRegister && dst_op.reg.shift == 0) {
+        // Whether an unequal compare writes a 32-bit destination register back (zeroing its
+        // upper half) differs between vendors: it runs on this CPU, on whole registers.
+        uint64_t a = m.s.gpr[kRax], whole = m.s.gpr[dst_op.reg.index];
+        f = m.s.rflags;
+        HostCompareExchange(&a, &whole, src, s, &f);
+        m.s.gpr[kRax] = a;
+        if (dst_op.reg.index != kRax || (f & kZF)) m.s.gpr[dst_op.reg.index] = whole;
+        SetFlags(m, kArithmeticFlags, f);
+        return Step::kNext;
+      }
       Sub(ReadGpr(m, acc), dst, 0, s, &f);
+      // Equal: the source goes to the destination. Not equal: the CPU writes the old value back
+      // to a memory destination (no change, but a page it may not write faults either way),
+      // and loads it into the accumulator.
+      if (!WriteInt(m, dst_op, s, (f & kZF) ? src : dst)) return Step::kEnded;
+      if (!(f & kZF)) WriteGpr(m, acc, dst);
       SetFlags(m, kArithmeticFlags, f);
-      if (f & kZF) return WriteInt(m, d.op[0], s, src) ? Step::kNext : Step::kEnded;
-      // Not equal: the CPU writes the old value back to a memory destination (no change).
-      WriteGpr(m, acc, dst);
       return Step::kNext;
     }
     case ZYDIS_MNEMONIC_XADD: {
@@ -379,8 +417,16 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       uint64_t dst = 0, src = 0, f = 0;
       if (!ReadInt(m, d.op[0], s, &dst) || !ReadInt(m, d.op[1], s, &src)) return Step::kEnded;
       const uint64_t sum = Add(dst, src, 0, s, &f);
+      // The source register gets the old value, then the destination the sum (the sum wins in
+      // xadd r, r of one register); a memory destination goes first, so that a store that
+      // faults leaves the register as it was.
+      if (d.op[0].type == OperandType::kMemory) {
+        if (!WriteInt(m, d.op[0], s, sum) || !WriteInt(m, d.op[1], s, dst)) return Step::kEnded;
+      } else {
+        WriteGpr(m, d.op[1].reg, dst);
+        WriteGpr(m, d.op[0].reg, sum);
+      }
       SetFlags(m, kArithmeticFlags, f);
-      if (!WriteInt(m, d.op[1], s, dst) || !WriteInt(m, d.op[0], s, sum)) return Step::kEnded;
       return Step::kNext;
     }
     case ZYDIS_MNEMONIC_CLC:
@@ -410,16 +456,25 @@ Step ExecuteInteger(Machine& m, const DecodedInstruction& d) {
       return Push(m, v, size) ? Step::kNext : Step::kEnded;
     }
     case ZYDIS_MNEMONIC_POP: {
+      // A memory destination is addressed with rsp already incremented; a store there that
+      // faults leaves rsp as it was.
+      const uint64_t rsp = m.s.gpr[kRsp];
       uint64_t v = 0;
       if (!Pop(m, &v, size)) return Step::kEnded;
-      return WriteInt(m, d.op[0], size, v) ? Step::kNext : Step::kEnded;
+      if (WriteInt(m, d.op[0], size, v)) return Step::kNext;
+      m.s.gpr[kRsp] = rsp;
+      return Step::kEnded;
     }
     case ZYDIS_MNEMONIC_PUSHFQ:
       return Push(m, m.s.rflags & ~0x30000ull, 8) ? Step::kNext : Step::kEnded;
     case ZYDIS_MNEMONIC_LEAVE: {
+      const uint64_t rsp = m.s.gpr[kRsp];
       m.s.gpr[kRsp] = m.s.gpr[kRbp];
       uint64_t v = 0;
-      if (!Pop(m, &v, 8)) return Step::kEnded;
+      if (!Pop(m, &v, 8)) {
+        m.s.gpr[kRsp] = rsp;  // the frame was unreadable: the CPU faults with rsp unchanged
+        return Step::kEnded;
+      }
       m.s.gpr[kRbp] = v;
       return Step::kNext;
     }

@@ -45,5 +45,7 @@ void AddMaskRegisterOps(VectorHandlers& t);           // mask_registers.cc
 void AddStringCompares(VectorHandlers& t);            // vector_string_compare.cc
 void AddFloatingPointOps(VectorHandlers& t);          // vector_fp.cc
 void AddFloatingPointConversions(VectorHandlers& t);  // vector_fp_convert.cc
+void AddX87ControlOps(VectorHandlers& t);             // vector_x87_control.cc
+void AddCarrylessMultiply(VectorHandlers& t);         // vector_carryless.cc
 
 }  // namespace pathprof::emulator

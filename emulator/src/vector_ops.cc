@@ -21,6 +21,8 @@ const VectorHandlers& Handlers() {
     AddStringCompares(t);
     AddFloatingPointOps(t);
     AddFloatingPointConversions(t);
+    AddX87ControlOps(t);
+    AddCarrylessMultiply(t);
     return t;
   }();
   return handlers;

@@ -10,6 +10,7 @@
 #include "decoded_instruction.h"
 #include "fast_ops.h"
 #include "machine.h"
+#include "pathprof/core/clock.h"
 #include "window_memory.h"
 
 namespace pathprof::emulator {
@@ -40,6 +41,12 @@ std::string_view EmulationEndName(EmulationEnd end) {
       return "decode";
     case EmulationEnd::kVectorState:
       return "vector_state";
+    case EmulationEnd::kTimeLimit:
+      return "time_limit";
+    case EmulationEnd::kSharedMemory:
+      return "shared_memory";
+    case EmulationEnd::kNotExecutable:
+      return "not_executable";
   }
   return "?";
 }
@@ -176,8 +183,9 @@ const EmulatorLimits& WindowEmulator::limits() const {
   return impl_->limits;
 }
 
-EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest) {
+EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest, bool shared_memory) {
   Impl& im = *impl_;
+  const uint64_t started_ns = im.limits.max_ns != 0 ? MonotonicNs() : 0;
   WindowMemory& memory = im.memory;
   memory.Begin(guest);
   Machine m;
@@ -190,6 +198,7 @@ EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest) {
   uint32_t since_event = 0;
   const Impl::Block* block = nullptr;
   size_t next = 0;  // the index in `block` of the instruction after the one running
+  uint64_t executable_page = ~0ull;  // the code page last found executable
   for (;;) {
     if (w.taken >= im.limits.window_taken) {
       w.end = EmulationEnd::kComplete;
@@ -197,6 +206,11 @@ EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest) {
     }
     if (w.instructions >= im.limits.max_instructions) {
       w.end = EmulationEnd::kInstructionLimit;
+      break;
+    }
+    if (im.limits.max_ns != 0 && (w.instructions & 63) == 63 &&
+        MonotonicNs() - started_ns > im.limits.max_ns) {
+      w.end = EmulationEnd::kTimeLimit;
       break;
     }
     // The next instruction: from the current stable block while the window has written no
@@ -241,6 +255,20 @@ EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest) {
       w.end = EmulationEnd::kUnmodelled;
       w.mnemonic = d->mnemonic;
       break;
+    }
+    if (shared_memory && d->atomic) {
+      w.end = EmulationEnd::kSharedMemory;
+      w.mnemonic = d->mnemonic;
+      break;
+    }
+    if ((rip & ~(Guest::kPageSize - 1)) != executable_page) {
+      // Checked once per code page and window: the CPU faults on a jump into a page it may
+      // not execute, where the emulator would read on.
+      if (!guest.PageExecutable(rip & ~(Guest::kPageSize - 1))) {
+        w.end = EmulationEnd::kNotExecutable;
+        break;
+      }
+      executable_page = rip & ~(Guest::kPageSize - 1);
     }
     m.next_rip = rip + d->length;
     m.taken = false;

@@ -36,8 +36,9 @@ class EmulatedWindows {
     uint64_t emulate_ns = 0;  // time in the emulator (the thread stays stopped meanwhile)
   };
   // `tid` (of this process) is in a ptrace stop of this tracer, with the registers `start`
-  // (ReadCpuState).
-  void Run(pid_t tid, const emulator::CpuState& start, Window* out);
+  // (ReadCpuState). `other_threads`: the process has threads that run meanwhile (windows end
+  // at atomics, WindowEmulator::Run).
+  void Run(pid_t tid, const emulator::CpuState& start, Window* out, bool other_threads = false);
   // The process exec'd: its address space is new.
   void Reset();
 

@@ -3,14 +3,20 @@
 #include <cpuid.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/ptrace.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "pathprof/core/clock.h"
 #include "pathprof/decoders/address_space.h"
@@ -52,22 +58,51 @@ const XsaveLayout& Layout() {
 }
 
 // XSAVE legacy region and header.
+constexpr uint32_t kFcwOffset = 0;  // x87 control word
+constexpr uint32_t kFswOffset = 2;  // x87 status word
 constexpr uint32_t kMxcsrOffset = 24;
 constexpr uint32_t kXmmOffset = 160;
 constexpr uint32_t kXstateBvOffset = 512;
-constexpr uint64_t kSse = 1u << 1, kAvx = 1u << 2, kOpmask = 1u << 5, kZmmHi256 = 1u << 6,
-                   kHi16Zmm = 1u << 7;
+constexpr uint64_t kX87 = 1u << 0, kSse = 1u << 1, kAvx = 1u << 2, kOpmask = 1u << 5,
+                   kZmmHi256 = 1u << 6, kHi16Zmm = 1u << 7;
+
+// Whether a mapping's pages cannot change while the process runs, so that the emulator may
+// keep them, and the instructions decoded from them, across windows: read-only private
+// mappings of files (code, .rodata, RELRO), which change only by an mprotect or a new mapping
+// that the next read of the maps shows, and the vdso. Not a shared mapping, nor a memfd, nor
+// any mapping of a file that this process also maps writable and shared: their bytes change
+// through another mapping without any change to this one (a JIT that writes its code through a
+// read-write view of a memfd and runs it from a read-execute one).
+bool Stable(const decoders::Mapping& m,
+            const std::set<std::pair<uint64_t, uint64_t>>& written_files) {
+  if (!m.readable || m.writable) return false;
+  if (m.IsVdso()) return true;
+  return m.inode != 0 && !m.shared && !m.path.starts_with("/memfd:") &&
+         written_files.count({m.device, m.inode}) == 0;
+}
+
+constexpr unsigned long kProcmapQuery = _IOWR('f', 17, ProcmapQuery);
+constexpr uint64_t kProcmapReadable = 0x01, kProcmapWritable = 0x02;
+
+// Whether the kernel's answer `q` is the read-only mapping `r` (same place, file and offset).
+template <typename Range>
+bool SameMapping(const Range& r, const ProcmapQuery& q) {
+  return q.vma_start == r.start && q.vma_end == r.end && q.vma_offset == r.pgoff &&
+         q.inode == r.inode && makedev(q.dev_major, q.dev_minor) == r.device &&
+         (q.vma_flags & kProcmapReadable) != 0 && (q.vma_flags & kProcmapWritable) == 0;
+}
 
 }  // namespace
 
 ProcessPages::~ProcessPages() {
-  if (mem_fd_ >= 0) close(mem_fd_);
+  if (maps_fd_ >= 0) close(maps_fd_);
 }
 
 void ProcessPages::Reset() {
-  if (mem_fd_ >= 0) close(mem_fd_);
-  mem_fd_ = -1;
+  if (maps_fd_ >= 0) close(maps_fd_);  // it names the address space that exec replaced
+  maps_fd_ = -1;
   ranges_.clear();
+  stable_in_use_.clear();
   read_at_ns_ = 0;
   stable_changed_ = false;
   prefetch_.Reset();
@@ -79,22 +114,25 @@ bool ProcessPages::ReadMaps(uint64_t now_ns) {
   std::vector<Range> before = std::move(ranges_);
   ranges_.clear();
   auto space = decoders::ReadProcMaps(pid_);
-  if (space.ok()) {
-    ranges_.reserve(space->mappings().size());
-    for (const decoders::Mapping& m : space->mappings()) {
-      Range r;
-      r.start = m.start;
-      r.end = m.end();
-      r.pgoff = m.pgoff;
-      r.device = m.device;
-      r.inode = m.inode;
-      r.readable = m.readable;
-      r.writable = m.writable;
-      // A read-only file mapping cannot change under the process without an mprotect or a
-      // new mapping, which the next read of the maps sees; the vdso never changes.
-      r.stable = m.readable && !m.writable && (m.inode != 0 || m.IsVdso());
-      ranges_.push_back(r);
-    }
+  const bool ok = space.ok();
+  const std::vector<decoders::Mapping> none;
+  const std::vector<decoders::Mapping>& lines = ok ? space->mappings() : none;
+  std::set<std::pair<uint64_t, uint64_t>> written_files;  // (device, inode) mapped rw and shared
+  for (const decoders::Mapping& m : lines)
+    if (m.writable && m.shared && m.inode != 0) written_files.insert({m.device, m.inode});
+  ranges_.reserve(lines.size());
+  for (const decoders::Mapping& m : lines) {
+    Range r;
+    r.start = m.start;
+    r.end = m.end();
+    r.pgoff = m.pgoff;
+    r.device = m.device;
+    r.inode = m.inode;
+    r.readable = m.readable;
+    r.writable = m.writable;
+    r.executable = m.executable;
+    r.stable = Stable(m, written_files);
+    ranges_.push_back(r);
   }
   for (const Range& old : before) {
     if (!old.stable) continue;
@@ -102,14 +140,44 @@ bool ProcessPages::ReadMaps(uint64_t now_ns) {
                                [](const Range& r, uint64_t a) { return r.start < a; });
     if (it == ranges_.end() || !(*it == old)) stable_changed_ = true;
   }
-  return space.ok();
+  return ok;
 }
 
 bool ProcessPages::Refresh(uint64_t now_ns, uint64_t max_age_ns) {
-  if (read_at_ns_ == 0 || now_ns - read_at_ns_ >= max_age_ns) ReadMaps(now_ns);
+  if (read_at_ns_ == 0 || now_ns - read_at_ns_ >= max_age_ns || StableMappingReplaced())
+    ReadMaps(now_ns);
   const bool changed = stable_changed_;
   stable_changed_ = false;
+  if (changed) stable_in_use_.clear();  // the caller drops what the emulator kept
   return changed;
+}
+
+// Between reads of the maps, each stable mapping the emulator keeps pages of is checked with
+// one PROCMAP_QUERY (a few per window): one replaced at the same address (a plugin reloaded in
+// place, a JIT that maps code files in turn) would otherwise serve the old bytes and decodes
+// until the next read of the maps.
+bool ProcessPages::StableMappingReplaced() {
+  for (const Range& r : stable_in_use_) {
+    ProcmapQuery q{};
+    if (!Query(r.start, &q)) return query_supported_;  // gone (or no PROCMAP_QUERY here)
+    if (!SameMapping(r, q)) {
+      stable_changed_ = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ProcessPages::Query(uint64_t address, ProcmapQuery* q) {
+  if (!query_supported_) return false;
+  if (maps_fd_ < 0)
+    maps_fd_ = open(("/proc/" + std::to_string(pid_) + "/maps").c_str(), O_RDONLY | O_CLOEXEC);
+  if (maps_fd_ < 0) return false;
+  q->size = sizeof *q;
+  q->query_addr = address;
+  if (ioctl(maps_fd_, kProcmapQuery, q) == 0) return true;
+  if (errno != ENOENT) query_supported_ = false;  // an older kernel (ENOTTY): the maps it is
+  return false;
 }
 
 const ProcessPages::Range* ProcessPages::Find(uint64_t address) {
@@ -136,7 +204,19 @@ void ProcessPages::BeginWindow(uint64_t rsp) {
 
 bool ProcessPages::Read(uint64_t page, uint8_t* out, bool* stable) {
   const Range* r = Find(page);
-  if (r == nullptr || !r->readable) return false;
+  if (r == nullptr || !r->readable) {
+    // The maps read last may be older than the mapping: a library the loader mapped since, a
+    // new thread's stack, a heap grown with mprotect (a miss re-reads them only every
+    // kMissRefreshNs, and windows come faster). The kernel decides instead: process_vm_readv
+    // reads only what the mapping allows now, so a page still unmapped, PROT_NONE or
+    // execute-only fails as before. Such a page is not kept across windows.
+    ++page_reads_;
+    iovec local{out, kPageSize}, remote{reinterpret_cast<void*>(page), kPageSize};
+    if (process_vm_readv(pid_, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(kPageSize))
+      return false;
+    *stable = false;
+    return true;
+  }
   if (!r->stable) {
     if (const uint8_t* bytes = prefetch_.Take(page)) {
       std::memcpy(out, bytes, kPageSize);
@@ -145,20 +225,51 @@ bool ProcessPages::Read(uint64_t page, uint8_t* out, bool* stable) {
     }
     prefetch_.Used(page);
   }
-  if (mem_fd_ < 0) {
-    mem_fd_ = open(("/proc/" + std::to_string(pid_) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
-    if (mem_fd_ < 0) return false;
-  }
+  // process_vm_readv, not /proc/PID/mem: the latter reads with FOLL_FORCE, through any
+  // protection (a PROT_NONE guard page, execute-only code). This read is allowed only what the
+  // mapping allows when it happens, so a page made unreadable since the maps were read (up to
+  // EmulatedWindows::kMapsMaxAgeNs ago) is unreadable here too.
   ++page_reads_;
-  if (pread(mem_fd_, out, kPageSize, static_cast<off_t>(page)) != static_cast<ssize_t>(kPageSize))
+  iovec local{out, kPageSize}, remote{reinterpret_cast<void*>(page), kPageSize};
+  if (process_vm_readv(pid_, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(kPageSize))
     return false;
-  *stable = r->stable;
+  *stable = r->stable && StillMapped(*r);
+  if (*stable &&
+      std::find(stable_in_use_.begin(), stable_in_use_.end(), *r) == stable_in_use_.end())
+    stable_in_use_.push_back(*r);
   return true;
 }
 
+// Whether the stable mapping `r`, as the last read of the maps has it, is still the one at its
+// place: a page the emulator keeps must be known by the mapping it really came from, or a later
+// mapping that looks the same (a file whose inode number was freed and reused) would pass for
+// it. When it is not, the page serves this window only and the maps are read again.
+bool ProcessPages::StillMapped(const Range& r) {
+  ProcmapQuery q{};
+  if (!Query(r.start, &q)) return !query_supported_;  // no PROCMAP_QUERY: the maps it is
+  if (SameMapping(r, q)) return true;
+  read_at_ns_ = 0;
+  return false;
+}
+
 bool ProcessPages::Writable(uint64_t page) {
+  // The permission now, where the kernel can say (PROCMAP_QUERY): the maps may be up to
+  // EmulatedWindows::kMapsMaxAgeNs old, and a page made read-only since (a JIT's mprotect
+  // after writing its code, a write barrier) must end a window that stores to it, as the CPU
+  // would fault.
+  ProcmapQuery q{};
+  if (Query(page, &q)) return (q.vma_flags & kProcmapWritable) != 0;
+  if (query_supported_) return false;  // unmapped since
   const Range* r = Find(page);
   return r != nullptr && r->writable;
+}
+
+bool ProcessPages::Executable(uint64_t page) {
+  // From the maps (at most kMapsMaxAgeNs old; a change to a stable mapping drops what the
+  // emulator decoded from it): asked once per code page and window, a query each would cost
+  // more than the rest of the window.
+  const Range* r = Find(page);
+  return r != nullptr && r->executable;
 }
 
 bool ThreadGuest::LoadVectorState(emulator::CpuState* state) {
@@ -176,6 +287,12 @@ bool ThreadGuest::LoadVectorState(emulator::CpuState* state) {
   state->k.fill(0);
   state->mxcsr = 0x1f80;
   if (bv & (kSse | kAvx)) std::memcpy(&state->mxcsr, buf.data() + kMxcsrOffset, 4);
+  state->fcw = 0x37f;  // the x87 state's initial configuration (FNINIT)
+  state->fsw = 0;
+  if (bv & kX87) {
+    std::memcpy(&state->fcw, buf.data() + kFcwOffset, 2);
+    std::memcpy(&state->fsw, buf.data() + kFswOffset, 2);
+  }
   auto copy = [&](uint32_t offset, size_t n, uint8_t* to) {
     if (offset == 0 || offset + n > got) return false;
     std::memcpy(to, buf.data() + offset, n);

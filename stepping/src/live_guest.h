@@ -1,12 +1,16 @@
 // The emulator's view of a live traced process (emulator::Guest): its memory page by page as
 // the CPU would let its threads see it, and a stopped thread's registers.
 //
-// Memory is read through /proc/PID/mem, which reads with FOLL_FORCE: it returns pages the
-// process itself may not read (a PROT_NONE guard page) and never faults. So the mappings'
-// permissions come from /proc/PID/maps and are checked here: a page the CPU would fault on is
-// unreadable to the emulator too, and a store to a page without write permission ends the
-// window. Pages of read-only file-backed mappings (code, .rodata, RELRO) are "stable": the
-// emulator keeps them, and the instructions decoded from them, across windows.
+// Memory is read with process_vm_readv, never through /proc/PID/mem, which reads with
+// FOLL_FORCE: it returns pages the process itself may not read (a PROT_NONE guard page,
+// execute-only code). A page the CPU would fault on is unreadable to the emulator too, judged
+// when it is read; a store to a page without write permission ends the window, judged by the
+// kernel's answer now (PROCMAP_QUERY) where it has one, else by /proc/PID/maps. Pages of
+// read-only private file mappings (code, .rodata, RELRO; not memfds, nor files the process also
+// maps writable and shared) are "stable": the emulator keeps them, and the instructions decoded
+// from them, across windows, until such a mapping changes. A file written in place behind its
+// mappings, or an inode number reused by a new file mapped at the same place between two
+// windows, is a change no check of the mappings can see.
 #pragma once
 
 #include <sys/types.h>
@@ -19,6 +23,26 @@
 
 namespace pathprof::stepping {
 
+// PROCMAP_QUERY (Linux 6.11, <linux/fs.h>): the mapping at an address as the kernel has it now,
+// one ioctl on an open /proc/PID/maps. Declared here: the headers of older systems lack it.
+struct ProcmapQuery {
+  uint64_t size;
+  uint64_t query_flags;
+  uint64_t query_addr;
+  uint64_t vma_start;
+  uint64_t vma_end;
+  uint64_t vma_flags;
+  uint64_t vma_page_size;
+  uint64_t vma_offset;
+  uint64_t inode;
+  uint32_t dev_major;
+  uint32_t dev_minor;
+  uint32_t vma_name_size;
+  uint32_t build_id_size;
+  uint64_t vma_name_addr;
+  uint64_t build_id_addr;
+};
+
 class ProcessPages {
  public:
   explicit ProcessPages(pid_t pid) : pid_(pid) {}
@@ -29,10 +53,13 @@ class ProcessPages {
   // Copies one page; false when the process may not read it (unmapped, no read permission).
   bool Read(uint64_t page, uint8_t* out, bool* stable);
   bool Writable(uint64_t page);
+  bool Executable(uint64_t page);
 
-  // Re-reads the mappings when the last read is older than `max_age_ns`. Returns true when a
-  // stable mapping changed or went away since (munmap, mprotect, dlclose): what the emulator
-  // kept from stable pages must then be dropped (WindowEmulator::Reset).
+  // Re-reads the mappings when the last read is older than `max_age_ns`, or when a stable
+  // mapping that pages were read from is no longer what it was (checked each call, where the
+  // kernel has PROCMAP_QUERY). Returns true when a stable mapping changed or went away since
+  // (munmap, mprotect, dlclose, a mapping replaced in place): what the emulator kept from
+  // stable pages must then be dropped (WindowEmulator::Reset).
   bool Refresh(uint64_t now_ns, uint64_t max_age_ns);
   // The process exec'd: a new address space.
   void Reset();
@@ -50,18 +77,25 @@ class ProcessPages {
   struct Range {
     uint64_t start = 0, end = 0;
     uint64_t pgoff = 0, device = 0, inode = 0;
-    bool readable = false, writable = false, stable = false;
+    bool readable = false, writable = false, executable = false, stable = false;
     bool operator==(const Range&) const = default;
   };
   // The mapping holding `address`; on a miss the mappings are read again (a region mapped
   // since the last read), at most once per kMissRefreshNs.
   const Range* Find(uint64_t address);
   bool ReadMaps(uint64_t now_ns);
+  bool StableMappingReplaced();
+  bool StillMapped(const Range& r);
+  // The mapping holding `address` now; false when none does, or the kernel cannot say
+  // (query_supported_ turns false).
+  bool Query(uint64_t address, ProcmapQuery* q);
 
   pid_t pid_;
   PagePrefetch prefetch_{pid_};
-  int mem_fd_ = -1;
-  std::vector<Range> ranges_;  // sorted by start
+  int maps_fd_ = -1;                  // for PROCMAP_QUERY
+  bool query_supported_ = true;       // until the kernel says otherwise
+  std::vector<Range> ranges_;         // sorted by start
+  std::vector<Range> stable_in_use_;  // stable pages were read from these since the last drop
   uint64_t read_at_ns_ = 0;
   bool stable_changed_ = false;  // since the last Refresh
   uint64_t maps_reads_ = 0;
@@ -76,6 +110,7 @@ class ThreadGuest final : public emulator::Guest {
     return pages_.Read(page, out, stable);
   }
   bool PageWritable(uint64_t page) override { return pages_.Writable(page); }
+  bool PageExecutable(uint64_t page) override { return pages_.Executable(page); }
   // The SSE/AVX/AVX-512 registers and MXCSR (PTRACE_GETREGSET NT_X86_XSTATE).
   bool LoadVectorState(emulator::CpuState* state) override;
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -22,8 +23,26 @@ class SelfGuest : public Guest {
     iovec local{out, kPageSize};
     iovec remote{reinterpret_cast<void*>(page), kPageSize};
     *stable = false;
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) ==
-           static_cast<ssize_t>(kPageSize);
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(kPageSize);
+  }
+  // As the CPU sees it: a page of a mapping without write permission (/proc/self/maps) faults
+  // on a store, so the window must end there.
+  bool PageWritable(uint64_t page) override {
+    std::FILE* maps = std::fopen("/proc/self/maps", "r");
+    if (!maps) return false;
+    bool writable = false;
+    unsigned long long start = 0, end = 0;
+    char perms[5] = {};
+    char line[512];
+    while (std::fgets(line, sizeof line, maps)) {
+      if (std::sscanf(line, "%llx-%llx %4s", &start, &end, perms) != 3) continue;
+      if (page >= start && page < end) {
+        writable = perms[1] == 'w';
+        break;
+      }
+    }
+    std::fclose(maps);
+    return writable;
   }
   bool LoadVectorState(CpuState* state) override {
     state->vector_loaded = true;  // the tests give vector inputs in the start state

@@ -29,6 +29,7 @@ struct Mapping {
   // Permissions from /proc/PID/maps (a recording's mappings are readable, not writable).
   bool readable = true;
   bool writable = false;
+  bool shared = false;  // MAP_SHARED: another mapping of the file may change its bytes
 
   uint64_t end() const { return start + len; }
   bool Contains(uint64_t addr) const { return addr >= start && addr - start < len; }

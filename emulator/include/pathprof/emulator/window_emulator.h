@@ -41,6 +41,10 @@ struct CpuState {
   alignas(64) std::array<std::array<uint8_t, 64>, 32> zmm{};
   std::array<uint64_t, 8> k{};
   uint32_t mxcsr = 0x1f80;
+  // The x87 control and status words (fnstcw, fldcw, fwait: strtod, printf and CPython save
+  // and set the precision control). x87 arithmetic itself is not modelled.
+  uint16_t fcw = 0x37f;
+  uint16_t fsw = 0;
   bool vector_loaded = false;
 };
 
@@ -61,7 +65,9 @@ class Guest {
   // Whether the target may store to `page` (read earlier by ReadPage). A store to a page it may
   // not write faults on the CPU, so the window ends there instead of writing the overlay.
   virtual bool PageWritable(uint64_t /*page*/) { return true; }
-  // Fills state->zmm, k and mxcsr from the thread; false when they cannot be read.
+  // Whether the CPU would execute code in `page` (read earlier by ReadPage).
+  virtual bool PageExecutable(uint64_t /*page*/) { return true; }
+  // Fills state->zmm, k, mxcsr, fcw and fsw from the thread; false when they cannot be read.
   virtual bool LoadVectorState(CpuState* state) = 0;
 };
 
@@ -79,8 +85,11 @@ enum class EmulationEnd : uint8_t {
   kPageLimit,         // the window touched more than max_window_pages pages
   kDecode,            // bytes that are not an instruction
   kVectorState,       // vector registers were needed but could not be read
+  kTimeLimit,         // the window ran max_ns (the tracer lost its CPU while the thread waited)
+  kSharedMemory,      // an atomic (lock prefix, xchg with memory) in a process of many threads
+  kNotExecutable,     // the code is in a page the CPU would not execute (NX): it would fault
 };
-inline constexpr int kEmulationEndCount = 12;
+inline constexpr int kEmulationEndCount = 15;
 std::string_view EmulationEndName(EmulationEnd end);  // "complete", "syscall", ...
 
 struct EmulatorLimits {
@@ -89,6 +98,9 @@ struct EmulatorLimits {
   uint32_t max_window_pages = 256;   // pages read or written by one window (1 MiB)
   uint32_t max_stable_pages = 4096;  // kept across windows (16 MiB); then dropped, counted
   uint32_t max_decoded = 1 << 16;    // cached decoded instructions; then dropped, counted
+  // Wall time one window may take (checked every 64 instructions); 0: no limit. The thread is
+  // stopped meanwhile, so a tracer that loses its CPU mid-window ends it instead of holding it.
+  uint64_t max_ns = 0;
 };
 
 struct EmulatedWindow {
@@ -122,8 +134,11 @@ class WindowEmulator {
   WindowEmulator& operator=(const WindowEmulator&) = delete;
 
   // Runs from `start` until limits().window_taken taken branches retired or the window ends
-  // early. Reads memory through `guest`, never writes to it.
-  EmulatedWindow Run(const CpuState& start, Guest& guest);
+  // early. Reads memory through `guest`, never writes to it. `shared_memory`: other threads
+  // run meanwhile and write what this one reads; the window then ends at an atomic
+  // instruction, where the data it reads is the most likely to change under it (a lock taken,
+  // a counter raced), instead of going on with a value the real thread may not see.
+  EmulatedWindow Run(const CpuState& start, Guest& guest, bool shared_memory = false);
   // The target exec'd (or its text may have changed): forget every cached page and decode.
   void Reset();
   const EmulatorStats& stats() const;

@@ -1,0 +1,145 @@
+// The emulator's view of a live stopped child (live_guest.h).
+// ThreadGuest::LoadVectorState reads the thread's floating-point state from its XSAVE area
+// (PTRACE_GETREGSET NT_X86_XSTATE): the x87 control and status words, MXCSR and the xmm
+// registers the child set before it stopped; the x87 words of a thread whose x87 state is in
+// its initial configuration (XSTATE_BV bit 0 clear: the area holds no values) are FNINIT's.
+// ProcessPages reads a page the child mapped, or made readable, after the maps were read: as
+// the CPU would, not as the stale maps say.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "live_guest.h"
+#include "pathprof/core/clock.h"
+
+namespace pathprof::stepping {
+namespace {
+
+// A child that sets its floating-point state (unless `leave_x87`), stops traced, and waits to
+// be killed.
+pid_t StoppedChild(bool leave_x87) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+    if (!leave_x87) {
+      const uint16_t cw = 0x0a7f;  // double precision, round up, every exception masked
+      const float zero = 0;
+      const uint32_t mxcsr = 0x9fc0;  // FTZ, DAZ, every exception masked
+      asm volatile("fldcw %0\n\tfnclex\n\tfld1\n\tfdivs %1\n\tfstp %%st(0)\n\tldmxcsr %2"
+                   :
+                   : "m"(cw), "m"(zero), "m"(mxcsr));
+      const uint64_t lanes[2] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
+      asm volatile("movdqu %0, %%xmm3" : : "m"(lanes) : "xmm3");
+    }
+    raise(SIGSTOP);
+    for (;;) pause();
+  }
+  int status = 0;
+  if (pid > 0 && (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status))) return -1;
+  return pid;
+}
+
+void KillChild(pid_t pid) {
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+}
+
+TEST(VectorState, ReadsTheX87WordsMxcsrAndXmmOfAStoppedThread) {
+  const pid_t child = StoppedChild(false);
+  ASSERT_GT(child, 0);
+  ProcessPages pages(child);
+  ThreadGuest guest(child, pages);
+  emulator::CpuState s;
+  ASSERT_TRUE(guest.LoadVectorState(&s));
+  KillChild(child);
+  EXPECT_EQ(s.fcw, 0x0a7f);
+  EXPECT_NE(s.fsw & 0x4, 0) << "the zero-divide flag of 1/0: fsw " << s.fsw;
+  EXPECT_EQ(s.mxcsr, 0x9fc0u);
+  uint64_t lanes[2];
+  std::memcpy(lanes, s.zmm[3].data(), 16);
+  EXPECT_EQ(lanes[0], 0x0123456789abcdefull);
+  EXPECT_EQ(lanes[1], 0xfedcba9876543210ull);
+  EXPECT_TRUE(s.vector_loaded);
+}
+
+TEST(VectorState, AnUntouchedX87StateReadsAsAfterFninit) {
+  const pid_t child = StoppedChild(true);
+  ASSERT_GT(child, 0);
+  ProcessPages pages(child);
+  ThreadGuest guest(child, pages);
+  emulator::CpuState s;
+  s.fcw = 0x1234;  // stale values that must not survive
+  s.fsw = 0x5678;
+  ASSERT_TRUE(guest.LoadVectorState(&s));
+  KillChild(child);
+  // What the thread would read itself: this process's own words are FNINIT's too (a forked
+  // child inherits them), unless the test runner changed them.
+  uint16_t cw = 0, sw = 0;
+  asm volatile("fnstcw %0\n\tfnstsw %1" : "=m"(cw), "=m"(sw));
+  EXPECT_EQ(s.fcw, cw);
+  EXPECT_EQ(s.fsw, sw);
+}
+
+// A traced child that stops, then (once resumed) maps a page and makes a PROT_NONE page
+// readable, writes a pattern to both, tells their addresses through `report` and stops again.
+pid_t ChildThatMapsLater(int report) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+    void* reserved = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    raise(SIGSTOP);
+    auto* fresh = static_cast<uint8_t*>(
+        mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    mprotect(reserved, 4096, PROT_READ | PROT_WRITE);
+    std::memset(fresh, 0xa5, 4096);
+    std::memset(reserved, 0x3c, 4096);
+    const uint64_t addresses[2] = {reinterpret_cast<uint64_t>(fresh),
+                                   reinterpret_cast<uint64_t>(reserved)};
+    if (write(report, addresses, sizeof addresses) != sizeof addresses) _exit(1);
+    raise(SIGSTOP);
+    for (;;) pause();
+  }
+  int status = 0;
+  if (pid > 0 && (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status))) return -1;
+  return pid;
+}
+
+TEST(ProcessPages, ReadsPagesMappedOrMadeReadableSinceTheMapsWereRead) {
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t child = ChildThatMapsLater(report[1]);
+  ASSERT_GT(child, 0);
+  ProcessPages pages(child);
+  // The maps as a window starts now; then the child maps at once, well within the interval in
+  // which a miss does not read the maps again.
+  pages.Refresh(MonotonicNs(), 0);
+  ASSERT_EQ(ptrace(PTRACE_CONT, child, nullptr, nullptr), 0);
+  uint64_t addresses[2] = {};
+  ASSERT_EQ(read(report[0], addresses, sizeof addresses), static_cast<ssize_t>(sizeof addresses));
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  uint8_t page[4096];
+  bool stable = true;
+  EXPECT_TRUE(pages.Read(addresses[0], page, &stable)) << "a page mapped since the maps were read";
+  EXPECT_EQ(page[0], 0xa5);
+  EXPECT_EQ(page[4095], 0xa5);
+  EXPECT_FALSE(stable) << "anonymous memory is never kept across windows";
+  EXPECT_TRUE(pages.Read(addresses[1], page, &stable)) << "a PROT_NONE page made readable since";
+  EXPECT_EQ(page[100], 0x3c);
+  // And a page that is not mapped at all stays unreadable.
+  EXPECT_FALSE(pages.Read(addresses[0] ^ (uint64_t{1} << 44), page, &stable));
+  KillChild(child);
+  close(report[0]);
+  close(report[1]);
+}
+
+}  // namespace
+}  // namespace pathprof::stepping
