@@ -12,7 +12,7 @@
 # exec, or create 1,000 threads a second while traced.
 # Only processes this script started are signalled, by pid. Needs root.
 # usage: scripts/fault-matrix.sh BUILD_DIR [RUNS] [STEP_MODE] [FAULTS]
-#   RUNS: per fault (default 20); STEP_MODE: auto (default), breakpoints, int3 or step, for every
+#   RUNS: per fault (default 20); STEP_MODE: auto (default), emulate, breakpoints, int3 or step, for every
 #   collector; FAULTS: all (default) or tracer (only the kill -9 of the tracer, both phases).
 set -uo pipefail
 build="$(cd "${1:?usage: scripts/fault-matrix.sh BUILD_DIR [RUNS]}" && pwd)"

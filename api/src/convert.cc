@@ -204,7 +204,7 @@ void ToProto(const stepping::StepProbeResult& p, v1::StepMechanisms* out) {
   out->set_single_step_us(static_cast<double>(p.single_step_ns) / 1000.0);
   out->set_int3_leg_us(static_cast<double>(p.int3_leg_ns) / 1000.0);
   out->set_dr_leg_us(static_cast<double>(p.dr_leg_ns) / 1000.0);
-  out->set_auto_step_mode(ToProto(p.BestMode()));
+  out->set_auto_step_mode(ToProto(stepping::ChooseStepMode(std::nullopt, p).mode));
   out->set_from_cache(p.from_cache);
   for (const std::string& n : p.not_probed) out->add_not_probed(n);
 }

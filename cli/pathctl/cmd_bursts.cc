@@ -182,6 +182,28 @@ void PrintCounters(const col::PtraceBurstStats& s) {
       s.detached ? "; detached" : "");
 }
 
+// Emulated windows: what they cost the tracer, and why the short ones ended.
+void PrintEmulationCounters(const col::PtraceBurstStats& s) {
+  if (s.emulated_windows == 0) return;
+  const double n = static_cast<double>(s.emulated_windows);
+  std::fprintf(
+      stderr,
+      "pathctl bursts: emulated %llu windows: %.1f instructions, %.1f us of emulation "
+      "and %.2f pages read each; %llu cache resets; ended:",
+      (unsigned long long)s.emulated_windows, static_cast<double>(s.emulated_instructions) / n,
+      static_cast<double>(s.emulation_ns) / n / 1000.0,
+      static_cast<double>(s.emulation_pages_read) / n, (unsigned long long)s.emulation_resets);
+  for (size_t i = 0; i < s.emulation_ends.size(); ++i)
+    if (s.emulation_ends[i] != 0)
+      std::fprintf(stderr, " %s %llu", std::string(col::EmulationEndReason(i)).c_str(),
+                   (unsigned long long)s.emulation_ends[i]);
+  std::string by;
+  for (const col::EndingInstruction& e : s.ending_instructions)
+    if (e.windows != 0)
+      by += " " + std::string(col::InstructionName(e.mnemonic)) + " " + std::to_string(e.windows);
+  std::fprintf(stderr, "%s%s\n", by.empty() ? "" : "; by instruction:", by.c_str());
+}
+
 // Where the windows go: the path estimate and, with -o, the recording. The collector's reader
 // thread feeds them while the main thread waits, hence the mutex.
 struct WindowSinks {
@@ -285,6 +307,7 @@ int RunBursts(Args& args) {
   if (!CloseRecording(req, &sinks)) return kExitError;
   PrintPaths(req, *s, sinks.estimator->Estimates());
   PrintCounters(*s);
+  PrintEmulationCounters(*s);
   if (sinks.cycle_model) PrintCycleModelStats(sinks.cycle_model->stats());
   return s->windows == 0 ? kExitNoData : kExitOk;
 }

@@ -1,7 +1,9 @@
 // pathctl caps: what this host can collect and why not. Probes locally, or asks the daemon
 // (GetCapabilities) when --socket or --address names one. Either way the answer is one
 // v1::Capabilities, converted by the daemon's own api::ToProto, so --json is the same document.
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "pathctl/command.h"
 #include "pathprof/api/convert.h"
 #include "pathprof/collectors/capabilities.h"
+#include "pathprof/stepping/step_probe.h"
 
 namespace pathctl {
 namespace {
@@ -27,6 +30,30 @@ const char* StepModeWord(v1::StepMode m) {
     default:
       return "step";
   }
+}
+
+pathprof::stepping::MechanismResult FromProto(const v1::SourceCapability& c) {
+  return {c.available(), c.detail()};
+}
+
+uint64_t Ns(double us) {
+  return static_cast<uint64_t>(std::llround(us * 1000.0));
+}
+
+// The probe's result as the local probe or a daemon reported it: what the decision reads.
+pathprof::stepping::StepProbeResult ProbeFromProto(const v1::StepMechanisms& m) {
+  pathprof::stepping::StepProbeResult p;
+  p.ran = true;  // a result without a probe run has no step_mechanisms
+  p.single_step = FromProto(m.single_step());
+  p.dr_breakpoints = FromProto(m.dr_breakpoints());
+  p.int3_breakpoints = FromProto(m.int3_breakpoints());
+  p.block_step = FromProto(m.block_step());
+  p.emulate = FromProto(m.emulate());
+  p.single_step_ns = Ns(m.single_step_us());
+  p.int3_leg_ns = Ns(m.int3_leg_us());
+  p.dr_leg_ns = Ns(m.dr_leg_us());
+  p.emulate_window_ns = Ns(m.emulate_window_us());
+  return p;
 }
 
 void PrintRows(const std::vector<std::pair<const char*, const v1::SourceCapability*>>& rows) {
@@ -47,7 +74,15 @@ void PrintStepMechanisms(const v1::StepMechanisms& m) {
     for (const std::string& n : m.not_probed()) names += " " + n;
     std::printf("  (refused by this CPU, not probed:%s)\n", names.c_str());
   }
-  std::printf("step mode for --step-mode auto: %s\n", StepModeWord(m.auto_step_mode()));
+  // The reason comes from the same decision the tracer makes, run on the probe as reported.
+  const pathprof::stepping::StepModeChoice choice =
+      pathprof::stepping::ChooseStepMode(std::nullopt, ProbeFromProto(m));
+  const char* mode = StepModeWord(m.auto_step_mode());
+  if (StepModeWord(pathprof::api::ToProto(choice.mode)) == std::string(mode))
+    std::printf("step mode for --step-mode auto: %s (%s)\n", mode, choice.reason.c_str());
+  else  // a daemon of another version decides otherwise
+    std::printf("step mode for --step-mode auto: %s (this pathctl would choose %s: %s)\n", mode,
+                StepModeWord(pathprof::api::ToProto(choice.mode)), choice.reason.c_str());
 }
 
 // `daemon`: the address that answered, or empty when pathctl probed the host itself.

@@ -42,9 +42,9 @@ int ExportSessionBranches(Client& client, const BranchExport& e, uint32_t pid) {
   if (e.json || e.request.format == dec::BranchProfileFormat::kPerfLbr) {
     ReportBranchExport(shown, summary);
   } else {  // the per-line counters stay in the daemon; say what the client knows
-    std::fprintf(stderr, "wrote %s for %s: %s. Optimize with: llvm-bolt-15 %s -data %s -o OUT\n",
-                 e.output.c_str(), resp.binary().c_str(), resp.counts().c_str(),
-                 resp.binary().c_str(), e.output.c_str());
+    std::fprintf(stderr, "wrote %s for %s: %s.\n", e.output.c_str(), resp.binary().c_str(),
+                 resp.counts().c_str());
+    PrintOptimizeHint(resp.binary(), e.output);
   }
   return kExitOk;
 }

@@ -152,8 +152,9 @@ void ProbePtrace(HostCapabilities* h) {
     return;
   }
   h->ptrace.available = true;
-  h->ptrace.detail =
-      "PTRACE_SEIZE works; bursts step with " + std::string(stepping::StepModeName(p.BestMode()));
+  const stepping::StepModeChoice choice = stepping::ChooseStepMode(std::nullopt, p);
+  h->ptrace.detail = "PTRACE_SEIZE works; bursts step with " +
+                     std::string(stepping::StepModeName(choice.mode)) + " (" + choice.reason + ")";
   if (!p.dr_breakpoints.works) h->ptrace.detail += " (debug-register breakpoints never fire here)";
   if (!p.lost_trap_after.empty()) {
     std::string names;

@@ -25,6 +25,7 @@
 #include "pathprof/pipeline/target_credentials.h"
 #include "pathprof/profiles/pprof_export.h"
 #include "pathprof/stepping/ptrace_bursts.h"
+#include "pathprof/stepping/step_probe.h"
 
 namespace pathprof::pipeline {
 namespace {
@@ -90,6 +91,18 @@ std::optional<stepping::StepMode> ToStepMode(StepChoice c) {
       break;
   }
   return std::nullopt;
+}
+
+// The mode the tracer reported using, with the reason from the decision it made
+// (stepping::ChooseStepMode on the probe it read, cached for this boot); should the two ever
+// differ (a tracer that probed apart, as another user), both are said.
+std::string StepModeReport(std::optional<stepping::StepMode> requested, stepping::StepMode used) {
+  const stepping::StepModeChoice choice =
+      stepping::ChooseStepMode(requested, stepping::CachedStepProbe());
+  const std::string name(stepping::StepModeName(used));
+  if (choice.ok && choice.mode == used) return name + " (" + choice.reason + ")";
+  return name + " (this process's probe decides " +
+         std::string(stepping::StepModeName(choice.mode)) + ": " + choice.reason + ")";
 }
 
 std::string ShortDetail(const std::string& detail) {
@@ -583,8 +596,8 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
     if (s->bursts.empty()) {
       source = collectors::BranchSource::kNone;
     } else {
-      reason += "; windows stepped with " +
-                std::string(stepping::StepModeName(s->bursts.begin()->second->step_mode()));
+      reason += "; windows stepped with " + StepModeReport(ToStepMode(config.sampling.step_mode),
+                                                           s->bursts.begin()->second->step_mode());
     }
   }
   s->info.source = source;

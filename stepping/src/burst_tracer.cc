@@ -25,6 +25,7 @@
 #include "burst_wire.h"
 #include "emulated_windows.h"
 #include "pathprof/core/clock.h"
+#include "pathprof/decoders/mapped_file.h"
 #include "pathprof/stepping/step_probe.h"
 #include "ptrace_primitives.h"
 #include "software_breakpoints.h"
@@ -41,6 +42,14 @@ constexpr int kTimeoutsBeforeFallback = 3;  // legs timed out in a mode that has
 constexpr size_t kMaxSeizePerScan = 256;
 constexpr size_t kMaxThreadsChecked = 64;   // per pick: /proc reads stay bounded
 constexpr uint64_t kNotedDifferences = 10;  // emulation checks that differed, told as notes
+// New threads are looked for at most this often (a directory read of /proc/PID/task): at
+// hundreds of bursts a second a scan per burst was a fifth of the tracer's time.
+constexpr uint64_t kScanIntervalNs = 100'000'000;
+// Counters go to the collector at most this often, and windows are sent in batches at least
+// this often (one pipe write per burst woke the collector per window).
+constexpr uint64_t kStatsIntervalNs = 100'000'000;
+constexpr uint64_t kFlushIntervalNs = 20'000'000;
+constexpr size_t kOutboxBytes = 64 * 1024;
 
 bool IsGroupStopSignal(int sig) {
   return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
@@ -65,15 +74,18 @@ struct TaskState {
   char state = 0;
   int cpu = -1;
 };
-TaskState ReadTaskState(pid_t pid, pid_t tid) {
+// `*fd` is the thread's stat file, opened on first use and kept: at hundreds of bursts a second
+// an open and close per pick cost more than the read (a read from offset 0 is always fresh).
+TaskState ReadTaskState(pid_t pid, pid_t tid, decoders::UniqueFd* fd) {
   TaskState out;
-  const std::string path =
-      "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
+  if (fd->get() < 0) {
+    const std::string path =
+        "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat";
+    *fd = decoders::UniqueFd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd->get() < 0) return out;
+  }
   char buf[1024];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  const ssize_t n = pread(fd->get(), buf, sizeof buf - 1, 0);
   if (n <= 0) return out;
   buf[n] = 0;
   // The command name may hold spaces and parentheses: fields restart after the last ')'.
@@ -144,6 +156,7 @@ struct Thread {
   bool group_stopped = false;
   long options = 0;  // the ptrace options set on it (DesiredOptions() when up to date)
   DebugRegisterCache debug_registers;
+  decoders::UniqueFd stat_fd;  // /proc/PID/task/TID/stat (ReadTaskState)
 };
 
 // A process a traced thread forked while int3s were in use (see software_breakpoints.h).
@@ -174,17 +187,12 @@ class BurstTracer {
     if (!probe.ran)
       return Fail(ErrorCode::kPermission, 0,
                   "burst tracer: the step probe could not run: " + probe.error);
-    if (options_.step_mode && !probe.Works(*options_.step_mode))
-      return Fail(ErrorCode::kUnavailable, 0,
-                  "burst tracer: step mode " + std::string(StepModeName(*options_.step_mode)) +
-                      " does not work on this host: " + probe.Of(*options_.step_mode).detail +
-                      " (use --step-mode auto)");
-    if (!probe.AnyWorks())
-      return Fail(ErrorCode::kUnavailable, 0,
-                  "burst tracer: no way to step a thread works on this host (single step: " +
-                      probe.single_step.detail + ")");
+    // The one decision caps, run, start and the daemon report (step_probe.h).
+    const StepModeChoice choice = ChooseStepMode(options_.step_mode, probe);
+    if (!choice.ok) return Fail(ErrorCode::kUnavailable, 0, "burst tracer: " + choice.reason);
     probe_ = probe;
-    SetMode(options_.step_mode.value_or(probe.BestMode()));
+    if (probe.single_step_ns > 0) wake_ns_ = probe.single_step_ns / 2;
+    SetMode(choice.mode);
     int err = 0;
     std::string error;
     if (!AttachAll(&error, &err)) {
@@ -330,11 +338,14 @@ class BurstTracer {
     uint64_t next_burst = MonotonicNs() + NextGap();
     while (!quit_ && !threads_.empty()) {
       uint64_t now = MonotonicNs();
-      int timeout_ms = 0;
-      if (next_burst > now) timeout_ms = static_cast<int>((next_burst - now) / 1000000 + 1);
-      timeout_ms = std::min(timeout_ms, 100);
+      // Sleeps to the next burst with nanosecond precision: at a thousand bursts a second a
+      // millisecond-rounded poll would set the rate, not the gaps drawn.
+      uint64_t sleep_ns = next_burst > now ? std::min(next_burst - now, 100'000'000ul) : 0;
+      if (!outbox_.empty()) sleep_ns = std::min(sleep_ns, kFlushIntervalNs);
+      const timespec timeout{static_cast<time_t>(sleep_ns / kSecondNs),
+                             static_cast<long>(sleep_ns % kSecondNs)};
       pollfd fds[2] = {{control_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
-      const int n = poll(fds, 2, timeout_ms);
+      const int n = ppoll(fds, 2, &timeout, nullptr);
       if (n < 0 && errno != EINTR) break;
       if (n > 0 && fds[0].revents) {
         char c;
@@ -346,8 +357,13 @@ class BurstTracer {
       DrainEvents();
       if (quit_ || threads_.empty()) break;
       now = MonotonicNs();
+      if (!outbox_.empty() && now - outbox_since_ns_ >= kFlushIntervalNs) Flush();
+      if (now - stats_sent_ns_ >= kStatsIntervalNs) SendStats(false);
       if (now < next_burst) continue;
-      ScanThreads();
+      if (now - last_scan_ns_ >= kScanIntervalNs) {
+        ScanThreads();
+        last_scan_ns_ = now;
+      }
       const uint64_t used = window_.InLastSecond(now);
       // Bursts are admitted against 15/16 of the cap: a leg that runs the thread to its next
       // breakpoint is charged whole, and a long one can pass the budget checked between legs.
@@ -365,7 +381,6 @@ class BurstTracer {
         continue;
       }
       Burst(cap - used);
-      SendStats(false);
       next_burst = MonotonicNs() + NextGap();
     }
     if (threads_.empty()) stats_.target_exited = true;
@@ -449,6 +464,7 @@ class BurstTracer {
   }
 
   void Note(const std::string& text) {
+    Flush();  // after the windows that came before it
     wire::Send(data_fd_, wire::Type::kNote, text.data(), static_cast<uint32_t>(text.size()));
   }
 
@@ -598,11 +614,12 @@ class BurstTracer {
         it = threads_.erase(it);
       } else {
         it->second.debug_registers = DebugRegisterCache{};
+        it->second.stat_fd = decoders::UniqueFd();
         ++it;
       }
     }
     threads_.emplace(options_.pid, Thread{});
-    Note("process " + std::to_string(options_.pid) + " exec'd: images changed");
+    Note("process " + std::to_string(options_.pid) + " exec'd: images changed");  // flushes
     wire::Send(data_fd_, wire::Type::kExec, nullptr, 0);
   }
 
@@ -617,7 +634,7 @@ class BurstTracer {
     pid_t fallback = -1;
     for (size_t i = 0; i < tids.size() && i < kMaxThreadsChecked; ++i) {
       const pid_t tid = tids[(rr_ + i) % tids.size()];
-      const TaskState s = ReadTaskState(options_.pid, tid);
+      const TaskState s = ReadTaskState(options_.pid, tid, &threads_[tid].stat_fd);
       if (s.state == 'R') {
         rr_ = (rr_ + i + 1) % tids.size();
         *cpu = s.cpu;
@@ -655,28 +672,39 @@ class BurstTracer {
       ++stats_.skipped_no_thread;
       return;
     }
-    WaitTicker ticker(2000);
+    TickerArmed armed(ticker_);
     const uint64_t t0 = MonotonicNs();
     if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
       ++stats_.skipped_no_thread;
       return;
     }
     ++stats_.bursts;
-    PinTo(cpu);
+    // An emulated window is one stop: moving this tracer onto the target's CPU and back would
+    // cost more than the cross-CPU wake-up it saves.
+    if (mode_ != StepMode::kEmulate) PinTo(cpu);
+    resumed_ns_ = 0;
     std::optional<SteppedWindow> window;
-    const bool stepped = AwaitInterrupt(tid) && StepWindow(tid, t0, room, &window);
+    const bool interrupted = AwaitInterrupt(tid);
+    // The thread ran on until the interrupt reached it, which on a busy host takes as long as
+    // it waits for a CPU (milliseconds, measured at a load of 6 on 2 CPUs): that is not time it
+    // was stopped. Its stop began about one wake-up of this tracer before the stop was seen.
+    const uint64_t seen = MonotonicNs();
+    const uint64_t began = seen - std::min(seen - t0, wake_ns_);
+    const bool stepped = interrupted && StepWindow(tid, began, room, &window);
     // Off the target's CPU before anything else: the pipe write below wakes the collector, and
     // a collector woken beside the target would take its CPU.
     Unpin();
-    const uint64_t t1 = MonotonicNs();
-    if (window) EmitWindow(tid, t0, std::move(*window));
+    // The thread was stopped until it was resumed (emulated windows note when), or until now.
+    const uint64_t t1 = resumed_ns_ != 0 ? resumed_ns_ : MonotonicNs();
+    if (window) EmitWindow(tid, began, std::move(*window));
     if (stepped || threads_.count(tid)) {
-      stats_.stopped_ns += t1 - t0;
-      window_.Add(t1, t1 - t0);
+      stats_.stopped_ns += t1 - began;
+      window_.Add(t1, t1 - began);
     }
     if (last_window_complete_) {
       // What a whole window costs here, smoothed: the room the next burst needs.
-      window_cost_ns_ = window_cost_ns_ == 0 ? t1 - t0 : (7 * window_cost_ns_ + (t1 - t0)) / 8;
+      const uint64_t cost = t1 - began;
+      window_cost_ns_ = window_cost_ns_ == 0 ? cost : (7 * window_cost_ns_ + cost) / 8;
       last_window_complete_ = false;
     }
     stats_.max_stopped_ppm_1s = window_.max() * 1000000 / kSecondNs;
@@ -826,13 +854,14 @@ class BurstTracer {
     }
     if (!emulated_) emulated_.emplace(options_.pid, options_.window_taken);
     EmulatedWindows::Window w;
-    emulated_->Run(tid, start, &w);
+    emulated_->Run(tid, start, &w, /*other_threads=*/threads_.size() > 1);
     CountEmulated(w);
     SteppedWindow window = AsSteppedWindow(w.emulated);
     if (window.end == WindowEnd::kComplete) last_window_complete_ = true;
     if (!window.events.empty()) *out = std::move(window);
     if (!options_.verify_emulation) {
       Resume(tid, 0);
+      resumed_ns_ = MonotonicNs();
       return true;
     }
     const EmulationCheck check = CheckEmulatedWindow(tid, w, reader_);
@@ -963,15 +992,10 @@ class BurstTracer {
     batch.gap_before = true;
     batch.window = true;
     batch.events = std::move(w.events);
-    const wire::SendResult sent = wire::SendWindow(data_fd_, batch);
-    if (sent == wire::SendResult::kBroken) {
-      quit_ = true;  // the collector is gone
-      return;
-    }
-    if (sent == wire::SendResult::kFull) {
-      ++stats_.windows_dropped_pipe;
-      return;
-    }
+    if (outbox_.empty()) outbox_since_ns_ = MonotonicNs();
+    wire::AppendWindow(batch, &outbox_);
+    ++outbox_windows_;
+    if (outbox_.size() >= kOutboxBytes) Flush();
     ++stats_.windows;
     if (w.taken < options_.window_taken) ++stats_.windows_short;
     stats_.events += batch.events.size();
@@ -979,7 +1003,23 @@ class BurstTracer {
     stats_.instructions += w.instructions;
   }
 
+  // Sends the windows batched in the outbox. A pipe the collector has let fill up costs them
+  // (counted: they were counted as windows when batched, and move to windows_dropped_pipe).
+  void Flush() {
+    if (outbox_.empty()) return;
+    const wire::SendResult sent = wire::SendBytes(data_fd_, outbox_.data(), outbox_.size());
+    if (sent == wire::SendResult::kBroken) quit_ = true;  // the collector is gone
+    if (sent == wire::SendResult::kFull) {
+      stats_.windows_dropped_pipe += outbox_windows_;
+      stats_.windows -= outbox_windows_;
+    }
+    outbox_.clear();
+    outbox_windows_ = 0;
+  }
+
   void SendStats(bool final) {
+    Flush();  // the counters describe the windows before them
+    stats_sent_ns_ = MonotonicNs();
     stats_.elapsed_ns = MonotonicNs() - start_ns_;
     if (!ending_counts_.empty()) FillEndingInstructions();
     const wire::SendResult r = wire::Send(data_fd_, wire::Type::kStats, &stats_, sizeof stats_);
@@ -1064,7 +1104,16 @@ class BurstTracer {
   cpu_set_t saved_affinity_{};
   InstructionReader reader_;
   SoftwareBreakpoints int3_;
-  std::optional<EmulatedWindows> emulated_;  // kEmulate: the process's emulator and pages
+  std::optional<EmulatedWindows> emulated_;   // kEmulate: the process's emulator and pages
+  WaitTicker ticker_{2000, /*armed=*/false};  // armed during bursts only (TickerArmed)
+  uint64_t resumed_ns_ = 0;                   // when the burst's thread was resumed, if noted
+  // A stop's notification: half a single step's round trip as the probe measured it.
+  uint64_t wake_ns_ = 10'000;
+  uint64_t last_scan_ns_ = 0;
+  uint64_t stats_sent_ns_ = 0;
+  std::vector<uint8_t> outbox_;  // framed window messages not yet written (Flush)
+  uint64_t outbox_windows_ = 0;
+  uint64_t outbox_since_ns_ = 0;
   // Emulated windows ended by an instruction, by (mnemonic, reason); bounded by the mnemonics.
   std::map<std::pair<uint16_t, uint8_t>, uint64_t> ending_counts_;
   std::mt19937_64 rng_;

@@ -46,12 +46,16 @@ SendResult Send(int fd, Type type, const void* payload, uint32_t size) {
   const Header h{type, size};
   std::memcpy(buf.data(), &h, sizeof h);
   if (size) std::memcpy(buf.data() + sizeof h, payload, size);
-  // A message is written whole or not at all: the pipe is large (F_SETPIPE_SZ) and messages
-  // are small, so a write that would not fit is refused up front by the kernel only when the
-  // pipe is full; a partial write (rare) is finished with short waits.
+  return SendBytes(fd, buf.data(), buf.size());
+}
+
+SendResult SendBytes(int fd, const uint8_t* data, size_t size) {
+  // Messages are written whole or not at all: the pipe is large (F_SETPIPE_SZ) and a batch is
+  // small against it, so a write that would not fit is refused up front by the kernel only when
+  // the pipe is full; a partial write (rare) is finished with short waits.
   size_t done = 0;
-  while (done < buf.size()) {
-    const ssize_t n = write(fd, buf.data() + done, buf.size() - done);
+  while (done < size) {
+    const ssize_t n = write(fd, data + done, size - done);
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
@@ -68,15 +72,22 @@ SendResult Send(int fd, Type type, const void* payload, uint32_t size) {
   return SendResult::kSent;
 }
 
-SendResult SendWindow(int fd, const BranchBatch& batch) {
+void AppendWindow(const BranchBatch& batch, std::vector<uint8_t>* out) {
   const WindowHeader wh{batch.pid, batch.tid, batch.time_ns,
                         static_cast<uint32_t>(batch.events.size()), 0};
-  std::vector<uint8_t> buf(sizeof wh + batch.events.size() * sizeof(BranchEvent));
-  std::memcpy(buf.data(), &wh, sizeof wh);
-  if (!batch.events.empty())
-    std::memcpy(buf.data() + sizeof wh, batch.events.data(),
-                batch.events.size() * sizeof(BranchEvent));
-  return Send(fd, Type::kWindow, buf.data(), static_cast<uint32_t>(buf.size()));
+  const size_t events = batch.events.size() * sizeof(BranchEvent);
+  const Header h{Type::kWindow, static_cast<uint32_t>(sizeof wh + events)};
+  const size_t at = out->size();
+  out->resize(at + sizeof h + sizeof wh + events);
+  std::memcpy(out->data() + at, &h, sizeof h);
+  std::memcpy(out->data() + at + sizeof h, &wh, sizeof wh);
+  if (events) std::memcpy(out->data() + at + sizeof h + sizeof wh, batch.events.data(), events);
+}
+
+SendResult SendWindow(int fd, const BranchBatch& batch) {
+  std::vector<uint8_t> buf;
+  AppendWindow(batch, &buf);
+  return SendBytes(fd, buf.data(), buf.size());
 }
 
 SendResult SendError(int fd, ErrorCode code, int sys_errno, const std::string& message) {

@@ -60,6 +60,10 @@ enum class SendResult { kSent, kFull, kBroken };
 // windows (counted), never a tracer stuck in write() while the target waits on it.
 SendResult Send(int fd, Type type, const void* payload, uint32_t size);
 SendResult SendWindow(int fd, const BranchBatch& batch);
+// Appends a framed window message to `out`, to be sent with others in one SendBytes.
+void AppendWindow(const BranchBatch& batch, std::vector<uint8_t>* out);
+// Writes whole framed messages: all of them, or (kFull: the pipe had no room) none.
+SendResult SendBytes(int fd, const uint8_t* data, size_t size);
 SendResult SendError(int fd, ErrorCode code, int sys_errno, const std::string& message);
 
 // The collector's side. Reads one message, waiting at most `timeout_ms` for it to begin (and as

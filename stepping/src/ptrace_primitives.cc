@@ -56,7 +56,7 @@ StopWait Classify(int status) {
 
 }  // namespace
 
-WaitTicker::WaitTicker(uint32_t period_us) {
+WaitTicker::WaitTicker(uint32_t period_us, bool armed) : period_us_(period_us) {
   struct sigaction sa {};
   sa.sa_handler = OnTick;
   sigemptyset(&sa.sa_mask);
@@ -71,23 +71,33 @@ WaitTicker::WaitTicker(uint32_t period_us) {
   ev.sigev_signo = TickSignal();
   ev._sigev_un._tid = static_cast<pid_t>(syscall(SYS_gettid));
   if (timer_create(CLOCK_MONOTONIC, &ev, &timer_) != 0) return;
-  itimerspec spec{};
-  spec.it_interval.tv_sec = period_us / 1000000;
-  spec.it_interval.tv_nsec = static_cast<long>(period_us % 1000000) * 1000;
-  spec.it_value = spec.it_interval;
-  if (timer_settime(timer_, 0, &spec, nullptr) != 0) {
-    timer_delete(timer_);
-    return;
-  }
   ok_ = true;
-  if (t_tickers++ == 0 || period_us * 1000ull < t_tick_period_ns)
-    t_tick_period_ns = period_us * 1000ull;
+  if (armed) Arm(true);
+}
+
+// Only armed tickers count for WaitStop: with none, it polls instead of blocking in waitpid.
+void WaitTicker::Arm(bool on) {
+  if (!ok_ || on == armed_) return;
+  itimerspec spec{};
+  if (on) {
+    spec.it_interval.tv_sec = period_us_ / 1000000;
+    spec.it_interval.tv_nsec = static_cast<long>(period_us_ % 1000000) * 1000;
+    spec.it_value = spec.it_interval;
+  }
+  if (timer_settime(timer_, 0, &spec, nullptr) != 0) return;
+  armed_ = on;
+  if (on) {
+    if (t_tickers++ == 0 || period_us_ * 1000ull < t_tick_period_ns)
+      t_tick_period_ns = period_us_ * 1000ull;
+  } else {
+    --t_tickers;
+  }
 }
 
 WaitTicker::~WaitTicker() {
   if (!ok_) return;
+  Arm(false);
   timer_delete(timer_);
-  --t_tickers;
 }
 
 StopWait WaitStop(pid_t tid, int* status, uint64_t timeout_ns) {

@@ -17,17 +17,35 @@ namespace pathprof::stepping {
 
 class WaitTicker {
  public:
-  // Starts ticking for the calling thread every `period_us`. ok() is false when the timer could
-  // not be created; WaitStop then polls (slower, still bounded).
-  explicit WaitTicker(uint32_t period_us = 5000);
+  // Starts ticking for the calling thread every `period_us` (or, unarmed, once Arm is called).
+  // ok() is false when the timer could not be created; WaitStop then polls (slower, still
+  // bounded).
+  explicit WaitTicker(uint32_t period_us = 5000, bool armed = true);
   ~WaitTicker();
   WaitTicker(const WaitTicker&) = delete;
   WaitTicker& operator=(const WaitTicker&) = delete;
   bool ok() const { return ok_; }
+  // A ticker kept for a thread's life and armed only while it waits: one timer_settime each
+  // way instead of a timer created and deleted per wait. Waits must happen while armed.
+  void Arm(bool on);
 
  private:
   bool ok_ = false;
+  bool armed_ = false;
+  uint32_t period_us_ = 0;
   timer_t timer_{};
+};
+
+// Arms a kept WaitTicker for a scope.
+class TickerArmed {
+ public:
+  explicit TickerArmed(WaitTicker& t) : t_(t) { t_.Arm(true); }
+  ~TickerArmed() { t_.Arm(false); }
+  TickerArmed(const TickerArmed&) = delete;
+  TickerArmed& operator=(const TickerArmed&) = delete;
+
+ private:
+  WaitTicker& t_;
 };
 
 enum class StopWait : uint8_t {

@@ -518,8 +518,32 @@ const MechanismResult& StepProbeResult::Of(StepMode mode) const {
 }
 
 StepMode StepProbeResult::BestMode() const {
+  return ChooseStepMode(std::nullopt, *this).mode;
+}
+
+StepModeChoice ChooseStepMode(std::optional<StepMode> requested, const StepProbeResult& probe) {
+  StepModeChoice c;
+  c.mode = requested.value_or(StepMode::kSingleStep);
+  if (!probe.ran) {
+    c.reason = "the step probe could not run: " + probe.error;
+    return c;
+  }
+  if (requested) {
+    c.ok = probe.Works(*requested);
+    c.reason = c.ok ? "requested; the probe found it works here: " + probe.Of(*requested).detail
+                    : "step mode " + std::string(StepModeName(*requested)) +
+                          " does not work on this host: " + probe.Of(*requested).detail +
+                          " (use --step-mode auto)";
+    return c;
+  }
+  c.ok = true;
   // One stop per window, whatever the code: far cheaper than any stepping where it works.
-  if (emulate.works) return StepMode::kEmulate;
+  if (probe.emulate.works) {
+    c.mode = StepMode::kEmulate;
+    c.reason = "auto: emulated windows matched single steps in the probe; one stop and " +
+               Us(probe.emulate_window_ns) + " of emulation per window";
+    return c;
+  }
   // Debug registers first: they leave the target's text alone. But where a hypervisor makes
   // their stops clearly dearer than an int3's (measured: 19.6 us against 9.2 us on an AMD EPYC
   // KVM guest, where int3 stepping cost the target half the CPU), the cheaper one wins. Not
@@ -527,11 +551,34 @@ StepMode StepProbeResult::BestMode() const {
   // registers outlive it too, and kill as many targets (docs/operations.md, "The tracer
   // process"), while the dearer stop gives fewer windows under the same cap.
   const bool int3_clearly_cheaper =
-      int3_leg_ns > 0 && dr_leg_ns > 0 && int3_leg_ns * 4 < dr_leg_ns * 3;
-  if (dr_breakpoints.works && !(int3_breakpoints.works && int3_clearly_cheaper))
-    return StepMode::kBreakpoints;
-  if (int3_breakpoints.works) return StepMode::kInt3;
-  return StepMode::kSingleStep;
+      probe.int3_leg_ns > 0 && probe.dr_leg_ns > 0 && probe.int3_leg_ns * 4 < probe.dr_leg_ns * 3;
+  const std::string costs =
+      Us(probe.int3_leg_ns) + " per int3 stop against " + Us(probe.dr_leg_ns) + " per DR stop";
+  const std::string no_emulation = "; emulation does not work here: " + probe.emulate.detail;
+  if (probe.dr_breakpoints.works && !(probe.int3_breakpoints.works && int3_clearly_cheaper)) {
+    c.mode = StepMode::kBreakpoints;
+    c.reason = "auto: debug-register breakpoints leave the text alone" +
+               (probe.int3_breakpoints.works ? " and int3 is not clearly cheaper, " + costs
+                                             : std::string()) +
+               no_emulation;
+  } else if (probe.int3_breakpoints.works) {
+    c.mode = StepMode::kInt3;
+    c.reason =
+        probe.dr_breakpoints.works
+            ? "auto: int3 stops are clearly cheaper here, " + costs + no_emulation
+            : "auto: debug-register breakpoints do not work here: " + probe.dr_breakpoints.detail +
+                  no_emulation;
+  } else if (probe.single_step.works) {
+    c.mode = StepMode::kSingleStep;
+    c.reason = "auto: neither kind of breakpoint works here: " + probe.dr_breakpoints.detail +
+               "; " + probe.int3_breakpoints.detail + no_emulation;
+  } else {
+    c.ok = false;
+    c.reason =
+        "no way to step a thread works on this host (single step: " + probe.single_step.detail +
+        ")";
+  }
+  return c;
 }
 
 std::string StepProbeResult::Serialize() const {

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@ constexpr uint64_t kDr7EnableAll = 0x55;   // L0..L3, execute, length 1
 constexpr size_t kMaxWalk = 512;           // instructions predicted per leg
 constexpr int kMaxLostTraps = 3;           // instructions a late step may have run unseen
 constexpr uint64_t kBudgetCheckEvery = 8;  // stops between clock reads for the budget
+static_assert(kMaxWalk == kMaxLegInstructions, "the bound the header promises");
 
 // How many breakpoints a leg may use (the last is the terminal) and whether its own start may
 // carry one (the debug registers' resume flag).
@@ -232,6 +234,16 @@ class WindowBuilder {
   uint32_t carry_ = 0;
 };
 
+// EFLAGS.RF of a stopped thread: what SetResumeFlag set, until an instruction completes.
+bool ResumeFlagSet(pid_t tid, bool* set) {
+  errno = 0;
+  const long flags = ptrace(PTRACE_PEEKUSER, tid,
+                            reinterpret_cast<void*>(offsetof(user_regs_struct, eflags)), nullptr);
+  if (errno != 0) return false;
+  *set = (flags & (1l << 16)) != 0;
+  return true;
+}
+
 bool IsSigTrapStop(int st) {
   return WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0;
 }
@@ -428,6 +440,7 @@ class Stepper {
     if (!OurTrap(st, &at) || (o_.mode == StepMode::kInt3 && !ctx_.int3->planted(at))) {
       out_->end = WindowEnd::kSignal;  // the program's own signal (its own int3 included)
       out_->wait_status = st;
+      if (o_.account_interrupted_legs) AddInterruptedLeg(plan);
       return false;
     }
     if (o_.mode == StepMode::kInt3 && !WriteRip(tid_, at)) {
@@ -452,6 +465,72 @@ class Stepper {
     for (const BranchEvent& e : plan.events) b_.Add(e);
     b_.AddInstructions(plan.tail_instructions);
     return true;
+  }
+
+  // A stop of the program's own in the middle of a leg (account_interrupted_legs): where the
+  // thread stands says how far the leg ran, its addresses being distinct and none of them a
+  // target or the terminal (MakePlan), except its start under kBreakpoints where a target or
+  // the terminal is the start too: back there after a turn of a loop looks the same as not
+  // having left it.
+  void AddInterruptedLeg(const Plan& plan) {
+    uint64_t at = 0;
+    if (!ReadRip(tid_, &at) || plan.runs.empty()) {
+      out_->interrupted_leg_unknown = true;
+      return;
+    }
+    const uint64_t start = plan.runs.front();
+    for (const TakenTarget& t : plan.targets) {
+      if (t.address != at || at == start) continue;
+      for (size_t i = 0; i < t.event_index; ++i) b_.Add(plan.events[i]);
+      BranchEvent e = plan.events[t.event_index];
+      e.taken = true;
+      e.to = t.address;
+      b_.Add(e);  // the breakpoint at its target had not fired yet
+      return;
+    }
+    if (at == plan.terminal && at != start) {
+      for (const BranchEvent& e : plan.events) b_.Add(e);
+      b_.AddInstructions(plan.tail_instructions);
+      return;
+    }
+    const auto it = std::find(plan.runs.begin(), plan.runs.end(), at);
+    if (it == plan.runs.end()) {
+      out_->interrupted_leg_unknown = true;
+      return;
+    }
+    const size_t ran = static_cast<size_t>(it - plan.runs.begin());  // instructions retired
+    if (ran == 0) {
+      const auto back = std::find_if(plan.targets.begin(), plan.targets.end(),
+                                     [at](const TakenTarget& t) { return t.address == at; });
+      if (back == plan.targets.end() && at != plan.terminal) return;  // nothing ran
+      // It may have run a turn back to its start. The resume flag tells: set for the leg, the
+      // CPU clears it once an instruction completes; still set, nothing ran (a signal that was
+      // pending when the leg began is delivered before any instruction runs).
+      bool rf = false;
+      if (!ResumeFlagSet(tid_, &rf)) {
+        out_->interrupted_leg_unknown = true;
+      } else if (!rf) {
+        const size_t through = back != plan.targets.end() ? back->event_index : plan.events.size();
+        for (size_t i = 0; i < through; ++i) b_.Add(plan.events[i]);
+        if (back != plan.targets.end()) {
+          BranchEvent e = plan.events[back->event_index];
+          e.taken = true;
+          e.to = at;
+          b_.Add(e);
+        } else {
+          b_.AddInstructions(plan.tail_instructions);
+        }
+      }
+      return;
+    }
+    size_t counted = 0;  // instructions up to the last event that ran
+    for (const BranchEvent& e : plan.events) {
+      const auto from = std::find(plan.runs.begin(), plan.runs.end(), e.from);
+      if (static_cast<size_t>(from - plan.runs.begin()) >= ran) break;
+      b_.Add(e);
+      counted += e.instructions;
+    }
+    b_.AddInstructions(static_cast<uint32_t>(ran - counted));
   }
 
   const pid_t tid_;

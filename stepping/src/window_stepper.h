@@ -69,6 +69,9 @@ struct SteppedWindow {
   uint64_t breakpoint_legs = 0;  // PTRACE_CONT runs that ended at a planted breakpoint
   uint64_t lost_step_traps = 0;  // steps that landed late and were decoded forward
   uint64_t instructions = 0;     // instructions retired in the window (REP iterations once)
+  // account_interrupted_legs: a signal stopped the thread at a leg's start to which the leg
+  // could have looped back: whether it ran a turn is unknown, and not in `events`.
+  bool interrupted_leg_unknown = false;
   // Time spent creating the thread's debug registers (first use only: the kernel registers one
   // perf event per register), reported so the caller can see it; it counts as stopped time.
   uint64_t setup_ns = 0;
@@ -82,6 +85,11 @@ struct DebugRegisterCache {
   bool valid = false;  // addresses known to be in the registers
 };
 
+// The most instructions one stop of a window retires: a leg runs at most this many of the
+// instructions it predicted (a single step, lost traps decoded across, fewer). The exact tracer
+// sizes its windows by it so as never to run past an instruction limit.
+inline constexpr uint64_t kMaxLegInstructions = 512;
+
 struct WindowStepOptions {
   StepMode mode = StepMode::kSingleStep;
   uint32_t window_taken = 32;
@@ -93,6 +101,11 @@ struct WindowStepOptions {
   // kSingleStep only: the window also ends, complete, once this many instructions retired (an
   // emulated window's length, to step the real thread through the same code). 0: no limit.
   uint64_t max_instructions = 0;
+  // kBreakpoints / kInt3: when a signal stops the thread in the middle of a leg, the branches
+  // the leg retired up to where it stands are added to the window (the exact tracer, which
+  // loses nothing); where that cannot be told, interrupted_leg_unknown says so. Off (bursts),
+  // the window ends with the leg's start.
+  bool account_interrupted_legs = false;
 };
 
 // Where the stepper keeps per-thread and per-process mechanism state.

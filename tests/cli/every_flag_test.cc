@@ -912,6 +912,22 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_LE(Num(r.out, "instructions"), 1000) << r.out;
     EXPECT_TRUE(Has(r.out, "\"step_limit_hit\":true")) << r.out;
   };
+  t["trace --step-mode"] = [] {
+    // The same branches whichever way the program is moved on; single steps have no legs.
+    const R step = Ctl("trace --exact -o " + Tmp("t7.pbs") + " --step-mode step -- " + kBin +
+                       "/example_loop_static 300");
+    EXPECT_EQ(step.rc, 0) << Show("trace --step-mode step", step);
+    EXPECT_TRUE(Has(step.err, "(step: ") && Has(step.err, " 0 breakpoint legs")) << step.err;
+    const R blocks = Ctl("trace --exact -o " + Tmp("t8.pbs") + " --step-mode auto -- " + kBin +
+                         "/example_loop_static 300");
+    EXPECT_EQ(blocks.rc, 0) << Show("trace --step-mode auto", blocks);
+    EXPECT_EQ(Num(Ctl("analyze " + Tmp("t7.pbs") + " --json --decode-only").out, "events"),
+              Num(Ctl("analyze " + Tmp("t8.pbs") + " --json --decode-only").out, "events"));
+    const R bad = Ctl("trace --exact -o " + Tmp("t9.pbs") + " --step-mode sometimes -- " + kBin +
+                      "/example_loop_static 3");
+    EXPECT_EQ(bad.rc, 2) << Show("trace --step-mode sometimes", bad);
+    EXPECT_TRUE(Has(bad.err, "--step-mode must be auto, breakpoints, int3 or step")) << bad.err;
+  };
   t["trace --batch-events"] = [] {
     EXPECT_EQ(Ctl("trace --exact -o " + Tmp("t5.pbs") + " --batch-events 16 -- " + kBin +
                   "/example_loop_static 300")

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,7 @@ struct StepProbeResult {
   std::string simulated_quirks;    // PATHPROF_SIMULATE_QUIRKS in effect during the probe
   bool from_cache = false;
 
-  // What `auto` uses: emulation > DR breakpoints > int3 > single step, among those that work,
-  // except that int3 goes before DR where its measured stop costs under 3/4 of a DR stop;
-  // single step when none works (the burst tracer will then fail to start, saying why).
+  // What `auto` uses: ChooseStepMode(std::nullopt, *this).mode.
   StepMode BestMode() const;
   bool AnyWorks() const {
     return single_step.works || dr_breakpoints.works || int3_breakpoints.works || emulate.works;
@@ -60,6 +59,21 @@ struct StepProbeResult {
   std::string Serialize() const;
   static bool Parse(const std::string& text, StepProbeResult* out);
 };
+
+// How bursts step a window, decided in one place for everyone who uses or reports it: the burst
+// tracer that steps, `pathctl caps` and the daemon's capabilities that say what auto means, and
+// the sessions of `pathctl run`, `start` and the daemon that say what they used. (Before, each
+// asked the probe in its own way, and caps could name one mechanism while bursts used another.)
+struct StepModeChoice {
+  bool ok = false;  // false: no way to step a thread as requested works here (reason says why)
+  StepMode mode = StepMode::kSingleStep;
+  std::string reason;  // why this mode, or why none, in words a user can act on
+};
+
+// `requested`: the mode a user named, or std::nullopt for auto, which takes, among the
+// mechanisms that work, emulation > DR breakpoints > int3 > single step, except that int3 goes
+// before DR where its measured stop costs under 3/4 of a DR stop.
+StepModeChoice ChooseStepMode(std::optional<StepMode> requested, const StepProbeResult& probe);
 
 // The cache's key for this boot and kernel under `quirks` (tests write caches of their own).
 std::string StepProbeCacheKey(const HostQuirks& quirks);

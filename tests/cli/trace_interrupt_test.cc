@@ -1,0 +1,161 @@
+// `pathctl trace --exact` ended by SIGTERM or Ctrl-C (SIGINT) in the middle of a long trace:
+// it exits 0 having written what it traced as a complete .pbs (that analyze reads, with the
+// branches and an `interrupted` note), and the program it started is killed and reaped, not
+// left stopped, running or a zombie. This test makes itself the subreaper of what it starts,
+// so a program pathctl left behind would become its child and be seen here.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/run_command.h"
+#include "pathprof/core/pbs.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kBin = PATHPROF_BIN_DIR;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A field of /proc/PID/status ("" when the process is gone).
+std::string StatusField(pid_t pid, const std::string& key) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + ":", 0) == 0) {
+      std::string v = line.substr(key.size() + 1);
+      return v.erase(0, v.find_first_not_of(" \t"));
+    }
+  return "";
+}
+
+// The children of `pid` (its first thread's), from /proc.
+std::vector<pid_t> Children(pid_t pid) {
+  std::istringstream in(
+      ReadFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  std::vector<pid_t> out;
+  for (pid_t c; in >> c;) out.push_back(c);
+  return out;
+}
+
+class TraceInterruptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "tracing needs ptrace (root here)";
+    ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    dir_ = fs::temp_directory_path() / ("pathprof-trace-int-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    // Whatever is left (only after a failure): ended by pid, then reaped.
+    for (pid_t p : {traced_, pathctl_})
+      if (p > 0 && waitpid(p, nullptr, WNOHANG) == 0) {
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+      }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Starts `pathctl trace --exact` of a program that runs until killed; returns once the
+  // program has been stopped by its tracer a few thousand times (its context switches: each
+  // ptrace stop is one), so that the trace holds branches by then.
+  void StartLongTrace(const std::string& step_mode) {
+    pbs_ = (dir_ / "trace.pbs").string();
+    err_ = (dir_ / "stderr").string();
+    pathctl_ = fork();
+    ASSERT_GE(pathctl_, 0);
+    if (pathctl_ == 0) {
+      const int fd = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 2);
+      const std::string pathctl = kBin + "/pathctl", program = kBin + "/example_hotloop_static";
+      execl(pathctl.c_str(), pathctl.c_str(), "trace", "--exact", "--step-mode", step_mode.c_str(),
+            "-o", pbs_.c_str(), "--", program.c_str(), "0", nullptr);
+      _exit(127);
+    }
+    for (;;) {
+      ASSERT_EQ(waitpid(pathctl_, nullptr, WNOHANG), 0)
+          << "pathctl ended early: " << ReadFile(err_);
+      const std::vector<pid_t> children = Children(pathctl_);
+      if (!children.empty() && StatusField(children[0], "TracerPid") == std::to_string(pathctl_) &&
+          std::atol(StatusField(children[0], "voluntary_ctxt_switches").c_str()) > 3000) {
+        traced_ = children[0];
+        return;
+      }
+      usleep(20000);
+    }
+  }
+
+  // Sends `sig` to pathctl and waits for it; its exit status.
+  int Interrupt(int sig) {
+    EXPECT_EQ(kill(pathctl_, sig), 0);
+    int st = 0;
+    EXPECT_EQ(waitpid(pathctl_, &st, 0), pathctl_);
+    pathctl_ = -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+
+  // The traced program is gone for good: not running, not stopped, not a zombie (reaped by
+  // pathctl; had pathctl left it, it would now be this test's child and still in /proc).
+  void ExpectProgramReaped() {
+    EXPECT_FALSE(fs::exists("/proc/" + std::to_string(traced_)))
+        << "the traced program " << traced_ << " is still there, state "
+        << StatusField(traced_, "State");
+  }
+
+  // The .pbs is whole: it parses, holds the branches traced, and says the run was cut short.
+  void ExpectUsableRecording() {
+    auto pbs = pathprof::ReadPbsFile(pbs_);
+    ASSERT_TRUE(pbs.ok()) << pbs.status().ToString();
+    size_t events = 0;
+    for (const pathprof::BranchBatch& b : pbs->batches) events += b.events.size();
+    EXPECT_GT(events, 100u);  // 3000 stops: ~750 branches single-stepped, more in blocks
+    bool interrupted = false;
+    std::string exit_status;
+    for (const pathprof::MetaRecord& m : pbs->meta) {
+      interrupted |= m.key == "interrupted";
+      if (m.key == "exit_status") exit_status = m.value;
+    }
+    EXPECT_TRUE(interrupted);
+    EXPECT_EQ(exit_status, "137");  // killed (SIGKILL) by pathctl
+    const auto analyze = pathprof::testing::RunCommand(kBin + "/pathctl analyze " + pbs_ +
+                                                       " --decode-only --json 2>&1");
+    EXPECT_EQ(analyze.rc, 0) << analyze.out;
+    EXPECT_NE(analyze.out.find("\"events\""), std::string::npos) << analyze.out;
+  }
+
+  fs::path dir_;
+  std::string pbs_, err_;
+  pid_t pathctl_ = -1, traced_ = -1;
+};
+
+TEST_F(TraceInterruptTest, SigtermWritesTheTraceAndReapsTheProgram) {
+  StartLongTrace("auto");
+  EXPECT_EQ(Interrupt(SIGTERM), 0) << ReadFile(err_);
+  EXPECT_NE(ReadFile(err_).find("interrupted by SIGTERM"), std::string::npos) << ReadFile(err_);
+  ExpectProgramReaped();
+  ExpectUsableRecording();
+}
+
+TEST_F(TraceInterruptTest, CtrlCWritesTheTraceAndReapsTheProgramSingleStepped) {
+  StartLongTrace("step");
+  EXPECT_EQ(Interrupt(SIGINT), 0) << ReadFile(err_);
+  EXPECT_NE(ReadFile(err_).find("interrupted by SIGINT"), std::string::npos) << ReadFile(err_);
+  ExpectProgramReaped();
+  ExpectUsableRecording();
+}
+
+}  // namespace
