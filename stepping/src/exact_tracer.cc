@@ -127,15 +127,13 @@ class Tracer {
     if (options_.step_mode == ExactStepMode::kBlocks) {
       debug_registers_ = probe.Works(StepMode::kBreakpoints);
       int3_bytes_ = probe.Works(StepMode::kInt3);
-      // A lone thread takes the stop bursts would take (one decision: ChooseStepMode), less
-      // emulation, which is not exact: int3 where its stop is clearly the cheaper (11 us
-      // against 26 us on the AMD EPYC KVM guest, where block steps with it ran 1.0-1.8x as
-      // fast: docs/performance.md) or debug registers never fire, else debug registers.
-      // Threads beside others take debug registers, which are per thread; int3 bytes are in
-      // text they all run.
-      probe.emulate.works = false;
-      const StepModeChoice lone = ChooseStepMode(std::nullopt, probe);
-      int3_for_lone_thread_ = lone.ok && lone.mode == StepMode::kInt3;
+      // Debug registers where they fire: they leave the text alone. int3 bytes only where
+      // they do not, for a lone thread (int3 bytes are in text every thread runs). int3 was
+      // the lone thread's choice where its stop is the cheaper (11 us against 26 us here) until
+      // Debian's zstd 1.5.4, traced with it, died of a SIGILL in free() (its I/O threads come
+      // and go), where single steps and debug registers traced it to its end: ground truth
+      // must not depend on a mechanism that can change the program.
+      int3_for_lone_thread_ = !debug_registers_ && int3_bytes_;
     } else {
       const StepMode wanted =
           options_.step_mode == ExactStepMode::kInt3 ? StepMode::kInt3 : StepMode::kBreakpoints;

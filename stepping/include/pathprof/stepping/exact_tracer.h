@@ -24,8 +24,8 @@ namespace pathprof::stepping {
 enum class ExactStepMode : uint8_t {
   kSingleStep,   // PTRACE_SINGLESTEP, one stop per instruction: works wherever ptrace does
   kBlocks,       // block stepping with what the step probe (step_probe.h) finds works here:
-                 // for a lone thread the cheaper of debug registers and int3 bytes, for
-                 // threads beside others debug registers; single steps where none works
+                 // debug registers where they fire, else int3 bytes for a lone thread;
+                 // single steps where none works
   kBreakpoints,  // block stepping with debug-register breakpoints (an error where they fail)
   kInt3,         // block stepping with int3 bytes in the text (an error where they fail)
 };
