@@ -1,0 +1,337 @@
+#!/usr/bin/env bash
+# BOLT's outputs compared by exact counts (issue 27, docs/optimizing.md "Measured: exact branch
+# counts after BOLT"): on a host where CPU time cannot resolve a few percent, each BOLT output is
+# run once under `pathctl trace --exact` on a fixed evaluation input, and the script reports the
+# instructions and taken branches of the whole run (taken per 1,000 instructions: what BOLT's
+# block layout cuts). Programs, built from Debian's source packages at bench time with
+# gcc -O2 -g -fno-reorder-blocks-and-partition -Wl,--emit-relocs:
+#   lua5.4      (the build of scripts/bench-bolt-loop.sh; its lua.plain is reused if it exists)
+#   zstd 1.5.4  programs/zstd, single-threaded (-T1 --single-thread), levels 3 and 19: two rows
+# Variants per row, each with the BOLT options of scripts/bench-bolt-loop.sh:
+#   plain  the -O2 build
+#   b      no-LBR: `perf record -e cpu-clock -F 999` of the training run, perf2bolt -nl, and
+#          llvm-bolt -lite=0 (BOLT 15 ignores a no-LBR profile in its default lite mode)
+#   c      bursts: `pathctl bursts --pid PID` (step mode auto) of the same training run,
+#          export --format perf-lbr, perf2bolt
+#   c2     the same windows through `pathctl export --format bolt` (fdata, no perf2bolt)
+#   d      exact: `pathctl trace --exact` of a short training run, export --format perf-lbr,
+#          perf2bolt
+# Training inputs are not the evaluation inputs (see train_cmd / eval_cmd below). Each
+# variant's evaluation output is checked against plain's (lua: same stdout; zstd: the variant's
+# .zst decompresses to the input and equals plain's bytes). Every heavy step runs under
+# nice -n 19. Steps already done in WORK (builds, profiles, BOLT outputs, counts) are kept.
+# With ROUNDS > 0, CPU time is also measured: ROUNDS interleaved rounds of each variant's
+# evaluation-sized-up run, pinned with taskset to the last CPU, paired ratios to plain.
+# usage: scripts/bench-bolt-counts.sh [BUILD_DIR] [ROUNDS]
+#        (as root: it may add a deb-src source and it ptrace-attaches; needs network for apt)
+set -euo pipefail
+build="$(realpath "${1:-build}")"
+rounds="${2:-0}"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+work="${WORK:-/tmp/pathprof-bolt-counts}"
+loop_work="${LOOP_WORK:-/tmp/pathprof-bolt-loop}"   # scripts/bench-bolt-loop.sh's WORK
+train_seconds="${TRAIN_SECONDS:-30}"                 # length of the (b)/(c) training runs
+pathctl="$build/bin/pathctl"
+perf2bolt=/usr/lib/llvm-15/bin/perf2bolt
+nice=(nice -n 19)
+bolt_opts=(-reorder-blocks=ext-tsp -reorder-functions=hfsort -split-functions -split-all-cold
+           -split-eh -dyno-stats)
+log() { echo "bench-bolt-counts: $*" >&2; }
+[[ -x "$pathctl" ]] || { log "$pathctl not built (make build first)"; exit 1; }
+for tool in llvm-bolt-15 "$perf2bolt" perf gcc apt-get python3; do
+  command -v "$tool" >/dev/null || { log "$tool missing"; exit 1; }
+done
+mkdir -p "$work"
+cd "$work"
+
+# 1. Sources (Debian's source packages, never vendored) and the plain builds.
+deb_src() {  # PACKAGE: unpacks it into WORK once
+  if ! apt-get source --print-uris "$1" >/dev/null 2>&1; then
+    log "no deb-src entries: adding /etc/apt/sources.list.d/pathprof-deb-src.sources"
+    cat > /etc/apt/sources.list.d/pathprof-deb-src.sources <<'EOF'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    apt-get update -qq
+  fi
+  apt-get source -qq "$1" >/dev/null 2>&1
+}
+mkdir -p lua zstd
+if [[ ! -x lua/plain ]]; then
+  if [[ -x "$loop_work/lua.plain" ]]; then
+    log "lua5.4: reusing $loop_work/lua.plain"
+    cp "$loop_work/lua.plain" lua/plain
+  else
+    (cd lua
+     [[ -d src ]] || { deb_src lua5.4; mv lua5.4-*/src src; }
+     printf '#define DEB_HOST_MULTIARCH "%s"\n' "$(gcc -print-multiarch)" \
+         > src/lua5.4-deb-multiarch.h
+     log "building lua5.4 (gcc -O2 -fno-reorder-blocks-and-partition --emit-relocs)"
+     "${nice[@]}" gcc -O2 -g -std=gnu99 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX \
+         -fno-reorder-blocks-and-partition -Wl,--emit-relocs -o plain \
+         $(ls src/*.c | grep -v 'luac\.c') -lm -ldl)
+  fi
+fi
+if [[ ! -x zstd/plain ]]; then
+  (cd zstd
+   [[ -d src ]] || { deb_src zstd; mv libzstd-*/ src; }
+   log "building zstd $(sed -n 's/^[^ ]* (\([^)]*\)).*/\1/p;q' src/debian/changelog)" \
+       "programs/zstd (gcc -O2 -g -fno-reorder-blocks-and-partition --emit-relocs)"
+   "${nice[@]}" make -s -C src/programs -j2 zstd HAVE_ZLIB=0 HAVE_LZMA=0 HAVE_LZ4=0 \
+       CFLAGS="-O2 -g -fno-reorder-blocks-and-partition" LDFLAGS="-Wl,--emit-relocs" \
+       > build.log 2>&1
+   cp src/programs/zstd plain)
+fi
+
+# 2. Inputs. Training is never the evaluation input.
+#    lua: training runs lua_mixed.lua (bench/workloads, the workload of bench-bolt-loop.sh): a long
+#    run for (b)/(c), `lua_mixed.lua 1 0.2` for the exact trace (d), as bench-bolt-loop.sh does;
+#    the evaluation is another program, eval.lua below (queues, string parsing, sorting with a
+#    comparator, inheritance through metatables, coroutines, varargs, integer and float maths).
+#    zstd: training compresses lua5.4's sources and manual (train.txt, ~1 MB: each of a long
+#    run's frames is that file); (d) one training slice of the evaluation's size; the evaluation
+#    compresses the start of zstd's own lib/compress/*.c (512 KiB at level 3, 8 KiB at level 19:
+#    10-20 million instructions, a minute or two single-stepped).
+[[ -s lua/eval.lua ]] || cat > lua/eval.lua <<'EOF'
+-- Evaluation input of scripts/bench-bolt-counts.sh: not the training workload (lua_mixed.lua).
+local N = tonumber(arg and arg[1]) or 1
+local out = {}
+local function note(k, v) out[#out + 1] = string.format("%s=%s", k, tostring(v)) end
+
+-- a ring-buffer queue (table writes, integer arithmetic)
+local Queue = {}
+Queue.__index = Queue
+function Queue.new(cap) return setmetatable({buf = {}, head = 1, n = 0, cap = cap}, Queue) end
+function Queue:push(v)
+  local tail = (self.head + self.n - 1) % self.cap + 1
+  self.buf[tail] = v
+  if self.n < self.cap then self.n = self.n + 1 else self.head = self.head % self.cap + 1 end
+end
+function Queue:pop()
+  if self.n == 0 then return nil end
+  local v = self.buf[self.head]
+  self.head, self.n = self.head % self.cap + 1, self.n - 1
+  return v
+end
+local q, qs = Queue.new(64), 0
+for i = 1, 1200 * N do q:push(i * 3); if i % 3 == 0 then qs = qs + (q:pop() or 0) end end
+note("queue", qs)
+
+-- parse "key=value;" records, count and sum by key (string library, pattern matching)
+local rec = {}
+for i = 1, 200 * N do rec[#rec + 1] = ("k%d=%d;"):format(i % 37, (i * 131) % 1009) end
+local text, sums = table.concat(rec), {}
+for k, v in text:gmatch("(%w+)=(%d+);") do sums[k] = (sums[k] or 0) + tonumber(v) end
+local keys = {}
+for k in pairs(sums) do keys[#keys + 1] = k end
+table.sort(keys, function(a, b) return sums[a] > sums[b] or (sums[a] == sums[b] and a < b) end)
+note("top", keys[1] .. ":" .. sums[keys[1]])
+note("csv", #(text:gsub(";", ",\n"):lower():reverse()))
+
+-- shapes: inheritance through __index chains, __lt and __tostring
+local Shape = {}
+Shape.__index = Shape
+function Shape.new(kind, a, b) return setmetatable({kind = kind, a = a, b = b}, Shape) end
+function Shape:area() return self.a * self.b end
+Shape.__lt = function(x, y) return x:area() < y:area() end
+Shape.__tostring = function(s) return s.kind .. "(" .. s.a .. "," .. s.b .. ")" end
+local Circle = setmetatable({}, {__index = Shape})
+Circle.__index, Circle.__lt, Circle.__tostring = Circle, Shape.__lt, Shape.__tostring
+function Circle.new(r) return setmetatable(Shape.new("circle", r, r), Circle) end
+function Circle:area() return math.pi * self.a * self.a end
+local shapes = {}
+for i = 1, 150 * N do
+  shapes[#shapes + 1] = (i % 2 == 0) and Circle.new(i % 17 + 1) or Shape.new("rect", i % 13 + 1, i % 7 + 1)
+end
+table.sort(shapes)
+note("smallest", tostring(shapes[1]))
+note("largest", tostring(shapes[#shapes]))
+
+-- coroutines as generators, varargs
+local function gen(n)
+  return coroutine.wrap(function() for i = 1, n do coroutine.yield(i, i * i) end end)
+end
+local function sum(...)
+  local s = 0
+  for i = 1, select("#", ...) do s = s + select(i, ...) end
+  return s
+end
+local cs = 0
+for a, b in gen(500 * N) do cs = cs + sum(a, b, a % 5) end
+note("coro", cs)
+
+-- sieve and a float recurrence
+local sieve, primes = {}, 0
+for i = 2, 4000 * N do
+  if not sieve[i] then primes = primes + 1; for j = i * i, 4000 * N, i do sieve[j] = true end end
+end
+note("primes", primes)
+local x = 0.5
+for _ = 1, 4000 * N do x = 3.7 * x * (1 - x) end
+note("logistic", string.format("%.9f", x))
+print(table.concat(out, " "))
+EOF
+if [[ ! -s zstd/train.txt ]]; then
+  cat lua/src/*.[ch] lua/lua5.4-*/doc/*.html > zstd/train.txt
+  cat zstd/src/lib/compress/*.c > zstd/evalsrc.txt
+  head -c 524288 zstd/evalsrc.txt > zstd/eval3.txt
+  head -c 8192 zstd/evalsrc.txt > zstd/eval19.txt
+  head -c 524288 zstd/train.txt > zstd/train-d3.txt
+  head -c 8192 zstd/train.txt > zstd/train-d19.txt
+fi
+lua_train=("$repo/bench/workloads/lua_mixed.lua")
+# Rows: NAME DIR LEVEL. Commands are run in the row's directory with the binary as $bin.
+rows=(lua zstd3 zstd19)
+row_dir() { case $1 in lua) echo lua ;; *) echo zstd ;; esac; }
+row_level() { echo "${1#zstd}"; }
+zstd_flags() { echo "-$(row_level "$1") -T1 --single-thread --no-asyncio -q"; }
+train_long() {  # ROW BINARY: the (b)/(c) training run, TRAIN_SECONDS long (ends by timeout)
+  case $1 in
+    lua) echo "timeout $train_seconds $2 ${lua_train[0]} 100000" ;;
+    *) echo "timeout $train_seconds $2 $(zstd_flags "$1") -c $(printf 'train.txt %.0s' {1..4000})" ;;
+  esac
+}
+train_short() {  # ROW BINARY: the exact trace's (d) training run
+  case $1 in
+    lua) echo "$2 ${lua_train[0]} 1 0.2" ;;
+    *) echo "$2 $(zstd_flags "$1") -f train-d$(row_level "$1").txt -o /dev/null" ;;
+  esac
+}
+eval_cmd() {  # ROW BINARY OUT: the evaluation run; its output goes to OUT
+  case $1 in
+    lua) echo "$2 eval.lua 1" ;;   # stdout is redirected to OUT by the caller
+    *) echo "$2 $(zstd_flags "$1") -f eval$(row_level "$1").txt -o $3" ;;
+  esac
+}
+
+# 3. Profiles and BOLT outputs per row: ROW.b, ROW.c, ROW.c2, ROW.d in the row's directory.
+bolt() {  # ROW FDATA OUT [EXTRA...]
+  local row=$1 fdata=$2 out=$3; shift 3
+  "${nice[@]}" llvm-bolt-15 plain -o "$out" -data "$fdata" "${bolt_opts[@]}" "$@" \
+      > "$out.bolt.log" 2>&1 || { log "$row: llvm-bolt failed for $out ($out.bolt.log)"; return 1; }
+}
+aggregate() {  # PERF.DATA FDATA [-nl]
+  "${nice[@]}" "$perf2bolt" "${@:3}" -p "$1" -o "$2" plain > "$2.log" 2>&1 ||
+      { log "perf2bolt failed on $1 ($2.log)"; return 1; }
+}
+profile_row() {
+  local row=$1 t0
+  cd "$work/$(row_dir "$row")"
+  if [[ ! -x $row.b ]]; then
+    t0=$SECONDS
+    log "$row (b): perf record -e cpu-clock -F 999 of ${train_seconds}s of training"
+    # shellcheck disable=SC2046
+    "${nice[@]}" perf record -q -e cpu-clock -F 999 -o "$row.b.perf" -- \
+        $(train_long "$row" ./plain) > /dev/null 2> "$row.b.record.log" || true
+    aggregate "$row.b.perf" "$row.b.fdata" -nl
+    bolt "$row" "$row.b.fdata" "$row.b" -lite=0
+    log "$row (b): $((SECONDS - t0))s"
+  fi
+  if [[ ! -x $row.c || ! -x $row.c2 ]]; then
+    t0=$SECONDS
+    if [[ ! -s $row.w.pbs ]]; then
+      log "$row (c): pathctl bursts (default step mode) of ${train_seconds}s of training"
+      # shellcheck disable=SC2046
+      "${nice[@]}" $(train_long "$row" ./plain) > /dev/null & local pid=$!
+      # timeout(1) forks the program: watch the child
+      local child="" i
+      for i in $(seq 200); do child="$(pgrep -P "$pid" | head -1)" && break; sleep 0.05; done
+      sleep 0.2
+      "${nice[@]}" "$pathctl" bursts --pid "$child" --top 0 -o "$row.w.pbs" > "$row.w.log" 2>&1 ||
+          log "$row (c): bursts exited $? ($row.w.log)"
+      wait "$pid" 2>/dev/null || true
+    fi
+    "${nice[@]}" "$pathctl" export --format perf-lbr "$row.w.pbs" -o "$row.c.data" \
+        > "$row.c.export.log" 2>&1
+    aggregate "$row.c.data" "$row.c.fdata"
+    bolt "$row" "$row.c.fdata" "$row.c"
+    "${nice[@]}" "$pathctl" export --format bolt "$row.w.pbs" --binary "$PWD/plain" \
+        -o "$row.c2.fdata" > "$row.c2.export.log" 2>&1
+    bolt "$row" "$row.c2.fdata" "$row.c2"
+    log "$row (c, c2): $((SECONDS - t0))s"
+  fi
+  if [[ ! -x $row.d ]]; then
+    t0=$SECONDS
+    if [[ ! -s $row.d.pbs ]]; then
+      log "$row (d): exact trace of the short training run"
+      # shellcheck disable=SC2046
+      "${nice[@]}" "$pathctl" trace --exact --json -o "$row.d.pbs" -- $(train_short "$row" ./plain) \
+          > "$row.d.trace.json" 2> "$row.d.trace.log"
+    fi
+    "${nice[@]}" "$pathctl" export --format perf-lbr "$row.d.pbs" -o "$row.d.data" \
+        > "$row.d.export.log" 2>&1
+    aggregate "$row.d.data" "$row.d.fdata"
+    bolt "$row" "$row.d.fdata" "$row.d"
+    log "$row (d): $((SECONDS - t0))s"
+  fi
+}
+
+# 4. Per variant: a native evaluation run, checked against plain's output, then the exact counts.
+check_row() {  # ROW VARIANT: 0 if the variant's evaluation output equals plain's
+  local row=$1 v=$2 bin=$2
+  [[ $v == plain ]] || bin=$row.$v
+  # shellcheck disable=SC2046
+  case $row in
+    lua) "${nice[@]}" $(eval_cmd "$row" "./$bin") > "$row.$v.out" ;;
+    *) "${nice[@]}" $(eval_cmd "$row" "./$bin" "$row.$v.out")
+       "${nice[@]}" "./$bin" -d -q -c "$row.$v.out" | cmp -s - "eval$(row_level "$row").txt" ||
+           { log "$row.$v: output does not decompress to the input"; return 1; } ;;
+  esac
+  cmp -s "$row.$v.out" "$row.plain.out" || { log "$row.$v: output differs from plain's"; return 1; }
+}
+count_row() {
+  local row=$1 v bin t0
+  cd "$work/$(row_dir "$row")"
+  for v in plain b c c2 d; do
+    bin=$v; [[ $v == plain ]] || bin=$row.$v
+    [[ -x $bin ]] || { log "$row.$v: no binary"; continue; }
+    [[ -s $row.$v.count.json ]] && continue
+    check_row "$row" "$v" || continue
+    t0=$SECONDS
+    # shellcheck disable=SC2046
+    "${nice[@]}" "$pathctl" trace --exact --json -o "$row.$v.eval.pbs" -- \
+        $(eval_cmd "$row" "./$bin" /dev/null) > "$row.$v.count.out" 2> "$row.$v.count.log"
+    # the JSON follows the program's own stdout (lua prints its result)
+    grep -o '{"output".*}' "$row.$v.count.out" > "$row.$v.count.json" ||
+        { log "$row.$v: no counts ($row.$v.count.log)"; rm -f "$row.$v.count.json"; continue; }
+    rm -f "$row.$v.eval.pbs"
+    log "$row.$v: counted in $((SECONDS - t0))s: $(cat "$row.$v.count.json")"
+  done
+}
+
+for row in "${rows[@]}"; do
+  profile_row "$row" || log "$row: a profile step failed (see the logs in $work)"
+  count_row "$row" || log "$row: a count step failed"
+done
+
+# 5. The table.
+cd "$work"
+python3 - "${rows[@]}" <<'PY'
+import json, os, sys
+names = {"plain": "plain (-O2)", "b": "(b) perf cpu-clock, no-LBR", "c": "(c) bursts, perf-lbr",
+         "c2": "(c2) bursts, --format bolt", "d": "(d) exact trace"}
+for row in sys.argv[1:]:
+    d = "lua" if row == "lua" else "zstd"
+    title = "lua5.4, eval.lua" if row == "lua" else f"zstd -{row[4:]}, eval{row[4:]}.txt"
+    counts = {}
+    for v in names:
+        p = f"{d}/{row}.{v}.count.json"
+        if os.path.exists(p):
+            j = json.load(open(p))
+            counts[v] = (int(j["instructions"]), int(j["taken"]))
+    print(f"\n{title}")
+    print(f"| variant | instructions | taken branches | taken / 1k instr | cut vs plain "
+          f"| % of (d)'s cut | x (b)'s cut |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    rate = {v: 1000 * t / i for v, (i, t) in counts.items()}
+    cut = {v: rate["plain"] - r for v, r in rate.items()} if "plain" in rate else {}
+    for v, (i, t) in counts.items():
+        c = cut.get(v)
+        pd = f"{100 * c / cut['d']:.0f}%" if c is not None and cut.get("d") and v != "plain" else ""
+        xb = f"{c / cut['b']:.2f}" if c is not None and cut.get("b") and v != "plain" else ""
+        cs = f"{c:.2f}" if c is not None and v != "plain" else ""
+        print(f"| {names[v]} | {i:,} | {t:,} | {rate[v]:.2f} | {cs} | {pd} | {xb} |")
+PY
