@@ -234,15 +234,17 @@ profile_row() {
     t0=$SECONDS
     if [[ ! -s $row.w.pbs ]]; then
       log "$row (c): pathctl bursts (default step mode) of ${train_seconds}s of training"
-      # shellcheck disable=SC2046
-      "${nice[@]}" $(train_long "$row" ./plain) > /dev/null & local pid=$!
-      # timeout(1) forks the program: watch the child
+      local cmd; cmd="$(train_long "$row" ./plain)"
+      "${nice[@]}" $cmd > /dev/null & local pid=$!
+      # timeout(1) forks the program: watch that child (by name: not a subshell of this script)
       local child="" i
-      for i in $(seq 200); do child="$(pgrep -P "$pid" | head -1)" && break; sleep 0.05; done
+      for i in $(seq 200); do child="$(pgrep -P "$pid" -x plain)" && break; sleep 0.05; done
+      [[ -n $child ]] || { log "$row (c): the training run did not start"; return 1; }
       sleep 0.2
       "${nice[@]}" "$pathctl" bursts --pid "$child" --top 0 -o "$row.w.pbs" > "$row.w.log" 2>&1 ||
-          log "$row (c): bursts exited $? ($row.w.log)"
+          { log "$row (c): bursts exited $? ($row.w.log)"; rm -f "$row.w.pbs"; }
       wait "$pid" 2>/dev/null || true
+      [[ -s $row.w.pbs ]] || return 1
     fi
     "${nice[@]}" "$pathctl" export --format perf-lbr "$row.w.pbs" -o "$row.c.data" \
         > "$row.c.export.log" 2>&1
@@ -334,4 +336,47 @@ for row in sys.argv[1:]:
         xb = f"{c / cut['b']:.2f}" if c is not None and cut.get("b") and v != "plain" else ""
         cs = f"{c:.2f}" if c is not None and v != "plain" else ""
         print(f"| {names[v]} | {i:,} | {t:,} | {rate[v]:.2f} | {cs} | {pd} | {xb} |")
+PY
+
+# 6. CPU time (ROUNDS > 0): each variant's evaluation, sized up (lua: eval.lua 400; zstd: 300
+#    frames of the evaluation file; each run ~0.5 s), pinned with taskset to the last CPU, under nice -n 19 as
+#    everything here; the variants run in a new shuffled order each round, and each round's
+#    CPU time (user+sys) is divided by the same round's plain run. Median of those ratios and a
+#    95% bootstrap interval of the median.
+[[ "$rounds" == 0 ]] && exit 0
+WORK_DIR="$work" python3 - "$rounds" "${rows[@]}" <<'PY'
+import os, random, statistics, subprocess, sys
+rounds, rows = int(sys.argv[1]), sys.argv[2:]
+cpu = str(os.cpu_count() - 1)
+def argv(row, binary):
+    if row == "lua":
+        return ["./" + binary, "eval.lua", "400"]
+    level = row[4:]
+    return ["./" + binary, "-" + level, "-T1", "--single-thread", "--no-asyncio", "-q", "-c"] + \
+        [f"eval{level}.txt"] * 300
+def timed(row, binary):
+    p = subprocess.Popen(["nice", "-n", "19", "taskset", "-c", cpu] + argv(row, binary),
+                         stdout=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    if status:
+        sys.exit(f"{row} {binary}: status {status}")
+    return ru.ru_utime + ru.ru_stime
+rng = random.Random(1)
+print(f"\nCPU time, {rounds} interleaved rounds, pinned to CPU {cpu} (paired ratio to plain, "
+      "median [95% bootstrap interval])")
+for row in rows:
+    d = "lua" if row == "lua" else "zstd"
+    os.chdir(os.path.join(os.environ["WORK_DIR"], d))
+    variants = [v for v in ["plain", "b", "c", "c2", "d"]
+                if os.access(v if v == "plain" else f"{row}.{v}", os.X_OK)]
+    t = {v: [] for v in variants}
+    for _ in range(rounds):
+        for v in rng.sample(variants, len(variants)):
+            t[v].append(timed(row, v if v == "plain" else f"{row}.{v}"))
+    line = [f"{row}: plain {statistics.median(t['plain']):.3f}s"]
+    for v in variants[1:]:
+        r = [a / b for a, b in zip(t[v], t["plain"])]
+        boot = sorted(statistics.median(rng.choices(r, k=len(r))) for _ in range(2000))
+        line.append(f"{v} {statistics.median(r):.3f} [{boot[50]:.3f}, {boot[1949]:.3f}]")
+    print("; ".join(line))
 PY
