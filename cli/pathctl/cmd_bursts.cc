@@ -28,7 +28,7 @@ constexpr const char* kUsage =
     "usage: pathctl bursts -p PID [--duration DUR] [--burst-rate R] [--window W]\n"
     "                      [--max-stopped F] [--seed N] [--step-mode "
     "auto|emulate|breakpoints|int3|step]\n"
-    "                      [-o OUT.pbs] [--top K] [--json]\n"
+    "                      [--verify] [-o OUT.pbs] [--top K] [--json]\n"
     "\n"
     "Software LBR for hosts without a PMU: seizes every thread of PID with ptrace and, R times\n"
     "a second on average, steps one thread through W taken branches. Prints the hottest\n"
@@ -43,9 +43,13 @@ constexpr const char* kUsage =
     "  --max-stopped F    cap on the fraction of wall time threads spend stopped (default 0.04)\n"
     "  --seed N           seed of the jitter (default: from the clock)\n"
     "  --step-mode M      auto (default: what `pathctl caps` says works best here),\n"
+    "                     emulate (one stop per window, the branches run in an emulator),\n"
     "                     breakpoints (debug-register block stepping, ~8x fewer stops than step),\n"
     "                     int3 (block stepping with int3 bytes, where debug registers never fire)\n"
     "                     or step (PTRACE_SINGLESTEP every instruction)\n"
+    "  --verify           single-step the thread through every emulated window afterwards and\n"
+    "                     compare, instruction by instruction (diagnosis: each window then\n"
+    "                     costs hundreds of stops; the cap still holds, so far fewer windows)\n"
     "  -o, --output OUT.pbs  also write the windows to a .pbs file\n"
     "  --top K            hot paths to print (default 10; 0: none)\n"
     "  --json             the hot paths and the session's counters as one JSON object on stdout";
@@ -72,6 +76,7 @@ std::optional<int> ParseBursts(Args& args, BurstsRequest* req) {
   req->duration_s = args.GetDuration("duration", 0, 1, 0, 1e7);
   o.bursts_per_second = args.GetDouble("burst-rate", o.bursts_per_second, 0, 10000);
   req->json = args.Has("json");
+  o.verify_emulation = args.Has("verify");
   o.window_taken = static_cast<uint32_t>(args.GetInt("window", o.window_taken, 1, 4096));
   o.max_stopped_fraction = args.GetDouble("max-stopped", o.max_stopped_fraction, 0, 0.5);
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0, 0, kMaxI64));
@@ -89,6 +94,8 @@ std::optional<int> ParseBursts(Args& args, BurstsRequest* req) {
   else
     problems.push_back("--step-mode must be auto, emulate, breakpoints, int3 or step, not '" +
                        mode + "'");
+  if (o.verify_emulation && o.step_mode && *o.step_mode != col::StepMode::kEmulate)
+    problems.push_back("--verify checks emulated windows: use it with --step-mode emulate or auto");
   if (!extra.empty()) problems.push_back("unexpected argument '" + extra[0] + "'");
   if (auto st = o.Validate(); o.pid > 0 && !st.ok()) problems.push_back(st.ToString());
   if (!problems.empty()) return UsageError("bursts", problems);
@@ -202,6 +209,13 @@ void PrintEmulationCounters(const col::PtraceBurstStats& s) {
     if (e.windows != 0)
       by += " " + std::string(col::InstructionName(e.mnemonic)) + " " + std::to_string(e.windows);
   std::fprintf(stderr, "%s%s\n", by.empty() ? "" : "; by instruction:", by.c_str());
+  if (s.verify_identical + s.verify_diverged + s.verify_state_differs + s.verify_unchecked == 0)
+    return;
+  std::fprintf(stderr,
+               "pathctl bursts: verified by single steps: %llu identical, %llu diverged, %llu "
+               "with other registers at the end, %llu unchecked (stepping ended early)\n",
+               (unsigned long long)s.verify_identical, (unsigned long long)s.verify_diverged,
+               (unsigned long long)s.verify_state_differs, (unsigned long long)s.verify_unchecked);
 }
 
 // Where the windows go: the path estimate and, with -o, the recording. The collector's reader
@@ -315,7 +329,7 @@ int RunBursts(Args& args) {
 PATHCTL_COMMAND(Command{"bursts",
                         "sample a running process's branches with ptrace bursts (software LBR)",
                         kUsage,
-                        {"json"},
+                        {"json", "verify"},
                         RunBursts});
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -646,8 +647,18 @@ StepProbeResult RunStepProbe() {
 }
 
 StepProbeResult CachedStepProbe() {
-  const std::string path = CachePath();
-  const std::string key = StepProbeCacheKey(SimulatedQuirks());
+  const HostQuirks quirks = SimulatedQuirks();
+  std::string path = CachePath();
+  // A file per quirk setting in the default places: with one file, runs with and without
+  // simulated quirks (the test suite runs both side by side) each found the other's key and
+  // probed again, 0.2-1.5 s per start. A path given in PATHPROF_STEP_PROBE_CACHE is used as is.
+  if (!path.empty() && !std::getenv("PATHPROF_STEP_PROBE_CACHE") && !quirks.ToString().empty()) {
+    std::string suffix = quirks.ToString().substr(0, 64);
+    for (char& c : suffix)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+    path += ".quirks-" + suffix;
+  }
+  const std::string key = StepProbeCacheKey(quirks);
   if (!path.empty()) {
     std::ifstream in(path);
     std::string first;

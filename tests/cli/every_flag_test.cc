@@ -969,6 +969,16 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
   t["bursts --step-mode"] = [bursts] {
     EXPECT_EQ(Str(bursts("--step-mode step").out, "step_mode"), "STEP_MODE_SINGLE_STEP");
   };
+  t["bursts --verify"] = [] {
+    const R r = Ctl("bursts -p " + Loop() + " --duration 1s --step-mode emulate --verify");
+    EXPECT_TRUE(r.rc == 0 || r.rc == 3) << Show("bursts --verify", r);
+    // The hot loop makes no system call: every checked window is the real thread's.
+    EXPECT_TRUE(Has(r.err, "verified by single steps:")) << r.err;
+    EXPECT_TRUE(Has(r.err, " 0 diverged, 0 with other registers")) << r.err;
+    const R step = Ctl("bursts -p " + Loop() + " --duration 1s --step-mode step --verify");
+    EXPECT_EQ(step.rc, 2) << Show("bursts --verify with single steps", step);
+    EXPECT_TRUE(Has(step.err, "--verify checks emulated windows")) << step.err;
+  };
   t["bursts --top"] = [bursts] {
     const R r = bursts("--top 1 --burst-rate 100");
     EXPECT_LE(Count(r.out, "\"share\""), 1u) << r.out;
