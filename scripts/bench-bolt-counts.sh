@@ -333,7 +333,7 @@ for row in sys.argv[1:]:
     for v, (i, t) in counts.items():
         c = cut.get(v)
         pd = f"{100 * c / cut['d']:.0f}%" if c is not None and cut.get("d") and v != "plain" else ""
-        xb = f"{c / cut['b']:.2f}" if c is not None and cut.get("b") and v != "plain" else ""
+        xb = f"{c / cut['b']:.3f}" if c is not None and cut.get("b") and v != "plain" else ""
         cs = f"{c:.2f}" if c is not None and v != "plain" else ""
         print(f"| {names[v]} | {i:,} | {t:,} | {rate[v]:.2f} | {cs} | {pd} | {xb} |")
 PY
