@@ -70,9 +70,9 @@ if [[ ! -x lua/plain ]]; then
      printf '#define DEB_HOST_MULTIARCH "%s"\n' "$(gcc -print-multiarch)" \
          > src/lua5.4-deb-multiarch.h
      log "building lua5.4 (gcc -O2 -fno-reorder-blocks-and-partition --emit-relocs)"
+     sources=(); for f in src/*.c; do [[ $f == src/luac.c ]] || sources+=("$f"); done
      "${nice[@]}" gcc -O2 -g -std=gnu99 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX \
-         -fno-reorder-blocks-and-partition -Wl,--emit-relocs -o plain \
-         $(ls src/*.c | grep -v 'luac\.c') -lm -ldl)
+         -fno-reorder-blocks-and-partition -Wl,--emit-relocs -o plain "${sources[@]}" -lm -ldl)
   fi
 fi
 if [[ ! -x zstd/plain ]]; then
@@ -234,11 +234,11 @@ profile_row() {
     t0=$SECONDS
     if [[ ! -s $row.w.pbs ]]; then
       log "$row (c): pathctl bursts (default step mode) of ${train_seconds}s of training"
-      local cmd; cmd="$(train_long "$row" ./plain)"
-      "${nice[@]}" $cmd > /dev/null & local pid=$!
+      local -a cmd; read -ra cmd <<< "$(train_long "$row" ./plain)"
+      "${nice[@]}" "${cmd[@]}" > /dev/null & local pid=$!
       # timeout(1) forks the program: watch that child (by name: not a subshell of this script)
-      local child="" i
-      for i in $(seq 200); do child="$(pgrep -P "$pid" -x plain)" && break; sleep 0.05; done
+      local child="" _
+      for _ in $(seq 200); do child="$(pgrep -P "$pid" -x plain)" && break; sleep 0.05; done
       [[ -n $child ]] || { log "$row (c): the training run did not start"; return 1; }
       sleep 0.2
       "${nice[@]}" "$pathctl" bursts --pid "$child" --top 0 -o "$row.w.pbs" > "$row.w.log" 2>&1 ||
