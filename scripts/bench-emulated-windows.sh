@@ -39,7 +39,7 @@ EOF
 argv_of() {
   case $1 in
     hotloop) echo "$BUILD/bin/example_hotloop_static 1500000" ;;
-    zstd) echo "/usr/bin/zstd -19 --single-thread -c -f $TMP/input.txt -o /dev/null" ;;
+    zstd) echo "/usr/bin/zstd -q -19 --single-thread -c -f $TMP/input.txt -o /dev/null" ;;
     python3) echo "/usr/bin/python3 $TMP/work.py" ;;
   esac
 }
