@@ -5,8 +5,9 @@
 # instructions and taken branches of the whole run (taken per 1,000 instructions: what BOLT's
 # block layout cuts). Programs, built from Debian's source packages at bench time with
 # gcc -O2 -g -fno-reorder-blocks-and-partition -Wl,--emit-relocs:
-#   lua5.4      (the build of scripts/bench-bolt-loop.sh; its lua.plain is reused if it exists)
-#   zstd 1.5.4  programs/zstd, single-threaded (-T1 --single-thread), levels 3 and 19: two rows
+#   lua5.4      (built as scripts/bench-bolt-loop.sh does; its lua.plain is reused if it exists)
+#   zstd 1.5.4  programs/zstd, single-threaded (-T1 --single-thread --no-asyncio), levels 3
+#               and 19: two rows
 # Variants per row, each with the BOLT options of scripts/bench-bolt-loop.sh:
 #   plain  the -O2 build
 #   b      no-LBR: `perf record -e cpu-clock -F 999` of the training run, perf2bolt -nl, and
@@ -16,13 +17,17 @@
 #   c2     the same windows through `pathctl export --format bolt` (fdata, no perf2bolt)
 #   d      exact: `pathctl trace --exact` of a short training run, export --format perf-lbr,
 #          perf2bolt
-# Training inputs are not the evaluation inputs (see train_cmd / eval_cmd below). Each
+# Training inputs are not the evaluation inputs (train_long, train_short, eval_cmd below). Each
 # variant's evaluation output is checked against plain's (lua: same stdout; zstd: the variant's
 # .zst decompresses to the input and equals plain's bytes). Every heavy step runs under
 # nice -n 19. Steps already done in WORK (builds, profiles, BOLT outputs, counts) are kept.
+# (b) and (c) are random samples (and the bursts' window count depends on the host's load): to
+# see their spread, rerun with a copy of WORK whose ROW.b*, ROW.w.pbs and ROW.c* files are gone.
 # With ROUNDS > 0, CPU time is also measured: ROUNDS interleaved rounds of each variant's
 # evaluation-sized-up run, pinned with taskset to the last CPU, paired ratios to plain.
 # usage: scripts/bench-bolt-counts.sh [BUILD_DIR] [ROUNDS]
+#        env: WORK (default /tmp/pathprof-bolt-counts), LOOP_WORK (bench-bolt-loop.sh's WORK),
+#        TRAIN_SECONDS (the (b)/(c) training runs, default 30)
 #        (as root: it may add a deb-src source and it ptrace-attaches; needs network for apt)
 set -euo pipefail
 build="$(realpath "${1:-build}")"
