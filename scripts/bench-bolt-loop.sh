@@ -167,7 +167,7 @@ def timed(binary, with_bursts=False):
                           scale], stdout=subprocess.DEVNULL)
     tracer = None
     if with_bursts:
-        tracer = subprocess.Popen([pathctl, "bursts", "--pid", str(p.pid), "--rate", rate,
+        tracer = subprocess.Popen([pathctl, "bursts", "--pid", str(p.pid), "--burst-rate", rate,
                                    "--window", window, "--top", "0"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, ru = os.wait4(p.pid, 0)

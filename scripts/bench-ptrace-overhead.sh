@@ -71,7 +71,7 @@ report() {
   printf "%-18s %10.3f %10.3f %13.1f%% %s\n" "$label" "$cr" "$wr" "$ccr" \
     "$(grep -o '[0-9]* windows (\|stopped [0-9.]*%\|[0-9.]*% in the worst second' "$TMP/log" | tr '\n' ' ')"
 }
-for r in $RATES; do report "$r/s, no cap" "--rate $r --max-stopped 0.5"; done
+for r in $RATES; do report "$r/s, no cap" "--burst-rate $r --max-stopped 0.5"; done
 report "default (auto)" "--seed 1"
 caps=$("$PATHCTL" caps --json 2>/dev/null || true)
 for mode in breakpoints int3 step; do
