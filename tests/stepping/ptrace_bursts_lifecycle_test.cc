@@ -128,8 +128,10 @@ TEST(PtraceBurstsTest, WindowsAreExactAndStopDetachesCleanly) {
 TEST(PtraceBurstsTest, BreakpointLegWindowsAreExactToo) {
   const StepProbeResult probe = CachedStepProbe();
   std::optional<StepMode> legs;
-  if (probe.Works(StepMode::kBreakpoints)) legs = StepMode::kBreakpoints;
-  else if (probe.Works(StepMode::kInt3)) legs = StepMode::kInt3;
+  if (probe.Works(StepMode::kBreakpoints))
+    legs = StepMode::kBreakpoints;
+  else if (probe.Works(StepMode::kInt3))
+    legs = StepMode::kInt3;
   if (!legs) GTEST_SKIP() << "neither breakpoint mechanism works on this host";
   const PtraceBurstStats s = ExactHotLoopWindows(legs);
   EXPECT_EQ(static_cast<StepMode>(s.step_mode), *legs);
