@@ -33,6 +33,8 @@ set -euo pipefail
 build="$(realpath "${1:-build}")"
 rounds="${2:-0}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/debian-source.sh
+source "$repo/scripts/debian-source.sh"
 work="${WORK:-/tmp/pathprof-bolt-counts}"
 loop_work="${LOOP_WORK:-/tmp/pathprof-bolt-loop}"   # scripts/bench-bolt-loop.sh's WORK
 train_seconds="${TRAIN_SECONDS:-30}"                 # length of the (b)/(c) training runs
@@ -50,20 +52,6 @@ mkdir -p "$work"
 cd "$work"
 
 # 1. Sources (Debian's source packages, never vendored) and the plain builds.
-deb_src() {  # PACKAGE: unpacks it into WORK once
-  if ! apt-get source --print-uris "$1" >/dev/null 2>&1; then
-    log "no deb-src entries: adding /etc/apt/sources.list.d/pathprof-deb-src.sources"
-    cat > /etc/apt/sources.list.d/pathprof-deb-src.sources <<'EOF'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-    apt-get update -qq
-  fi
-  apt-get source -qq "$1" >/dev/null 2>&1
-}
 mkdir -p lua zstd
 if [[ ! -x lua/plain ]]; then
   if [[ -x "$loop_work/lua.plain" ]]; then
@@ -71,9 +59,7 @@ if [[ ! -x lua/plain ]]; then
     cp "$loop_work/lua.plain" lua/plain
   else
     (cd lua
-     [[ -d src ]] || { deb_src lua5.4; mv lua5.4-*/src src; }
-     printf '#define DEB_HOST_MULTIARCH "%s"\n' "$(gcc -print-multiarch)" \
-         > src/lua5.4-deb-multiarch.h
+     [[ -d src ]] || debian_lua_source
      log "building lua5.4 (gcc -O2 -fno-reorder-blocks-and-partition --emit-relocs)"
      sources=(); for f in src/*.c; do [[ $f == src/luac.c ]] || sources+=("$f"); done
      "${nice[@]}" gcc -O2 -g -std=gnu99 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX \
@@ -82,7 +68,7 @@ if [[ ! -x lua/plain ]]; then
 fi
 if [[ ! -x zstd/plain ]]; then
   (cd zstd
-   [[ -d src ]] || { deb_src zstd; mv libzstd-*/ src; }
+   [[ -d src ]] || { debian_source zstd; mv libzstd-*/ src; }
    log "building zstd $(sed -n 's/^[^ ]* (\([^)]*\)).*/\1/p;q' src/debian/changelog)" \
        "programs/zstd (gcc -O2 -g -fno-reorder-blocks-and-partition --emit-relocs)"
    "${nice[@]}" make -s -C src/programs -j2 zstd HAVE_ZLIB=0 HAVE_LZMA=0 HAVE_LZ4=0 \

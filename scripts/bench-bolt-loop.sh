@@ -29,6 +29,8 @@ burst_seconds="${5:-60}"   # how long the bursts watch the full-length workload
 burst_rate="${BURST_RATE:-50}"
 burst_window="${BURST_WINDOW:-32}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/debian-source.sh
+source "$repo/scripts/debian-source.sh"
 workload="$repo/bench/workloads/lua_mixed.lua"
 work="${WORK:-/tmp/pathprof-bolt-loop}"
 pathctl="$build/bin/pathctl"
@@ -41,24 +43,7 @@ mkdir -p "$work"
 cd "$work"
 
 # 1. The program, from Debian's source package (never vendored).
-if [[ ! -d src ]]; then
-  if ! apt-get source --print-uris lua5.4 >/dev/null 2>&1; then
-    log "no deb-src entries: adding /etc/apt/sources.list.d/pathprof-deb-src.sources"
-    cat > /etc/apt/sources.list.d/pathprof-deb-src.sources <<'EOF'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-    apt-get update -qq
-  fi
-  apt-get source -qq lua5.4 >/dev/null 2>&1
-  mv lua5.4-*/src src
-  # debian/rules writes this header at configure time; the build below skips the Debian
-  # packaging (libtool, shared library) and compiles the interpreter directly.
-  printf '#define DEB_HOST_MULTIARCH "%s"\n' "$(gcc -print-multiarch)" > src/lua5.4-deb-multiarch.h
-fi
+[[ -d src ]] || debian_lua_source
 version="$(ls -d lua5.4-*/ | head -1)"
 # Bursts of BURST_SECONDS on a long run of BINARY; writes OUT.pbs and OUT.data (perf-lbr).
 profile_bursts() {  # BINARY OUT

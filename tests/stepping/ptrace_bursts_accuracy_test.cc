@@ -141,6 +141,18 @@ Shares ExactRoundShares(const std::vector<std::string>& two_rounds,
   return Normalize(w);
 }
 
+// The exact trace's and the bursts' five hottest paths, for the log.
+void PrintTop5(const Shares& exact, const Shares& bursts) {
+  const auto exact_top = Top(exact, 5);
+  const auto burst_top = Top(bursts, 5);
+  for (size_t i = 0; i < exact_top.size(); ++i)
+    std::printf("exact  #%zu %5.1f%% %s\n", i + 1, 100 * exact_top[i].second,
+                hwmodel::FormatPathDescriptor(exact_top[i].first).c_str());
+  for (size_t i = 0; i < burst_top.size(); ++i)
+    std::printf("bursts #%zu %5.1f%% %s\n", i + 1, 100 * burst_top[i].second,
+                hwmodel::FormatPathDescriptor(burst_top[i].first).c_str());
+}
+
 struct BurstRun {
   Shares shares;                  // windows weighted by time: their blocks' cycles (llvm-mca)
   Shares shares_by_instructions;  // the same windows weighted by instructions, for comparison
@@ -239,14 +251,8 @@ TEST_P(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
   std::printf("step mode %s\n",
               std::string(StepModeName(static_cast<StepMode>(bursts.stats.step_mode))).c_str());
 
+  PrintTop5(exact, bursts.shares);
   auto exact_top = Top(exact, 5);
-  auto burst_top = Top(bursts.shares, 5);
-  for (size_t i = 0; i < exact_top.size(); ++i)
-    std::printf("exact  #%zu %5.1f%% %s\n", i + 1, 100 * exact_top[i].second,
-                hwmodel::FormatPathDescriptor(exact_top[i].first).c_str());
-  for (size_t i = 0; i < burst_top.size(); ++i)
-    std::printf("bursts #%zu %5.1f%% %s\n", i + 1, 100 * burst_top[i].second,
-                hwmodel::FormatPathDescriptor(burst_top[i].first).c_str());
   const double overlap = Overlap(exact, bursts.shares);
   const double top_overlap = TopOverlap(exact, bursts.shares);
   std::printf("top-5 path weight overlap %.1f%%\n", 100 * top_overlap);
@@ -336,14 +342,7 @@ TEST(PtraceBurstsAccuracy, ZstdHotPathsMatchTheExactTrace) {
   BurstRun bursts = BurstShares(zstd(60000), "", 10, std::nullopt);
   std::filesystem::remove_all(dir);
   ASSERT_GT(bursts.stats.windows, 0u);
-  auto exact_top = Top(exact, 5);
-  auto burst_top = Top(bursts.shares, 5);
-  for (size_t i = 0; i < exact_top.size(); ++i)
-    std::printf("exact  #%zu %5.1f%% %s\n", i + 1, 100 * exact_top[i].second,
-                hwmodel::FormatPathDescriptor(exact_top[i].first).c_str());
-  for (size_t i = 0; i < burst_top.size(); ++i)
-    std::printf("bursts #%zu %5.1f%% %s\n", i + 1, 100 * burst_top[i].second,
-                hwmodel::FormatPathDescriptor(burst_top[i].first).c_str());
+  PrintTop5(exact, bursts.shares);
   const double top_overlap = TopOverlap(exact, bursts.shares);
   std::printf("zstd: top-5 path weight overlap %.1f%%, all paths %.1f%%, %llu windows in %.1f s\n",
               100 * top_overlap, 100 * Overlap(exact, bursts.shares),
