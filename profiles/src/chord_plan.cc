@@ -1,9 +1,10 @@
-// Chord placement (paper 004): a maximum spanning tree over expected edge frequencies keeps the
-// hot edges free of instrumentation. With a potential phi(v) defined along the tree (phi(start)
-// = 0, phi(to) = phi(from) + value on every tree edge, and the implicit exit->start edge in the
-// tree so phi(exit) = phi(start)), the increment value(e) + phi(from) - phi(to) is zero on tree
-// edges, and along any start-to-exit path the increments telescope to the sum of the values:
-// this is Ball and Larus's cycle-sum increment, computed in one pass.
+// Chord placement ([Ball-Larus 1996], see docs/references.md): a maximum spanning tree over
+// expected edge frequencies keeps the hot edges free of instrumentation. With a potential phi(v)
+// defined along the tree (phi(start) = 0, phi(to) = phi(from) + value on every tree edge, and the
+// implicit exit->start edge in the tree so phi(exit) = phi(start)), the increment
+// value(e) + phi(from) - phi(to) is zero on tree edges, and along any start-to-exit path the
+// increments telescope to the sum of the values: this is Ball and Larus's cycle-sum increment,
+// computed in one pass.
 #include <algorithm>
 #include <numeric>
 

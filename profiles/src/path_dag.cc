@@ -1,7 +1,8 @@
-// DAG conversion of figure 3.1's preamble. The thesis writes the dummy edges for a back edge
-// v -> v' as s -> v and v' -> t; Ball and Larus (and paper 004) use s -> v' (a path may begin at
-// the loop header) and v -> t (a path may end with the back edge), which is what keeps every
-// executed acyclic path representable. We follow Ball and Larus.
+// DAG conversion of figure 3.1's preamble ([Vaswani 2007], see docs/references.md). The thesis
+// writes the dummy edges for a back edge v -> v' as s -> v and v' -> t; Ball and Larus
+// ([Ball-Larus 1996]) use s -> v' (a path may begin at the loop header) and v -> t (a path may end
+// with the back edge), which is what keeps every executed acyclic path representable. We follow
+// Ball and Larus.
 #include <algorithm>
 
 #include "pathprof/profiles/ball_larus.h"

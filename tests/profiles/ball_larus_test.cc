@@ -11,10 +11,10 @@
 namespace pathprof::profiles {
 namespace {
 
-// Figure 3.4(a) of the thesis (paper 002): s->a, s->b, a->b, a->c, b->c, c->d, c->t, d->t,
-// 6 paths. The figure's numbers are not in the text; the text fixes BL(sacdt)=0, BL(sact)=1,
-// BL(sbcdt)=4, BL(sbct)=5, and table 4.2 (the same graph's model, edges e1..e8) fixes the
-// successor order: out(s) = [a, b] (2/3, 1/3), out(a) = [c, b] (1/2, 1/2), out(b) = [c],
+// Figure 3.4(a) of [Vaswani 2007] (see docs/references.md): s->a, s->b, a->b, a->c, b->c, c->d,
+// c->t, d->t, 6 paths. The figure's numbers are not in the text; the text fixes BL(sacdt)=0,
+// BL(sact)=1, BL(sbcdt)=4, BL(sbct)=5, and table 4.2 (the same graph's model, edges e1..e8) fixes
+// the successor order: out(s) = [a, b] (2/3, 1/3), out(a) = [c, b] (1/2, 1/2), out(b) = [c],
 // out(c) = [d, t] (1/2, 1/2), out(d) = [t]. Figure 3.1 over that order, reverse topological:
 //   N_t = 1
 //   d: W(d,t) = 0;                 N_d = 1

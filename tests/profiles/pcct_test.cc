@@ -10,8 +10,8 @@
 namespace pathprof::profiles {
 namespace {
 
-// Functions and call sites of the running example (paper 003, fig. 5 and 6: M calls A and D,
-// A calls B and C, D calls A and C).
+// Functions and call sites of the running example ([Whaley 2000] figs. 5 and 6, see
+// docs/references.md: M calls A and D, A calls B and C, D calls A and C).
 constexpr uint64_t M = 0x1000, A = 0x2000, C = 0x4000, D = 0x5000, F = 0x6000;
 constexpr uint64_t kMtoA = 0x1010, kMtoD = 0x1020, kAtoC = 0x2010, kDtoA = 0x5010, kDtoC = 0x5020,
                    kMtoF = 0x1030, kFtoF = 0x6010;
@@ -39,7 +39,7 @@ void ExpectNode(const Pcct& t, std::vector<StackFrame> path, uint64_t self, uint
   EXPECT_EQ(n->depth, path.size());
 }
 
-// Paper 003, figure 6. The figure's sample stacks and weights are drawn, not in the text, so the
+// [Whaley 2000] fig. 6. The figure's sample stacks and weights are drawn, not in the text, so the
 // six samples below are a transcription consistent with what the text says about them (two
 // distinct A nodes, one from M and one from D; no node for B, which never appears in a sample;
 // several calls from M to A sharing one edge), and the weights are derived by hand from the
@@ -100,7 +100,7 @@ TEST(Pcct, CallSitesSeparateContexts) {
   ExpectNode(t, {kM, {A, 0x1018}}, 1, 1, 1);
 }
 
-// Paper 003, figure 9: M calls F, which recurses. The PCCT keeps one node per recursive
+// [Whaley 2000] fig. 9: M calls F, which recurses. The PCCT keeps one node per recursive
 // activation (9c) where the CCT would fold them into one node with a back edge (9b).
 //   s1 M>F>F>F    all new                 edges M,F1,F2,F3 = 1; self F3 1
 //   s2 M>F>F      F3 returned, all old    self F2 1
@@ -121,7 +121,7 @@ TEST(Pcct, Figure9RecursionKeepsFullContext) {
   ExpectNode(t, {kM, f1, fr, fr, fr}, 1, 1, 1);
 }
 
-// Paper 003, figure 10 with a walk bound of 4 frames. s1 is on the left branch (M>A>C); s2 is at
+// [Whaley 2000] fig. 10 with a walk bound of 4 frames. s1 is on the left branch (M>A>C); s2 is at
 // the end of a deep new chain M>D>L1..L5 (6 new frames > 4): its leafmost 4 frames L2..L5 hang
 // under the "[truncated]" root, D and L1 are not placed (counted). s3 repeats s2 (still running):
 // no edge counts again, self L5 +1. s4 is back in L1: 3 frames to place, within the bound, so they

@@ -4,7 +4,7 @@
 // differ by exactly one round: the path mix of a long run. The bursts watch the same binary
 // (static, not PIE: same addresses) for 10 s at the default settings (W = 32, default rate). Both
 // go through hwmodel's Ball-Larus path stack: the exact trace counted whole, the windows through
-// the window estimator (DESIGN.md section 5). Overlap = sum over paths of min(share in one, share
+// the window estimator (docs/design.md §5). Overlap = sum over paths of min(share in one, share
 // in the other), the metric of profiles/accuracy.h, computed inline here (collectors tests do not
 // link profiles).
 #include <fcntl.h>

@@ -52,7 +52,7 @@ struct BranchEvent {
 // `gap_before`: the stream is discontinuous before the first event (LBR window start, PT
 // overflow, context switch, burst start); every consumer drops partial state there.
 // `window`: the batch is a bounded sample window (LBR stack, ptrace burst), so estimates from it
-// must be corrected for window bias (DESIGN.md section 5).
+// must be corrected for window bias (docs/design.md §5).
 struct BranchBatch {
   uint32_t pid = 0;
   uint32_t tid = 0;

@@ -1,5 +1,5 @@
-// Bursty sampling (paper 001, sections 4.1-4.2): a sample counter and a burst counter that count
-// procedure calls and back-edges, switching profiling on for bursts.
+// Bursty sampling ([HPS 2005] §4.1-4.2, see docs/references.md): a sample counter and a burst
+// counter that count procedure calls and back-edges, switching profiling on for bursts.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@ namespace pathprof::hwmodel {
 //    starts right after the previous one ends.
 //  - On: every event is in the window; each tick decrements the burst counter, and the tick that
 //    brings it to zero is the window's last event. Both counters then reload.
-// So the pattern repeats every sample_interval + burst_length ticks. (Paper 001 writes the
+// So the pattern repeats every sample_interval + burst_length ticks. ([HPS 2005] writes the
 // back-edge test as PC < Target; we use the backward test of the path profiler, to <= from.)
 struct BurstyConfig {
   uint64_t sample_interval = 10000;

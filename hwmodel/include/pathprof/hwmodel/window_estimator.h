@@ -1,4 +1,4 @@
-// Unbiased path counts from bounded windows of a branch stream (DESIGN.md section 5).
+// Unbiased path counts from bounded windows of a branch stream (docs/design.md §5).
 //
 // A window holds W consecutive taken branches (plus the not-taken branches between them). A path
 // traversal spanning k taken branches (CompletedPath::TakenSpan) lies whole in W - k + 1 of the

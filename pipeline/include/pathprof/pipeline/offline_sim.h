@@ -20,7 +20,7 @@ namespace pathprof::pipeline {
 
 enum class SimMode {
   kFull,    // every path goes to the HPT
-  kBursty,  // bursts of calls and back-edges (paper 001) go to the HPT
+  kBursty,  // bursts of calls and back-edges ([HPS 2005], see docs/references.md) go to the HPT
   kWindow,  // windows of taken branches go to the window estimator; no HPT
 };
 

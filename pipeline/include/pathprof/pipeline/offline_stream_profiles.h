@@ -1,10 +1,10 @@
 // Profiles built straight from a branch stream's blocks and calls (no path engine), behind
 // `pathctl sim --subpaths` and `--calls`, each scored against exact counts of the same stream:
-//  subpaths: the OSP reservoir's report (paper 000): the top hot subpaths with their blocks,
-//            estimate and Chernoff error bound at a confidence; a second pass over the stream
-//            counts the reported subpaths exactly.
-//  calls:    hot call pairs and hot methods (paper 001), from the whole stream or from its bursty
-//            or window samples, with the overlap and HPS overlap against the exact counts.
+//  subpaths: the OSP reservoir's report ([Oren 2002], see docs/references.md): the top hot
+//            subpaths with their blocks, estimate and Chernoff error bound at a confidence; a
+//            second pass over the stream counts the reported subpaths exactly.
+//  calls:    hot call pairs and hot methods ([HPS 2005]), from the whole stream or from its
+//            bursty or window samples, with the overlap and HPS overlap against the exact counts.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +28,7 @@ struct StreamProfileOptions {
   // The reservoir's settings; expected_blocks is set from the stream.
   profiles::OspConfig osp;
   double confidence = 0.95;  // of the subpaths' error bounds
-  // How calls are sampled: bursty (paper 001), or windows of `window` taken branches one every
+  // How calls are sampled: bursty ([HPS 2005]), or windows of `window` taken branches one every
   // window * period; neither: the whole stream.
   std::optional<hwmodel::BurstyConfig> bursty;
   uint64_t window = 0, period = 0;

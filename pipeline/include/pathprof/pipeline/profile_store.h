@@ -35,7 +35,7 @@ enum class BranchWindows : uint8_t {
 
 class ProfileStore {
  public:
-  // With windows, hot paths come from the window estimator (DESIGN.md section 5).
+  // With windows, hot paths come from the window estimator (docs/design.md §5).
   static Result<std::unique_ptr<ProfileStore>> Create(uint32_t pid, const SessionConfig& config,
                                                       BranchWindows windows,
                                                       std::shared_ptr<SymbolService> symbols);

@@ -1,7 +1,8 @@
 // Accuracy metrics that compare an estimated profile with an exact one (or two runs):
-//  - overlap percentage: sum over keys of min(share in a, share in b) (thesis 002 ch. 5.5.2);
+//  - overlap percentage: sum over keys of min(share in a, share in b) ([Vaswani 2007] §5.5.2;
+//    the keys are those of docs/references.md);
 //  - HPS relative-contribution overlap: the same over the members that make up the top 90% of
-//    each profile, each member's share taken within its selection (paper 001 section 5);
+//    each profile, each member's share taken within its selection ([HPS 2005] §5);
 //  - dynamic overlap: the mean overlap over fixed, non-overlapping windows of a stream;
 //  - a rank table for the top k: rank in each profile, estimate vs exact, relative error.
 // Profiles are weighted lists keyed by anything hashable and ordered (a 64-bit path id, a

@@ -1,7 +1,7 @@
-// Ball-Larus path numbering (Vaswani's thesis, paper 002 section 3.2, figures 3.1 and 3.3; paper
-// 004 for the chord placement): a function's CFG becomes a DAG by removing DFS back edges, every
-// DAG edge gets a value so that the sum along each start-to-exit path is a distinct id in
-// [0, N), ids map back to paths exactly, and the values can be moved onto the chords of a
+// Ball-Larus path numbering ([Vaswani 2007] §3.2, figures 3.1 and 3.3; [Ball-Larus 1996] for the
+// chord placement; see docs/references.md): a function's CFG becomes a DAG by removing DFS back
+// edges, every DAG edge gets a value so that the sum along each start-to-exit path is a distinct
+// id in [0, N), ids map back to paths exactly, and the values can be moved onto the chords of a
 // maximum spanning tree so that instrumentation only touches cold edges.
 #pragma once
 
@@ -78,7 +78,8 @@ class PathDag {
 
 // Where to put the counter increments: values moved off the edges of a maximum spanning tree
 // (weights = expected edge frequencies) onto its chords, so that the sum of increments along
-// every path still equals the path's value (paper 004, "Creating Instrumentation").
+// every path still equals the path's value ([Ball-Larus 1996]; the blog post's "Creating
+// Instrumentation").
 struct ChordIncrement {
   EdgeId dag_edge = 0;
   int64_t increment = 0;  // may be negative

@@ -1,5 +1,5 @@
-// The profile types of HPS (Mousa & Krintz, paper 001, sections 4.3 and 5) fed from branch
-// streams, plus the hot method counters of Whaley (paper 003, fig. 12) fed from stack samples.
+// The profile types of HPS ([HPS 2005] §4.3 and §5, see docs/references.md) fed from branch
+// streams, plus the hot method counters of [Whaley 2000] fig. 12, fed from stack samples.
 //
 //  - hot call pair: (call site, target) of every retired call, direct or indirect;
 //  - hot method: function entries, i.e. call targets, from branch streams; or the leaf function
@@ -125,7 +125,7 @@ class HotMethods {
  public:
   // Counts the target of every retired call: one method entry each.
   void AddBatch(const BranchBatch& batch);
-  // Adds the sample's weight to its leaf function (paper 003, fig. 12).
+  // Adds the sample's weight to its leaf function ([Whaley 2000] fig. 12).
   Status AddStackSample(const StackSample& sample);
   uint64_t Count(uint64_t function) const { return counts_.Count(function); }
   std::vector<std::pair<uint64_t, uint64_t>> Top(size_t k) const { return counts_.Top(k); }

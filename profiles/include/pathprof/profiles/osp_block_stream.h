@@ -1,4 +1,4 @@
-// The basic-block stream OSP samples: a block starts at every branch's `to` (DESIGN.md section 3)
+// The basic-block stream OSP samples: a block starts at every branch's `to` (docs/design.md §4)
 // and is identified by that start address.
 #pragma once
 

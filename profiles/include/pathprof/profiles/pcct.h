@@ -1,5 +1,5 @@
-// The partial calling context tree (PCCT) of Whaley 2000 (paper 003, sections 5 and 6), built
-// from stack samples of one process.
+// The partial calling context tree (PCCT) of [Whaley 2000] §5 and §6 (see docs/references.md),
+// built from stack samples of one process.
 //
 // Each node is one calling context: the path of (function, call site) pairs from the thread root.
 // Recursion keeps full context (fig. 9c): each recursive activation is its own node.

@@ -1,6 +1,6 @@
-// The precision metric of paper 003 section 6 (fig. 13 and 14): the correlation coefficient between
-// two profiles whose members are keyed by textual context, so that two PCCTs (or two hot-method
-// sets) built from different runs can be compared.
+// The precision metric of [Whaley 2000] §6 (figs. 13 and 14; see docs/references.md): the
+// correlation coefficient between two profiles whose members are keyed by textual context, so
+// that two PCCTs (or two hot-method sets) built from different runs can be compared.
 #pragma once
 
 #include <string>

@@ -3,11 +3,11 @@
 // neighbouring weight (unit increments, the common case for stack samples) and O(log B) otherwise,
 // B being the number of distinct weights.
 //
-// It generalizes the sorted node/edge lists of Whaley's PCCT (paper 003, fig. 7
-// update_sorted_pos) and the "stream summary" of counting sketches: items with equal weight share
-// one bucket (an intrusive list); buckets sit in an ordered map. A plain sorted list degrades to
-// O(n) per update when many items tie, and a std::set of (weight, id) costs O(log n) per update;
-// neither fits the per-sample budget of the PCCT.
+// It generalizes the sorted node/edge lists of Whaley's PCCT ([Whaley 2000] fig. 7
+// update_sorted_pos; see docs/references.md) and the "stream summary" of counting sketches: items
+// with equal weight share one bucket (an intrusive list); buckets sit in an ordered map. A plain
+// sorted list degrades to O(n) per update when many items tie, and a std::set of (weight, id)
+// costs O(log n) per update; neither fits the per-sample budget of the PCCT.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,8 @@
-// Preferential path profiling (paper 002 section 3.3, figure 3.10): edge weights that give a
-// chosen set of interesting paths compact, unique ids (0..k-1 when a perfect numbering is found),
-// plus the alias check of section 3.2.3: an uninteresting path may share a PPP id with an
-// interesting one, so each slot of the path array also stores the interesting path's Ball-Larus
-// id, and a hit counts only when the path's Ball-Larus id matches.
+// Preferential path profiling ([Vaswani 2007] §3.3, figure 3.10; see docs/references.md): edge
+// weights that give a chosen set of interesting paths compact, unique ids (0..k-1 when a perfect
+// numbering is found), plus the alias check of section 3.2.3: an uninteresting path may share a
+// PPP id with an interesting one, so each slot of the path array also stores the interesting
+// path's Ball-Larus id, and a hit counts only when the path's Ball-Larus id matches.
 #pragma once
 
 #include <cstdint>

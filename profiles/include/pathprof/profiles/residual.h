@@ -1,8 +1,8 @@
-// Residual path profiling (paper 002 section 3.5.1): the paths a baseline run (a test suite, an
-// earlier profile) executed become PPP's interesting paths; a path executed now is known when
-// the PPP counter lands on a path-array slot whose stored Ball-Larus id matches, and residual
-// (never seen by the baseline) when the PPP id under/overflows the array, hits a hole, or
-// aliases a baseline path with a different Ball-Larus id.
+// Residual path profiling ([Vaswani 2007] §3.5.1, see docs/references.md): the paths a baseline
+// run (a test suite, an earlier profile) executed become PPP's interesting paths; a path executed
+// now is known when the PPP counter lands on a path-array slot whose stored Ball-Larus id
+// matches, and residual (never seen by the baseline) when the PPP id under/overflows the array,
+// hits a hole, or aliases a baseline path with a different Ball-Larus id.
 #pragma once
 
 #include <cstdint>

@@ -4,14 +4,14 @@
 // W taken branches (the LBR depth, 32 by default), hands the exact window on as a BranchBatch
 // (window = true, gap_before = true) and lets the thread run on.
 //
-// Rate. The BurstyController (paper 001) counts calls and back-edges, but those are invisible
-// between bursts, when the program runs freely. So its burst_length maps to W (counted in taken
-// branches, like LBR) and its sample_interval becomes a time interval: bursts come at
-// `bursts_per_second` on average, each gap drawn uniformly from [0.5, 1.5] times the mean so that
-// windows do not alias with periodic program behaviour. Every stop the tracer causes (bursts,
-// and the stops of events it traces: exec, fork, signals, threads parked at an int3) is charged
-// against `max_stopped_fraction` over a sliding one-second window: a burst starts only when the
-// last second leaves room, and ends when it has used that room. So the cap holds over every
+// Rate. The BurstyController ([HPS 2005], docs/references.md) counts calls and back-edges, but
+// those are invisible between bursts, when the program runs freely. So its burst_length maps to W
+// (counted in taken branches, like LBR) and its sample_interval becomes a time interval: bursts
+// come at `bursts_per_second` on average, each gap drawn uniformly from [0.5, 1.5] times the mean
+// so that windows do not alias with periodic program behaviour. Every stop the tracer causes
+// (bursts, and the stops of events it traces: exec, fork, signals, threads parked at an int3) is
+// charged against `max_stopped_fraction` over a sliding one-second window: a burst starts only when
+// the last second leaves room, and ends when it has used that room. So the cap holds over every
 // second, whatever a stop costs on this host.
 //
 // Safety. The tracer is a process of its own (pathprof-tracer, started with posix_spawn; see
