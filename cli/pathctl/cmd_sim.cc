@@ -405,7 +405,7 @@ compares what it finds with the exact profile of the same stream.
   --window W --period P  window sampling: windows of W taken branches, one every P*W, scored
                          by the window estimator (instead of the HPT)
   --sample-interval N --burst-length N
-                         bursty sampling (paper 001) of calls and back-edges before the HPT
+                         bursty sampling ([HPS 2005]) of calls and back-edges before the HPT
   --top K                hot paths to list (default 10)
   --dynamic-window N     branches per window for the dynamic overlap (default 10000000)
   --json                 machine-readable output
@@ -415,14 +415,14 @@ compares what it finds with the exact profile of the same stream.
   --ways N,N,...         with --sweep: HPT associativities (default 2,4,8,16,32)
 
 Stream profiles (instead of the path engine; both flags may be given):
-  --subpaths             OSP hot subpaths (paper 000): the top K with blocks, estimate, error
+  --subpaths             OSP hot subpaths ([Oren 2002]): the top K with blocks, estimate, error
                          bound, exact count (a second pass), f and memory
   --osp-entries M        reservoir bound m in entries (default 4096; formerly --osp-memory)
   --osp-max-length L     longest subpath, a power of two 2..1024 (default 32)
   --osp-gain G --osp-min-f F --osp-seed N
                          eq. 2.13's expected gain (default 100), floor on f (default 2), seed
   --confidence C         confidence of the error bounds (default 0.95)
-  --calls                hot call pairs and hot methods (paper 001) from the whole stream, or from
+  --calls                hot call pairs and hot methods ([HPS 2005]) from the whole stream, or from
                          its samples with --sample-interval/--burst-length or --window/--period,
                          with the overlap and HPS overlap against the exact counts)";
 
