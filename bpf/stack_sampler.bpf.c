@@ -162,7 +162,13 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   s->kernel_bytes = want_kernel_stacks ? bpf_get_stack(ctx, s->kernel, sizeof(s->kernel), 0) : 0;
   if (s->kernel_bytes < 0) count(PATHPROF_COUNTER_KERNEL_STACK_ERROR);
   if (copy_user_stack) copy_user_stack_pages(s);
-  bpf_ringbuf_submit(s, 0);
+  // The reader drains the ring at its poll interval (50 ms) and is woken early only when the ring
+  // is an eighth full: a wake-up per sample cost the reader two context switches per sample
+  // (about a tenth of pathctl's CPU on a 100 Hz run), and the ring holds a second of samples.
+  const __u64 wake_at = bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8;
+  bpf_ringbuf_submit(s, bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wake_at
+                            ? BPF_RB_FORCE_WAKEUP
+                            : BPF_RB_NO_WAKEUP);
   count(PATHPROF_COUNTER_SUBMITTED);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -207,6 +208,11 @@ Status EbpfStackSampler::RemovePid(uint32_t pid) {
 Result<int> EbpfStackSampler::Poll(int timeout_ms, const Sink& sink) {
   impl_->sink = &sink;
   int n = ring_buffer__poll(impl_->ring, timeout_ms);
+  // Samples submitted without a wake-up are not reported by epoll: take them too.
+  if (n >= 0 || n == -EINTR) {
+    const int more = ring_buffer__consume(impl_->ring);
+    n = more < 0 ? more : std::max(n, 0) + more;
+  }
   impl_->sink = nullptr;
   if (n < 0 && n != -EINTR)
     return Error(ErrorCode::kIo,

@@ -41,6 +41,10 @@ constexpr uint64_t kSecondNs = 1'000'000'000;
 constexpr int kTimeoutsBeforeFallback = 3;  // legs timed out in a mode that has worked
 constexpr size_t kMaxSeizePerScan = 256;
 constexpr size_t kMaxThreadsChecked = 64;   // per pick: /proc reads stay bounded
+// A thread found not running is read again only after this long: each read of a stat file cost
+// more than a tenth of the tracer's CPU on zstd (a sleeping main thread read before its worker
+// at every burst), and a thread that wakes is still found within a few windows' time.
+constexpr uint64_t kNotRunningRecheckNs = 20'000'000;
 constexpr uint64_t kNotedDifferences = 10;  // emulation checks that differed, told as notes
 // New threads are looked for at most this often (a directory read of /proc/PID/task): at
 // hundreds of bursts a second a scan per burst was a fifth of the tracer's time.
@@ -157,6 +161,7 @@ struct Thread {
   long options = 0;  // the ptrace options set on it (DesiredOptions() when up to date)
   DebugRegisterCache debug_registers;
   decoders::UniqueFd stat_fd;  // /proc/PID/task/TID/stat (ReadTaskState)
+  uint64_t not_running_until_ns = 0;  // found not running: not read again before this
 };
 
 // A process a traced thread forked while int3s were in use (see software_breakpoints.h).
@@ -631,15 +636,22 @@ class BurstTracer {
       if (!t.group_stopped) tids.push_back(tid);
     if (tids.empty()) return -1;
     std::sort(tids.begin(), tids.end());
+    const uint64_t now = MonotonicNs();
     pid_t fallback = -1;
     for (size_t i = 0; i < tids.size() && i < kMaxThreadsChecked; ++i) {
       const pid_t tid = tids[(rr_ + i) % tids.size()];
-      const TaskState s = ReadTaskState(options_.pid, tid, &threads_[tid].stat_fd);
+      Thread& thread = threads_[tid];
+      if (now < thread.not_running_until_ns) {
+        if (fallback < 0) fallback = tid;  // as it was when read last, without a CPU to pin to
+        continue;
+      }
+      const TaskState s = ReadTaskState(options_.pid, tid, &thread.stat_fd);
       if (s.state == 'R') {
         rr_ = (rr_ + i + 1) % tids.size();
         *cpu = s.cpu;
         return tid;
       }
+      if (s.state != 0) thread.not_running_until_ns = now + kNotRunningRecheckNs;
       if (fallback < 0 && s.state != 0) {
         fallback = tid;
         *cpu = s.cpu;

@@ -81,11 +81,13 @@ class EbpfStackSampler {
   Status RemovePid(uint32_t pid);
 
   using Sink = std::function<void(const RawStackSample&)>;
-  // Waits up to timeout_ms for samples and hands each to `sink`; returns how many.
+  // Waits timeout_ms, or less when the ring buffer fills to an eighth (the BPF program wakes
+  // the reader only then), and hands every sample in it to `sink`; returns how many.
   Result<int> Poll(int timeout_ms, const Sink& sink);
   // Drains what is already in the ring buffer without waiting.
   Result<int> Drain(const Sink& sink);
-  // For callers that multiplex several sources on their own epoll loop.
+  // For callers that multiplex several sources on their own epoll loop: it is ready only when
+  // the ring is an eighth full, so such a caller drains on a timer of its own too.
   int epoll_fd() const;
 
   EbpfSamplerStats stats() const;
