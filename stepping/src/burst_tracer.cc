@@ -40,7 +40,7 @@ constexpr uint64_t kDetachBudgetNs = 400'000'000;  // detaching every thread at 
 constexpr uint64_t kSecondNs = 1'000'000'000;
 constexpr int kTimeoutsBeforeFallback = 3;  // legs timed out in a mode that has worked
 constexpr size_t kMaxSeizePerScan = 256;
-constexpr size_t kMaxThreadsChecked = 64;   // per pick: /proc reads stay bounded
+constexpr size_t kMaxThreadsChecked = 64;  // per pick: /proc reads stay bounded
 // A thread found not running is read again only after this long: each read of a stat file cost
 // more than a tenth of the tracer's CPU on zstd (a sleeping main thread read before its worker
 // at every burst), and a thread that wakes is still found within a few windows' time.
@@ -160,7 +160,7 @@ struct Thread {
   bool group_stopped = false;
   long options = 0;  // the ptrace options set on it (DesiredOptions() when up to date)
   DebugRegisterCache debug_registers;
-  decoders::UniqueFd stat_fd;  // /proc/PID/task/TID/stat (ReadTaskState)
+  decoders::UniqueFd stat_fd;         // /proc/PID/task/TID/stat (ReadTaskState)
   uint64_t not_running_until_ns = 0;  // found not running: not read again before this
 };
 
