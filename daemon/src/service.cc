@@ -15,10 +15,12 @@
 #include "pathprof/api/grpc_status.h"
 #include "pathprof/api/queries.h"
 #include "pathprof/api/resource_names.h"
+#include "pathprof/api/session_request.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/daemon/log.h"
 #include "pathprof/daemon/process_stats.h"
 #include "pathprof/daemon/procfs.h"
+#include "pathprof/daemon/session_targets.h"
 #include "pathprof/pipeline/kernel_frames.h"
 
 #ifndef PATHPROF_VERSION
@@ -59,15 +61,6 @@ api::QueryLimits QueryLimitsOf(const Limits& l) {
   q.max_tree_nodes = l.max_tree_nodes;
   q.max_name_length = l.max_name_length;
   return q;
-}
-
-// Durations in a request are whole seconds, 0 to `max_s`.
-grpc::Status Seconds(const char* field, const google::protobuf::Duration& d, uint64_t max_s,
-                     const char* key, uint32_t* out) {
-  if (d.seconds() < 0 || d.nanos() < 0) return Invalid(std::string(field) + " is negative", field);
-  if (static_cast<uint64_t>(d.seconds()) > max_s) return AboveLimit(field, d.seconds(), max_s, key);
-  *out = static_cast<uint32_t>(d.seconds());
-  return grpc::Status::OK;
 }
 
 // The default page size of the two lists, and the most ListSessions returns at once.
@@ -228,239 +221,15 @@ grpc::Status ProfilerService::ListTargets(grpc::ServerContext* ctx,
 grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
                                            const v1::StartSessionRequest* req, v1::Session* resp) {
   return Run("StartSession", ctx, [&](const Peer& peer) -> grpc::Status {
-    Limits l = limits();
+    const Limits l = limits();
     pipeline::SessionConfig c;
-    // ---- the target(s)
-    switch (req->target_case()) {
-      case v1::StartSessionRequest::kPid: {
-        // 0 is no process, and a negative pid names a process group to kill(2), not a process.
-        if (req->pid() < 1)
-          return Invalid("pid must be in [1, 2147483647], got " + std::to_string(req->pid()),
-                         "pid");
-        grpc::Status s = Authorizer::CheckPid(peer, req->pid());
-        if (!s.ok()) return s;
-        c.pids.push_back(req->pid());
-        break;
-      }
-      case v1::StartSessionRequest::kExecutableName: {
-        const std::string& name = req->executable_name();
-        if (name.empty()) return Invalid("executable_name is empty");
-        if (name.size() > l.max_name_length)
-          return AboveLimit("executable_name length", name.size(), l.max_name_length,
-                            "max_name_length");
-        size_t others = 0;
-        for (const auto& p : ProcessesNamed(name)) {
-          if (Authorizer::MaySee(peer, p.uid))
-            c.pids.push_back(p.pid);
-          else
-            ++others;
-        }
-        if (c.pids.empty())
-          return grpc::Status(
-              StatusCode::NOT_FOUND,
-              "no process named " + name +
-                  (others ? " that you own (" + std::to_string(others) + " belong to other users)"
-                          : ""));
-        break;
-      }
-      case v1::StartSessionRequest::kCgroup:
-      case v1::StartSessionRequest::kSystemdUnit: {
-        std::string cgroup = req->cgroup();
-        if (req->has_systemd_unit()) {
-          if (req->systemd_unit().size() > l.max_name_length)
-            return AboveLimit("systemd_unit length", req->systemd_unit().size(), l.max_name_length,
-                              "max_name_length");
-          auto resolved = CgroupOfUnit(req->systemd_unit());
-          if (!resolved.ok()) return ToGrpc(resolved.status());
-          cgroup = *resolved;
-        }
-        if (cgroup.size() > l.max_name_length)
-          return AboveLimit("cgroup length", cgroup.size(), l.max_name_length, "max_name_length");
-        auto pids = ProcessesInCgroup(cgroup);
-        if (!pids.ok()) return ToGrpc(pids.status());
-        for (uint32_t pid : *pids) {
-          grpc::Status s = Authorizer::CheckPid(peer, pid);
-          if (s.error_code() == StatusCode::PERMISSION_DENIED)
-            return grpc::Status(StatusCode::PERMISSION_DENIED,
-                                "cgroup " + cgroup + ": " + s.error_message());
-          if (s.ok()) c.pids.push_back(pid);
-        }
-        if (c.pids.empty())
-          return grpc::Status(StatusCode::NOT_FOUND, "cgroup " + cgroup + " has no processes");
-        break;
-      }
-      default:
-        return Invalid("no target: set pid, executable_name, cgroup or systemd_unit");
-    }
-    if (c.pids.size() > l.max_pids_per_session)
-      return AboveLimit("matched processes", c.pids.size(), l.max_pids_per_session,
-                        "max_pids_per_session");
-    // ---- settings: 0 keeps the pipeline's default; anything above the server's bounds is refused
-    c.source = FromProto(req->source());
-    const auto& e = req->engine();
-    const auto& sm = req->sampling();
-    const auto& o = req->osp();
-    const auto& pc = req->pcct();
-    for (grpc::Status st : {
-             NonNegative("engine.extension", e.extension()),
-             NonNegative("engine.max_path_length", e.max_path_length()),
-             Bounded("engine.hpt_entries", e.hpt_entries(), l.max_hpt_entries, "max_hpt_entries"),
-             NonNegative("engine.hpt_ways", e.hpt_ways()),
-             Bounded("sampling.stack_hz", sm.stack_hz(), l.max_stack_hz, "max_stack_hz"),
-             Bounded("sampling.window_branches", sm.window_branches(), l.max_window_branches,
-                     "max_window_branches"),
-             NonNegative("sampling.lbr_period", sm.lbr_period()),
-             NonNegative("max_descendants", req->max_descendants()),
-             Bounded("osp.memory_entries", o.memory_entries(), l.max_osp_entries,
-                     "max_osp_entries"),
-             NonNegative("osp.max_length", o.max_length()),
-             Bounded("pcct.max_depth", pc.max_depth(), l.max_depth, "max_depth"),
-             Bounded("pcct.max_nodes", pc.max_nodes(), l.max_pcct_nodes, "max_pcct_nodes"),
-         })
-      if (!st.ok()) return st;
-    c.engine.path_kind = FromProto(e.path_kind());
-    if (e.extension()) c.engine.extension = e.extension();
-    if (e.max_path_length()) c.engine.max_path_length = e.max_path_length();
-    if (e.hpt_entries()) c.engine.hpt_entries = e.hpt_entries();
-    if (e.hpt_ways()) c.engine.hpt_ways = e.hpt_ways();
-    c.engine.hpt_index_start_only = e.hpt_index() == v1::HPT_INDEX_START;
-    c.engine.hpt_lru = e.hpt_replacement() == v1::HPT_REPLACEMENT_LRU;
-    c.engine.metric = FromProto(e.metric());
-    if (sm.has_stack_hz()) c.sampling.stack_hz = sm.stack_hz();
-    if (sm.window_branches()) c.sampling.window_branches = sm.window_branches();
-    if (sm.lbr_period()) c.sampling.lbr_period = sm.lbr_period();
-    // Negated comparisons so that NaN, which compares false with everything, is refused.
-    if (!(sm.bursts_per_second() >= 0 && sm.bursts_per_second() <= 10000))
-      return Invalid("sampling.bursts_per_second must be in [0, 10000]");
-    if (sm.bursts_per_second() > 0) c.sampling.bursts_per_second = sm.bursts_per_second();
-    if (!(sm.max_stopped_fraction() >= 0 && sm.max_stopped_fraction() <= 0.5))
-      return Invalid("sampling.max_stopped_fraction must be in [0, 0.5]");
-    if (sm.max_stopped_fraction() > 0) c.sampling.max_stopped_fraction = sm.max_stopped_fraction();
-    c.sampling.call_graph = sm.call_graph() == v1::CALL_GRAPH_FRAME_POINTERS
-                                ? pipeline::CallGraph::kFramePointers
-                                : pipeline::CallGraph::kDwarf;
-    c.follow_children = req->follow_children();
-    c.max_descendants = req->max_descendants() ? static_cast<uint32_t>(req->max_descendants()) : 4;
-    if (c.follow_children && c.max_descendants > l.max_pids_per_session)
-      return AboveLimit("max_descendants", c.max_descendants, l.max_pids_per_session,
-                        "max_pids_per_session");
-    switch (sm.step_mode()) {
-      case v1::STEP_MODE_SINGLE_STEP:
-        c.sampling.step_mode = pipeline::StepChoice::kStep;
-        break;
-      case v1::STEP_MODE_BREAKPOINTS:
-        c.sampling.step_mode = pipeline::StepChoice::kBreakpoints;
-        break;
-      case v1::STEP_MODE_INT3:
-        c.sampling.step_mode = pipeline::StepChoice::kInt3;
-        break;
-      case v1::STEP_MODE_EMULATE:
-        c.sampling.step_mode = pipeline::StepChoice::kEmulate;
-        break;
-      case v1::STEP_MODE_AUTO:
-        c.sampling.step_mode = pipeline::StepChoice::kAuto;
-        break;
-      default: {  // not set: the daemon's configured step mode
-        std::lock_guard<std::mutex> lock(mu_);
-        c.sampling.step_mode = default_step_mode_;
-        break;
-      }
-    }
-    if (o.memory_entries()) c.osp.memory_entries = o.memory_entries();
-    if (o.max_length()) c.osp.max_length = o.max_length();
-    if (!std::isfinite(o.confidence())) return Invalid("osp.confidence must be in (0, 1)");
-    if (o.confidence() != 0) c.osp.confidence = o.confidence();
-    if (pc.max_depth()) c.pcct.max_depth = pc.max_depth();
-    if (pc.max_nodes()) c.pcct.max_nodes = pc.max_nodes();
-    if (grpc::Status st = Seconds("pcct.purge_interval", pc.purge_interval(), l.max_duration_s,
-                                  "max_duration_s", &c.pcct.purge_interval_s);
-        !st.ok())
-      return st;
-    if (grpc::Status st =
-            Seconds("duration", req->duration(), l.max_duration_s, "max_duration_s", &c.duration_s);
-        !st.ok())
-      return st;
+    if (grpc::Status s = ResolveTargets(peer, *req, l, &c.pids); !s.ok()) return s;
+    if (grpc::Status s = api::ToSessionSettings(*req, SessionBoundsOf(l), &c); !s.ok()) return s;
     c.owner_uid = peer.uid;
     if (!peer.admin) c.confine_to_uid = peer.uid;
     if (Status v = c.Validate(); !v.ok()) return ToGrpc(v);
-
-    // ---- quotas. Every retained session counts (an ended one keeps its profiles, and its
-    // memory, for the retention period): per client, in all, and in memory. A client at its cap
-    // makes room by evicting its own oldest ended session; nobody can evict another's, and the
-    // last admin_reserved_sessions places and admin_reserved_memory_bytes are only for admins,
-    // so that no non-admin can make the daemon refuse root.
     std::lock_guard<std::mutex> start_lock(start_mu_);
-    const uint64_t need = c.MemoryBoundBytes();
-    if (need > l.max_session_memory_bytes)
-      return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
-                          "the session's profiles may take " + std::to_string(need >> 20) +
-                              " MiB, above limits.max_session_memory_bytes " +
-                              std::to_string(l.max_session_memory_bytes >> 20) +
-                              " MiB (ask for smaller hpt/osp/pcct bounds or fewer processes)");
-    const uint32_t reserve =
-        l.max_sessions > 0 ? std::min(l.admin_reserved_sessions, l.max_sessions - 1) : 0;
-    const uint32_t session_cap = peer.admin ? l.max_sessions : l.max_sessions - reserve;
-    const uint64_t memory_cap =
-        peer.admin
-            ? l.max_memory_bytes
-            : l.max_memory_bytes - std::min(l.admin_reserved_memory_bytes, l.max_memory_bytes / 2);
-    // Each non-admin client gets at most its share of the non-admin memory, so that one user's
-    // sessions cannot fill it and refuse every other user's.
-    const uint64_t client_memory_cap =
-        peer.admin ? memory_cap
-                   : static_cast<uint64_t>(static_cast<double>(memory_cap) * l.client_memory_share);
-    for (;;) {
-      uint32_t mine = 0, total = 0;
-      uint64_t bytes = 0, mine_bytes = 0;
-      const pipeline::SessionInfo* oldest_ended_mine = nullptr;
-      const std::vector<pipeline::SessionInfo> all = sessions_->List();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (const auto& info : all) {
-          ++total;
-          bytes += info.config.MemoryBoundBytes();
-          auto it = session_clients_.find(info.id);
-          if (it == session_clients_.end() || it->second != peer.client_key()) continue;
-          ++mine;
-          mine_bytes += info.config.MemoryBoundBytes();
-          if (info.state != pipeline::SessionState::kRunning &&
-              (!oldest_ended_mine || info.stopped_unix_ms < oldest_ended_mine->stopped_unix_ms))
-            oldest_ended_mine = &info;
-        }
-      }
-      std::string over;
-      if (mine >= l.max_sessions_per_client)
-        over = peer.client_key() + " holds " + std::to_string(mine) +
-               " sessions (limits.max_sessions_per_client, running and ended together)";
-      else if (total >= session_cap)
-        over = std::to_string(total) + " sessions are held, the most " +
-               (peer.admin ? std::string("allowed (limits.max_sessions)")
-                           : "a non-admin may fill (limits.max_sessions less "
-                             "limits.admin_reserved_sessions)");
-      else if (bytes + need > memory_cap)
-        over = "the session's profiles may take " + std::to_string(need >> 20) + " MiB; held " +
-               "sessions may take " + std::to_string(bytes >> 20) + " MiB of the " +
-               std::to_string(memory_cap >> 20) + " MiB allowed (limits.max_memory_bytes" +
-               (peer.admin ? "" : " less limits.admin_reserved_memory_bytes") + ")";
-      else if (mine_bytes + need > client_memory_cap)
-        over = "the session's profiles may take " + std::to_string(need >> 20) + " MiB; " +
-               peer.client_key() + "'s sessions may take " + std::to_string(mine_bytes >> 20) +
-               " MiB of the " + std::to_string(client_memory_cap >> 20) +
-               " MiB one client may hold (limits.client_memory_share of the non-admin memory)";
-      if (over.empty()) break;
-      if (oldest_ended_mine == nullptr)
-        return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
-                            over +
-                                "; none of yours has ended: stop one (pathctl stop) or delete "
-                                "one (pathctl rm)");
-      const std::string evict = oldest_ended_mine->id;
-      if (sessions_->Delete(evict).ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        session_clients_.erase(evict);
-      }
-      Log(kLogNotice, "session %s of %s evicted to make room: %s", evict.c_str(),
-          peer.Describe().c_str(), over.c_str());
-    }
+    if (grpc::Status s = MakeRoom(peer, c.MemoryBoundBytes(), l); !s.ok()) return s;
     // A client whose deadline has passed has given up: a session started now would be one
     // nobody asked for, holding its quota (and its target under ptrace). Checked before the
     // start, and again after it, when the start itself outlasted the deadline.
@@ -487,6 +256,53 @@ grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
     ToProto(info, resp);
     return grpc::Status::OK;
   });
+}
+
+api::SessionBounds ProfilerService::SessionBoundsOf(const Limits& l) const {
+  api::SessionBounds b;
+  b.max_hpt_entries = l.max_hpt_entries;
+  b.max_stack_hz = l.max_stack_hz;
+  b.max_window_branches = l.max_window_branches;
+  b.max_osp_entries = l.max_osp_entries;
+  b.max_depth = l.max_depth;
+  b.max_pcct_nodes = l.max_pcct_nodes;
+  b.max_duration_s = l.max_duration_s;
+  b.max_pids_per_session = l.max_pids_per_session;
+  std::lock_guard<std::mutex> lock(mu_);
+  b.default_step_mode = default_step_mode_;
+  return b;
+}
+
+// Asks the admission policy (admission.h) over the sessions held now, evicting the peer's own
+// ended sessions while it says so. Called with start_mu_ held, so that two starts cannot both
+// take the last place.
+grpc::Status ProfilerService::MakeRoom(const Peer& peer, uint64_t need_bytes, const Limits& l) {
+  const Applicant applicant{
+      .admin = peer.admin, .client_key = peer.client_key(), .memory_bound_bytes = need_bytes};
+  for (;;) {
+    std::vector<HeldSession> held;
+    const std::vector<pipeline::SessionInfo> all = sessions_->List();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& info : all) {
+        auto it = session_clients_.find(info.id);
+        held.push_back({.id = info.id,
+                        .mine = it != session_clients_.end() && it->second == applicant.client_key,
+                        .running = info.state == pipeline::SessionState::kRunning,
+                        .memory_bound_bytes = info.config.MemoryBoundBytes(),
+                        .stopped_unix_ms = info.stopped_unix_ms});
+      }
+    }
+    const AdmissionDecision d = Admit(l, applicant, held);
+    if (d.kind == AdmissionDecision::Kind::kAdmit) return grpc::Status::OK;
+    if (d.kind == AdmissionDecision::Kind::kRefuse) return d.refusal;
+    if (sessions_->Delete(d.evict_id).ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_clients_.erase(d.evict_id);
+    }
+    Log(kLogNotice, "session %s of %s evicted to make room: %s", d.evict_id.c_str(),
+        peer.Describe().c_str(), d.reason.c_str());
+  }
 }
 
 grpc::Status ProfilerService::StopSession(grpc::ServerContext* ctx,

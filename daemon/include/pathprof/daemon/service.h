@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/api/session_request.h"
+#include "pathprof/daemon/admission.h"
 #include "pathprof/daemon/auth.h"
 #include "pathprof/daemon/config.h"
 #include "pathprof/daemon/limits.h"
@@ -100,6 +102,10 @@ class ProfilerService final : public v1::PathProfiler::Service {
   grpc::Status FillHotPaths(const pipeline::Session& session, const v1::GetHotPathsRequest& req,
                             bool hide_kernel, v1::HotPaths* out) const;
   Limits limits() const;
+  // StartSession's parts: the request checks' bounds from the limits, and the quotas
+  // (admission.h), evicting the peer's own ended sessions to make room.
+  api::SessionBounds SessionBoundsOf(const Limits& l) const;
+  grpc::Status MakeRoom(const Peer& peer, uint64_t need_bytes, const Limits& l);
 
   pipeline::SessionManager* sessions_;
   Authorizer auth_;
@@ -107,7 +113,7 @@ class ProfilerService final : public v1::PathProfiler::Service {
   std::atomic<uint64_t> orphans_dropped_{0};
   QuotaCounter streams_;
 
-  mutable std::mutex mu_;  // guards limits_, session_clients_, metrics_
+  mutable std::mutex mu_;  // guards limits_, session_clients_, metrics_, default_step_mode_
   Limits limits_;
   pipeline::StepChoice default_step_mode_ = pipeline::StepChoice::kAuto;  // [ptrace] step_mode
   std::map<std::string, std::string> session_clients_;  // session id -> client key

@@ -1,0 +1,20 @@
+// The processes a StartSessionRequest names (a pid, an executable name, a cgroup or a systemd
+// unit), those the peer may trace only: a pid it may not is refused, other users' processes of
+// the same name are left out and counted in the message when none is left.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "pathprof/daemon/config.h"
+#include "pathprof/daemon/peer.h"
+#include "pathprof/v1/profiler.pb.h"
+
+namespace pathprof::daemon {
+
+grpc::Status ResolveTargets(const Peer& peer, const v1::StartSessionRequest& req,
+                            const Limits& limits, std::vector<uint32_t>* pids);
+
+}  // namespace pathprof::daemon
