@@ -41,10 +41,13 @@ constexpr uint64_t kSecondNs = 1'000'000'000;
 constexpr int kTimeoutsBeforeFallback = 3;  // legs timed out in a mode that has worked
 constexpr size_t kMaxSeizePerScan = 256;
 constexpr size_t kMaxThreadsChecked = 64;  // per pick: /proc reads stay bounded
-// A thread found not running is read again only after this long: each read of a stat file cost
-// more than a tenth of the tracer's CPU on zstd (a sleeping main thread read before its worker
-// at every burst), and a thread that wakes is still found within a few windows' time.
-constexpr uint64_t kNotRunningRecheckNs = 20'000'000;
+// A thread found not running is read again only after a wait that doubles with each such read
+// in a row, from 1 ms to 16 ms: each read of a stat file cost more than a tenth of the tracer's
+// CPU on zstd (a sleeping main thread read before its worker at every burst). A thread that
+// runs most of the time is skipped for a millisecond or two when a read finds it waiting, so
+// picks stay close to uniform over the time threads run.
+constexpr uint64_t kNotRunningFirstWaitNs = 1'000'000;
+constexpr unsigned kNotRunningMaxDoublings = 4;
 constexpr uint64_t kNotedDifferences = 10;  // emulation checks that differed, told as notes
 // New threads are looked for at most this often (a directory read of /proc/PID/task): at
 // hundreds of bursts a second a scan per burst was a fifth of the tracer's time.
@@ -162,6 +165,7 @@ struct Thread {
   DebugRegisterCache debug_registers;
   decoders::UniqueFd stat_fd;         // /proc/PID/task/TID/stat (ReadTaskState)
   uint64_t not_running_until_ns = 0;  // found not running: not read again before this
+  unsigned not_running_reads = 0;     // reads in a row that found it not running
 };
 
 // A process a traced thread forked while int3s were in use (see software_breakpoints.h).
@@ -647,11 +651,16 @@ class BurstTracer {
       }
       const TaskState s = ReadTaskState(options_.pid, tid, &thread.stat_fd);
       if (s.state == 'R') {
+        thread.not_running_reads = 0;
         rr_ = (rr_ + i + 1) % tids.size();
         *cpu = s.cpu;
         return tid;
       }
-      if (s.state != 0) thread.not_running_until_ns = now + kNotRunningRecheckNs;
+      if (s.state != 0) {
+        const unsigned doublings = std::min(thread.not_running_reads, kNotRunningMaxDoublings);
+        thread.not_running_reads = doublings + 1;
+        thread.not_running_until_ns = now + (kNotRunningFirstWaitNs << doublings);
+      }
       if (fallback < 0 && s.state != 0) {
         fallback = tid;
         *cpu = s.cpu;
