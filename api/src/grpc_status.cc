@@ -84,4 +84,9 @@ std::optional<v1::ErrorInfo> ErrorInfoOf(const grpc::Status& s) {
   return std::nullopt;
 }
 
+grpc::Status InvalidArgument(std::string message, std::string field) {
+  return MakeError(grpc::StatusCode::INVALID_ARGUMENT, std::move(message),
+                   {.field = std::move(field)});
+}
+
 }  // namespace pathprof::api

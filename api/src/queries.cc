@@ -9,14 +9,10 @@
 namespace pathprof::api {
 namespace {
 
-grpc::Status Invalid(const std::string& message, const char* field) {
-  return MakeError(grpc::StatusCode::INVALID_ARGUMENT, message, {.field = field});
-}
-
 // Negated so that NaN, which compares false with everything, is refused.
 grpc::Status Share(const char* field, double value) {
   if (value >= 0 && value <= 1) return grpc::Status::OK;
-  return Invalid(std::string(field) + " must be a share in [0, 1]", field);
+  return InvalidArgument(std::string(field) + " must be a share in [0, 1]", field);
 }
 
 }  // namespace
@@ -31,7 +27,7 @@ grpc::Status AboveLimit(const char* field, uint64_t value, uint64_t max, const c
 
 grpc::Status NonNegative(const char* field, int64_t value) {
   if (value >= 0) return grpc::Status::OK;
-  return Invalid(std::string(field) + " " + std::to_string(value) + " is negative", field);
+  return InvalidArgument(std::string(field) + " " + std::to_string(value) + " is negative", field);
 }
 
 grpc::Status Bounded(const char* field, int64_t value, uint64_t max, const char* key) {

@@ -14,14 +14,11 @@
 namespace pathprof::api {
 namespace {
 
-grpc::Status Invalid(const std::string& msg, const std::string& field = "") {
-  return MakeError(grpc::StatusCode::INVALID_ARGUMENT, msg, {.field = field});
-}
-
 // Durations in a request are whole seconds, 0 to `max_s`.
 grpc::Status Seconds(const char* field, const google::protobuf::Duration& d, uint64_t max_s,
                      const char* key, uint32_t* out) {
-  if (d.seconds() < 0 || d.nanos() < 0) return Invalid(std::string(field) + " is negative", field);
+  if (d.seconds() < 0 || d.nanos() < 0)
+    return InvalidArgument(std::string(field) + " is negative", field);
   if (static_cast<uint64_t>(d.seconds()) > max_s) return AboveLimit(field, d.seconds(), max_s, key);
   *out = static_cast<uint32_t>(d.seconds());
   return grpc::Status::OK;
@@ -82,10 +79,10 @@ grpc::Status ToSessionSettings(const v1::StartSessionRequest& req, const Session
   if (sm.lbr_period()) c.sampling.lbr_period = sm.lbr_period();
   // Negated comparisons so that NaN, which compares false with everything, is refused.
   if (!(sm.bursts_per_second() >= 0 && sm.bursts_per_second() <= 10000))
-    return Invalid("sampling.bursts_per_second must be in [0, 10000]");
+    return InvalidArgument("sampling.bursts_per_second must be in [0, 10000]");
   if (sm.bursts_per_second() > 0) c.sampling.bursts_per_second = sm.bursts_per_second();
   if (!(sm.max_stopped_fraction() >= 0 && sm.max_stopped_fraction() <= 0.5))
-    return Invalid("sampling.max_stopped_fraction must be in [0, 0.5]");
+    return InvalidArgument("sampling.max_stopped_fraction must be in [0, 0.5]");
   if (sm.max_stopped_fraction() > 0) c.sampling.max_stopped_fraction = sm.max_stopped_fraction();
   c.sampling.call_graph = sm.call_graph() == v1::CALL_GRAPH_FRAME_POINTERS
                               ? pipeline::CallGraph::kFramePointers
@@ -98,7 +95,7 @@ grpc::Status ToSessionSettings(const v1::StartSessionRequest& req, const Session
                       "max_pids_per_session");
   if (o.memory_entries()) c.osp.memory_entries = o.memory_entries();
   if (o.max_length()) c.osp.max_length = o.max_length();
-  if (!std::isfinite(o.confidence())) return Invalid("osp.confidence must be in (0, 1)");
+  if (!std::isfinite(o.confidence())) return InvalidArgument("osp.confidence must be in (0, 1)");
   if (o.confidence() != 0) c.osp.confidence = o.confidence();
   if (pc.max_depth()) c.pcct.max_depth = pc.max_depth();
   if (pc.max_nodes()) c.pcct.max_nodes = pc.max_nodes();

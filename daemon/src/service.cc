@@ -40,11 +40,7 @@ bool CallExpired(grpc::ServerContext* ctx) {
 
 using grpc::StatusCode;
 
-// `field` is the request field to blame, for ErrorInfo's metadata (empty: none is).
-grpc::Status Invalid(const std::string& msg, const std::string& field = "") {
-  return api::MakeError(StatusCode::INVALID_ARGUMENT, msg, {.field = field});
-}
-
+using api::InvalidArgument;
 using api::ToGrpc;  // the one ErrorCode -> gRPC mapping (api/grpc_status.h)
 
 // Counts are signed on the wire (AIP-141): the request checks of api/queries.h refuse a
@@ -189,9 +185,9 @@ grpc::Status ProfilerService::ListTargets(grpc::ServerContext* ctx,
       char* end = nullptr;
       unsigned long v = strtoul(req->page_token().c_str(), &end, 10);
       if (*end != '\0' || v > 2147483647ul)
-        return Invalid("page_token '" + req->page_token() +
-                           "' is not one this server gave (use next_page_token as it came)",
-                       "page_token");
+        return InvalidArgument("page_token '" + req->page_token() +
+                                   "' is not one this server gave (use next_page_token as it came)",
+                               "page_token");
       after = static_cast<uint32_t>(v);
     }
     std::vector<ProcessEntry> processes = ListProcesses();
@@ -327,7 +323,8 @@ grpc::Status ProfilerService::ImportRecording(grpc::ServerContext* ctx,
       return grpc::Status(StatusCode::PERMISSION_DENIED,
                           "path: only an admin may name a file for the daemon to read; analyze "
                           "a recording of your own with pathctl analyze or pathctl paths FILE");
-    if (req->path().empty()) return Invalid("path is empty (a perf.data or .pbs on this host)");
+    if (req->path().empty())
+      return InvalidArgument("path is empty (a perf.data or .pbs on this host)");
     pipeline::AnalyzeOptions options;
     options.config.owner_uid = peer.uid;
     std::vector<std::string> warnings;
@@ -378,7 +375,7 @@ grpc::Status ProfilerService::ListSessions(grpc::ServerContext* ctx,
     // after it whatever was started or deleted in between.
     const std::string& after = req->page_token();
     if (!after.empty() && !api::SessionIdFromName(after, "page_token").ok())
-      return Invalid(
+      return InvalidArgument(
           "page_token '" + after + "' is not one this server gave (use next_page_token as it came)",
           "page_token");
     std::vector<pipeline::SessionInfo> all = sessions_->List();
@@ -485,7 +482,7 @@ grpc::Status ProfilerService::SaveBaseline(grpc::ServerContext* ctx,
     std::shared_ptr<pipeline::Session> s;
     if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     if (req->name().empty() || req->name().size() > 256)
-      return Invalid("baseline name must be 1..256 bytes");
+      return InvalidArgument("baseline name must be 1..256 bytes");
     auto n = s->SaveBaseline(req->name());
     if (!n.ok()) return ToGrpc(n.status());
     resp->set_paths(*n);
@@ -502,7 +499,7 @@ grpc::Status ProfilerService::GetResidualPaths(grpc::ServerContext* ctx,
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
     if (req->baseline().empty() || req->baseline().size() > 256)
-      return Invalid("baseline name must be 1..256 bytes");
+      return InvalidArgument("baseline name must be 1..256 bytes");
     auto r = s->ResidualPaths(req->baseline(), k);
     if (!r.ok()) return ToGrpc(r.status());
     if (!Authorizer::KernelAddressesVisible(peer)) {
@@ -526,8 +523,9 @@ grpc::Status ProfilerService::WatchHotPaths(grpc::ServerContext* ctx,
     Limits l = limits();
     using google::protobuf::util::TimeUtil;
     if (req->interval().seconds() < 0 || req->interval().nanos() < 0)
-      return Invalid("interval is negative", "interval");
-    if (req->interval().seconds() > 3600) return Invalid("interval above one hour", "interval");
+      return InvalidArgument("interval is negative", "interval");
+    if (req->interval().seconds() > 3600)
+      return InvalidArgument("interval above one hour", "interval");
     int64_t interval_ms = TimeUtil::DurationToMilliseconds(req->interval());
     uint32_t interval = interval_ms ? static_cast<uint32_t>(interval_ms) : 1000;
     if (interval < l.min_watch_interval_ms)

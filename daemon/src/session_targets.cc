@@ -10,15 +10,12 @@
 namespace pathprof::daemon {
 namespace {
 
+using api::InvalidArgument;
 using grpc::StatusCode;
-
-grpc::Status Invalid(const std::string& msg, const std::string& field = "") {
-  return api::MakeError(StatusCode::INVALID_ARGUMENT, msg, {.field = field});
-}
 
 grpc::Status Named(const Peer& peer, const std::string& name, const Limits& l,
                    std::vector<uint32_t>* pids) {
-  if (name.empty()) return Invalid("executable_name is empty");
+  if (name.empty()) return InvalidArgument("executable_name is empty");
   if (name.size() > l.max_name_length)
     return api::AboveLimit("executable_name length", name.size(), l.max_name_length,
                            "max_name_length");
@@ -73,7 +70,8 @@ grpc::Status ResolveTargets(const Peer& peer, const v1::StartSessionRequest& req
     case v1::StartSessionRequest::kPid:
       // 0 is no process, and a negative pid names a process group to kill(2), not a process.
       if (req.pid() < 1)
-        return Invalid("pid must be in [1, 2147483647], got " + std::to_string(req.pid()), "pid");
+        return InvalidArgument("pid must be in [1, 2147483647], got " + std::to_string(req.pid()),
+                               "pid");
       s = Authorizer::CheckPid(peer, req.pid());
       if (s.ok()) pids->push_back(req.pid());
       break;
@@ -85,7 +83,7 @@ grpc::Status ResolveTargets(const Peer& peer, const v1::StartSessionRequest& req
       s = InCgroup(peer, req, l, pids);
       break;
     default:
-      return Invalid("no target: set pid, executable_name, cgroup or systemd_unit");
+      return InvalidArgument("no target: set pid, executable_name, cgroup or systemd_unit");
   }
   if (!s.ok()) return s;
   if (pids->size() > l.max_pids_per_session)

@@ -30,6 +30,8 @@ grpc::StatusCode ToGrpcCode(ErrorCode code);
 // reason = the ErrorCode's name (CORRUPT, TRUNCATED, IO, ...), unless `detail` names one.
 grpc::Status ToGrpc(const Status& status, ErrorDetail detail = {});
 grpc::Status MakeError(grpc::StatusCode code, std::string message, ErrorDetail detail = {});
+// INVALID_ARGUMENT, blaming the request field `field` in ErrorInfo's metadata (empty: none).
+grpc::Status InvalidArgument(std::string message, std::string field = "");
 // `s` with an ErrorInfo whose reason is its gRPC code's name, when it carries none yet.
 grpc::Status WithErrorInfo(const grpc::Status& s);
 
