@@ -11,6 +11,7 @@
 
 #include "pathctl/client.h"
 #include "pathctl/command.h"
+#include "pathctl/interrupts.h"
 #include "pathprof/api/convert.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/decoders/address_space.h"
@@ -53,11 +54,6 @@ constexpr const char* kUsage =
     "  -o, --output OUT.pbs  also write the windows to a .pbs file\n"
     "  --top K            hot paths to print (default 10; 0: none)\n"
     "  --json             the hot paths and the session's counters as one JSON object on stdout";
-
-std::atomic<bool> g_interrupted{false};
-void OnSignal(int) {
-  g_interrupted = true;
-}
 
 namespace col = pathprof::stepping;
 
@@ -268,13 +264,12 @@ pathprof::Result<col::PtraceBurstStats> Collect(const BurstsRequest& req, Window
   sink.on_note = [](const std::string& note) {
     std::fprintf(stderr, "pathctl bursts: %s\n", note.c_str());
   };
-  signal(SIGINT, OnSignal);
-  signal(SIGTERM, OnSignal);
+  CatchInterrupts();
   auto collector = col::PtraceBurstCollector::Start(req.options, sink);
   if (!collector.ok()) return collector.status();
   const long long total_ms = static_cast<long long>(req.duration_s * 1000);
-  for (long long waited = 0;
-       !g_interrupted && !(*collector)->finished() && (req.duration_s == 0 || waited < total_ms);
+  for (long long waited = 0; InterruptSignal() == 0 && !(*collector)->finished() &&
+                             (req.duration_s == 0 || waited < total_ms);
        waited += 20)
     usleep(20000);
   return (*collector)->Stop();

@@ -16,6 +16,7 @@
 #include "pathctl/client.h"
 #include "pathctl/command.h"
 #include "pathctl/held_command.h"
+#include "pathctl/interrupts.h"
 #include "pathctl/run_report.h"
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/pipeline/session.h"
@@ -87,19 +88,23 @@ int OpenTarget(const RunFlags& flags, const std::vector<std::string>& command,
     config->pids = {static_cast<uint32_t>(flags.pid)};
     return kExitOk;
   }
-  auto forked = HeldCommand::Fork(command);
+  // The JSON report owns standard output: the command's goes to standard error, so that
+  // `pathctl run --json -- CMD | jq` reads one JSON object whatever CMD prints.
+  auto forked = HeldCommand::Fork(command, /*stdout_to_stderr=*/flags.json);
   if (!forked.ok()) return FailLocal("run", forked.status());
   held->emplace(std::move(*forked));
   config->pids = {static_cast<uint32_t>((*held)->pid())};
   return kExitOk;
 }
 
-// Blocks until the session ends (every target exited), or stops it when `duration_s` passes.
+// Blocks until the session ends (every target exited), or stops it when `duration_s` passes or
+// a signal asks pathctl to end (interrupts.h): then the report covers what was collected.
 void WaitForEnd(pl::Session& session, double duration_s) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::microseconds(static_cast<long long>(duration_s * 1e6));
-  while (!session.WaitEnded(duration_s > 0 ? 20 : 200)) {
-    if (duration_s > 0 && std::chrono::steady_clock::now() >= deadline) {
+  while (!session.WaitEnded(20)) {
+    if (InterruptSignal() != 0 ||
+        (duration_s > 0 && std::chrono::steady_clock::now() >= deadline)) {
       session.Stop();
       return;
     }
@@ -139,16 +144,19 @@ int RunRun(Args& args) {
   // for this line before they let the target go.
   std::fprintf(stderr, "pathctl run: profiling pid %u (%s; %s)\n", pid,
                (*session)->Info().source_reason.c_str(), (*session)->Info().stacks_reason.c_str());
+  CatchInterrupts();
   WaitForEnd(**session, flags.duration_s);
   int exit_status = -1;
   if (held) {
-    // The duration ended with the command still running: it is not ours to keep alive. One
-    // that ignores SIGTERM gets SIGKILL half a second later: run returns within D + 2 s.
+    // The duration ended (or a signal came to pathctl alone) with the command still running:
+    // it is not ours to keep alive. One that ignores SIGTERM gets SIGKILL half a second later:
+    // run returns within D + 2 s. Ctrl-C in a terminal has already signalled it too.
     if ((*session)->Info().state != pl::SessionState::kTargetExited) kill(held->pid(), SIGTERM);
     exit_status = ReapWithin(held->pid(), 500);
   }
   const RunResults results = CollectRunResults(**session, flags.top, exit_status);
   flags.json ? PrintRunJson(results) : PrintRunText(results);
+  ExitAsInterrupted();  // with the report printed, end as the signal would have, as perf does
   return kExitOk;
 }
 
@@ -167,12 +175,15 @@ PATHCTL_COMMAND(Command{
     "  --top K           entries per table (default 10, at most 1000)\n"
     "  --burst-rate R    ptrace bursts per second (default: 1000 emulated, 20 stepped)\n"
     "  --window W        taken branches per window (default 32)\n"
-    "  --json            the whole report as one JSON object on stdout\n\n"
+    "  --json            the whole report as one JSON object on stdout (CMD's own standard\n"
+    "                    output then goes to standard error)\n\n"
     "Runs CMD (or attaches to process P), profiles it with eBPF stack samples and the best\n"
     "branch source (PT > LBR > ptrace bursts unless --source says otherwise), and prints its hot\n"
     "paths with their blocks' functions and lines, hot subpaths, hot call pairs, hot methods and\n"
     "the top of its calling context tree when it exits or --duration passes (then CMD is\n"
     "sent SIGTERM, and SIGKILL half a second later; a --pid target is left running).\n"
+    "SIGINT (Ctrl-C), SIGTERM or SIGHUP end the collection the same way: the report is printed,\n"
+    "then pathctl ends by that signal, as perf record does (exit status 128 + the signal).\n"
     "--step-mode says how ptrace bursts step a window: auto (what `pathctl caps` found works\n"
     "best here), breakpoints (debug registers), int3 (int3 bytes in the text, for hosts whose\n"
     "debug registers never fire) or step (one stop per instruction).\n"

@@ -7,6 +7,7 @@
 
 #include "pathctl/client.h"
 #include "pathctl/command.h"
+#include "pathctl/interrupts.h"
 #include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/v1/tools.pb.h"
 
@@ -32,23 +33,6 @@ constexpr const char* kUsage =
     "  --max-steps N     kill CMD after N instructions (default: no limit)\n"
     "  --json            the tracer's counts as one JSON object on stdout (else a line on stderr)";
 
-std::atomic<bool> g_interrupted{false};
-std::atomic<int> g_signal{0};
-void OnSignal(int sig) {
-  g_signal = sig;
-  g_interrupted = true;
-}
-
-// SIGINT, SIGTERM and SIGHUP end the trace (the tracer looks at the flag between stops) instead
-// of pathctl: the default action would leave a .pbs without its end and the program unreaped.
-void CatchInterrupts() {
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sa.sa_flags = SA_RESTART;  // writes to OUT.pbs go on; the tracer's waits wake on their ticker
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-}
-
 void PrintReportJson(const std::string& out, const pathprof::stepping::ExactTraceStats& s) {
   pathprof::v1::TraceReport report;
   report.set_output(out);
@@ -71,7 +55,7 @@ void PrintReportLine(const std::string& out, const pathprof::stepping::ExactTrac
   const std::string mode(pathprof::stepping::StepModeName(s.mode));
   std::string ended = s.step_limit_hit ? ", stopped at --max-steps" : "";
   if (s.interrupted) {
-    const char* name = sigabbrev_np(g_signal);
+    const char* name = sigabbrev_np(InterruptSignal());
     ended = std::string(", interrupted by SIG") + (name ? name : "?") + " (the program killed)";
   }
   std::fprintf(
@@ -112,7 +96,7 @@ int RunTrace(Args& args) {
   options.argv = args.rest();
   options.batch_events = static_cast<size_t>(batch);
   options.max_steps = static_cast<uint64_t>(max_steps);
-  options.interrupt = &g_interrupted;
+  options.interrupt = InterruptFlag();
   CatchInterrupts();
   auto stats = pathprof::stepping::TraceExactToFile(options, out);
   if (!stats.ok()) {

@@ -14,7 +14,7 @@ using pathprof::ErrorCode;
 using pathprof::Result;
 using pathprof::Status;
 
-Result<HeldCommand> HeldCommand::Fork(const std::vector<std::string>& argv) {
+Result<HeldCommand> HeldCommand::Fork(const std::vector<std::string>& argv, bool stdout_to_stderr) {
   if (argv.empty()) return Status(ErrorCode::kInvalidArgument, "no command to run");
   int go[2], exec_gate[2];
   if (pipe2(go, O_CLOEXEC) != 0)
@@ -39,6 +39,7 @@ Result<HeldCommand> HeldCommand::Fork(const std::vector<std::string>& argv) {
     do n = read(go[0], &go_byte, 1);
     while (n < 0 && errno == EINTR);
     if (n != 1) _exit(127);  // pathctl went away (or gave up) before letting it run
+    if (stdout_to_stderr && dup2(2, 1) != 1) _exit(127);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

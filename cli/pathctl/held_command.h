@@ -15,7 +15,10 @@ namespace pathctl {
 class HeldCommand {
  public:
   // Forks; the child waits for Release() before it execs `argv` (PATH searched).
-  static pathprof::Result<HeldCommand> Fork(const std::vector<std::string>& argv);
+  // `stdout_to_stderr`: the command writes its standard output to pathctl's standard error,
+  // where pathctl's own standard output carries a report that must stay whole (run --json).
+  static pathprof::Result<HeldCommand> Fork(const std::vector<std::string>& argv,
+                                            bool stdout_to_stderr = false);
   HeldCommand(HeldCommand&& other) noexcept;
   HeldCommand& operator=(HeldCommand&&) = delete;
   // A child never released is killed and reaped: nothing to profile it with.

@@ -9,7 +9,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <unordered_map>
+
+#include "code_names.h"
 
 namespace pathprof::decoders {
 
@@ -40,6 +43,7 @@ struct Symbolizer::Module {
   std::shared_ptr<const ElfImage> image;  // owns the bytes libdw reads
   Dwarf_Addr base = 0;                    // where libdwfl placed the image's vaddr 0
   std::unordered_map<uint64_t, Symbolization> cache;
+  std::optional<CodeNames> code_names;  // read at the first address without a symbol
   ~Module() {
     if (dwfl != nullptr) dwfl_end(dwfl);
   }
@@ -84,32 +88,27 @@ std::string Basename(const std::string& path) {
 
 }  // namespace
 
-// Code with no symbol at all (stripped, static functions of a stripped library) still has unwind
-// entries: every function the compiler emitted has an FDE in .eh_frame (or .debug_frame) whose
-// range is the function's. Naming the code `image+0xSTART` after that range gives one row per
-// function in hot methods instead of one per sampled address. libdw finds the FDE.
-void Symbolizer::NameByUnwindEntry(Module* m, uint64_t vaddr, Symbolization* s) {
-  for (int source = 0; source < 2; ++source) {
-    Dwarf_Addr bias = 0;
-    Dwarf_CFI* cfi =
-        source == 0 ? dwfl_module_eh_cfi(m->mod, &bias) : dwfl_module_dwarf_cfi(m->mod, &bias);
-    if (cfi == nullptr) continue;
-    Dwarf_Frame* frame = nullptr;
-    if (dwarf_cfi_addrframe(cfi, vaddr + m->base - bias, &frame) != 0 || frame == nullptr) continue;
-    Dwarf_Addr start = 0, end = 0;
-    bool signal_frame = false;
-    const int rc = dwarf_frame_info(frame, &start, &end, &signal_frame);
-    std::free(frame);
-    // `start` in image vaddrs: the CFI's bias is libdwfl's placement of the module.
-    const uint64_t entry = start + bias - m->base;
-    if (rc < 0 || entry > vaddr) continue;
+// Code with no symbol at all (stripped, static functions of a stripped library): PLT entries,
+// _start and main are named by what the image proves; other functions by their unwind entry
+// (FDE), whose range is the function's, `image+0xSTART`, so that hot methods show one row per
+// function and every address of it the same name (code_names.h says why not a CFI row's range).
+void Symbolizer::NameUnsymbolized(Module* m, uint64_t vaddr, Symbolization* s) {
+  if (!m->code_names) m->code_names = CodeNames::Read(m->image->bytes());
+  if (const NamedRange* r = m->code_names->NameAt(vaddr)) {
+    s->function = r->name;
+    s->offset = vaddr - r->start;
+    s->function_size = r->end - r->start;
+    ++proved_names_;
+    return;
+  }
+  if (const AddressRange* f = m->code_names->FunctionAt(vaddr)) {
     char name[32];
-    std::snprintf(name, sizeof name, "+0x%llx", static_cast<unsigned long long>(entry));
+    std::snprintf(name, sizeof name, "+0x%llx", static_cast<unsigned long long>(f->start));
     s->function = Basename(m->image->path()) + name;
-    s->offset = vaddr - entry;
+    s->offset = vaddr - f->start;
+    s->function_size = f->end - f->start;
     s->from_unwind_entry = true;
     ++unwind_entry_names_;
-    return;
   }
 }
 
@@ -190,7 +189,7 @@ Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage
     s.offset = off;
   } else {
     if (name != nullptr) ++data_symbols_refused_;
-    NameByUnwindEntry(m, vaddr, &s);
+    NameUnsymbolized(m, vaddr, &s);
   }
   if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, at)) {
     int lineno = 0;

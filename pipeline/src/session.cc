@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -836,9 +837,17 @@ Result<std::string> Session::ExportPprof(bool include_paths, bool kernel_address
     out.mapping.start = l.map_start;
     out.mapping.limit = l.map_limit;
     out.mapping.offset = l.map_offset;
-    // A made-up name (image+0xSTART) stays out: pprof, Parca and Pyroscope symbolize an unnamed
-    // location from the mapping's file or build-id, never one that already has a name.
-    if (l.name_from_unwind_entry) return out;
+    // Code without a symbol is one function per unwind entry (image+0xSTART), named so in every
+    // view; its system name adds the entry's size (the name has its start), and the mapping is not
+    // marked symbolized by it (pp::Frame::name_from_address), so a backend with the unstripped file
+    // can still name the address.
+    if (l.name_from_unwind_entry) {
+      char range[48];
+      std::snprintf(range, sizeof range, " (0x%llx bytes)",
+                    static_cast<unsigned long long>(l.function_size));
+      out.frames.push_back({l.function, l.function + range, l.file, l.line, 0, true});
+      return out;
+    }
     if (l.inlined_by.empty()) {
       if (!l.function.empty()) out.frames.push_back({l.function, "", l.file, l.line, 0});
     } else {

@@ -176,6 +176,7 @@ Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& sp
   loc.function = sym->function;
   loc.offset = sym->offset;
   loc.name_from_unwind_entry = sym->from_unwind_entry;
+  loc.function_size = sym->function_size;
   loc.file = sym->file;
   loc.line = static_cast<uint32_t>(std::max(0, sym->line));
   // frames[0] is the code at the address; the ones after it are the functions it was inlined

@@ -145,7 +145,7 @@ struct ProfileBuilder::Impl {
     for (const Frame& f : loc.frames) {
       if (FrameIsEmpty(f)) continue;
       lines.emplace_back(FunctionId(f), f.line);
-      any_function |= !f.function.empty();
+      any_function |= !f.function.empty() && !f.name_from_address;
       any_file |= !f.file.empty();
       any_line |= f.line != 0;
     }

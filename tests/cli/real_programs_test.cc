@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -120,6 +121,24 @@ TEST_F(RealProgramsTest, GzipStacksReachMainWithoutFramePointers) {
   ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
   const double share = ShareUnder(r.out, "__libc_start_call_main");
   EXPECT_GE(share, 0.95) << r.out.substr(r.out.find("\"stats\""), 800);
+}
+
+// The JSON report owns standard output: sqlite3's rows go to standard error, so the output
+// parses as one report (sqlite3's rows stood before the JSON).
+TEST_F(RealProgramsTest, JsonReportIsNotMixedWithTheCommandsOutput) {
+  NeedProgram("/usr/bin/sqlite3");
+  const CmdResult r = pathprof::testing::RunCommand(
+      std::string(PATHPROF_BIN_DIR) + "/pathctl run --json --source none -- /usr/bin/sqlite3 " +
+      ":memory: 'select 4321 * 1000;' 2>" + (dir_ / "stderr").string());
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  pathprof::v1::RunReport report;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &report).ok())
+      << r.out.substr(0, 600);
+  EXPECT_EQ(report.exit_status(), 0);
+  EXPECT_EQ(r.out.find("4321000"), std::string::npos);
+  std::ifstream err(dir_ / "stderr");
+  const std::string stderr_text((std::istreambuf_iterator<char>(err)), {});
+  EXPECT_NE(stderr_text.find("4321000"), std::string::npos) << stderr_text;
 }
 
 TEST_F(RealProgramsTest, ShellChildrenAreProfiled) {

@@ -1,9 +1,12 @@
 // `pathctl trace --exact` ended by SIGTERM or Ctrl-C (SIGINT) in the middle of a long trace:
 // it exits 0 having written what it traced as a complete .pbs (that analyze reads, with the
 // branches and an `interrupted` note), and the program it started is killed and reaped, not
-// left stopped, running or a zombie. This test makes itself the subreaper of what it starts,
-// so a program pathctl left behind would become its child and be seen here.
+// left stopped, running or a zombie. `pathctl run` ended so prints its report of what it
+// collected and then ends by the signal, as perf record does. This test makes itself the
+// subreaper of what it starts, so a program pathctl left behind would become its child and be
+// seen here.
 #include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -18,6 +21,7 @@
 
 #include "common/run_command.h"
 #include "pathprof/core/pbs.h"
+#include "pathprof/v1/reports.pb.h"
 
 namespace {
 
@@ -156,6 +160,64 @@ TEST_F(TraceInterruptTest, CtrlCWritesTheTraceAndReapsTheProgramSingleStepped) {
   EXPECT_NE(ReadFile(err_).find("interrupted by SIGINT"), std::string::npos) << ReadFile(err_);
   ExpectProgramReaped();
   ExpectUsableRecording();
+}
+
+// `pathctl run -- CMD` of a program that runs until killed, interrupted once it has profiled it
+// for a second: the report is printed whole, then pathctl ends by the signal (128 + signal for
+// the shell), and the command it started is ended and reaped.
+class RunInterruptTest : public TraceInterruptTest {
+ protected:
+  // Starts the run and returns once pathctl says it profiles the command, and a second more.
+  void StartRun(const std::vector<std::string>& flags) {
+    out_ = (dir_ / "stdout").string();
+    err_ = (dir_ / "stderr").string();
+    pathctl_ = fork();
+    ASSERT_GE(pathctl_, 0);
+    if (pathctl_ == 0) {
+      dup2(open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+      dup2(open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
+      std::vector<std::string> argv = {kBin + "/pathctl", "run"};
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      for (const char* a : {"--", "example_hotloop", "0"}) argv.push_back(a);
+      argv[argv.size() - 2] = kBin + "/example_hotloop";
+      std::vector<char*> c;
+      for (auto& a : argv) c.push_back(a.data());
+      c.push_back(nullptr);
+      execv(c[0], c.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 600 && traced_ <= 0; ++i) {
+      ASSERT_EQ(waitpid(pathctl_, nullptr, WNOHANG), 0) << "pathctl ended: " << ReadFile(err_);
+      const std::string err = ReadFile(err_);
+      const size_t at = err.find("profiling pid ");
+      if (at != std::string::npos) traced_ = std::atoi(err.c_str() + at + 14);
+      usleep(50000);
+    }
+    ASSERT_GT(traced_, 0) << ReadFile(err_);
+    sleep(1);
+  }
+  std::string out_;
+};
+
+TEST_F(RunInterruptTest, CtrlCPrintsTheReportThenEndsBySigint) {
+  StartRun({"--json", "--source", "none", "-F", "499"});
+  EXPECT_EQ(Interrupt(SIGINT), 128 + SIGINT) << ReadFile(err_);
+  ExpectProgramReaped();
+  pathprof::v1::RunReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ReadFile(out_), &report).ok())
+      << ReadFile(out_).substr(0, 400) << ReadFile(err_);
+  EXPECT_EQ(report.exit_status(), 128 + SIGTERM);  // the command, ended by pathctl
+  ASSERT_GT(report.hot_methods().methods_size(), 0) << ReadFile(out_).substr(0, 400);
+  bool hot = false;
+  for (const auto& m : report.hot_methods().methods()) hot |= m.function().function() == "hot";
+  EXPECT_TRUE(hot) << ReadFile(out_).substr(0, 1000);
+}
+
+TEST_F(RunInterruptTest, SigtermPrintsTheTextReportThenEndsBySigterm) {
+  StartRun({"--source", "none", "-F", "499"});
+  EXPECT_EQ(Interrupt(SIGTERM), 128 + SIGTERM) << ReadFile(err_);
+  ExpectProgramReaped();
+  EXPECT_NE(ReadFile(out_).find(" hot"), std::string::npos) << ReadFile(out_);
 }
 
 }  // namespace

@@ -22,10 +22,12 @@ struct SourceFrame {
 };
 
 struct Symbolization {
-  // The demangled ELF symbol containing the address; without one, `image+0xSTART` after the
-  // unwind entry (FDE) covering it; empty when there is neither.
+  // The demangled ELF symbol containing the address; without one, the name the image proves
+  // (`memcmp@plt`, `_start`, `main`: decoders/src/code_names.h) or else `image+0xSTART` after
+  // the unwind entry (FDE) covering it; empty when there is none of these.
   std::string function;
   uint64_t offset = 0;             // address - symbol start
+  uint64_t function_size = 0;      // the extent of an unnamed function (PLT entry, FDE); 0: unknown
   bool from_unwind_entry = false;  // `function` is the image+0xSTART name of an FDE
   std::string file;                // innermost source position
   int line = 0;
@@ -60,10 +62,12 @@ class Symbolizer {
   uint64_t data_symbols_refused() const { return data_symbols_refused_; }
   // Distinct addresses without a symbol, named `image+0xSTART` after their unwind entry (FDE).
   uint64_t unwind_entry_names() const { return unwind_entry_names_; }
+  // Distinct addresses without a symbol named by what the image proves (PLT entry, _start, main).
+  uint64_t proved_names() const { return proved_names_; }
 
  private:
   struct Module;
-  void NameByUnwindEntry(Module* m, uint64_t vaddr, Symbolization* s);
+  void NameUnsymbolized(Module* m, uint64_t vaddr, Symbolization* s);
   Result<Module*> ModuleFor(const std::shared_ptr<const ElfImage>& image,
                             const std::string& debug_file);
 
@@ -72,6 +76,7 @@ class Symbolizer {
   uint64_t modules_dropped_ = 0;
   uint64_t data_symbols_refused_ = 0;
   uint64_t unwind_entry_names_ = 0;
+  uint64_t proved_names_ = 0;
 };
 
 }  // namespace pathprof::decoders

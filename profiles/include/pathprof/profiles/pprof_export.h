@@ -35,6 +35,10 @@ struct Frame {
   std::string file;
   int64_t line = 0;
   int64_t start_line = 0;
+  // A name made from the address (`image+0xSTART`, an unstripped binary has a real one): it
+  // does not mark the mapping as having functions, so a symbolizer holding the unstripped file
+  // or its debug info (pprof -symbolize, Parca, Pyroscope) still resolves it by address.
+  bool name_from_address = false;
 };
 
 struct Location {
