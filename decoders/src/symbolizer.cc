@@ -98,6 +98,7 @@ void Symbolizer::NameUnsymbolized(Module* m, uint64_t vaddr, Symbolization* s) {
     s->function = r->name;
     s->offset = vaddr - r->start;
     s->function_size = r->end - r->start;
+    s->without_symbol = true;
     ++proved_names_;
     return;
   }
@@ -108,6 +109,7 @@ void Symbolizer::NameUnsymbolized(Module* m, uint64_t vaddr, Symbolization* s) {
     s->offset = vaddr - f->start;
     s->function_size = f->end - f->start;
     s->from_unwind_entry = true;
+    s->without_symbol = true;
     ++unwind_entry_names_;
   }
 }

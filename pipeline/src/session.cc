@@ -837,15 +837,15 @@ Result<std::string> Session::ExportPprof(bool include_paths, bool kernel_address
     out.mapping.start = l.map_start;
     out.mapping.limit = l.map_limit;
     out.mapping.offset = l.map_offset;
-    // Code without a symbol is one function per unwind entry (image+0xSTART), named so in every
-    // view; its system name adds the entry's size (the name has its start), and the mapping is not
-    // marked symbolized by it (pp::Frame::name_from_address), so a backend with the unstripped file
-    // can still name the address.
-    if (l.name_from_unwind_entry) {
-      char range[48];
-      std::snprintf(range, sizeof range, " (0x%llx bytes)",
+    // Code without a symbol (a PLT entry, _start, main, or one function per unwind entry,
+    // image+0xSTART) is named so in every view; its system name adds the function's size (the
+    // name has its start), and the mapping is not marked symbolized by it
+    // (pp::Frame::name_from_address), so a backend with the unstripped file still names it.
+    if (l.name_without_symbol) {
+      char size[48];
+      std::snprintf(size, sizeof size, " (0x%llx bytes)",
                     static_cast<unsigned long long>(l.function_size));
-      out.frames.push_back({l.function, l.function + range, l.file, l.line, 0, true});
+      out.frames.push_back({l.function, l.function + size, l.file, l.line, 0, true});
       return out;
     }
     if (l.inlined_by.empty()) {

@@ -175,7 +175,7 @@ Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& sp
   if (!sym.ok()) return loc;
   loc.function = sym->function;
   loc.offset = sym->offset;
-  loc.name_from_unwind_entry = sym->from_unwind_entry;
+  loc.name_without_symbol = sym->without_symbol;
   loc.function_size = sym->function_size;
   loc.file = sym->file;
   loc.line = static_cast<uint32_t>(std::max(0, sym->line));

@@ -199,9 +199,9 @@ TEST(DaemonBranchExport, AStacksOnlySessionSaysItHasNoWindows) {
 }
 
 // A stripped program (example_hotloop with every symbol removed): the daemon names its code
-// after the unwind entries (one hot method per function, hotloop_stripped+0xSTART), and leaves
-// those made-up names out of the export, so that pprof, given the unstripped file, names them,
-// with lines. Upstream pprof is built from Debian's golang-github-google-pprof-dev source: the
+// after the unwind entries (one hot method per function, hotloop_stripped+0xSTART), and exports
+// those names without marking the mapping symbolized by them, so that pprof, given the
+// unstripped file, names them again, with lines. Upstream pprof is built from Debian's golang-github-google-pprof-dev source: the
 // pprof in Go 1.19 (`go tool pprof`) reads no build-id from binaries whose first note segment
 // is .note.gnu.property (every Debian 12 GCC binary) and ignores them as mismatched.
 TEST(DaemonStripped, PprofNamesAStrippedProgramFromTheUnstrippedFile) {

@@ -144,6 +144,8 @@ TEST_P(StrippedProgram, MainAndStartAreWhereNmFindsThemUnstripped) {
   ASSERT_TRUE(in_main.ok());
   EXPECT_EQ(in_main->function, "main");
   EXPECT_EQ(in_main->offset, m->end - 1 - main);
+  EXPECT_TRUE(in_main->without_symbol);
+  EXPECT_FALSE(in_main->from_unwind_entry);
   const AddressRange* work_fde = names.FunctionAt(work);
   ASSERT_NE(work_fde, nullptr);
   EXPECT_EQ(work_fde->start, work);
@@ -156,6 +158,7 @@ TEST_P(StrippedProgram, MainAndStartAreWhereNmFindsThemUnstripped) {
     EXPECT_EQ(w->offset, at - work);
     EXPECT_EQ(w->function_size, work_fde->end - work_fde->start);
     EXPECT_TRUE(w->from_unwind_entry);
+    EXPECT_TRUE(w->without_symbol);
   }
   const auto labels = ObjdumpPltLabels(dir + "/t");
   bool puts_seen = false;

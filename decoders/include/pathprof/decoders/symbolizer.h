@@ -29,7 +29,10 @@ struct Symbolization {
   uint64_t offset = 0;             // address - symbol start
   uint64_t function_size = 0;      // the extent of an unnamed function (PLT entry, FDE); 0: unknown
   bool from_unwind_entry = false;  // `function` is the image+0xSTART name of an FDE
-  std::string file;                // innermost source position
+  // `function` comes from code_names.h (a PLT entry, _start, main, an FDE), not from a symbol
+  // table: a symbolizer holding the unstripped file would name the address on its own.
+  bool without_symbol = false;
+  std::string file;  // innermost source position
   int line = 0;
   // Innermost first: frames[0] is the code at the address (maybe inlined), the last is the
   // out-of-line function. Has one entry when there is no inlining, none without debug info.

@@ -17,11 +17,12 @@ struct Location {
   uint32_t line = 0;
   std::string image;     // the mapped file ("[kernel.kallsyms]" for kernel frames)
   std::string build_id;  // lower-case hex, empty when the image has none
-  // `function` is made up from the unwind entry covering the address (image+0xSTART): the
-  // image has no symbol for it. The pprof export keeps the name but does not mark the mapping
-  // symbolized, so that a backend holding the unstripped file or its debug info can name it.
-  bool name_from_unwind_entry = false;
-  // The extent of a function the image has no symbol for (its unwind entry, its PLT entry):
+  // `function` is not a symbol's: the image has none for the address, and the name is what the
+  // image proves (a PLT entry `memcmp@plt`, `_start`, `main`) or the unwind entry covering it
+  // (image+0xSTART). The pprof export keeps the name but does not mark the mapping symbolized,
+  // so that a backend holding the unstripped file or its debug info can name it.
+  bool name_without_symbol = false;
+  // The extent of such a function (its unwind entry, its PLT entry):
   // [address - offset, + function_size); 0 when unknown or named by a symbol.
   uint64_t function_size = 0;
   // The mapping the address lies in (runtime start and end, file offset of start); all 0 when
