@@ -37,8 +37,8 @@ PATHCTL_COMMAND(Command{
     "on its own host and keeps it as an ended session: paths, subpaths, tree, calls and methods\n"
     "then answer it as they answer `pathctl paths RECORDING` here. Admins only (the daemon\n"
     "reads the file and the binaries it names with its own privileges).\n"
-    "(--json prints the session as JSON, else its id)\n\n" PATHCTL_CLIENT_USAGE,
-    {"json"},
+    "(--json prints the session as JSON, else its id)",
+    ClientFlags(),
     RunImport});
 
 }  // namespace

@@ -31,8 +31,8 @@ int RunRm(Args& args) {
 
 PATHCTL_COMMAND(Command{"rm",
                         "delete daemon sessions and their profiles (frees the quota they hold)",
-                        "usage: pathctl rm SESSION...\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
+                        "usage: pathctl rm SESSION...",
+                        ClientFlags(),
                         RunRm});
 
 }  // namespace

@@ -39,8 +39,8 @@ int RunSessions(Args& args) {
 
 PATHCTL_COMMAND(Command{"sessions",
                         "list the daemon's sessions",
-                        "usage: pathctl sessions\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
+                        "usage: pathctl sessions",
+                        ClientFlags(),
                         RunSessions});
 
 }  // namespace

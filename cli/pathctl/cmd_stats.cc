@@ -56,8 +56,8 @@ int RunStats(Args& args) {
 
 PATHCTL_COMMAND(Command{"stats",
                         "the daemon's accounting: samples, drops, CPU and memory",
-                        "usage: pathctl stats [SESSION]\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
+                        "usage: pathctl stats [SESSION]",
+                        ClientFlags(),
                         RunStats});
 
 }  // namespace

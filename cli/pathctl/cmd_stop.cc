@@ -29,8 +29,8 @@ int RunStop(Args& args) {
 
 PATHCTL_COMMAND(Command{"stop",
                         "stop a daemon session (its profiles stay readable)",
-                        "usage: pathctl stop SESSION\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
+                        "usage: pathctl stop SESSION",
+                        ClientFlags(),
                         RunStop});
 
 }  // namespace
