@@ -90,8 +90,10 @@ std::vector<Flag> ClientFlags() {
       StringFlag("socket", "PATH", "",
                  "the daemon's Unix socket (default /run/pathprof/pathprofd.sock, or "
                  "$PATHPROF_SOCKET)"),
-      StringFlag("address", "H:P", "", "a daemon over TCP with TLS (--tls-ca, --tls-cert, --tls-key)"),
-      StringFlag("tls-ca", "FILE", "", "with --address: the CA that signed the daemon's certificate"),
+      StringFlag("address", "H:P", "",
+                 "a daemon over TCP with TLS (--tls-ca, --tls-cert, --tls-key)"),
+      StringFlag("tls-ca", "FILE", "",
+                 "with --address: the CA that signed the daemon's certificate"),
       StringFlag("tls-cert", "FILE", "", "with --address: this client's certificate"),
       StringFlag("tls-key", "FILE", "", "with --address: this client's key"),
       DurationFlag("timeout", "10s", 1, 0.001, 86400, "per-call deadline"),

@@ -95,8 +95,7 @@ int RunAnalyze(Args& args) {
   opt.pbs_via_pt = args.Has("via-pt");
   opt.decode_only = args.Has("decode-only");
   opt.config.sampling.window_branches = static_cast<uint32_t>(args.Int("window"));
-  opt.limits.max_stream_bytes =
-      static_cast<uint64_t>(args.Int("max-stream-mb")) << 20;
+  opt.limits.max_stream_bytes = static_cast<uint64_t>(args.Int("max-stream-mb")) << 20;
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected exactly one FILE");
   if (!problems.empty()) return UsageError("analyze", problems);
@@ -147,14 +146,16 @@ PATHCTL_COMMAND(Command{
     "(like perf's symfs option), then the basename.\n"
     "--decode-only rebuilds and counts the branch stream only: no profiles (what perf\n"
     "script -F ip,brstackinsn does, for comparisons).",
-    {IntFlag("max-stream-mb", "N", "1024", 1, 1 << 20, "most read from a pipe or FIFO, held in memory")
+    {IntFlag("max-stream-mb", "N", "1024", 1, 1 << 20,
+             "most read from a pipe or FIFO, held in memory")
          .Unit("MiB"),
      StringFlag("binary-dir", "DIR", "", "look for profiled binaries under DIR (see above)"),
      IntFlag("pid", "P", "", 1, kMaxPid, "only process P").Short("-p"),
      IntFlag("top", "K", "10", 1, 1000, "entries per table"),
      IntFlag("window", "W", "32", 1, 4096,
              "LBR depth assumed for subpath lengths (recordings of windows only)"),
-     BoolFlag("via-pt", ".pbs only: analyze the stream encoded as Intel PT, through the PT decoder"),
+     BoolFlag("via-pt",
+              ".pbs only: analyze the stream encoded as Intel PT, through the PT decoder"),
      BoolFlag("decode-only", "rebuild and count the branch stream only (see above)"),
      BoolFlag("json", "one JSON object: decode statistics and, per process, every table")},
     RunAnalyze});

@@ -341,9 +341,7 @@ int RunBursts(Args& args) {
 
 PATHCTL_COMMAND(Command{"bursts",
                         "sample a running process's branches with ptrace bursts (software LBR)",
-                        kUsage,
-                        BurstsFlags(),
-                        RunBursts});
+                        kUsage, BurstsFlags(), RunBursts});
 
 }  // namespace
 }  // namespace pathctl

@@ -33,8 +33,7 @@ int RunCalls(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "calls",
-    "a session's hot call pairs",
+    "calls", "a session's hot call pairs",
     "usage: pathctl calls SESSION|RECORDING [--top K]\n\n" PATHCTL_QUERY_USAGE,
     Concat({IntFlag("top", "K", "20", 1, 1000000, "call pairs to list")}, ClientFlags()),
     RunCalls});

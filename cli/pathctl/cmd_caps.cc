@@ -128,8 +128,7 @@ PATHCTL_COMMAND(Command{"caps",
                         "usage: pathctl caps [--json] [--socket PATH | --address HOST:PORT]\n\n"
                         "Probes each source by trying it and explains what is missing; with\n"
                         "--socket or --address, asks that daemon instead.",
-                        ClientFlags(),
-                        RunCaps});
+                        ClientFlags(), RunCaps});
 
 }  // namespace
 }  // namespace pathctl

@@ -166,7 +166,8 @@ PATHCTL_COMMAND(Command{
     Concat({BoolFlag("paths", "add path counts as a second sample type").Sets("include_paths"),
             WordsFlag("format", {"pprof", "perf-lbr", "bolt"}, "pprof", "what to write (see above)")
                 .Sets("format"),
-            IntFlag("entries", "N", "32", 1, 1024, "a recording's branches per sample (the LBR depth)"),
+            IntFlag("entries", "N", "32", 1, 1024,
+                    "a recording's branches per sample (the LBR depth)"),
             StringFlag("binary", "PATH", "",
                        "the binary whose fdata to write (default: the recording's first image, "
                        "the traced executable; a session's target executable)")

@@ -33,11 +33,10 @@ int RunMethods(Args& args) {
   return resp.methods_size() ? kExitOk : kExitNoData;
 }
 
-PATHCTL_COMMAND(Command{"methods",
-                        "a session's hot methods",
-                        "usage: pathctl methods SESSION|RECORDING [--top K]\n\n" PATHCTL_QUERY_USAGE,
-                        Concat({IntFlag("top", "K", "20", 1, 1000000, "methods to list")}, ClientFlags()),
-                        RunMethods});
+PATHCTL_COMMAND(Command{
+    "methods", "a session's hot methods",
+    "usage: pathctl methods SESSION|RECORDING [--top K]\n\n" PATHCTL_QUERY_USAGE,
+    Concat({IntFlag("top", "K", "20", 1, 1000000, "methods to list")}, ClientFlags()), RunMethods});
 
 }  // namespace
 }  // namespace pathctl

@@ -55,8 +55,7 @@ int RunPaths(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "paths",
-    "a session's hot paths (path engine)",
+    "paths", "a session's hot paths (path engine)",
     "usage: pathctl paths SESSION|RECORDING [--top K] [--metric count|instructions|"
     "cycles|mispredictions] [--blocks]\n\n" PATHCTL_QUERY_USAGE,
     Concat({IntFlag("top", "K", "20", 1, 1000000, "paths to list"),

@@ -41,17 +41,15 @@ int RunPs(Args& args) {
   return resp.targets_size() ? kExitOk : kExitNoData;
 }
 
-PATHCTL_COMMAND(Command{"ps",
-                        "processes the daemon lets you profile",
-                        "usage: pathctl ps [--name SUBSTRING] [--limit N]",
-                        Concat({StringFlag("name", "SUBSTRING", "",
-                                           "only processes whose command name has SUBSTRING")
-                                    .Sets("name_filter"),
-                                IntFlag("limit", "N", "", 0, kMaxU32,
-                                        "at most N processes (default: all)")
-                                    .Sets("page_size")},
-                               ClientFlags()),
-                        RunPs});
+PATHCTL_COMMAND(Command{
+    "ps", "processes the daemon lets you profile",
+    "usage: pathctl ps [--name SUBSTRING] [--limit N]",
+    Concat({StringFlag("name", "SUBSTRING", "", "only processes whose command name has SUBSTRING")
+                .Sets("name_filter"),
+            IntFlag("limit", "N", "", 0, kMaxU32, "at most N processes (default: all)")
+                .Sets("page_size")},
+           ClientFlags()),
+    RunPs});
 
 }  // namespace
 }  // namespace pathctl

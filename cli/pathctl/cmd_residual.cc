@@ -55,8 +55,7 @@ int RunResidual(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "residual",
-    "paths seen now that a saved baseline never saw",
+    "residual", "paths seen now that a saved baseline never saw",
     "usage: pathctl residual SESSION --baseline NAME [--top K]\n"
     "       pathctl residual SESSION --baseline NAME --save",
     Concat({StringFlag("baseline", "NAME", "",

@@ -144,8 +144,7 @@ int RunRun(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "run",
-    "profile a command (or --pid) with the embedded pipeline and print its hot paths",
+    "run", "profile a command (or --pid) with the embedded pipeline and print its hot paths",
     "usage: pathctl run [options] -- CMD [ARGS]\n"
     "       pathctl run [options] -p PID\n\n"
     "Runs CMD (or attaches to process P), profiles it with eBPF stack samples and the best\n"
@@ -164,8 +163,9 @@ PATHCTL_COMMAND(Command{
     "then on are profiled too, each with its own counts in the report (as pathctl start\n"
     "--inherit; branch sources stay on CMD or P itself). The session flags and their defaults\n"
     "are pathctl start's.",
-    Concat({IntFlag("pid", "PID", "", 1, kMaxPid, "attach to a running process instead of "
-                                                  "starting CMD")
+    Concat({IntFlag("pid", "PID", "", 1, kMaxPid,
+                    "attach to a running process instead of "
+                    "starting CMD")
                 .Short("-p"),
             IntFlag("top", "K", "10", 1, 1000, "entries per table"),
             BoolFlag("json", "the whole report as one JSON object on stdout")},

@@ -447,11 +447,8 @@ std::vector<Flag> SimFlagDeclarations() {
   };
 }
 
-PATHCTL_COMMAND(Command{"sim",
-                        "run the path engine on a synthetic workload or .pbs stream",
-                        kUsage,
-                        SimFlagDeclarations(),
-                        RunSim});
+PATHCTL_COMMAND(Command{"sim", "run the path engine on a synthetic workload or .pbs stream", kUsage,
+                        SimFlagDeclarations(), RunSim});
 
 }  // namespace
 }  // namespace pathctl

@@ -132,8 +132,7 @@ void ReadSampling(Args& args, v1::StartSessionRequest* req) {
   v1::SamplingSettings& sampling = *req->mutable_sampling();
   if (args.Has("freq"))  // -F and the older --stack-hz are its other spellings (Args)
     sampling.set_stack_hz(static_cast<int32_t>(args.Int("freq")));
-  if (args.Has("window"))
-    sampling.set_window_branches(static_cast<int32_t>(args.Int("window")));
+  if (args.Has("window")) sampling.set_window_branches(static_cast<int32_t>(args.Int("window")));
   if (args.Has("burst-rate")) sampling.set_bursts_per_second(args.Double("burst-rate"));
   if (args.Has("max-stopped")) sampling.set_max_stopped_fraction(args.Double("max-stopped"));
 }
@@ -204,15 +203,13 @@ std::vector<Flag> StartFlags() {
 }
 
 PATHCTL_COMMAND(Command{
-    "start",
-    "start a profiling session in the daemon (prints its id)",
+    "start", "start a profiling session in the daemon (prints its id)",
     "usage: pathctl start (-p PID | --name EXE | --cgroup PATH | --unit UNIT) [options]\n\n"
     "Starts a session in the daemon on the target and prints its id (first, alone on its line).\n"
     "The session flags are pathctl run's, with the same defaults; a flag not given leaves the\n"
     "request's field unset, which the daemon fills with that same default. Children the\n"
     "targets fork are followed only with --inherit.",
-    StartFlags(),
-    RunStart});
+    StartFlags(), RunStart});
 
 }  // namespace
 }  // namespace pathctl

@@ -35,16 +35,15 @@ int RunSubpaths(Args& args) {
   return resp.subpaths_size() ? kExitOk : kExitNoData;
 }
 
-PATHCTL_COMMAND(Command{"subpaths",
-                        "a session's hot subpaths (OSP reservoir)",
-                        "usage: pathctl subpaths SESSION|RECORDING [--top K | --threshold "
-                        "SHARE]\n\n" PATHCTL_QUERY_USAGE,
-                        Concat({IntFlag("top", "K", "20", 1, 1000000, "subpaths to list").Sets("top_k"),
-                                DoubleFlag("threshold", "SHARE", "", 0, 1e12,
-                                           "only subpaths above SHARE of the total")
-                                    .Sets("threshold")},
-                               ClientFlags()),
-                        RunSubpaths});
+PATHCTL_COMMAND(Command{
+    "subpaths", "a session's hot subpaths (OSP reservoir)",
+    "usage: pathctl subpaths SESSION|RECORDING [--top K | --threshold "
+    "SHARE]\n\n" PATHCTL_QUERY_USAGE,
+    Concat({IntFlag("top", "K", "20", 1, 1000000, "subpaths to list").Sets("top_k"),
+            DoubleFlag("threshold", "SHARE", "", 0, 1e12, "only subpaths above SHARE of the total")
+                .Sets("threshold")},
+           ClientFlags()),
+    RunSubpaths});
 
 }  // namespace
 }  // namespace pathctl

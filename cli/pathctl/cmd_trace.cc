@@ -118,23 +118,24 @@ int RunTrace(Args& args) {
   return stats->branches == 0 ? kExitNoData : kExitOk;
 }
 
-PATHCTL_COMMAND(Command{"trace",
-                        "record a program's exact branch stream (ptrace)",
-                        kUsage,
-                        {BoolFlag("exact", "the ptrace tracer (the only mode so far)"),
-                         StringFlag("output", "OUT.pbs", "", "the .pbs file to write").Short("-o"),
-                         WordsFlag("step-mode", {"auto", "breakpoints", "int3", "step"}, "auto",
-                                   "how CMD is moved on between recorded stops (see above)")
-                             .Accepts([](const std::string& s) {
-                               pathprof::stepping::ExactStepMode m;
-                               return pathprof::stepping::ParseExactStepMode(s, &m);
-                             }),
-                         IntFlag("batch-events", "N", "4096", 1, 1 << 20, "events per batch"),
-                         IntFlag("max-steps", "N", "", 0, kMaxI64,
-                                 "kill CMD after N instructions (default: no limit)"),
-                         BoolFlag("json", "the tracer's counts as one JSON object on stdout (else "
-                                          "a line on stderr)")},
-                        RunTrace});
+PATHCTL_COMMAND(Command{
+    "trace",
+    "record a program's exact branch stream (ptrace)",
+    kUsage,
+    {BoolFlag("exact", "the ptrace tracer (the only mode so far)"),
+     StringFlag("output", "OUT.pbs", "", "the .pbs file to write").Short("-o"),
+     WordsFlag("step-mode", {"auto", "breakpoints", "int3", "step"}, "auto",
+               "how CMD is moved on between recorded stops (see above)")
+         .Accepts([](const std::string& s) {
+           pathprof::stepping::ExactStepMode m;
+           return pathprof::stepping::ParseExactStepMode(s, &m);
+         }),
+     IntFlag("batch-events", "N", "4096", 1, 1 << 20, "events per batch"),
+     IntFlag("max-steps", "N", "", 0, kMaxI64, "kill CMD after N instructions (default: no limit)"),
+     BoolFlag("json",
+              "the tracer's counts as one JSON object on stdout (else "
+              "a line on stderr)")},
+    RunTrace});
 
 }  // namespace
 }  // namespace pathctl

@@ -44,8 +44,7 @@ int RunTree(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "tree",
-    "a session's calling context tree (PCCT)",
+    "tree", "a session's calling context tree (PCCT)",
     "usage: pathctl tree SESSION|RECORDING [--depth N] [--min-weight SHARE] "
     "[--root FUNCTION] [--max-nodes N]\n\n" PATHCTL_QUERY_USAGE,
     Concat({IntFlag("depth", "N", "", 0, 4096, "levels below the roots (default: all)")

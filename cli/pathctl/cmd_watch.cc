@@ -127,16 +127,15 @@ int RunWatch(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "watch",
-    "stream a session's hot paths every interval",
+    "watch", "stream a session's hot paths every interval",
     "usage: pathctl watch SESSION [--interval DUR] [--top K] [--count N]\n\n"
     "With watch, --timeout bounds the wait for each update (after its interval).",
-    Concat({DurationFlag("interval", "1s", 0.001, 0.01, 3600, "time between updates")
-                .Sets("interval"),
-            IntFlag("top", "K", "10", 1, 1000000, "paths per update").Sets("query.top_k"),
-            IntFlag("count", "N", "", 0, kMaxI64,
-                    "stop after N updates (default: until the session ends or Ctrl-C)")},
-           ClientFlags()),
+    Concat(
+        {DurationFlag("interval", "1s", 0.001, 0.01, 3600, "time between updates").Sets("interval"),
+         IntFlag("top", "K", "10", 1, 1000000, "paths per update").Sets("query.top_k"),
+         IntFlag("count", "N", "", 0, kMaxI64,
+                 "stop after N updates (default: until the session ends or Ctrl-C)")},
+        ClientFlags()),
     RunWatch});
 
 }  // namespace

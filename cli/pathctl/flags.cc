@@ -326,8 +326,8 @@ void Args::Check(const Flag& f, const std::string& v) {
     case FlagType::kString:
       return;
     case FlagType::kWords: {
-      const bool ok = f.accepts ? f.accepts(v)
-                                : std::find(f.words.begin(), f.words.end(), v) != f.words.end();
+      const bool ok =
+          f.accepts ? f.accepts(v) : std::find(f.words.begin(), f.words.end(), v) != f.words.end();
       if (!ok)
         errors_.push_back(Spelling(key) + " must be " + Join(f.words, ", ", " or ") + ", not '" +
                           v + "'");
@@ -352,8 +352,7 @@ void Args::Check(const Flag& f, const std::string& v) {
       const double x = std::strtod(v.c_str(), &end);
       // The negated comparisons also reject NaN, which compares false with everything.
       if (v.empty() || *end || !std::isfinite(x) || !(x >= f.lo) || !(x <= f.hi)) {
-        errors_.push_back(Spelling(key) + " expects a number in " + Range(f) + ", got '" + v +
-                          "'");
+        errors_.push_back(Spelling(key) + " expects a number in " + Range(f) + ", got '" + v + "'");
         return;
       }
       numbers_[key] = x;

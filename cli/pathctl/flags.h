@@ -21,10 +21,10 @@ enum class FlagType {
 };
 
 struct Flag {
-  std::string name;         // the long name, without "--"
-  std::string short_form;   // "-p", or empty (ShortOptions() lists the ones pathctl has)
+  std::string name;        // the long name, without "--"
+  std::string short_form;  // "-p", or empty (ShortOptions() lists the ones pathctl has)
   FlagType type = FlagType::kBool;
-  std::string value_name;   // the usage's placeholder: PID, N, DUR
+  std::string value_name;     // the usage's placeholder: PID, N, DUR
   std::string default_value;  // as a user would type it; empty: none (the help says what then)
   long long int_lo = 0, int_hi = 0;  // kInt
   double lo = 0, hi = 0;             // kDouble, kDuration (seconds)

@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "pathctl: no command '%s'\n", name.c_str());
         return kExitUsage;
       }
-      std::printf("%s%s", listing ? FlagListing(it->second.flags).c_str() : Usage(it->second).c_str(),
+      std::printf("%s%s",
+                  listing ? FlagListing(it->second.flags).c_str() : Usage(it->second).c_str(),
                   listing ? "" : "\n");
       return kExitOk;
     }

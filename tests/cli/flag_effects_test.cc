@@ -1,9 +1,10 @@
 // What every flag does. Every command of pathctl (and pathprofd; pathtop's --help and unknown
 // flags): --help prints the usage on stdout with exit 0; an unknown flag is exit 2 with a message
-// naming it; and every flag the help lists has a case here that shows its effect (--top 1 gives at most one row where the
-// default gives more, --json parses, -o F writes F, --socket S tries S, --timeout ends a wait on a
-// daemon that never answers...). The flag lists are read from each command's --help, so a flag
-// added to a help text without a case here fails: "flag --x of command y has no case".
+// naming it; and every flag the help lists has a case here that shows its effect (--top 1 gives at
+// most one row where the default gives more, --json parses, -o F writes F, --socket S tries S,
+// --timeout ends a wait on a daemon that never answers...). The flag lists are read from each
+// command's --help, so a flag added to a help text without a case here fails: "flag --x of command
+// y has no case".
 //
 // Daemon commands run against a real pathprofd on a temporary socket with a session on
 // example_hotloop; offline commands against an exact .pbs trace of example_loop_static.
@@ -1068,9 +1069,9 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
   };
   t["run --max-descendants"] = [run, forks] {
     // The shell and at most one of its two children.
-    EXPECT_LE(Count(run("--source none --inherit --max-descendants 1 " + forks).out,
-                    "\"stack_samples\""),
-              2u);
+    EXPECT_LE(
+        Count(run("--source none --inherit --max-descendants 1 " + forks).out, "\"stack_samples\""),
+        2u);
   };
   // The session flags run shares with start (cli/pathctl/session_flags.h): one declaration, one
   // reading into the session's config, whose effect start's cases show.

@@ -19,8 +19,7 @@ using pathprof::pipeline::kSessionDefaults;
 using pathprof::pipeline::SessionConfig;
 
 std::string Ctl(const std::string& args) {
-  return pathprof::testing::RunCommand(std::string(PATHPROF_BIN_DIR) + "/pathctl " + args +
-                                       " 2>&1")
+  return pathprof::testing::RunCommand(std::string(PATHPROF_BIN_DIR) + "/pathctl " + args + " 2>&1")
       .out;
 }
 

@@ -47,7 +47,7 @@ bool ParsePathMetric(std::string_view name, PathMetric* out);
 
 struct EngineSettings {
   PathKind path_kind = PathKind::kBallLarus;
-  uint32_t extension = kSessionDefaults.extension;  // N for the extended kinds
+  uint32_t extension = kSessionDefaults.extension;              // N for the extended kinds
   uint32_t max_path_length = kSessionDefaults.max_path_length;  // branches per descriptor, 1..64
   // Hot Path Table size (power of two multiple of ways)
   uint32_t hpt_entries = kSessionDefaults.hpt_entries;
@@ -61,7 +61,7 @@ struct SamplingSettings {
   uint32_t stack_hz = kSessionDefaults.stack_hz;  // eBPF stack sampling; 0 = no stacks
   // W: taken branches per burst / LBR window
   uint32_t window_branches = kSessionDefaults.window_branches;
-  double bursts_per_second = 0;   // ptrace bursts: mean rate; 0: the step mode's (ptrace_bursts.h)
+  double bursts_per_second = 0;  // ptrace bursts: mean rate; 0: the step mode's (ptrace_bursts.h)
   // ptrace bursts: cap on any second threads spend stopped
   double max_stopped_fraction = kSessionDefaults.max_stopped_fraction;
   StepChoice step_mode = StepChoice::kAuto;  // ptrace bursts: how windows are stepped
@@ -72,9 +72,9 @@ struct SamplingSettings {
 
 struct OspSettings {
   uint32_t memory_entries = kSessionDefaults.osp_memory_entries;  // m
-  uint32_t max_length = 1024;       // longest subpath in blocks (power of two)
-  double confidence = 0.95;         // for reported error bounds
-  double expected_blocks = 1e7;     // n of eq. 2.13: sets the initial sampling frequency
+  uint32_t max_length = 1024;    // longest subpath in blocks (power of two)
+  double confidence = 0.95;      // for reported error bounds
+  double expected_blocks = 1e7;  // n of eq. 2.13: sets the initial sampling frequency
 };
 
 struct PcctSettings {
