@@ -10,7 +10,9 @@ std::map<std::string, Command>& Registry() {
 }
 
 std::string Usage(const Command& c) {
-  return c.usage + "\n\noptions:\n" + OptionsSection(c.flags) +
+  std::string usage = c.usage;
+  while (!usage.empty() && usage.back() == '\n') usage.pop_back();
+  return usage + "\n\noptions:\n" + OptionsSection(c.flags) +
          "  -h, --help          this text\n  -V, --version       pathctl's version";
 }
 
