@@ -89,7 +89,9 @@ grpc::Status ToSessionSettings(const v1::StartSessionRequest& req, const Session
                               : pipeline::CallGraph::kDwarf;
   c.sampling.step_mode = StepChoiceOf(sm.step_mode(), b.default_step_mode);
   c.follow_children = req.follow_children();
-  c.max_descendants = req.max_descendants() ? static_cast<uint32_t>(req.max_descendants()) : 4;
+  // Unset: pipeline::kSessionDefaults' value, which pathctl run and start show too.
+  c.max_descendants = req.max_descendants() ? static_cast<uint32_t>(req.max_descendants())
+                                            : pipeline::kSessionDefaults.max_descendants;
   if (c.follow_children && c.max_descendants > b.max_pids_per_session)
     return AboveLimit("max_descendants", c.max_descendants, b.max_pids_per_session,
                       "max_pids_per_session");

@@ -85,10 +85,26 @@ int DiagnoseSocket(const std::string& path, std::string* message) {
 
 }  // namespace
 
+std::vector<Flag> ClientFlags() {
+  return {
+      StringFlag("socket", "PATH", "",
+                 "the daemon's Unix socket (default /run/pathprof/pathprofd.sock, or "
+                 "$PATHPROF_SOCKET)"),
+      StringFlag("address", "H:P", "",
+                 "a daemon over TCP with TLS (--tls-ca, --tls-cert, --tls-key)"),
+      StringFlag("tls-ca", "FILE", "",
+                 "with --address: the CA that signed the daemon's certificate"),
+      StringFlag("tls-cert", "FILE", "", "with --address: this client's certificate"),
+      StringFlag("tls-key", "FILE", "", "with --address: this client's key"),
+      DurationFlag("timeout", "10s", 1, 0.001, 86400, "per-call deadline"),
+      BoolFlag("json", "machine-readable output"),
+  };
+}
+
 Client::Client(Args& args) {
   std::string socket = args.Get("socket");
   std::string address = args.Get("address");
-  timeout_s_ = args.GetDuration("timeout", 10, 1, 0.001, 86400);
+  timeout_s_ = args.Seconds("timeout");
   const char* env = std::getenv("PATHPROF_SOCKET");
   explicit_ = !socket.empty() || !address.empty() || (env && *env);
   grpc::ChannelArguments ch;

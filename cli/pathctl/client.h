@@ -20,16 +20,8 @@ using pathprof::api::SessionNameFromUser;
 
 constexpr const char* kDefaultSocket = "/run/pathprof/pathprofd.sock";
 
-// The options every daemon command accepts (each command also lists them in its usage).
-#define PATHCTL_CLIENT_USAGE                                                                \
-  "  --socket PATH     the daemon's Unix socket (default /run/pathprof/pathprofd.sock,\n"   \
-  "                    or $PATHPROF_SOCKET)\n"                                              \
-  "  --address H:P     a daemon over TCP with TLS (--tls-ca, --tls-cert, --tls-key)\n"      \
-  "  --tls-ca FILE     with --address: the CA that signed the daemon's certificate\n"       \
-  "  --tls-cert FILE, --tls-key FILE   with --address: this client's certificate and key\n" \
-  "  --timeout DUR     per-call deadline: 500ms, 5s, 2m (a bare number is seconds;\n"       \
-  "                    default 10s)\n"                                                      \
-  "  --json            machine-readable output\n"
+// The flags every daemon command takes: where the daemon is, how long to wait, --json.
+std::vector<Flag> ClientFlags();
 
 class Client {
  public:

@@ -89,17 +89,14 @@ void PrintText(const std::string& file, const DecodeSummary& d,
 int RunAnalyze(Args& args) {
   AnalyzeOptions opt;
   opt.binary_dir = args.Get("binary-dir");
-  const long long pid = args.GetInt("pid", -1, 1, kMaxPid);
-  if (pid >= 0) opt.pid = static_cast<uint32_t>(pid);
-  const long long top = args.GetInt("top", 10, 1, 1000000);
+  if (args.Has("pid")) opt.pid = static_cast<uint32_t>(args.Int("pid"));
+  const long long top = args.Int("top");
   const bool json = args.Has("json");
   opt.pbs_via_pt = args.Has("via-pt");
   opt.decode_only = args.Has("decode-only");
-  opt.config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32, 1, 4096));
-  opt.limits.max_stream_bytes =
-      static_cast<uint64_t>(args.GetInt("max-stream-mb", 1024, 1, 1 << 20)) << 20;
+  opt.config.sampling.window_branches = static_cast<uint32_t>(args.Int("window"));
+  opt.limits.max_stream_bytes = static_cast<uint64_t>(args.Int("max-stream-mb")) << 20;
   auto problems = args.Problems();
-  if (top > 1000) problems.push_back("--top expects an integer in [1, 1000]");
   if (args.positional().size() != 1) problems.push_back("expected exactly one FILE");
   if (!problems.empty()) return UsageError("analyze", problems);
   const std::string file = args.positional()[0];
@@ -135,8 +132,6 @@ int RunAnalyze(Args& args) {
   return result->decode.events == 0 ? kExitNoData : kExitOk;
 }
 
-// The usage names only flags analyze takes: its flags are read from it (FlagsInUsage), so a
-// "--symfs" in prose here made `--symfs` "not apply" instead of being unknown.
 PATHCTL_COMMAND(Command{
     "analyze",
     "hot paths, subpaths and call pairs of a recording (perf.data LBR or Intel PT, or .pbs)",
@@ -146,20 +141,23 @@ PATHCTL_COMMAND(Command{
     "intel_pt//u),\n"
     "                    or a .pbs branch stream (pathctl trace); a regular file, a pipe or a\n"
     "                    FIFO, - for stdin (devices are refused)\n"
-    "  --max-stream-mb N most MiB read from a pipe or FIFO, held in memory (default 1024)\n"
-    "  --binary-dir DIR  look for profiled binaries under DIR: by build-id (DIR/.build-id as\n"
-    "                    perf buildid-cache keeps it, or any ELF file under DIR), then the\n"
-    "                    recorded path under DIR (like perf's symfs option), then the basename\n"
-    "  --pid P           only process P\n"
-    "  --top K           entries per table (default 10)\n"
-    "  --window W        LBR depth assumed for subpath lengths (default 32; recordings of\n"
-    "                    windows only: an exact .pbs trace has none)\n"
-    "  --via-pt          .pbs only: encode the stream as Intel PT and analyze the PT decoder's\n"
-    "                    output (checks the PT route without PT hardware)\n"
-    "  --decode-only     rebuild and count the branch stream only: no profiles (what perf\n"
-    "                    script -F ip,brstackinsn does, for comparisons)\n"
-    "  --json            one JSON object: decode statistics and, per process, every table",
-    {"json", "via-pt", "decode-only"},
+    "--binary-dir DIR looks for the profiled binaries under DIR: by build-id (DIR/.build-id as\n"
+    "perf buildid-cache keeps it, or any ELF file under DIR), then the recorded path under DIR\n"
+    "(like perf's symfs option), then the basename.\n"
+    "--decode-only rebuilds and counts the branch stream only: no profiles (what perf\n"
+    "script -F ip,brstackinsn does, for comparisons).",
+    {IntFlag("max-stream-mb", "N", "1024", 1, 1 << 20,
+             "most read from a pipe or FIFO, held in memory")
+         .Unit("MiB"),
+     StringFlag("binary-dir", "DIR", "", "look for profiled binaries under DIR (see above)"),
+     IntFlag("pid", "P", "", 1, kMaxPid, "only process P").Short("-p"),
+     IntFlag("top", "K", "10", 1, 1000, "entries per table"),
+     IntFlag("window", "W", "32", 1, 4096,
+             "LBR depth assumed for subpath lengths (recordings of windows only)"),
+     BoolFlag("via-pt",
+              ".pbs only: analyze the stream encoded as Intel PT, through the PT decoder"),
+     BoolFlag("decode-only", "rebuild and count the branch stream only (see above)"),
+     BoolFlag("json", "one JSON object: decode statistics and, per process, every table")},
     RunAnalyze});
 
 }  // namespace

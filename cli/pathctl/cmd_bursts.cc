@@ -35,25 +35,38 @@ constexpr const char* kUsage =
     "a second on average, steps one thread through W taken branches. Prints the hottest\n"
     "Ball-Larus paths (window-bias corrected estimates) and the session counters; detaches\n"
     "cleanly at the end, on Ctrl-C/SIGTERM, or when PID exits.\n"
-    "  -p, --pid PID      the process to watch (all its threads)\n"
-    "  --duration DUR     how long to run: 500ms, 5s, 2m (a bare number is seconds; default 0:\n"
-    "                     until PID exits or Ctrl-C)\n"
-    "  --burst-rate R     mean bursts per second (default 1000 emulated, 20 stepped; each gap\n"
-    "                     jittered 0.5x-1.5x; formerly --rate)\n"
-    "  --window W         taken branches per window (default 32, like LBR)\n"
-    "  --max-stopped F    cap on the fraction of wall time threads spend stopped (default 0.04)\n"
-    "  --seed N           seed of the jitter (default: from the clock)\n"
-    "  --step-mode M      auto (default: what `pathctl caps` says works best here),\n"
-    "                     emulate (one stop per window, the branches run in an emulator),\n"
-    "                     breakpoints (debug-register block stepping, ~8x fewer stops than step),\n"
-    "                     int3 (block stepping with int3 bytes, where debug registers never fire)\n"
-    "                     or step (PTRACE_SINGLESTEP every instruction)\n"
-    "  --verify           single-step the thread through every emulated window afterwards and\n"
-    "                     compare, instruction by instruction (diagnosis: each window then\n"
-    "                     costs hundreds of stops; the cap still holds, so far fewer windows)\n"
-    "  -o, --output OUT.pbs  also write the windows to a .pbs file\n"
-    "  --top K            hot paths to print (default 10; 0: none)\n"
-    "  --json             the hot paths and the session's counters as one JSON object on stdout";
+    "--step-mode: auto (what `pathctl caps` says works best here), emulate (one stop per\n"
+    "window, the branches run in an emulator), breakpoints (debug-register block stepping, ~8x\n"
+    "fewer stops than step), int3 (block stepping with int3 bytes, where debug registers never\n"
+    "fire) or step (PTRACE_SINGLESTEP every instruction).\n"
+    "--verify single-steps the thread through every emulated window afterwards and compares,\n"
+    "instruction by instruction (diagnosis: each window then costs hundreds of stops; the cap\n"
+    "still holds, so far fewer windows).";
+
+std::vector<Flag> BurstsFlags() {
+  return {
+      IntFlag("pid", "PID", "", 1, kMaxPid, "the process to watch (all its threads)").Short("-p"),
+      DurationFlag("duration", "", 1, 0, 1e7,
+                   "how long to run (default: until PID exits or Ctrl-C)"),
+      DoubleFlag("burst-rate", "R", "", 0, 10000,
+                 "mean bursts per second (default 1000 emulated, 20 stepped; each gap jittered "
+                 "0.5x-1.5x; formerly --rate)"),
+      IntFlag("window", "W", "32", 1, 4096, "taken branches per window, like LBR"),
+      DoubleFlag("max-stopped", "F", "0.04", 0, 0.5,
+                 "cap on the fraction of wall time threads spend stopped"),
+      IntFlag("seed", "N", "", 0, kMaxI64, "seed of the jitter (default: from the clock)"),
+      WordsFlag("step-mode", {"auto", "emulate", "breakpoints", "int3", "step"}, "auto",
+                "how a window is stepped (see above)")
+          .Accepts([](const std::string& s) {
+            pathprof::stepping::StepMode m;
+            return s == "auto" || pathprof::stepping::ParseStepMode(s, &m);
+          }),
+      BoolFlag("verify", "check every emulated window by single steps (see above)"),
+      StringFlag("output", "OUT.pbs", "", "also write the windows to a .pbs file").Short("-o"),
+      IntFlag("top", "K", "10", 0, 1000000, "hot paths to print (0: none)"),
+      BoolFlag("json", "the hot paths and the session's counters as one JSON object on stdout"),
+  };
+}
 
 namespace col = pathprof::stepping;
 
@@ -68,16 +81,16 @@ struct BurstsRequest {
 // The flags into `req`; the usage error's exit code where they are wrong.
 std::optional<int> ParseBursts(Args& args, BurstsRequest* req) {
   col::PtraceBurstOptions& o = req->options;
-  o.pid = static_cast<pid_t>(args.GetInt("pid", 0, 1, kMaxPid));
-  req->duration_s = args.GetDuration("duration", 0, 1, 0, 1e7);
-  o.bursts_per_second = args.GetDouble("burst-rate", o.bursts_per_second, 0, 10000);
+  o.pid = static_cast<pid_t>(args.Int("pid"));
+  req->duration_s = args.Seconds("duration");
+  if (args.Has("burst-rate")) o.bursts_per_second = args.Double("burst-rate");
   req->json = args.Has("json");
   o.verify_emulation = args.Has("verify");
-  o.window_taken = static_cast<uint32_t>(args.GetInt("window", o.window_taken, 1, 4096));
-  o.max_stopped_fraction = args.GetDouble("max-stopped", o.max_stopped_fraction, 0, 0.5);
-  o.seed = static_cast<uint64_t>(args.GetInt("seed", 0, 0, kMaxI64));
-  const std::string mode = args.Get("step-mode", "auto");
-  req->top = args.GetInt("top", 10, 0, 1000000);
+  o.window_taken = static_cast<uint32_t>(args.Int("window"));
+  o.max_stopped_fraction = args.Double("max-stopped");
+  o.seed = static_cast<uint64_t>(args.Int("seed"));
+  const std::string mode = args.Get("step-mode");
+  req->top = args.Int("top");
   req->output = args.Get("output");  // -o is its short spelling (Args)
   const std::vector<std::string>& extra = args.positional();
   auto problems = args.Problems();
@@ -323,9 +336,7 @@ int RunBursts(Args& args) {
 
 PATHCTL_COMMAND(Command{"bursts",
                         "sample a running process's branches with ptrace bursts (software LBR)",
-                        kUsage,
-                        {"json", "verify"},
-                        RunBursts});
+                        kUsage, BurstsFlags(), RunBursts});
 
 }  // namespace
 }  // namespace pathctl

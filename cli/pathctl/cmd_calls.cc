@@ -10,7 +10,7 @@ int RunCalls(Args& args) {
   QuerySource source(args, "calls");
   bool json = args.Has("json");
   pathprof::v1::GetHotCallPairsRequest req;
-  req.set_top_k(static_cast<int32_t>(args.GetInt("top", 20, 1, 1000000)));
+  req.set_top_k(static_cast<int32_t>(args.Int("top")));
   auto problems = args.Problems();
   if (args.positional().size() != 1)
     problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
@@ -33,10 +33,9 @@ int RunCalls(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "calls",
-    "a session's hot call pairs",
-    "usage: pathctl calls SESSION|RECORDING [--top K]\n\n" PATHCTL_QUERY_USAGE PATHCTL_CLIENT_USAGE,
-    {"json"},
+    "calls", "a session's hot call pairs",
+    "usage: pathctl calls SESSION|RECORDING [--top K]\n\n" PATHCTL_QUERY_USAGE,
+    Concat({IntFlag("top", "K", "20", 1, 1000000, "call pairs to list")}, ClientFlags()),
     RunCalls});
 
 }  // namespace

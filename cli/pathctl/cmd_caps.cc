@@ -127,9 +127,8 @@ PATHCTL_COMMAND(Command{"caps",
                         "what this host can collect (eBPF, LBR, Intel PT, ptrace) and why not",
                         "usage: pathctl caps [--json] [--socket PATH | --address HOST:PORT]\n\n"
                         "Probes each source by trying it and explains what is missing; with\n"
-                        "--socket or --address, asks that daemon instead:\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
-                        RunCaps});
+                        "--socket or --address, asks that daemon instead.",
+                        ClientFlags(), RunCaps});
 
 }  // namespace
 }  // namespace pathctl

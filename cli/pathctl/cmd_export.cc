@@ -83,10 +83,10 @@ std::optional<int> ParseExport(Args& args, ExportOptions* o) {
   o->paths = args.Has("paths");
   o->output = args.Get("output");  // -o is its short spelling (Args)
   o->json = args.Has("json");
-  o->format = args.Get("format", "pprof");
-  o->entries = args.GetInt("entries", 32, 1, 1024);
+  o->format = args.Get("format");
+  o->entries = args.Int("entries");
   o->binary = args.Get("binary");
-  o->pid = args.GetInt("pid", 0, 1, kMaxPid);
+  o->pid = args.Int("pid");
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id or RECORDING.pbs");
   if (o->output.empty()) problems.push_back("-o FILE is required");
@@ -154,24 +154,30 @@ PATHCTL_COMMAND(Command{
     "       pathctl export --format perf-lbr RECORDING.pbs -o FILE.data [--entries N]\n"
     "       pathctl export --format bolt RECORDING.pbs -o FILE.fdata [--binary PATH]\n"
     "       pathctl export --format bolt|perf-lbr SESSION -o FILE [--binary PATH] [--pid PID]\n\n"
-    "  --paths        add path counts as a second sample type\n"
-    "  --format F     pprof (a session's profile, the default); perf-lbr: a recording as a\n"
-    "                 perf.data of branch-stack samples (MMAP2 with build-ids) that perf script\n"
-    "                 brstack, perf2bolt and create_llvm_prof read like perf record -b's. An\n"
-    "                 exact trace is cut into consecutive samples of N taken branches (each\n"
-    "                 taken branch counted once); a ptrace-burst window becomes one sample;\n"
-    "                 bolt: BOLT's fdata for one binary (llvm-bolt -data), each branch of the\n"
-    "                 recording counted once: an exact trace's counts are the true counts, a\n"
-    "                 window's branches count as one LBR sample's do. A session exports its\n"
-    "                 newest windows (each process keeps its last 65536 branches)\n"
-    "  --entries N    a recording's branches per sample (default 32, the LBR depth)\n"
-    "  --binary PATH  the binary whose fdata to write (default: the recording's first image,\n"
-    "                 the traced executable; a session's target executable)\n"
-    "  -o, --output FILE  the file to write\n"
-    "  -p, --pid PID  a session's process to export (default: all of them)\n"
-    "  --json         what was written, as JSON on stdout\n"
-    "A recording's export reads the file here; a session's asks the daemon:\n" PATHCTL_CLIENT_USAGE,
-    {"json", "paths"},
+    "--format pprof is a session's profile (the default); perf-lbr: a recording as a perf.data\n"
+    "of branch-stack samples (MMAP2 with build-ids) that perf script brstack, perf2bolt and\n"
+    "create_llvm_prof read like perf record -b's. An exact trace is cut into consecutive\n"
+    "samples of N taken branches (each taken branch counted once); a ptrace-burst window\n"
+    "becomes one sample; bolt: BOLT's fdata for one binary (llvm-bolt -data), each branch of\n"
+    "the recording counted once: an exact trace's counts are the true counts, a window's\n"
+    "branches count as one LBR sample's do. A session exports its newest windows (each process\n"
+    "keeps its last 65536 branches).\n"
+    "A recording's export reads the file here; a session's asks the daemon (--socket ...).",
+    Concat({BoolFlag("paths", "add path counts as a second sample type").Sets("include_paths"),
+            WordsFlag("format", {"pprof", "perf-lbr", "bolt"}, "pprof", "what to write (see above)")
+                .Sets("format"),
+            IntFlag("entries", "N", "32", 1, 1024,
+                    "a recording's branches per sample (the LBR depth)"),
+            StringFlag("binary", "PATH", "",
+                       "the binary whose fdata to write (default: the recording's first image, "
+                       "the traced executable; a session's target executable)")
+                .Sets("binary"),
+            StringFlag("output", "FILE", "", "the file to write").Short("-o"),
+            IntFlag("pid", "PID", "", 1, kMaxPid,
+                    "a session's process to export (default: all of them)")
+                .Short("-p")
+                .Sets("pid")},
+           ClientFlags()),
     RunExport});
 
 }  // namespace

@@ -30,16 +30,14 @@ int RunImport(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "import",
-    "a daemon session over a recording (perf.data or .pbs): prints its id",
+    "import", "a daemon session over a recording (perf.data or .pbs): prints its id",
     "usage: pathctl import RECORDING\n\n"
     "The daemon reads RECORDING (a perf.data with LBR or Intel PT, or a .pbs from pathctl trace)\n"
     "on its own host and keeps it as an ended session: paths, subpaths, tree, calls and methods\n"
     "then answer it as they answer `pathctl paths RECORDING` here. Admins only (the daemon\n"
     "reads the file and the binaries it names with its own privileges).\n"
-    "(--json prints the session as JSON, else its id)\n\n" PATHCTL_CLIENT_USAGE,
-    {"json"},
-    RunImport});
+    "(--json prints the session as JSON, else its id)",
+    ClientFlags(), RunImport});
 
 }  // namespace
 }  // namespace pathctl

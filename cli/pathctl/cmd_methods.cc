@@ -10,7 +10,7 @@ int RunMethods(Args& args) {
   QuerySource source(args, "methods");
   bool json = args.Has("json");
   pathprof::v1::GetHotMethodsRequest req;
-  req.set_top_k(static_cast<int32_t>(args.GetInt("top", 20, 1, 1000000)));
+  req.set_top_k(static_cast<int32_t>(args.Int("top")));
   auto problems = args.Problems();
   if (args.positional().size() != 1)
     problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
@@ -33,12 +33,10 @@ int RunMethods(Args& args) {
   return resp.methods_size() ? kExitOk : kExitNoData;
 }
 
-PATHCTL_COMMAND(Command{"methods",
-                        "a session's hot methods",
-                        "usage: pathctl methods SESSION|RECORDING [--top K]\n\n" PATHCTL_QUERY_USAGE
-                            PATHCTL_CLIENT_USAGE,
-                        {"json"},
-                        RunMethods});
+PATHCTL_COMMAND(Command{
+    "methods", "a session's hot methods",
+    "usage: pathctl methods SESSION|RECORDING [--top K]\n\n" PATHCTL_QUERY_USAGE,
+    Concat({IntFlag("top", "K", "20", 1, 1000000, "methods to list")}, ClientFlags()), RunMethods});
 
 }  // namespace
 }  // namespace pathctl

@@ -25,12 +25,12 @@ int RunPaths(Args& args) {
   QuerySource source(args, "paths");
   bool json = args.Has("json");
   v1::GetHotPathsRequest req;
-  req.set_top_k(static_cast<int32_t>(args.GetInt("top", 20, 1, 1000000)));
+  req.set_top_k(static_cast<int32_t>(args.Int("top")));
   req.set_with_blocks(args.Has("blocks"));
   v1::Metric metric = v1::METRIC_COUNT;
   // --metric is read before Problems(): a flag not yet read counts as one that "does not
   // apply", which refused every --metric.
-  const bool metric_ok = ParseMetric(args.Get("metric", "count"), &metric);
+  const bool metric_ok = ParseMetric(args.Get("metric"), &metric);
   auto problems = args.Problems();
   if (!metric_ok) problems.push_back("--metric is count, instructions, cycles or mispredictions");
   if (args.positional().size() != 1)
@@ -55,11 +55,21 @@ int RunPaths(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "paths",
-    "a session's hot paths (path engine)",
+    "paths", "a session's hot paths (path engine)",
     "usage: pathctl paths SESSION|RECORDING [--top K] [--metric count|instructions|"
-    "cycles|mispredictions] [--blocks]\n\n" PATHCTL_QUERY_USAGE PATHCTL_CLIENT_USAGE,
-    {"json", "blocks"},
+    "cycles|mispredictions] [--blocks]\n\n" PATHCTL_QUERY_USAGE,
+    Concat({IntFlag("top", "K", "20", 1, 1000000, "paths to list"),
+            WordsFlag("metric", {"count", "instructions", "cycles", "mispredictions"}, "count",
+                      "what a path weighs: its count, or the instructions, cycles or "
+                      "mispredictions of its executions")
+                .Accepts([](const std::string& s) {
+                  v1::Metric m;
+                  return ParseMetric(s, &m);
+                })
+                .Sets("metric"),
+            BoolFlag("blocks", "each path's blocks, with their functions and lines")
+                .Sets("with_blocks")},
+           ClientFlags()),
     RunPaths});
 
 }  // namespace

@@ -11,7 +11,7 @@ int RunPs(Args& args) {
   bool json = args.Has("json");
   pathprof::v1::ListTargetsRequest req;
   req.set_name_filter(args.Get("name"));
-  const int64_t limit = args.GetInt("limit", 0, 0, kMaxU32);  // 0: every page
+  const int64_t limit = args.Int("limit");  // 0: every page
   if (auto p = args.Problems(); !p.empty()) return UsageError("ps", p);
   // The pages, gathered into one response (next_page_token set only where --limit cut it).
   pathprof::v1::ListTargetsResponse resp;
@@ -41,13 +41,15 @@ int RunPs(Args& args) {
   return resp.targets_size() ? kExitOk : kExitNoData;
 }
 
-PATHCTL_COMMAND(Command{"ps",
-                        "processes the daemon lets you profile",
-                        "usage: pathctl ps [--name SUBSTRING] [--limit N]\n\n"
-                        "  --limit N         at most N processes (default: all)\n"
-                        "\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
-                        RunPs});
+PATHCTL_COMMAND(Command{
+    "ps", "processes the daemon lets you profile",
+    "usage: pathctl ps [--name SUBSTRING] [--limit N]",
+    Concat({StringFlag("name", "SUBSTRING", "", "only processes whose command name has SUBSTRING")
+                .Sets("name_filter"),
+            IntFlag("limit", "N", "", 0, kMaxU32, "at most N processes (default: all)")
+                .Sets("page_size")},
+           ClientFlags()),
+    RunPs});
 
 }  // namespace
 }  // namespace pathctl

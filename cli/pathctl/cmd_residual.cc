@@ -12,7 +12,7 @@ int RunResidual(Args& args) {
   bool json = args.Has("json"), save = args.Has("save");
   std::string baseline = args.Get("baseline");
   // --save stores every path: --top would be ignored, so it is left unread and reported.
-  const int32_t top = save ? 0 : static_cast<int32_t>(args.GetInt("top", 20, 1, 1000000));
+  const int32_t top = save ? 0 : static_cast<int32_t>(args.Int("top"));
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (baseline.empty()) problems.push_back("--baseline NAME is required");
@@ -55,14 +55,15 @@ int RunResidual(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "residual",
-    "paths seen now that a saved baseline never saw",
+    "residual", "paths seen now that a saved baseline never saw",
     "usage: pathctl residual SESSION --baseline NAME [--top K]\n"
-    "       pathctl residual SESSION --baseline NAME --save\n\n"
-    "  --baseline NAME   the saved baseline to compare with (or to save, with --save)\n"
-    "  --top K           new paths to list (default 20)\n"
-    "  --save            store the session's current paths as baseline NAME\n" PATHCTL_CLIENT_USAGE,
-    {"json", "save"},
+    "       pathctl residual SESSION --baseline NAME --save",
+    Concat({StringFlag("baseline", "NAME", "",
+                       "the saved baseline to compare with (or to save, with --save)")
+                .Sets("baseline"),
+            IntFlag("top", "K", "20", 1, 1000000, "new paths to list").Sets("top_k"),
+            BoolFlag("save", "store the session's current paths as baseline NAME")},
+           ClientFlags()),
     RunResidual});
 
 }  // namespace

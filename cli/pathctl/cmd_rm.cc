@@ -31,9 +31,7 @@ int RunRm(Args& args) {
 
 PATHCTL_COMMAND(Command{"rm",
                         "delete daemon sessions and their profiles (frees the quota they hold)",
-                        "usage: pathctl rm SESSION...\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
-                        RunRm});
+                        "usage: pathctl rm SESSION...", ClientFlags(), RunRm});
 
 }  // namespace
 }  // namespace pathctl

@@ -18,6 +18,7 @@
 #include "pathctl/held_command.h"
 #include "pathctl/interrupts.h"
 #include "pathctl/run_report.h"
+#include "pathctl/session_flags.h"
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/pipeline/session.h"
 
@@ -50,26 +51,16 @@ struct RunFlags {
 
 // Fills `flags` from `args`; the usage problems, in the order found (empty: all well).
 std::vector<std::string> ParseRunFlags(Args& args, RunFlags* flags) {
-  pl::SessionConfig& config = flags->config;
+  std::vector<std::string> problems;
   flags->json = args.Has("json");
-  if (!pl::ParseSourceChoice(args.Get("source", "auto"), &config.source))
-    return {"--source must be auto, pt, lbr, ptrace or none"};
-  if (!pl::ParseStepChoice(args.Get("step-mode", "auto"), &config.sampling.step_mode))
-    return {"--step-mode must be auto, emulate, breakpoints, int3 or step"};
-  if (!pl::ParseCallGraph(args.Get("call-graph", "dwarf"), &config.sampling.call_graph))
-    return {"--call-graph must be dwarf or fp"};
-  // As perf record does: children forked from now on are profiled too, unless --no-inherit.
-  config.follow_children = !args.Has("no-inherit");
-  // -F and the older --stack-hz are --freq's other spellings (Args).
-  config.sampling.stack_hz = static_cast<uint32_t>(args.GetInt("freq", 99, 0, 10000));
-  config.sampling.bursts_per_second = args.GetDouble("burst-rate", 0, 0, 10000);
-  config.sampling.window_branches = static_cast<uint32_t>(args.GetInt("window", 32, 1, 4096));
+  // The session flags start shares, with the defaults of pipeline::kSessionDefaults.
+  ReadSessionConfig(args, &flags->config, &problems);
   // Timed here rather than by the session (whole seconds) so that 500ms means 500 ms; the
   // session ends the same way (Stop(): state stopped) either way.
-  flags->duration_s = args.GetDuration("duration", 0, 1, 0, kMaxU32);
-  flags->top = static_cast<uint32_t>(args.GetInt("top", 10, 1, 1000));
-  flags->pid = static_cast<pid_t>(args.GetInt("pid", 0, 1, kMaxPid));
-  std::vector<std::string> problems = args.Problems();
+  flags->duration_s = args.Seconds("duration");
+  flags->top = static_cast<uint32_t>(args.Int("top"));
+  flags->pid = static_cast<pid_t>(args.Int("pid"));
+  for (auto& p : args.Problems()) problems.push_back(p);
   if (flags->pid == 0 && args.rest().empty()) problems.push_back("give -- CMD [ARGS] or --pid P");
   if (flags->pid != 0 && !args.rest().empty()) problems.push_back("give either --pid or a command");
   return problems;
@@ -161,22 +152,9 @@ int RunRun(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "run",
-    "profile a command (or --pid) with the embedded pipeline and print its hot paths",
-    "usage: pathctl run [--source auto|pt|lbr|ptrace|none] [--step-mode "
-    "auto|emulate|breakpoints|int3|step]\n"
-    "                   [-F HZ] [--duration DUR] [--top K] [--burst-rate R] [--window W]\n"
-    "                   [--call-graph dwarf|fp] [--no-inherit] [--json] -- CMD [ARGS]\n"
+    "run", "profile a command (or --pid) with the embedded pipeline and print its hot paths",
+    "usage: pathctl run [options] -- CMD [ARGS]\n"
     "       pathctl run [options] -p PID\n\n"
-    "  -p, --pid PID     attach to a running process instead of starting CMD\n"
-    "  -F, --freq HZ     eBPF stack samples per second (default 99; 0: off; formerly --stack-hz)\n"
-    "  --duration DUR    stop after DUR: 500ms, 5s, 2m (a bare number is seconds; default: when\n"
-    "                    CMD exits)\n"
-    "  --top K           entries per table (default 10, at most 1000)\n"
-    "  --burst-rate R    ptrace bursts per second (default: 1000 emulated, 20 stepped)\n"
-    "  --window W        taken branches per window (default 32)\n"
-    "  --json            the whole report as one JSON object on stdout (CMD's own standard\n"
-    "                    output then goes to standard error)\n\n"
     "Runs CMD (or attaches to process P), profiles it with eBPF stack samples and the best\n"
     "branch source (PT > LBR > ptrace bursts unless --source says otherwise), and prints its hot\n"
     "paths with their blocks' functions and lines, hot subpaths, hot call pairs, hot methods and\n"
@@ -185,15 +163,25 @@ PATHCTL_COMMAND(Command{
     "SIGINT (Ctrl-C), SIGTERM or SIGHUP end the collection the same way: the report is printed,\n"
     "then pathctl ends by that signal, as perf record does (exit status 128 + the signal).\n"
     "--step-mode says how ptrace bursts step a window: auto (what `pathctl caps` found works\n"
-    "best here), breakpoints (debug registers), int3 (int3 bytes in the text, for hosts whose\n"
-    "debug registers never fire) or step (one stop per instruction).\n"
+    "best here), emulate (one stop per window, the branches run in an emulator), breakpoints\n"
+    "(debug registers), int3 (int3 bytes in the text, for hosts whose debug registers never\n"
+    "fire) or step (one stop per instruction).\n"
     "--call-graph: dwarf (default) copies the top 12-16 KiB of the user stack with each sample\n"
     "and unwinds it with the binaries' DWARF CFI, which programs built without frame pointers\n"
     "need (as perf record --call-graph dwarf); fp trusts the frame-pointer chain alone.\n"
-    "The processes CMD (or P) has forked, and forks from then on, are profiled too, each with\n"
-    "its own counts in the report;\n"
-    "--no-inherit profiles the one process only. Branch sources stay on CMD (or P) itself.",
-    {"json", "no-inherit"},
+    "The one process is profiled unless --inherit: then the processes CMD (or P) forks from\n"
+    "then on are profiled too, each with its own counts in the report (as pathctl start\n"
+    "--inherit; branch sources stay on CMD or P itself). The session flags and their defaults\n"
+    "are pathctl start's.",
+    Concat({IntFlag("pid", "PID", "", 1, kMaxPid,
+                    "attach to a running process instead of "
+                    "starting CMD")
+                .Short("-p"),
+            IntFlag("top", "K", "10", 1, 1000, "entries per table"),
+            BoolFlag("json",
+                     "the whole report as one JSON object on stdout (CMD's own standard output "
+                     "then goes to standard error)")},
+           SessionFlags()),
     RunRun});
 
 }  // namespace

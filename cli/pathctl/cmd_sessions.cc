@@ -37,11 +37,8 @@ int RunSessions(Args& args) {
   return resp.sessions_size() ? kExitOk : kExitNoData;
 }
 
-PATHCTL_COMMAND(Command{"sessions",
-                        "list the daemon's sessions",
-                        "usage: pathctl sessions\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
-                        RunSessions});
+PATHCTL_COMMAND(Command{"sessions", "list the daemon's sessions", "usage: pathctl sessions",
+                        ClientFlags(), RunSessions});
 
 }  // namespace
 }  // namespace pathctl

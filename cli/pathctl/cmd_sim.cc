@@ -32,7 +32,7 @@ using pipeline::PathEngineSimResult;
 
 Result<hwmodel::HotPathTableConfig> ParseHpt(Args& args) {
   hwmodel::HotPathTableConfig c;
-  std::string geometry = args.Get("hpt", "512x4");
+  std::string geometry = args.Get("hpt");
   unsigned entries = 0, ways = 0;
   char tail = 0;
   if (std::sscanf(geometry.c_str(), "%ux%u%c", &entries, &ways, &tail) != 2)
@@ -40,7 +40,7 @@ Result<hwmodel::HotPathTableConfig> ParseHpt(Args& args) {
                  "--hpt expects ENTRIESxWAYS such as 512x4, got '" + geometry + "'");
   c.entries = entries;
   c.ways = ways;
-  std::string index = args.Get("index", "xor");
+  std::string index = args.Get("index");
   if (index == "xor") {
     c.index = hwmodel::HptIndex::kXor;
   } else if (index == "start") {
@@ -48,7 +48,7 @@ Result<hwmodel::HotPathTableConfig> ParseHpt(Args& args) {
   } else {
     return Error(ErrorCode::kInvalidArgument, "--index expects xor or start, got '" + index + "'");
   }
-  std::string repl = args.Get("replacement", "lfu");
+  std::string repl = args.Get("replacement");
   if (repl == "lfu") {
     c.replacement = hwmodel::HptReplacement::kLfu;
   } else if (repl == "lru") {
@@ -57,7 +57,7 @@ Result<hwmodel::HotPathTableConfig> ParseHpt(Args& args) {
     return Error(ErrorCode::kInvalidArgument,
                  "--replacement expects lfu or lru, got '" + repl + "'");
   }
-  std::string metric = args.Get("metric", "count");
+  std::string metric = args.Get("metric");
   if (!hwmodel::ParseMetric(metric, &c.metric))
     return Error(
         ErrorCode::kInvalidArgument,
@@ -184,13 +184,12 @@ struct SimFlags {
 std::vector<std::string> ParseSimFlags(Args& args, SimFlags* flags) {
   flags->json = args.Has("json");
   auto hpt_config = ParseHpt(args);
-  auto stack_config = hwmodel::ParsePathStackConfig(args.Get("paths", "bl"));
-  long long window = args.GetInt("window", 0, 0, kMaxI64),
-            period = args.GetInt("period", 0, 0, kMaxI64);
-  long long interval = args.GetInt("sample-interval", -1, 0, kMaxI64),
-            burst = args.GetInt("burst-length", 0, 0, kMaxI64);
-  long long top_k = args.GetInt("top", 10, 0, 1000000);
-  long long dyn = args.GetInt("dynamic-window", 10000000, 1, kMaxI64);
+  auto stack_config = hwmodel::ParsePathStackConfig(args.Get("paths"));
+  long long window = args.Int("window"), period = args.Int("period");
+  long long interval = args.Has("sample-interval") ? args.Int("sample-interval") : -1,
+            burst = args.Int("burst-length");
+  long long top_k = args.Int("top");
+  long long dyn = args.Int("dynamic-window");
   auto source = Source::Open(args, &flags->source_desc);
   if (auto p = args.Problems(); !p.empty()) return p;
   for (const Status* s : {&hpt_config.status(), &stack_config.status(), &source.status()}) {
@@ -251,18 +250,18 @@ struct SweepFlags {
 std::vector<std::string> ParseSweepFlags(Args& args, SweepFlags* flags) {
   flags->json = args.Has("json");
   std::string list = args.Get("workload", "all");
-  flags->seed = static_cast<uint64_t>(args.GetInt("seed", 1, 0, kMaxI64));
-  flags->branches = static_cast<uint64_t>(args.GetInt("branches", 20000000, 1, kMaxI64));
-  const auto dyn = static_cast<uint64_t>(args.GetInt("dynamic-window", 10000000, 1, kMaxI64));
-  auto stack_config = hwmodel::ParsePathStackConfig(args.Get("paths", "bl"));
+  flags->seed = static_cast<uint64_t>(args.Int("seed"));
+  flags->branches = static_cast<uint64_t>(args.Int("branches"));
+  const auto dyn = static_cast<uint64_t>(args.Int("dynamic-window"));
+  auto stack_config = hwmodel::ParsePathStackConfig(args.Get("paths"));
   std::vector<std::string> problems;
   // The sweep sets the geometry from --sizes and --ways: a --hpt would be ignored.
   if (args.Has("hpt"))
     problems.push_back("--hpt does not go with --sweep (--sizes and --ways set the grid)");
   auto base = ParseHpt(args);
   pipeline::HptSweepOptions& o = flags->options;
-  o.sizes = ParseList(args.Get("sizes", "128,256,512,1024,2048"), &problems, "sizes");
-  o.ways = ParseList(args.Get("ways", "2,4,8,16,32"), &problems, "ways");
+  o.sizes = ParseList(args.Get("sizes"), &problems, "sizes");
+  o.ways = ParseList(args.Get("ways"), &problems, "ways");
   synth::WorkloadSpec probe;
   ApplyKnobs(args, &probe);  // marks the knob flags as known before Problems()
   for (const auto& p : args.Problems()) problems.push_back(p);
@@ -390,47 +389,66 @@ constexpr char kUsage[] =
 
 Runs the path engine on a synthetic workload (loops, branchy, calls, large) or a .pbs stream and
 compares what it finds with the exact profile of the same stream.
+--functions, --diamonds, --call-levels, --skew, --correlation and --zipf override the workload's
+knobs (see examples/synth/.../workload.h). --window W --period P: window sampling, windows of W
+taken branches, one every P*W, scored by the window estimator (instead of the HPT).
+--sample-interval N --burst-length N: bursty sampling ([HPS 2005]) of calls and back-edges
+before the HPT. --sweep: complete and dynamic overlap for HPT sizes x ways (Figure 5.7 style)
+over --workload (default all).
+Stream profiles (instead of the path engine; both may be given): --subpaths, OSP hot subpaths
+([Oren 2002]): the top K with blocks, estimate, error bound, exact count (a second pass), f and
+memory; --calls, hot call pairs and hot methods ([HPS 2005]) from the whole stream, or from its
+samples with --sample-interval/--burst-length or --window/--period, with the overlap and HPS
+overlap against the exact counts.)";
 
-  --workload NAME        bundled synthetic workload (default branchy)
-  --seed N               workload seed (default 1)
-  --functions N --diamonds N --call-levels N --skew X --correlation X --zipf X
-                         override the workload's knobs (see examples/synth/.../workload.h)
-  --pbs FILE             read branches from a .pbs file instead
-  --branches N           branches to run (default 20000000; a .pbs file: all)
-  --paths KIND           bl | wpp | extended:loops:N | extended:calls:N (default bl)
-  --hpt ENTRIESxWAYS     Hot Path Table geometry (default 512x4)
-  --index xor|start      HPT index function (default xor)
-  --replacement lfu|lru  HPT replacement (default lfu)
-  --metric M             count | instructions | cycles | mispredictions (default count)
-  --window W --period P  window sampling: windows of W taken branches, one every P*W, scored
-                         by the window estimator (instead of the HPT)
-  --sample-interval N --burst-length N
-                         bursty sampling ([HPS 2005]) of calls and back-edges before the HPT
-  --top K                hot paths to list (default 10)
-  --dynamic-window N     branches per window for the dynamic overlap (default 10000000)
-  --json                 machine-readable output
-  --sweep                complete and dynamic overlap for HPT sizes x ways (Figure 5.7 style)
-                         over --workload (default all)
-  --sizes N,N,...        with --sweep: HPT entries (default 128,256,512,1024,2048)
-  --ways N,N,...         with --sweep: HPT associativities (default 2,4,8,16,32)
+std::vector<Flag> SimFlagDeclarations() {
+  return {
+      StringFlag("workload", "NAME", "",
+                 "bundled synthetic workload (default branchy; with --sweep, all)"),
+      IntFlag("seed", "N", "1", 0, kMaxI64, "workload seed"),
+      IntFlag("functions", "N", "", 1, 1000000, "workload knob"),
+      IntFlag("diamonds", "N", "", 0, 1000000, "workload knob"),
+      IntFlag("call-levels", "N", "", 0, 1000, "workload knob"),
+      DoubleFlag("skew", "X", "", 0, 1e6, "workload knob"),
+      DoubleFlag("correlation", "X", "", 0, 1, "workload knob"),
+      DoubleFlag("zipf", "X", "", 0, 100, "workload knob"),
+      StringFlag("pbs", "FILE", "", "read branches from a .pbs file instead"),
+      IntFlag("branches", "N", "20000000", 1, kMaxI64, "branches to run (a .pbs file: all)"),
+      StringFlag("paths", "KIND", "bl", "bl | wpp | extended:loops:N | extended:calls:N"),
+      StringFlag("hpt", "ENTRIESxWAYS", "512x4", "Hot Path Table geometry"),
+      WordsFlag("index", {"xor", "start"}, "xor", "HPT index function"),
+      WordsFlag("replacement", {"lfu", "lru"}, "lfu", "HPT replacement"),
+      WordsFlag("metric", {"count", "instructions", "cycles", "mispredictions"}, "count",
+                "what a path weighs")
+          .Accepts([](const std::string& s) {
+            hwmodel::Metric m;
+            return hwmodel::ParseMetric(s, &m);
+          }),
+      IntFlag("window", "W", "", 0, kMaxI64, "window sampling: taken branches per window"),
+      IntFlag("period", "P", "", 0, kMaxI64, "window sampling: one window every P*W branches"),
+      IntFlag("sample-interval", "N", "", 0, kMaxI64, "bursty sampling: branches between bursts"),
+      IntFlag("burst-length", "N", "", 0, kMaxI64, "bursty sampling: branches per burst"),
+      IntFlag("top", "K", "10", 0, 1000000, "hot paths to list"),
+      IntFlag("dynamic-window", "N", "10000000", 1, kMaxI64,
+              "branches per window for the dynamic overlap"),
+      BoolFlag("json", "machine-readable output"),
+      BoolFlag("sweep", "complete and dynamic overlap for HPT sizes x ways"),
+      StringFlag("sizes", "N,N,...", "128,256,512,1024,2048", "with --sweep: HPT entries"),
+      StringFlag("ways", "N,N,...", "2,4,8,16,32", "with --sweep: HPT associativities"),
+      BoolFlag("subpaths", "OSP hot subpaths (see above)"),
+      IntFlag("osp-entries", "M", "4096", 1, 1 << 24,
+              "reservoir bound m in entries (formerly --osp-memory)"),
+      IntFlag("osp-max-length", "L", "32", 1, 1024, "longest subpath, a power of two"),
+      DoubleFlag("osp-gain", "G", "100", 1e-9, 1e12, "eq. 2.13's expected gain"),
+      DoubleFlag("osp-min-f", "F", "2", 0, 1e12, "floor on f"),
+      IntFlag("osp-seed", "N", "7", 0, kMaxI64, "OSP seed"),
+      DoubleFlag("confidence", "C", "0.95", 0.5, 0.999999, "confidence of the error bounds"),
+      BoolFlag("calls", "hot call pairs and hot methods (see above)"),
+  };
+}
 
-Stream profiles (instead of the path engine; both flags may be given):
-  --subpaths             OSP hot subpaths ([Oren 2002]): the top K with blocks, estimate, error
-                         bound, exact count (a second pass), f and memory
-  --osp-entries M        reservoir bound m in entries (default 4096; formerly --osp-memory)
-  --osp-max-length L     longest subpath, a power of two 2..1024 (default 32)
-  --osp-gain G --osp-min-f F --osp-seed N
-                         eq. 2.13's expected gain (default 100), floor on f (default 2), seed
-  --confidence C         confidence of the error bounds (default 0.95)
-  --calls                hot call pairs and hot methods ([HPS 2005]) from the whole stream, or from
-                         its samples with --sample-interval/--burst-length or --window/--period,
-                         with the overlap and HPS overlap against the exact counts)";
-
-PATHCTL_COMMAND(Command{"sim",
-                        "run the path engine on a synthetic workload or .pbs stream",
-                        kUsage,
-                        {"json", "sweep", "subpaths", "calls"},
-                        RunSim});
+PATHCTL_COMMAND(Command{"sim", "run the path engine on a synthetic workload or .pbs stream", kUsage,
+                        SimFlagDeclarations(), RunSim});
 
 }  // namespace
 }  // namespace pathctl

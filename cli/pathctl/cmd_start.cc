@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "pathctl/client.h"
+#include "pathctl/session_flags.h"
 #include "pathprof/api/resource_names.h"
 
 namespace pathctl {
@@ -64,13 +65,14 @@ bool ParseCallGraph(const std::string& s, v1::CallGraph* out) {
   return true;
 }
 
-// Each Read* fills its part of the request and appends its usage problems; RunStart calls them
-// in the order of the flags' problems in the usage error (and of Args' own range errors).
+// Each Read* fills its part of the request and appends its usage problems. A session flag not
+// given leaves its field unset: the daemon then takes pipeline::kSessionDefaults' value, the
+// default the usage shows (session_flags.h).
 
 void ReadTarget(Args& args, v1::StartSessionRequest* req, std::vector<std::string>* problems) {
   int targets = 0;
   if (args.Has("pid")) {  // -p is its short spelling (Args)
-    req->set_pid(static_cast<int32_t>(args.GetInt("pid", 0, 1, kMaxPid)));
+    req->set_pid(static_cast<int32_t>(args.Int("pid")));
     ++targets;
   }
   if (args.Has("name")) {
@@ -88,10 +90,12 @@ void ReadTarget(Args& args, v1::StartSessionRequest* req, std::vector<std::strin
   if (targets != 1) problems->push_back("give exactly one of --pid, --name, --cgroup, --unit");
 }
 
+// The words were checked against these parsers' pipeline twins when the command line was read;
+// these give the request's enum.
 void ReadSourceStepAndStacks(Args& args, v1::StartSessionRequest* req,
                              std::vector<std::string>* problems) {
   v1::SourceChoice src = v1::SOURCE_CHOICE_AUTO;
-  if (!ParseSource(args.Get("source", "auto"), &src))
+  if (!ParseSource(args.Get("source"), &src))
     problems->push_back("--source is auto, none, ptrace, lbr or pt");
   req->set_source(src);
   // Without --step-mode the request leaves it unset: the daemon's [ptrace] step_mode decides.
@@ -100,43 +104,47 @@ void ReadSourceStepAndStacks(Args& args, v1::StartSessionRequest* req,
     problems->push_back("--step-mode is auto, emulate, breakpoints, int3 or step");
   req->mutable_sampling()->set_step_mode(step);
   v1::CallGraph call_graph = v1::CALL_GRAPH_DWARF;
-  if (ParseCallGraph(args.Get("call-graph", "dwarf"), &call_graph))
+  if (ParseCallGraph(args.Get("call-graph"), &call_graph))
     req->mutable_sampling()->set_call_graph(call_graph);
   else
     problems->push_back("--call-graph is dwarf or fp");
-  req->set_follow_children(args.Has("inherit"));
-  // Without --inherit no descendant is followed: --max-descendants is left unread (reported).
-  if (req->follow_children())
-    req->set_max_descendants(static_cast<int32_t>(args.GetInt("max-descendants", 0, 0, 1024)));
+  req->set_follow_children(FollowChildren(args, problems));
+  // Without following children no descendant is profiled: --max-descendants is left unread
+  // (reported as not applying).
+  if (req->follow_children() && args.Has("max-descendants"))
+    req->set_max_descendants(static_cast<int32_t>(args.Int("max-descendants")));
 }
 
 void ReadEngine(Args& args, v1::StartSessionRequest* req, std::vector<std::string>* problems) {
   v1::PathKind kind = v1::PATH_KIND_UNSPECIFIED;
-  if (!ParseKind(args.Get("path-kind", "ball-larus"), &kind))
+  if (!ParseKind(args.Get("path-kind"), &kind))
     problems->push_back("--path-kind is ball-larus, wpp, extended-loops or extended-calls");
   v1::EngineSettings& engine = *req->mutable_engine();
   engine.set_path_kind(kind);
-  engine.set_extension(static_cast<int32_t>(args.GetInt("extension", 0, 0, 255)));
-  engine.set_max_path_length(static_cast<int32_t>(args.GetInt("max-length", 0, 0, 64)));
-  engine.set_hpt_entries(static_cast<int32_t>(args.GetInt("hpt-entries", 0, 0, 1 << 24)));
+  if (args.Has("extension")) engine.set_extension(static_cast<int32_t>(args.Int("extension")));
+  if (args.Has("max-length"))
+    engine.set_max_path_length(static_cast<int32_t>(args.Int("max-length")));
+  if (args.Has("hpt-entries"))
+    engine.set_hpt_entries(static_cast<int32_t>(args.Int("hpt-entries")));
 }
 
 void ReadSampling(Args& args, v1::StartSessionRequest* req) {
   v1::SamplingSettings& sampling = *req->mutable_sampling();
   if (args.Has("freq"))  // -F and the older --stack-hz are its other spellings (Args)
-    sampling.set_stack_hz(static_cast<int32_t>(args.GetInt("freq", 99, 0, 10000)));
-  sampling.set_window_branches(static_cast<int32_t>(args.GetInt("window", 0, 0, 4096)));
-  sampling.set_bursts_per_second(args.GetDouble("burst-rate", 0, 0, 10000));
-  sampling.set_max_stopped_fraction(args.GetDouble("max-stopped", 0, 0, 0.5));
+    sampling.set_stack_hz(static_cast<int32_t>(args.Int("freq")));
+  if (args.Has("window")) sampling.set_window_branches(static_cast<int32_t>(args.Int("window")));
+  if (args.Has("burst-rate")) sampling.set_bursts_per_second(args.Double("burst-rate"));
+  if (args.Has("max-stopped")) sampling.set_max_stopped_fraction(args.Double("max-stopped"));
 }
 
 void ReadBoundsAndDuration(Args& args, v1::StartSessionRequest* req,
                            std::vector<std::string>* problems) {
-  req->mutable_osp()->set_memory_entries(
-      static_cast<int32_t>(args.GetInt("osp-entries", 0, 0, 1 << 24)));
-  req->mutable_pcct()->set_max_depth(static_cast<int32_t>(args.GetInt("max-depth", 0, 0, 4096)));
+  if (args.Has("osp-entries"))
+    req->mutable_osp()->set_memory_entries(static_cast<int32_t>(args.Int("osp-entries")));
+  if (args.Has("max-depth"))
+    req->mutable_pcct()->set_max_depth(static_cast<int32_t>(args.Int("max-depth")));
   // The daemon counts whole seconds: 1500ms is refused rather than rounded.
-  const double duration = args.GetDuration("duration", 0, 1, 0, kMaxU32);
+  const double duration = args.Seconds("duration");
   if (duration != static_cast<double>(static_cast<uint32_t>(duration)))
     problems->push_back(
         "--duration is whole seconds for a daemon session (such as 5s or 2m), got '" +
@@ -178,34 +186,30 @@ int RunStart(Args& args) {
   return kExitOk;
 }
 
+// The targets, then the session flags start shares with run (session_flags.h), then the
+// daemon's connection flags.
+std::vector<Flag> StartFlags() {
+  return Concat(Concat({IntFlag("pid", "PID", "", 1, kMaxPid, "a process (all its threads)")
+                            .Short("-p")
+                            .Sets("pid"),
+                        StringFlag("name", "EXE", "", "the processes running executable EXE")
+                            .Sets("executable_name"),
+                        StringFlag("cgroup", "PATH", "", "a cgroup's processes").Sets("cgroup"),
+                        StringFlag("unit", "UNIT", "",
+                                   "a systemd unit's processes (nginx means nginx.service)")
+                            .Sets("systemd_unit")},
+                       SessionFlags()),
+                ClientFlags());
+}
+
 PATHCTL_COMMAND(Command{
-    "start",
-    "start a profiling session in the daemon (prints its id)",
+    "start", "start a profiling session in the daemon (prints its id)",
     "usage: pathctl start (-p PID | --name EXE | --cgroup PATH | --unit UNIT) [options]\n\n"
-    "  -p, --pid PID     a process (all its threads)\n"
-    "  --name EXE        the processes running executable EXE\n"
-    "  --cgroup PATH     a cgroup's processes\n"
-    "  --unit UNIT       a systemd unit's processes (nginx means nginx.service)\n"
-    "  --source auto|none|ptrace|lbr|pt   branch source (default auto: the best the host has)\n"
-    "  --step-mode auto|emulate|breakpoints|int3|step   how ptrace bursts step (default: the "
-    "daemon's\n"
-    "                    [ptrace] step_mode, auto: what `pathctl caps` found works best)\n"
-    "  --path-kind ball-larus|wpp|extended-loops|extended-calls, --extension N\n"
-    "  --max-length N    branches per path (1..64)      --hpt-entries N   Hot Path Table size\n"
-    "  -F, --freq HZ     eBPF stack samples per second (0: off; formerly --stack-hz)\n"
-    "  --window N        branches per window            --osp-entries N   OSP memory bound\n"
-    "  --burst-rate R    ptrace bursts per second (formerly --bursts-per-second)\n"
-    "  --max-stopped F   ptrace bursts: cap on the share of any second threads spend stopped\n"
-    "  --max-depth N     PCCT depth bound\n"
-    "  --duration DUR    stop after DUR: whole seconds, such as 30s or 2m (a bare number is\n"
-    "                    seconds; default: until stopped)\n"
-    "  --call-graph dwarf|fp  user stacks: DWARF CFI on a copy of the stack (default) or\n"
-    "                    frame pointers alone\n"
-    "  --inherit         profile the processes the targets fork from now on (stacks), at most\n"
-    "                    --max-descendants N (default 4; each counts against the memory "
-    "quota)\n" PATHCTL_CLIENT_USAGE,
-    {"json", "inherit"},
-    RunStart});
+    "Starts a session in the daemon on the target and prints its id (first, alone on its line).\n"
+    "The session flags are pathctl run's, with the same defaults; a flag not given leaves the\n"
+    "request's field unset, which the daemon fills with that same default. Children the\n"
+    "targets fork are followed only with --inherit.",
+    StartFlags(), RunStart});
 
 }  // namespace
 }  // namespace pathctl

@@ -54,11 +54,8 @@ int RunStats(Args& args) {
   return kExitOk;
 }
 
-PATHCTL_COMMAND(Command{"stats",
-                        "the daemon's accounting: samples, drops, CPU and memory",
-                        "usage: pathctl stats [SESSION]\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
-                        RunStats});
+PATHCTL_COMMAND(Command{"stats", "the daemon's accounting: samples, drops, CPU and memory",
+                        "usage: pathctl stats [SESSION]", ClientFlags(), RunStats});
 
 }  // namespace
 }  // namespace pathctl

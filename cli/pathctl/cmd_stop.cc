@@ -27,11 +27,8 @@ int RunStop(Args& args) {
   return kExitOk;
 }
 
-PATHCTL_COMMAND(Command{"stop",
-                        "stop a daemon session (its profiles stay readable)",
-                        "usage: pathctl stop SESSION\n\n" PATHCTL_CLIENT_USAGE,
-                        {"json"},
-                        RunStop});
+PATHCTL_COMMAND(Command{"stop", "stop a daemon session (its profiles stay readable)",
+                        "usage: pathctl stop SESSION", ClientFlags(), RunStop});
 
 }  // namespace
 }  // namespace pathctl

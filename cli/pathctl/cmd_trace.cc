@@ -23,15 +23,10 @@ constexpr const char* kUsage =
     "branch (block stepping) or once per instruction (single steps), so trace small programs\n"
     "(see examples/). On Ctrl-C or SIGTERM, CMD is killed and reaped, what was traced until\n"
     "then is written as a complete OUT.pbs, and pathctl exits 0 (3 if nothing was traced).\n"
-    "  --exact           the ptrace tracer (the only mode so far)\n"
-    "  -o, --output      the .pbs file to write\n"
-    "  --step-mode M     how CMD is moved on between recorded stops, each giving the same\n"
-    "                    events: auto (default: block stepping with what `pathctl caps` finds\n"
-    "                    works, else single steps), breakpoints (debug registers), int3 (int3\n"
-    "                    bytes; one thread at a time) or step (PTRACE_SINGLESTEP)\n"
-    "  --batch-events N  events per batch (default 4096)\n"
-    "  --max-steps N     kill CMD after N instructions (default: no limit)\n"
-    "  --json            the tracer's counts as one JSON object on stdout (else a line on stderr)";
+    "--step-mode says how CMD is moved on between recorded stops, each giving the same events:\n"
+    "auto (block stepping with what `pathctl caps` finds works, else single steps),\n"
+    "breakpoints (debug registers), int3 (int3 bytes; one thread at a time) or step\n"
+    "(PTRACE_SINGLESTEP).";
 
 void PrintReportJson(const std::string& out, const pathprof::stepping::ExactTraceStats& s) {
   pathprof::v1::TraceReport report;
@@ -78,9 +73,9 @@ int RunTrace(Args& args) {
   const bool json = args.Has("json");
   const std::string out = args.Get("output");  // -o is its short spelling (Args)
   const std::vector<std::string>& extra = args.positional();
-  long long batch = args.GetInt("batch-events", 4096, 1, 1 << 20);
-  long long max_steps = args.GetInt("max-steps", 0, 0, kMaxI64);
-  const std::string mode = args.Get("step-mode", "auto");
+  long long batch = args.Int("batch-events");
+  long long max_steps = args.Int("max-steps");
+  const std::string mode = args.Get("step-mode");
   pathprof::stepping::ExactTraceOptions options;
   auto problems = args.Problems();
   if (!exact) problems.push_back("only --exact tracing is implemented; pass --exact");
@@ -107,11 +102,24 @@ int RunTrace(Args& args) {
   return stats->branches == 0 ? kExitNoData : kExitOk;
 }
 
-PATHCTL_COMMAND(Command{"trace",
-                        "record a program's exact branch stream (ptrace)",
-                        kUsage,
-                        {"exact", "json"},
-                        RunTrace});
+PATHCTL_COMMAND(Command{
+    "trace",
+    "record a program's exact branch stream (ptrace)",
+    kUsage,
+    {BoolFlag("exact", "the ptrace tracer (the only mode so far)"),
+     StringFlag("output", "OUT.pbs", "", "the .pbs file to write").Short("-o"),
+     WordsFlag("step-mode", {"auto", "breakpoints", "int3", "step"}, "auto",
+               "how CMD is moved on between recorded stops (see above)")
+         .Accepts([](const std::string& s) {
+           pathprof::stepping::ExactStepMode m;
+           return pathprof::stepping::ParseExactStepMode(s, &m);
+         }),
+     IntFlag("batch-events", "N", "4096", 1, 1 << 20, "events per batch"),
+     IntFlag("max-steps", "N", "", 0, kMaxI64, "kill CMD after N instructions (default: no limit)"),
+     BoolFlag("json",
+              "the tracer's counts as one JSON object on stdout (else "
+              "a line on stderr)")},
+    RunTrace});
 
 }  // namespace
 }  // namespace pathctl

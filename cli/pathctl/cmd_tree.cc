@@ -11,10 +11,10 @@ int RunTree(Args& args) {
   QuerySource source(args, "tree");
   bool json = args.Has("json");
   pathprof::v1::GetCallingContextTreeRequest req;
-  req.set_max_depth(static_cast<int32_t>(args.GetInt("depth", 0, 0, 4096)));
-  req.set_min_weight(args.GetDouble("min-weight", 0, 0, 1e300));
+  req.set_max_depth(static_cast<int32_t>(args.Int("depth")));
+  req.set_min_weight(args.Double("min-weight"));
   req.set_root_function(args.Get("root"));
-  req.set_max_nodes(static_cast<int32_t>(args.GetInt("max-nodes", 0, 0, kMaxU32)));
+  req.set_max_nodes(static_cast<int32_t>(args.Int("max-nodes")));
   auto problems = args.Problems();
   if (args.positional().size() != 1)
     problems.push_back("expected one SESSION id or RECORDING (perf.data, .pbs)");
@@ -44,11 +44,19 @@ int RunTree(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "tree",
-    "a session's calling context tree (PCCT)",
+    "tree", "a session's calling context tree (PCCT)",
     "usage: pathctl tree SESSION|RECORDING [--depth N] [--min-weight SHARE] "
-    "[--root FUNCTION] [--max-nodes N]\n\n" PATHCTL_QUERY_USAGE PATHCTL_CLIENT_USAGE,
-    {"json"},
+    "[--root FUNCTION] [--max-nodes N]\n\n" PATHCTL_QUERY_USAGE,
+    Concat({IntFlag("depth", "N", "", 0, 4096, "levels below the roots (default: all)")
+                .Sets("max_depth"),
+            DoubleFlag("min-weight", "SHARE", "", 0, 1e300,
+                       "only nodes with at least SHARE of the total weight")
+                .Sets("min_weight"),
+            StringFlag("root", "FUNCTION", "", "the subtree under FUNCTION's calls")
+                .Sets("root_function"),
+            IntFlag("max-nodes", "N", "", 0, kMaxU32, "at most N nodes (default: all)")
+                .Sets("max_nodes")},
+           ClientFlags()),
     RunTree});
 
 }  // namespace

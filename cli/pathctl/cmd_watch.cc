@@ -24,11 +24,11 @@ struct WatchOptions {
 // wrong.
 std::optional<int> ParseWatch(Args& args, WatchOptions* w) {
   w->json = args.Has("json");
-  w->request.mutable_query()->set_top_k(static_cast<int32_t>(args.GetInt("top", 10, 1, 1000000)));
-  w->interval_s = args.GetDuration("interval", 1, 0.001, 0.01, 3600);
+  w->request.mutable_query()->set_top_k(static_cast<int32_t>(args.Int("top")));
+  w->interval_s = args.Seconds("interval");
   *w->request.mutable_interval() = google::protobuf::util::TimeUtil::MillisecondsToDuration(
       static_cast<int64_t>(w->interval_s * 1000 + 0.5));
-  w->count = args.GetInt("count", 0, 0, kMaxI64);
+  w->count = args.Int("count");
   auto problems = args.Problems();
   if (args.positional().size() != 1) problems.push_back("expected one SESSION id");
   if (!problems.empty()) return UsageError("watch", problems);
@@ -127,16 +127,15 @@ int RunWatch(Args& args) {
 }
 
 PATHCTL_COMMAND(Command{
-    "watch",
-    "stream a session's hot paths every interval",
+    "watch", "stream a session's hot paths every interval",
     "usage: pathctl watch SESSION [--interval DUR] [--top K] [--count N]\n\n"
-    "  --interval DUR    time between updates: 500ms, 2s (a bare number is milliseconds;\n"
-    "                    default 1s)\n"
-    "  --top K           paths per update (default 10)\n"
-    "  --count N         stop after N updates (default: until the session ends or Ctrl-C)\n"
-    "With watch, --timeout bounds the wait for each update (after its interval).\n"
-    "\n" PATHCTL_CLIENT_USAGE,
-    {"json"},
+    "With watch, --timeout bounds the wait for each update (after its interval).",
+    Concat(
+        {DurationFlag("interval", "1s", 0.001, 0.01, 3600, "time between updates").Sets("interval"),
+         IntFlag("top", "K", "10", 1, 1000000, "paths per update").Sets("query.top_k"),
+         IntFlag("count", "N", "", 0, kMaxI64,
+                 "stop after N updates (default: until the session ends or Ctrl-C)")},
+        ClientFlags()),
     RunWatch});
 
 }  // namespace

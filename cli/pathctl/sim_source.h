@@ -21,12 +21,13 @@ inline constexpr size_t kChunk = 1 << 20;  // events per batch pulled from a syn
 // Overrides of a bundled workload's knobs (pathprof::synth::WorkloadSpec), to explore harder or
 // easier variants: --functions N --diamonds N --skew X --correlation X --zipf X --call-levels N.
 inline void ApplyKnobs(Args& args, pathprof::synth::WorkloadSpec* s) {
-  s->functions = static_cast<uint32_t>(args.GetInt("functions", s->functions, 1, 1000000));
-  s->diamonds = static_cast<uint32_t>(args.GetInt("diamonds", s->diamonds, 0, 1000000));
-  s->call_levels = static_cast<uint32_t>(args.GetInt("call-levels", s->call_levels, 0, 1000));
-  s->skew = args.GetDouble("skew", s->skew, 0, 1e6);
-  s->correlation = args.GetDouble("correlation", s->correlation, 0, 1);
-  s->zipf = args.GetDouble("zipf", s->zipf, 0, 100);
+  // A knob not given keeps the workload's own value.
+  if (args.Has("functions")) s->functions = static_cast<uint32_t>(args.Int("functions"));
+  if (args.Has("diamonds")) s->diamonds = static_cast<uint32_t>(args.Int("diamonds"));
+  if (args.Has("call-levels")) s->call_levels = static_cast<uint32_t>(args.Int("call-levels"));
+  if (args.Has("skew")) s->skew = args.Double("skew");
+  if (args.Has("correlation")) s->correlation = args.Double("correlation");
+  if (args.Has("zipf")) s->zipf = args.Double("zipf");
 }
 
 // Where the branches come from: a synthetic program or a .pbs file, cut to at most `limit`.
@@ -34,10 +35,10 @@ class Source {
  public:
   static pathprof::Result<std::unique_ptr<Source>> Open(Args& args, std::string* description) {
     auto s = std::unique_ptr<Source>(new Source);
-    s->limit_ = static_cast<uint64_t>(args.GetInt("branches", 20000000, 1, kMaxI64));
+    s->limit_ = static_cast<uint64_t>(args.Int("branches"));
     std::string pbs = args.Get("pbs");
     std::string name = args.Get("workload", "branchy");
-    auto seed = static_cast<uint64_t>(args.GetInt("seed", 1, 0, kMaxI64));
+    auto seed = static_cast<uint64_t>(args.Int("seed"));
     if (!pbs.empty()) {
       if (args.Has("workload"))
         return pathprof::Error(pathprof::ErrorCode::kInvalidArgument,

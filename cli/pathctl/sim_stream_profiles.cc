@@ -35,17 +35,16 @@ Result<Options> ParseOptions(Args& args) {
   p.subpaths = args.Has("subpaths");
   p.calls = args.Has("calls");
   o.json = args.Has("json");
-  const long long top = args.GetInt("top", 10, 0, 1000000);
-  const long long memory = args.GetInt("osp-entries", 4096, 1, 1 << 24);  // was --osp-memory
-  const long long max_length = args.GetInt("osp-max-length", 32, 1, 1024);
-  p.osp.expected_gain = args.GetDouble("osp-gain", 100, 1e-9, 1e12);
-  p.osp.min_f = args.GetDouble("osp-min-f", 2, 0, 1e12);
-  p.osp.seed = static_cast<uint64_t>(args.GetInt("osp-seed", 7, 0, kMaxI64));
-  p.confidence = args.GetDouble("confidence", 0.95, 0.5, 0.999999);
-  const long long interval = args.GetInt("sample-interval", -1, 0, kMaxI64);
-  const long long burst = args.GetInt("burst-length", 0, 0, kMaxI64);
-  const long long window = args.GetInt("window", 0, 0, kMaxI64),
-                  period = args.GetInt("period", 0, 0, kMaxI64);
+  const long long top = args.Int("top");
+  const long long memory = args.Int("osp-entries");  // was --osp-memory
+  const long long max_length = args.Int("osp-max-length");
+  p.osp.expected_gain = args.Double("osp-gain");
+  p.osp.min_f = args.Double("osp-min-f");
+  p.osp.seed = static_cast<uint64_t>(args.Int("osp-seed"));
+  p.confidence = args.Double("confidence");
+  const long long interval = args.Has("sample-interval") ? args.Int("sample-interval") : -1;
+  const long long burst = args.Int("burst-length");
+  const long long window = args.Int("window"), period = args.Int("period");
   if (top < 0) return Error(ErrorCode::kInvalidArgument, "--top must be >= 0");
   if (memory < 1) return Error(ErrorCode::kInvalidArgument, "--osp-entries must be >= 1 entry");
   if (!(p.confidence > 0 && p.confidence < 1))

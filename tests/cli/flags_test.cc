@@ -41,7 +41,7 @@ TEST(Flags, OutOfRangeNumbersAreUsageErrorsNamingTheFlagAndItsRange) {
        "--bursts-per-second (--burst-rate) expects a number in [0, 10000], got 'nan'"},
       {"start --pid 1 --max-stopped inf", "--max-stopped expects a number in [0, 0.5], got 'inf'"},
       {"start --pid 1 --window 99999999999999999999",
-       "--window expects an integer in [0, 4096], got '99999999999999999999'"},
+       "--window expects an integer in [1, 4096], got '99999999999999999999'"},
       {"paths s-1 --top -3", "--top expects an integer in [1, 1000000], got '-3'"},
       {"tree s-1 --min-weight nan", "--min-weight expects a number in [0, 1e+300], got 'nan'"},
       {"watch s-1 --interval 1", "--interval expects a duration"},

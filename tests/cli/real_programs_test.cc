@@ -1,7 +1,7 @@
 // `pathctl run` on programs nobody here wrote: Debian 12's own xz and gzip (-O2, no frame
 // pointers, stripped) and a shell or make running them. Stacks must reach main through DWARF
-// CFI, and a command's children must be profiled. Needs root for eBPF; skips with the reason
-// otherwise, and where a Debian program is missing.
+// CFI, and with --inherit a command's children must be profiled. Needs root for eBPF; skips with
+// the reason otherwise, and where a Debian program is missing.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -145,9 +145,9 @@ TEST_F(RealProgramsTest, ShellChildrenAreProfiled) {
   NeedProgram("/usr/bin/xz");
   const std::string in = (dir_ / "input.txt").string();
   // "; true" keeps sh from exec'ing xz in its own process: xz is a child.
-  const CmdResult r =
-      Pathctl("run --json --source none --stack-hz 499 -- sh -c '/usr/bin/xz -6 -T1 -k -f " + in +
-              "; true'");
+  const CmdResult r = Pathctl(
+      "run --json --source none --stack-hz 499 --inherit -- sh -c '/usr/bin/xz -6 -T1 -k -f " + in +
+      "; true'");
   ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
   const std::set<long> pids = PidsWithStacks(r.out);
   EXPECT_GE(pids.size(), 1u);
@@ -170,8 +170,9 @@ TEST_F(RealProgramsTest, MakeJobsAreProfiled) {
         "input.txt.xz: input.txt\n\t/usr/bin/xz -6 -T1 -k -f input.txt\n"
         "input.txt.gz: input.txt\n\t/usr/bin/gzip -9 -k -f input.txt\n";
   mk.close();
-  const CmdResult r = Pathctl(
-      "run --json --source none --stack-hz 499 -- /usr/bin/make -s -j2 -B -C " + dir_.string());
+  const CmdResult r =
+      Pathctl("run --json --source none --stack-hz 499 --inherit -- /usr/bin/make -s -j2 -B -C " +
+              dir_.string());
   ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
   // make, and the two recipes' compressors (each possibly under a shell): at least xz and gzip.
   EXPECT_GE(PidsWithStacks(r.out).size(), 2u) << r.out.substr(r.out.find("\"stats\""), 1200);
@@ -196,7 +197,8 @@ TEST_F(RealProgramsTest, ProcessInItsOwnPidAndMountNamespaceIsNamed) {
   const std::string script = "mount -t tmpfs none " + inside.string() + " && cp /usr/bin/xz " +
                              bin + " && " + bin + " -6 -T1 -k -f " + in + "; true";
   const CmdResult r = Pathctl(
-      "run --json --source none --stack-hz 499 -- /usr/bin/unshare --fork --pid --mount-proc "
+      "run --json --source none --stack-hz 499 --inherit -- /usr/bin/unshare --fork --pid "
+      "--mount-proc "
       "sh -c '" +
       script + "'");
   ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);

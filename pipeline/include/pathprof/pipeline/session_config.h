@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pathprof/core/status.h"
+#include "pathprof/pipeline/session_defaults.h"
 
 namespace pathprof::pipeline {
 
@@ -46,9 +47,10 @@ bool ParsePathMetric(std::string_view name, PathMetric* out);
 
 struct EngineSettings {
   PathKind path_kind = PathKind::kBallLarus;
-  uint32_t extension = 2;         // N for the extended kinds
-  uint32_t max_path_length = 32;  // branches per descriptor, 1..64
-  uint32_t hpt_entries = 512;     // Hot Path Table size (power of two multiple of ways)
+  uint32_t extension = kSessionDefaults.extension;              // N for the extended kinds
+  uint32_t max_path_length = kSessionDefaults.max_path_length;  // branches per descriptor, 1..64
+  // Hot Path Table size (power of two multiple of ways)
+  uint32_t hpt_entries = kSessionDefaults.hpt_entries;
   uint32_t hpt_ways = 4;
   bool hpt_index_start_only = false;  // index by start bits instead of XOR(start, len, outcomes)
   bool hpt_lru = false;               // LRU replacement instead of LFU
@@ -56,10 +58,12 @@ struct EngineSettings {
 };
 
 struct SamplingSettings {
-  uint32_t stack_hz = 99;         // eBPF stack sampling; 0 = no stacks
-  uint32_t window_branches = 32;  // W: taken branches per burst / LBR window
-  double bursts_per_second = 0;   // ptrace bursts: mean rate; 0: the step mode's (ptrace_bursts.h)
-  double max_stopped_fraction = 0.04;  // ptrace bursts: cap on any second threads spend stopped
+  uint32_t stack_hz = kSessionDefaults.stack_hz;  // eBPF stack sampling; 0 = no stacks
+  // W: taken branches per burst / LBR window
+  uint32_t window_branches = kSessionDefaults.window_branches;
+  double bursts_per_second = 0;  // ptrace bursts: mean rate; 0: the step mode's (ptrace_bursts.h)
+  // ptrace bursts: cap on any second threads spend stopped
+  double max_stopped_fraction = kSessionDefaults.max_stopped_fraction;
   StepChoice step_mode = StepChoice::kAuto;  // ptrace bursts: how windows are stepped
   uint64_t lbr_period = 100003;              // LBR: cycles between samples
   bool kernel_stacks = true;
@@ -67,14 +71,14 @@ struct SamplingSettings {
 };
 
 struct OspSettings {
-  uint32_t memory_entries = 10000;  // m
-  uint32_t max_length = 1024;       // longest subpath in blocks (power of two)
-  double confidence = 0.95;         // for reported error bounds
-  double expected_blocks = 1e7;     // n of eq. 2.13: sets the initial sampling frequency
+  uint32_t memory_entries = kSessionDefaults.osp_memory_entries;  // m
+  uint32_t max_length = 1024;    // longest subpath in blocks (power of two)
+  double confidence = 0.95;      // for reported error bounds
+  double expected_blocks = 1e7;  // n of eq. 2.13: sets the initial sampling frequency
 };
 
 struct PcctSettings {
-  uint32_t max_depth = 128;       // frames placed per sample (bounded walk)
+  uint32_t max_depth = kSessionDefaults.pcct_max_depth;  // frames placed per sample (bounded walk)
   uint32_t max_nodes = 1u << 18;  // memory bound per process; evictions are counted
   uint32_t purge_interval_s = 0;  // 0: cumulative
 };
@@ -106,8 +110,8 @@ struct SessionConfig {
   // Processes the targets fork are profiled too, each in its own store (the eBPF filter adds a
   // child in the kernel at fork; branch sources stay on the targets). At most max_descendants
   // stores are made; samples of further ones are counted ("descendant_limit").
-  bool follow_children = false;
-  uint32_t max_descendants = 64;
+  bool follow_children = kSessionDefaults.follow_children;
+  uint32_t max_descendants = kSessionDefaults.max_descendants;
   // Branches each process keeps, newest windows first, for `pathctl export --format
   // bolt|perf-lbr SESSION`; older windows are dropped and counted ("export_window_evicted").
   uint32_t export_branch_events = 1u << 16;

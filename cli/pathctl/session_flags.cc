@@ -1,0 +1,128 @@
+#include "pathctl/session_flags.h"
+
+#include <cstdio>
+
+#include "pathprof/pipeline/session_defaults.h"
+
+namespace pathctl {
+namespace {
+
+namespace pl = pathprof::pipeline;
+constexpr const pl::SessionDefaults& kDefaults = pl::kSessionDefaults;
+
+std::string Text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<Flag> SessionFlags() {
+  return {
+      WordsFlag("source", {"auto", "none", "ptrace", "lbr", "pt"}, "auto",
+                "branch source: auto is the best the host has (pt > lbr > ptrace bursts)")
+          .Accepts([](const std::string& s) {
+            pl::SourceChoice c;
+            return pl::ParseSourceChoice(s, &c);
+          })
+          .Sets("source"),
+      WordsFlag("step-mode", {"auto", "emulate", "breakpoints", "int3", "step"}, "",
+                "how ptrace bursts step a window (default: start, the daemon's [ptrace] "
+                "step_mode; run, auto: what `pathctl caps` found works best)")
+          .Accepts([](const std::string& s) {
+            pl::StepChoice c;
+            return pl::ParseStepChoice(s, &c);
+          })
+          .Sets("sampling.step_mode"),
+      WordsFlag("call-graph", {"dwarf", "fp"}, "dwarf",
+                "user stacks: DWARF CFI on a copy of the stack, or frame pointers alone")
+          .Accepts([](const std::string& s) {
+            pl::CallGraph c;
+            return pl::ParseCallGraph(s, &c);
+          })
+          .Sets("sampling.call_graph"),
+      IntFlag("freq", "HZ", std::to_string(kDefaults.stack_hz), 0, 10000,
+              "eBPF stack samples per second (0: off; formerly --stack-hz)")
+          .Short("-F")
+          .Unit("Hz")
+          .Sets("sampling.stack_hz"),
+      DoubleFlag("burst-rate", "R", "", 0, 10000,
+                 "ptrace bursts per second (default: 1000 emulated, 20 stepped; formerly "
+                 "--bursts-per-second)")
+          .Sets("sampling.bursts_per_second"),
+      IntFlag("window", "N", std::to_string(kDefaults.window_branches), 1, 4096,
+              "taken branches per window")
+          .Sets("sampling.window_branches"),
+      DoubleFlag("max-stopped", "F", Text(kDefaults.max_stopped_fraction), 0, 0.5,
+                 "ptrace bursts: cap on the share of any second threads spend stopped")
+          .Sets("sampling.max_stopped_fraction"),
+      WordsFlag("path-kind", {"ball-larus", "wpp", "extended-loops", "extended-calls"},
+                "ball-larus", "which paths the path engine counts")
+          .Accepts([](const std::string& s) {
+            pl::PathKind k;
+            return pl::ParsePathKind(s, &k);
+          })
+          .Sets("engine.path_kind"),
+      IntFlag("extension", "N", std::to_string(kDefaults.extension), 1, 255,
+              "back-edges or calls an extended path spans")
+          .Sets("engine.extension"),
+      IntFlag("max-length", "N", std::to_string(kDefaults.max_path_length), 1, 64,
+              "branches per path")
+          .Sets("engine.max_path_length"),
+      IntFlag("hpt-entries", "N", std::to_string(kDefaults.hpt_entries), 1, 1 << 24,
+              "Hot Path Table size")
+          .Sets("engine.hpt_entries"),
+      IntFlag("osp-entries", "N", std::to_string(kDefaults.osp_memory_entries), 16, 1 << 24,
+              "OSP memory bound (subpaths kept)")
+          .Sets("osp.memory_entries"),
+      IntFlag("max-depth", "N", std::to_string(kDefaults.pcct_max_depth), 1, 4096,
+              "PCCT depth bound")
+          .Sets("pcct.max_depth"),
+      DurationFlag("duration", "", 1, 0, kMaxU32,
+                   "stop after DUR (default: run, when CMD exits; start, when stopped; start "
+                   "takes whole seconds)")
+          .Sets("duration"),
+      BoolFlag("inherit", std::string("profile the processes the targets fork from now on too "
+                                      "(stacks; each counts against the memory quota)") +
+                              (kDefaults.follow_children ? " (the default)" : ""))
+          .Sets("follow_children"),
+      BoolFlag("no-inherit", std::string("profile the targets only") +
+                                 (kDefaults.follow_children ? "" : " (the default)"))
+          .Sets("follow_children"),
+      IntFlag("max-descendants", "N", std::to_string(kDefaults.max_descendants), 1, 1024,
+              "with --inherit: descendants profiled at most (further ones are counted)")
+          .Sets("max_descendants"),
+  };
+}
+
+bool FollowChildren(const Args& args, std::vector<std::string>* problems) {
+  const bool inherit = args.Has("inherit"), no_inherit = args.Has("no-inherit");
+  if (inherit && no_inherit) problems->push_back("give --inherit or --no-inherit, not both");
+  return inherit || (!no_inherit && kDefaults.follow_children);
+}
+
+void ReadSessionConfig(const Args& args, pl::SessionConfig* config,
+                       std::vector<std::string>* problems) {
+  pl::SessionConfig& c = *config;
+  // The words were checked against these parsers when the command line was read.
+  pl::ParseSourceChoice(args.Get("source"), &c.source);
+  pl::ParseStepChoice(args.Get("step-mode", "auto"), &c.sampling.step_mode);
+  pl::ParseCallGraph(args.Get("call-graph"), &c.sampling.call_graph);
+  pl::ParsePathKind(args.Get("path-kind"), &c.engine.path_kind);
+  c.sampling.stack_hz = static_cast<uint32_t>(args.Int("freq"));
+  c.sampling.bursts_per_second = args.Double("burst-rate");
+  c.sampling.window_branches = static_cast<uint32_t>(args.Int("window"));
+  c.sampling.max_stopped_fraction = args.Double("max-stopped");
+  c.engine.extension = static_cast<uint32_t>(args.Int("extension"));
+  c.engine.max_path_length = static_cast<uint32_t>(args.Int("max-length"));
+  c.engine.hpt_entries = static_cast<uint32_t>(args.Int("hpt-entries"));
+  c.osp.memory_entries = static_cast<uint32_t>(args.Int("osp-entries"));
+  c.pcct.max_depth = static_cast<uint32_t>(args.Int("max-depth"));
+  c.follow_children = FollowChildren(args, problems);
+  // Without following children no descendant is profiled: --max-descendants is left unread
+  // (reported as not applying).
+  if (c.follow_children) c.max_descendants = static_cast<uint32_t>(args.Int("max-descendants"));
+}
+
+}  // namespace pathctl

@@ -1,0 +1,1531 @@
+// What every flag does. Every command of pathctl (and pathprofd; pathtop's --help and unknown
+// flags): --help prints the usage on stdout with exit 0; an unknown flag is exit 2 with a message
+// naming it; and every flag the help lists has a case here that shows its effect (--top 1 gives at
+// most one row where the default gives more, --json parses, -o F writes F, --socket S tries S,
+// --timeout ends a wait on a daemon that never answers...). The flag lists are read from each
+// command's --help, so a flag added to a help text without a case here fails: "flag --x of command
+// y has no case".
+//
+// Daemon commands run against a real pathprofd on a temporary socket with a session on
+// example_hotloop; offline commands against an exact .pbs trace of example_loop_static.
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/run_command.h"
+#include "daemon/daemon_harness.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using pathprof::daemon::testing::Daemon;
+using pathprof::daemon::testing::HotLoop;
+
+const std::string kBin = PATHPROF_BIN_DIR;
+
+struct R {
+  int rc = -1;
+  std::string out, err;
+  std::string all() const { return out + err; }
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs a shell command: stdout and stderr apart (JSON is stdout's alone).
+R Shell(const std::string& cmd) {
+  char path[] = "/tmp/every-flag-err-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd >= 0) close(fd);
+  const auto c = pathprof::testing::RunCommand(cmd + " 2>" + path);
+  R r{c.rc, c.out, ReadFile(path)};
+  unlink(path);
+  return r;
+}
+R Ctl(const std::string& args) {
+  return Shell(kBin + "/pathctl " + args);
+}
+std::string Show(const std::string& what, const R& r) {
+  return what + "\nrc " + std::to_string(r.rc) + "\nstdout: " + r.out.substr(0, 3000) +
+         "\nstderr: " + r.err.substr(0, 3000);
+}
+bool Has(const std::string& s, const std::string& needle) {
+  return s.find(needle) != std::string::npos;
+}
+size_t Count(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// ---------------------------------------------------------------- JSON
+
+// Whether `s` is one JSON object, or one per line for streams (watch). Every --json is
+// protobuf's JSON mapping of a message, so protobuf's own parser checks it (into a Struct,
+// which takes any object): strict RFC 8259, no hand-written parser to trust.
+bool ValidJson(const std::string& s, bool lines = false) {
+  if (s.empty()) return false;
+  std::vector<std::string> documents;
+  if (lines) {
+    std::istringstream in(s);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) documents.push_back(line);
+  } else {
+    documents.push_back(s);
+  }
+  for (const std::string& d : documents) {
+    google::protobuf::Struct parsed;
+    if (!google::protobuf::util::JsonStringToMessage(d, &parsed).ok()) return false;
+  }
+  return !documents.empty();
+}
+
+// Every numeric value of "key" in `json`, in order. A quoted number counts too: the daemon's
+// JSON (proto3 mapping) writes 64-bit integers such as tree node ids as strings ("id":"12").
+std::vector<double> Nums(const std::string& json, const std::string& key) {
+  std::vector<double> out;
+  const std::string needle = "\"" + key + "\":";
+  for (size_t at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1)) {
+    const char* p = json.c_str() + at + needle.size();
+    if (*p == '"') ++p;
+    char* end = nullptr;
+    const double v = std::strtod(p, &end);
+    if (end != p) out.push_back(v);
+  }
+  return out;
+}
+double Num(const std::string& json, const std::string& key) {
+  auto v = Nums(json, key);
+  return v.empty() ? -1 : v[0];
+}
+// Every string value of "key".
+std::vector<std::string> Strs(const std::string& json, const std::string& key) {
+  std::vector<std::string> out;
+  const std::string needle = "\"" + key + "\":\"";
+  for (size_t at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1)) {
+    const size_t b = at + needle.size();
+    out.push_back(json.substr(b, json.find('"', b) - b));
+  }
+  return out;
+}
+std::string Str(const std::string& json, const std::string& key) {
+  auto v = Strs(json, key);
+  return v.empty() ? "" : v[0];
+}
+// Milliseconds since the epoch of a Timestamp as the JSON mapping writes it (RFC 3339,
+// "2026-11-25T21:04:05.250Z"); -1 if it is not one.
+double UnixMs(const std::string& rfc3339) {
+  google::protobuf::Timestamp t;
+  if (!google::protobuf::util::TimeUtil::FromString(rfc3339, &t)) return -1;
+  return static_cast<double>(google::protobuf::util::TimeUtil::TimestampToMilliseconds(t));
+}
+
+// ---------------------------------------------------------------- help texts
+
+const std::map<std::string, std::string> kShort = {
+    {"-o", "output"}, {"-p", "pid"}, {"-F", "freq"}, {"-h", "help"}, {"-V", "version"}};
+// Older spellings a help names ("formerly --stack-hz"): the same flag as the canonical one, whose
+// case also runs the older spelling where it matters (pathctl's LongAliases()).
+const std::map<std::string, std::string> kAliases = {{"stack-hz", "freq"},
+                                                     {"bursts-per-second", "burst-rate"},
+                                                     {"rate", "burst-rate"},
+                                                     {"osp-memory", "osp-entries"}};
+
+// The flags a help text names: every `--name`, and the long flag of each short option that starts
+// an option line or follows a bracket ("  -o, --output", "[-p PID]"). Prose such as "perf script
+// -F" in the middle of a sentence is not an option of ours.
+std::vector<std::string> FlagsIn(const std::string& help) {
+  std::vector<std::string> out;
+  auto add = [&](std::string f) {
+    if (auto a = kAliases.find(f); a != kAliases.end()) f = a->second;
+    if (f != "help" && f != "version" && std::find(out.begin(), out.end(), f) == out.end())
+      out.push_back(f);
+  };
+  for (size_t i = 0; i < help.size(); ++i) {
+    if (help[i] != '-') continue;
+    if (i > 0 && (std::isalnum(static_cast<unsigned char>(help[i - 1])) || help[i - 1] == '-'))
+      continue;
+    if (i + 1 < help.size() && help[i + 1] == '-') {
+      size_t k = i + 2;
+      while (k < help.size() &&
+             (std::islower(static_cast<unsigned char>(help[k])) ||
+              std::isdigit(static_cast<unsigned char>(help[k])) || (k > i + 2 && help[k] == '-')))
+        ++k;
+      if (k > i + 2 && std::islower(static_cast<unsigned char>(help[i + 2])))
+        add(help.substr(i + 2, k - i - 2));
+      i = k;
+      continue;
+    }
+    size_t before = i;
+    while (before > 0 && help[before - 1] == ' ') --before;
+    const bool starts = before == 0 || help[before - 1] == '\n' ||
+                        (before == i && (help[i - 1] == '[' || help[i - 1] == '('));
+    const bool alone = i + 2 >= help.size() || help[i + 2] == ' ' || help[i + 2] == ',' ||
+                       help[i + 2] == ']' || help[i + 2] == '\n';
+    auto it = kShort.find(help.substr(i, 2));
+    if (starts && alone && it != kShort.end()) add(it->second);
+  }
+  return out;
+}
+
+// The commands `pathctl --help` lists.
+std::vector<std::string> Commands() {
+  const R r = Ctl("--help");
+  std::vector<std::string> out;
+  std::istringstream in(r.out);
+  std::string line;
+  const std::regex row("^  ([a-z]+) +\\S.*");
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_match(line, m, row)) out.push_back(m[1]);
+    if (!out.empty() && line.empty()) break;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- the environment
+
+// Made on first use and shared by the cases of one test process: a temp dir, a daemon with a
+// session on example_hotloop, an exact trace, a socket that accepts and never answers.
+struct Env {
+  std::string dir;
+  std::unique_ptr<Daemon> daemon;
+  std::unique_ptr<HotLoop> loop;
+  std::string session, pbs, hung;
+  int hung_fd = -1;
+  ~Env() {
+    daemon.reset();
+    loop.reset();
+    if (hung_fd >= 0) close(hung_fd);
+    if (!dir.empty()) fs::remove_all(dir);
+  }
+};
+Env& E() {
+  static Env env;
+  if (env.dir.empty()) {
+    char tmpl[] = "/tmp/every-flag-XXXXXX";
+    env.dir = mkdtemp(tmpl);
+    chmod(env.dir.c_str(), 0755);
+  }
+  return env;
+}
+
+// A cheap session that still collects something: no branch source, stacks at 1 Hz. (With -F 0
+// as well the daemon refuses it: "nothing to collect".)
+const std::string kCheap = " --source none -F 1";
+
+std::string Loop() {
+  if (!E().loop) E().loop = std::make_unique<HotLoop>();
+  return std::to_string(E().loop->pid());
+}
+
+// Limits roomy enough for the sessions the cases start.
+constexpr const char* kDaemonConfig =
+    "[limits]\nmax_sessions_per_client = 400\nmax_sessions = 800\n"
+    "max_memory_bytes = 1099511627776\nmax_session_memory_bytes = 1099511627776\n";
+
+// Polls `args` until `done(result)` or 60 s.
+R PollCtl(const std::string& args, const std::function<bool(const R&)>& done) {
+  R r;
+  for (int i = 0; i < 300; ++i) {
+    r = Ctl(args);
+    if (done(r)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return r;
+}
+
+// The command whose cases this process runs (each is its own test, and CTest runs each in its
+// own process): D() waits only for the profile that command's cases compare.
+std::string& CurrentCommand() {
+  static std::string cmd;
+  return cmd;
+}
+
+Daemon& D() {
+  Env& e = E();
+  if (!e.daemon) {
+    e.daemon = std::make_unique<Daemon>(kDaemonConfig);
+    EXPECT_TRUE(e.daemon->Ready()) << e.daemon->Log();
+    const R r = Ctl("start -p " + Loop() + " --socket " + e.daemon->socket());
+    EXPECT_EQ(r.rc, 0) << Show("start", r);
+    e.session = r.out.substr(0, r.out.find('\n'));
+    // Enough of the profile the command's cases read, for those that compare a --top 1 with
+    // the default: several paths, call pairs, methods, subpaths or tree nodes. (Waiting for
+    // all of them in every process took most of the file's run time.)
+    const std::string s = " " + e.session + " --json --socket " + e.daemon->socket();
+    const std::string& cmd = CurrentCommand();
+    const bool all = cmd.empty();
+    if (all || cmd == "paths" || cmd == "watch" || cmd == "residual" || cmd == "export")
+      PollCtl("paths" + s, [](const R& x) { return Count(x.out, "\"outcomes\"") >= 3; });
+    if (all || cmd == "calls")
+      PollCtl("calls" + s, [](const R& x) { return Count(x.out, "\"call_site\"") >= 2; });
+    if (all || cmd == "methods")
+      PollCtl("methods" + s, [](const R& x) { return Count(x.out, "\"self\":{") >= 2; });
+    if (all || cmd == "tree" || cmd == "start")  // start --max-depth compares with S's tree
+      PollCtl("tree" + s, [](const R& x) { return Count(x.out, "\"parent_id\"") >= 4; });
+    if (all || cmd == "subpaths")
+      PollCtl("subpaths" + s, [](const R& x) { return Count(x.out, "\"length\"") >= 3; });
+  }
+  return *e.daemon;
+}
+std::string Sock() {
+  return " --socket " + D().socket();
+}
+std::string S() {
+  D();
+  return E().session;
+}
+// A fresh, cheap session on the loop (no branch source, stacks at 1 Hz), for stop and rm.
+std::string NewSession() {
+  const R r = Ctl("start -p " + Loop() + kCheap + Sock());
+  EXPECT_EQ(r.rc, 0) << Show("start", r);
+  return r.out.substr(0, r.out.find('\n'));
+}
+
+std::string Pbs() {
+  Env& e = E();
+  if (e.pbs.empty()) {
+    e.pbs = e.dir + "/loop.pbs";
+    const R r = Ctl("trace --exact -o " + e.pbs + " -- " + kBin + "/example_loop_static 3000");
+    EXPECT_EQ(r.rc, 0) << Show("trace", r);
+  }
+  return e.pbs;
+}
+
+// A Unix socket that accepts connections (the backlog) and never answers: a wedged daemon.
+std::string Hung() {
+  Env& e = E();
+  if (e.hung.empty()) {
+    e.hung = e.dir + "/hung.sock";
+    e.hung_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    strncpy(addr.sun_path, e.hung.c_str(), sizeof addr.sun_path - 1);
+    EXPECT_EQ(bind(e.hung_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(listen(e.hung_fd, 64), 0);
+  }
+  return e.hung;
+}
+
+std::string Tmp(const std::string& name) {
+  return E().dir + "/" + name;
+}
+
+// ---------------------------------------------------------------- the cases
+
+using Check = std::function<void()>;
+// "command --flag" -> its case.
+using Table = std::map<std::string, Check>;
+
+// Flags whose effect no test here can see, with the reason; they are still checked to be
+// accepted (a valid value is not a usage error). Keep this list short and honest.
+struct Gap {
+  std::string args;  // a valid command line using the flag
+  std::string why;
+};
+
+void ExpectRows(const std::string& what, const R& limited, const R& full,
+                const std::string& row_key, size_t k) {
+  EXPECT_TRUE(limited.rc == 0 || limited.rc == 3) << Show(what, limited);
+  EXPECT_LE(Count(limited.out, row_key), k) << Show(what, limited);
+  EXPECT_GT(Count(full.out, row_key), k) << Show(what +
+                                                     " (without the limit: not enough rows "
+                                                     "to show the limit)",
+                                                 full);
+}
+
+// --socket/--address/--tls-*/--timeout/--json of a daemon command; `valid` gives a command line
+// (without --socket) that succeeds against the test daemon.
+void AddClientCases(Table& t, const std::string& cmd, std::function<std::string()> valid) {
+  t[cmd + " --socket"] = [=] {
+    const R ok = Ctl(valid() + Sock());
+    EXPECT_TRUE(ok.rc == 0 || ok.rc == 3) << Show(cmd + " against the test daemon", ok);
+    const R missing = Ctl(valid() + " --socket /nonexistent/every-flag.sock");
+    EXPECT_EQ(missing.rc, 4) << Show(cmd, missing);
+    EXPECT_TRUE(Has(missing.err, "/nonexistent/every-flag.sock")) << Show(cmd, missing);
+  };
+  t[cmd + " --address"] = [=] {
+    const R r = Ctl(valid() + " --address 127.0.0.1:9 --timeout 5s");
+    EXPECT_EQ(r.rc, 4) << Show(cmd, r);
+    EXPECT_TRUE(Has(r.err, "127.0.0.1:9")) << Show(cmd, r);
+  };
+  t[cmd + " --tls-ca"] = [=] {
+    const R r = Ctl(valid() + " --address 127.0.0.1:9 --tls-ca /nonexistent/ca.pem");
+    EXPECT_EQ(r.rc, 2) << Show(cmd, r);
+    EXPECT_TRUE(Has(r.err, "--tls-ca: cannot read /nonexistent/ca.pem")) << Show(cmd, r);
+    const R unix_socket = Ctl(valid() + " --tls-ca /nonexistent/ca.pem" + Sock());
+    EXPECT_EQ(unix_socket.rc, 2) << Show(cmd, unix_socket);
+    EXPECT_TRUE(Has(unix_socket.err, "--tls-ca goes with --address")) << Show(cmd, unix_socket);
+  };
+  t[cmd + " --tls-cert"] = [=] {
+    const R r = Ctl(valid() +
+                    " --address 127.0.0.1:9 --tls-cert /nonexistent/c.pem --tls-key /etc/hostname");
+    EXPECT_EQ(r.rc, 2) << Show(cmd, r);
+    EXPECT_TRUE(Has(r.err, "--tls-cert: cannot read /nonexistent/c.pem")) << Show(cmd, r);
+  };
+  t[cmd + " --tls-key"] = [=] {
+    const R r = Ctl(valid() +
+                    " --address 127.0.0.1:9 --tls-cert /etc/hostname --tls-key /nonexistent/k.pem");
+    EXPECT_EQ(r.rc, 2) << Show(cmd, r);
+    EXPECT_TRUE(Has(r.err, "--tls-key: cannot read /nonexistent/k.pem")) << Show(cmd, r);
+    const R alone = Ctl(valid() + " --address 127.0.0.1:9 --tls-cert /etc/hostname");
+    EXPECT_EQ(alone.rc, 2) << Show(cmd, alone);
+    EXPECT_TRUE(Has(alone.err, "--tls-cert and --tls-key go together")) << Show(cmd, alone);
+  };
+  t[cmd + " --timeout"] = [=] {
+    // A socket that accepts and never answers: the call ends at the deadline, exit 8, and the
+    // message gives the deadline as parsed (300ms is 0.3 s, not 300 s).
+    const R r = Ctl(valid() + " --socket " + Hung() + " --timeout 300ms");
+    EXPECT_EQ(r.rc, 8) << Show(cmd, r);
+    EXPECT_TRUE(Has(r.err, "timed out after 0.3 s")) << Show(cmd, r);
+    EXPECT_TRUE(Has(r.err, Hung())) << Show(cmd, r);
+    const R bad = Ctl(valid() + Sock() + " --timeout 5parsecs");
+    EXPECT_EQ(bad.rc, 2) << Show(cmd, bad);
+    EXPECT_TRUE(Has(bad.err, "--timeout expects a duration")) << Show(cmd, bad);
+  };
+  t[cmd + " --json"] = [=] {
+    const R r = Ctl(valid() + " --json" + Sock());
+    EXPECT_TRUE(r.rc == 0 || r.rc == 3) << Show(cmd, r);
+    EXPECT_TRUE(ValidJson(r.out, cmd == "watch")) << Show(cmd + " --json", r);
+  };
+}
+
+Table MakeTable(std::map<std::string, Gap>* gaps) {
+  Table t;
+  // ------------------------------------------------------------ daemon queries
+  AddClientCases(t, "calls", [] { return "calls " + S(); });
+  t["calls --top"] = [] {
+    ExpectRows("calls --top 1", Ctl("calls " + S() + " --top 1 --json" + Sock()),
+               Ctl("calls " + S() + " --json" + Sock()), "\"call_site\"", 1);
+  };
+  AddClientCases(t, "methods", [] { return "methods " + S(); });
+  t["methods --top"] = [] {
+    ExpectRows("methods --top 1", Ctl("methods " + S() + " --top 1 --json" + Sock()),
+               Ctl("methods " + S() + " --json" + Sock()), "\"self\":{", 1);
+  };
+  AddClientCases(t, "paths", [] { return "paths " + S(); });
+  t["paths --top"] = [] {
+    ExpectRows("paths --top 2", Ctl("paths " + S() + " --top 2 --json" + Sock()),
+               Ctl("paths " + S() + " --json" + Sock()), "\"outcomes\"", 2);
+  };
+  t["paths --metric"] = [] {
+    const R count = Ctl("paths " + S() + " --json" + Sock());
+    const R instr = Ctl("paths " + S() + " --json --metric instructions" + Sock());
+    EXPECT_EQ(instr.rc, 0) << Show("paths --metric instructions", instr);
+    // Instructions weigh each path by its length: the total is above the count's.
+    EXPECT_GT(Num(instr.out, "total"), Num(count.out, "total")) << instr.out << "\n" << count.out;
+  };
+  t["paths --blocks"] = [] {
+    const R with = Ctl("paths " + S() + " --top 2 --blocks" + Sock());
+    const R without = Ctl("paths " + S() + " --top 2" + Sock());
+    EXPECT_TRUE(Has(with.out, "path 1:\n    ")) << Show("paths --blocks", with);
+    EXPECT_FALSE(Has(without.out, "path 1:")) << Show("paths", without);
+  };
+  AddClientCases(t, "ps", [] { return std::string("ps"); });
+  t["ps --name"] = [] {
+    const R r = Ctl("ps --json --name example_hotl" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("ps --name", r);
+    const auto comms = Strs(r.out, "comm");
+    ASSERT_FALSE(comms.empty()) << r.out;
+    for (const auto& c : comms) EXPECT_TRUE(Has(c, "example_hotl")) << r.out;
+    EXPECT_TRUE(Has(r.out, "\"pid\":" + Loop() + ",")) << r.out;
+    const R all = Ctl("ps --json" + Sock());
+    bool other = false;
+    for (const auto& c : Strs(all.out, "comm")) other = other || !Has(c, "example_hotl");
+    EXPECT_TRUE(other) << all.out.substr(0, 2000);
+  };
+  t["ps --limit"] = [] {
+    const R r = Ctl("ps --json --limit 1" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("ps --limit", r);
+    EXPECT_EQ(Count(r.out, "\"comm\""), 1u) << r.out;
+    EXPECT_FALSE(Has(r.out, "\"next_page_token\":\"\"")) << r.out;  // more follow
+  };
+  AddClientCases(t, "residual", [] {
+    static bool saved = false;
+    if (!saved) {
+      const R r = Ctl("residual " + S() + " --baseline every-flag --save" + Sock());
+      EXPECT_EQ(r.rc, 0) << Show("residual --save", r);
+      saved = true;
+    }
+    return "residual " + S() + " --baseline every-flag";
+  });
+  t["residual --baseline"] = [] {
+    const R before = Ctl("residual " + S() + " --baseline b-name" + Sock());
+    EXPECT_NE(before.rc, 0) << Show("residual with a baseline never saved", before);
+    EXPECT_TRUE(Has(before.err, "b-name")) << Show("residual", before);
+  };
+  t["residual --save"] = [] {
+    const R save = Ctl("residual " + S() + " --baseline b-save --save" + Sock());
+    EXPECT_EQ(save.rc, 0) << Show("residual --save", save);
+    EXPECT_TRUE(Has(save.out, "baseline b-save saved")) << save.out;
+    const R after = Ctl("residual " + S() + " --baseline b-save --json" + Sock());
+    EXPECT_TRUE(after.rc == 0 || after.rc == 3) << Show("residual after --save", after);
+    EXPECT_GT(Num(after.out, "known"), 0) << after.out;
+    // --save stores every path: a --top would be ignored, so it is refused.
+    const R top = Ctl("residual " + S() + " --baseline b-save --save --top 1" + Sock());
+    EXPECT_EQ(top.rc, 2) << Show("residual --save --top", top);
+    EXPECT_TRUE(Has(top.err, "--top does not apply")) << top.err;
+  };
+  t["residual --top"] = [] {
+    // Baselines belong to their session: a baseline saved the moment a session starts (before
+    // its first windows) knows no path, so the paths it sees later are all new. A loop of its
+    // own, as the shared loop already has its tracer.
+    HotLoop other;
+    const R st =
+        Ctl("start -p " + std::to_string(other.pid()) + " --source ptrace -F 0 --json" + Sock());
+    ASSERT_EQ(st.rc, 0) << Show("start", st);
+    const std::string id = Str(st.out, "name");
+    const R save = Ctl("residual " + id + " --baseline b-early --save --json" + Sock());
+    EXPECT_EQ(save.rc, 0) << Show("residual --save", save);
+    const R full = PollCtl("residual " + id + " --baseline b-early --json" + Sock(),
+                           [](const R& x) { return Count(x.out, "\"outcomes\"") >= 3; });
+    ExpectRows("residual --top 1",
+               Ctl("residual " + id + " --baseline b-early --top 1 --json" + Sock()), full,
+               "\"outcomes\"", 1);
+    Ctl("stop " + id + Sock());
+  };
+  AddClientCases(t, "rm", [] { return "rm " + NewSession(); });
+  // import: the daemon reads the exact trace itself and keeps it as an ended session.
+  AddClientCases(t, "import", [] { return "import " + Pbs(); });
+  AddClientCases(t, "sessions", [] { return std::string("sessions"); });
+  AddClientCases(t, "stats", [] { return "stats " + S(); });
+  AddClientCases(t, "stop", [] { return "stop " + NewSession(); });
+  AddClientCases(t, "subpaths", [] { return "subpaths " + S(); });
+  t["subpaths --top"] = [] {
+    ExpectRows("subpaths --top 2", Ctl("subpaths " + S() + " --top 2 --json" + Sock()),
+               Ctl("subpaths " + S() + " --json" + Sock()), "\"length\"", 2);
+  };
+  t["subpaths --threshold"] = [] {
+    const R r = Ctl("subpaths " + S() + " --threshold 0.2 --json" + Sock());
+    EXPECT_TRUE(r.rc == 0 || r.rc == 3) << Show("subpaths --threshold", r);
+    const R all = Ctl("subpaths " + S() + " --json" + Sock());
+    EXPECT_LT(Count(r.out, "\"length\""), Count(all.out, "\"length\"")) << r.out << all.out;
+  };
+  AddClientCases(t, "tree", [] { return "tree " + S(); });
+  t["tree --depth"] = [] {
+    const R r = Ctl("tree " + S() + " --depth 1 --json" + Sock());
+    const R all = Ctl("tree " + S() + " --json" + Sock());
+    EXPECT_TRUE(r.rc == 0 || r.rc == 3) << Show("tree --depth", r);
+    EXPECT_LT(Count(r.out, "\"parent_id\""), Count(all.out, "\"parent_id\"")) << r.out;
+  };
+  t["tree --min-weight"] = [] {
+    // Until a node under 30% has arrived (warm() is a fifth of the loop), a bound of 0.3 has
+    // nothing to cut: wait for one.
+    const auto has_light_node = [](const R& x) {
+      const std::vector<double> w = Nums(x.out, "total_weight");  // the nodes', then the tree's
+      if (w.size() < 2 || w.back() <= 0) return false;
+      for (size_t i = 0; i + 1 < w.size(); ++i)
+        if (w[i] < 0.3 * w.back()) return true;
+      return false;
+    };
+    const R all = PollCtl("tree " + S() + " --json" + Sock(), has_light_node);
+    ASSERT_TRUE(has_light_node(all)) << all.out;
+    const R r = Ctl("tree " + S() + " --min-weight 0.3 --json" + Sock());
+    EXPECT_TRUE(r.rc == 0 || r.rc == 3) << Show("tree --min-weight", r);
+    EXPECT_LT(Count(r.out, "\"parent_id\""), Count(all.out, "\"parent_id\"")) << r.out;
+  };
+  t["tree --root"] = [] {
+    const R r = Ctl("tree " + S() + " --root hot --json" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("tree --root hot", r);
+    // The first node is the root asked for (the function of its first Location).
+    EXPECT_EQ(Str(r.out, "function"), "hot") << r.out;
+  };
+  t["tree --max-nodes"] = [] {
+    ExpectRows("tree --max-nodes 2", Ctl("tree " + S() + " --max-nodes 2 --json" + Sock()),
+               Ctl("tree " + S() + " --json" + Sock()), "\"parent_id\"", 2);
+  };
+  AddClientCases(t, "watch", [] { return "watch " + S() + " --count 1 --interval 100"; });
+  t["watch --count"] = [] {
+    const R r = Ctl("watch " + S() + " --count 2 --interval 100 --json" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("watch --count 2", r);
+    EXPECT_EQ(Count(r.out, "\n"), 2u) << r.out;
+  };
+  t["watch --top"] = [] {
+    const R r = Ctl("watch " + S() + " --count 1 --interval 100 --top 1 --json" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("watch --top 1", r);
+    EXPECT_LE(Count(r.out, "\"outcomes\""), 1u) << r.out;
+    const R all = Ctl("watch " + S() + " --count 1 --interval 100 --json" + Sock());
+    EXPECT_GT(Count(all.out, "\"outcomes\""), 1u) << all.out;
+  };
+  t["watch --interval"] = [] {
+    // Updates 1.5 s apart (the default is 1 s): a lower bound, which the daemon's clock gives.
+    const R r = Ctl("watch " + S() + " --count 2 --interval 1500ms --json" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("watch --interval 1500ms", r);
+    const auto at = Strs(r.out, "compute_time");
+    ASSERT_EQ(at.size(), 2u) << r.out;
+    EXPECT_GE(UnixMs(at[1]) - UnixMs(at[0]), 1400) << r.out;
+    const R bad = Ctl("watch " + S() + " --interval 2parsecs" + Sock());
+    EXPECT_EQ(bad.rc, 2) << Show("watch --interval 2parsecs", bad);
+  };
+  // ------------------------------------------------------------ start
+  AddClientCases(t, "start", [] { return "start -p " + Loop() + kCheap; });
+  const auto start_json = [](const std::string& flags) {
+    const R r = Ctl("start " + flags + " --json" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("start " + flags, r);
+    return r;
+  };
+  // The memory its tables may take, which grows with the table sizes asked for.
+  const auto bound = [start_json](const std::string& flags) {
+    return Num(start_json("-p " + Loop() + kCheap + " " + flags).out, "memory_bound_bytes");
+  };
+  t["start --pid"] = [start_json] {
+    const R r = start_json("-p " + Loop() + kCheap);
+    EXPECT_TRUE(Has(r.out, "\"pids\":[" + Loop() + "]")) << r.out;
+    const R long_form = start_json("--pid " + Loop() + kCheap);
+    EXPECT_TRUE(Has(long_form.out, "\"pids\":[" + Loop() + "]")) << long_form.out;
+  };
+  t["start --name"] = [start_json] {
+    const R r = start_json("--name example_hotloop" + kCheap);
+    EXPECT_TRUE(Has(r.out, Loop())) << r.out;
+  };
+  t["start --cgroup"] = [] {
+    const R r = Ctl("start --cgroup /every-flag-no-such-cgroup --source none" + Sock());
+    EXPECT_NE(r.rc, 0) << Show("start --cgroup", r);
+    EXPECT_TRUE(Has(r.err, "every-flag-no-such-cgroup")) << Show("start --cgroup", r);
+  };
+  t["start --unit"] = [] {
+    const R r = Ctl("start --unit every-flag-no-such-unit --source none" + Sock());
+    EXPECT_NE(r.rc, 0) << Show("start --unit", r);
+    EXPECT_TRUE(Has(r.err, "every-flag-no-such-unit")) << Show("start --unit", r);
+  };
+  t["start --source"] = [start_json] {
+    const R r = start_json("-p " + Loop() + kCheap);
+    EXPECT_EQ(Str(r.out, "source"), "BRANCH_SOURCE_NONE") << r.out;
+    // ptrace on a loop of its own: the shared loop is already traced by the shared session
+    // (a process has one tracer at a time).
+    HotLoop other;
+    const R p = start_json("-p " + std::to_string(other.pid()) + " --source ptrace -F 0");
+    EXPECT_EQ(Str(p.out, "source"), "BRANCH_SOURCE_PTRACE") << p.out;
+    Ctl("stop " + Str(p.out, "name") + Sock());
+  };
+  t["start --hpt-entries"] = [bound] {
+    EXPECT_GT(bound("--hpt-entries 65536"), bound("--hpt-entries 64"));
+  };
+  t["start --osp-entries"] = [bound] {
+    EXPECT_GT(bound("--osp-entries 1000000"), bound("--osp-entries 64"));
+  };
+  t["start --max-descendants"] = [bound] {
+    EXPECT_GT(bound("--inherit --max-descendants 8"), bound("--inherit --max-descendants 1"));
+    const R r = Ctl("start -p " + Loop() + " --source none --max-descendants 8" + Sock());
+    EXPECT_EQ(r.rc, 2) << Show("start --max-descendants without --inherit", r);
+    EXPECT_TRUE(Has(r.err, "--max-descendants does not apply")) << r.err;
+  };
+  t["start --inherit"] = [bound] { EXPECT_GT(bound("--inherit"), bound("")); };
+  t["start --no-inherit"] = [bound] {
+    // Not following children is the default (pipeline::kSessionDefaults): the same bound.
+    EXPECT_EQ(bound("--no-inherit"), bound(""));
+    const R both = Ctl("start -p " + Loop() + kCheap + " --inherit --no-inherit" + Sock());
+    EXPECT_EQ(both.rc, 2) << Show("start --inherit --no-inherit", both);
+    EXPECT_TRUE(Has(both.err, "not both")) << both.err;
+  };
+  t["start --freq"] = [start_json] {
+    // A stack-only session: -F 199 takes samples, while -F 0 turns stacks off, which leaves a
+    // --source none session nothing to collect, so the daemon refuses it saying why.
+    const std::string on =
+        Str(start_json("-p " + Loop() + " --source none --freq 199").out, "name");
+    const R r = PollCtl("stats " + on + " --json" + Sock(),
+                        [](const R& x) { return Num(x.out, "stack_samples") > 0; });
+    EXPECT_GT(Num(r.out, "stack_samples"), 0) << r.out;
+    const R off = Ctl("start -p " + Loop() + " --source none -F 0" + Sock());
+    EXPECT_NE(off.rc, 0) << Show("start --source none -F 0", off);
+    EXPECT_TRUE(Has(off.err, "stack_hz = 0")) << Show("start --source none -F 0", off);
+    // The older spelling is the same flag.
+    const R old = Ctl("start -p " + Loop() + " --source none --stack-hz 0" + Sock());
+    EXPECT_TRUE(Has(old.err, "stack_hz = 0")) << Show("start --stack-hz 0", old);
+    EXPECT_EQ(Ctl("start -p " + Loop() + " --source none --stack-hz 199" + Sock()).rc, 0);
+  };
+  t["start --duration"] = [start_json] {
+    const std::string name =
+        Str(start_json("-p " + Loop() + kCheap + " --duration 1s").out, "name");
+    const R r = PollCtl("sessions --json" + Sock(), [&](const R& x) {
+      return Has(x.out, "\"name\":\"" + name + "\",\"pids\":[" + Loop() +
+                            "],\"state\":\"SESSION_STATE_STOPPED\"");
+    });
+    EXPECT_TRUE(Has(r.out, "\"name\":\"" + name + "\",\"pids\":[" + Loop() +
+                               "],\"state\":\"SESSION_STATE_STOPPED\""))
+        << r.out;
+    const R frac = Ctl("start -p " + Loop() + " --duration 1500ms" + Sock());
+    EXPECT_EQ(frac.rc, 2) << Show("start --duration 1500ms", frac);
+    EXPECT_TRUE(Has(frac.err, "whole seconds")) << frac.err;
+  };
+  t["start --max-length"] = [] {
+    // Branches from ptrace bursts on a loop of its own (the shared loop has its tracer).
+    HotLoop other;
+    const R r = Ctl("start -p " + std::to_string(other.pid()) +
+                    " --source ptrace -F 0 --max-length 2" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("start --max-length 2", r);
+    const std::string id = r.out.substr(0, r.out.find('\n'));
+    const R paths = PollCtl("paths " + id + " --json" + Sock(),
+                            [](const R& x) { return Count(x.out, "\"outcomes\"") >= 2; });
+    const auto lengths = Nums(paths.out, "length");
+    ASSERT_FALSE(lengths.empty()) << paths.out;
+    for (double l : lengths) EXPECT_LE(l, 2) << paths.out;
+    Ctl("stop " + id + Sock());
+  };
+  t["start --max-depth"] = [] {
+    const R r = Ctl("start -p " + Loop() + " --source none --max-depth 1" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("start --max-depth 1", r);
+    const std::string id = r.out.substr(0, r.out.find('\n'));
+    PollCtl("stats " + id + " --json" + Sock(),
+            [](const R& x) { return Num(x.out, "stack_samples") > 20; });
+    // Depth 1: roots and their children only, so no node's parent has a parent; the shared
+    // session's tree (no bound) has deeper nodes.
+    const auto deepest = [](const std::string& json) {
+      std::map<double, double> parent_of;
+      const auto ids = Nums(json, "id"), parents = Nums(json, "parent_id");
+      EXPECT_EQ(ids.size(), parents.size()) << json;
+      for (size_t i = 0; i < ids.size() && i < parents.size(); ++i) parent_of[ids[i]] = parents[i];
+      int most = 0;
+      for (const auto& [node, parent] : parent_of) {
+        int depth = 0;
+        for (double p = parent; p != 0 && depth < 1000; ++depth) {
+          const auto up = parent_of.find(p);
+          p = up == parent_of.end() ? 0 : up->second;
+        }
+        most = std::max(most, depth);
+      }
+      return std::make_pair(parent_of.size(), most);
+    };
+    const R tree = Ctl("tree " + id + " --json" + Sock());
+    const auto [nodes, depth] = deepest(tree.out);
+    EXPECT_GT(nodes, 0u) << tree.out;
+    EXPECT_LE(depth, 1) << tree.out;
+    EXPECT_GT(deepest(Ctl("tree " + S() + " --json" + Sock()).out).second, 1);
+    Ctl("stop " + id + Sock());
+  };
+  (*gaps)["start --step-mode"] = {"start -p LOOP --source ptrace --step-mode step",
+                                  "how a burst steps leaves no trace in any answer"};
+  (*gaps)["start --call-graph"] = {"start -p LOOP --source none --call-graph fp",
+                                   "fp and dwarf differ only in which frames a tree shows, "
+                                   "which depends on how the target was built"};
+  (*gaps)["start --path-kind"] = {"start -p LOOP --path-kind wpp",
+                                  "the kind is not echoed; its paths differ in ways that "
+                                  "depend on the target's loops"};
+  (*gaps)["start --extension"] = {"start -p LOOP --path-kind extended-loops --extension 2",
+                                  "as --path-kind"};
+  (*gaps)["start --window"] = {"start -p LOOP --source ptrace --window 16",
+                               "window length shows only in per-window statistics the API "
+                               "does not give"};
+  (*gaps)["start --burst-rate"] = {"start -p LOOP --source ptrace --burst-rate 5",
+                                   "a rate shows only as a count over time (a timed assertion)"};
+  (*gaps)["start --max-stopped"] = {"start -p LOOP --source ptrace --max-stopped 0.01",
+                                    "a cap on stopped time shows only as a share of wall time"};
+  // ------------------------------------------------------------ export
+  AddClientCases(t, "export", [] { return "export " + S() + " -o " + Tmp("x.pb.gz"); });
+  t["export --output"] = [] {
+    const std::string f = Tmp("o.pb.gz");
+    const R r = Ctl("export " + S() + " -o " + f + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("export -o", r);
+    const std::string data = ReadFile(f);
+    ASSERT_GE(data.size(), 2u);
+    EXPECT_EQ(static_cast<unsigned char>(data[0]), 0x1f);  // gzip
+    EXPECT_EQ(static_cast<unsigned char>(data[1]), 0x8b);
+    const std::string g = Tmp("long.pb.gz");
+    EXPECT_EQ(Ctl("export " + S() + " --output " + g + Sock()).rc, 0);
+    EXPECT_FALSE(ReadFile(g).empty());
+  };
+  t["export --paths"] = [] {
+    const std::string with = Tmp("p1.pb.gz"), without = Tmp("p0.pb.gz");
+    EXPECT_EQ(Ctl("export " + S() + " --paths -o " + with + Sock()).rc, 0);
+    EXPECT_EQ(Ctl("export " + S() + " -o " + without + Sock()).rc, 0);
+    // The second sample type ("path_count") is named in the profile's string table.
+    const R a = Shell("gzip -dc " + with + " | grep -ac path_count");
+    const R b = Shell("gzip -dc " + without + " | grep -ac path_count");
+    EXPECT_GT(std::atoi(a.out.c_str()), std::atoi(b.out.c_str())) << a.out << " " << b.out;
+  };
+  t["export --format"] = [] {
+    const std::string lbr = Tmp("f.data"), bolt = Tmp("f.fdata");
+    const R r = Ctl("export --format perf-lbr " + Pbs() + " -o " + lbr);
+    EXPECT_EQ(r.rc, 0) << Show("export --format perf-lbr", r);
+    EXPECT_EQ(ReadFile(lbr).substr(0, 8), "PERFILE2");
+    const R b = Ctl("export --format bolt " + Pbs() + " -o " + bolt + " --json");
+    EXPECT_EQ(b.rc, 0) << Show("export --format bolt", b);
+    EXPECT_EQ(Str(b.out, "format"), "EXPORT_FORMAT_BOLT_FDATA") << b.out;
+    EXPECT_GT(Num(b.out, "lines"), 0) << b.out;
+  };
+  t["export --entries"] = [] {
+    const R small =
+        Ctl("export --format perf-lbr " + Pbs() + " -o " + Tmp("e4.data") + " --entries 4 --json");
+    const R big = Ctl("export --format perf-lbr " + Pbs() + " -o " + Tmp("e32.data") + " --json");
+    EXPECT_EQ(small.rc, 0) << Show("export --entries 4", small);
+    EXPECT_EQ(big.rc, 0) << Show("export", big);
+    // Samples of 4 taken branches: about 8 times as many as of 32. (The export's own "windows"
+    // is 0 for an exact trace, which has none; the samples are counted by reading them back.)
+    const R a4 = Ctl("analyze " + Tmp("e4.data") + " --json --decode-only");
+    const R a32 = Ctl("analyze " + Tmp("e32.data") + " --json --decode-only");
+    EXPECT_GT(Num(a32.out, "samples"), 0) << a32.out;
+    EXPECT_GT(Num(a4.out, "samples"), 4 * Num(a32.out, "samples")) << a4.out << a32.out;
+  };
+  t["export --binary"] = [] {
+    const R r = Ctl("export --format bolt " + Pbs() + " -o " + Tmp("b.fdata") +
+                    " --binary /nonexistent/every-flag-binary");
+    EXPECT_NE(r.rc, 0) << Show("export --binary", r);
+    EXPECT_TRUE(Has(r.all(), "/nonexistent/every-flag-binary")) << Show("export --binary", r);
+  };
+  t["export --pid"] = [] {
+    const R r =
+        Ctl("export --format perf-lbr " + S() + " -o " + Tmp("pid.data") + " -p 1 --json" + Sock());
+    EXPECT_NE(r.rc, 0) << Show("export -p 1 (not in the session)", r);
+    const R ok = Ctl("export --format perf-lbr " + S() + " -o " + Tmp("pid2.data") + " --pid " +
+                     Loop() + " --json" + Sock());
+    EXPECT_EQ(ok.rc, 0) << Show("export --pid LOOP", ok);
+    EXPECT_GT(Num(ok.out, "windows"), 0) << ok.out;
+  };
+  // ------------------------------------------------------------ caps
+  AddClientCases(t, "caps", [] { return std::string("caps"); });
+  const Check caps_local_json = t["caps --json"];
+  t["caps --json"] = [caps_local_json] {
+    caps_local_json();
+    const R local = Ctl("caps --json");
+    EXPECT_EQ(local.rc, 0) << Show("caps --json", local);
+    EXPECT_TRUE(ValidJson(local.out)) << local.out;
+    // The same document as the daemon's (v1::Capabilities), without a daemon version.
+    EXPECT_TRUE(Has(local.out, "\"running_as_root\":true")) << local.out;
+    EXPECT_TRUE(Has(local.out, "\"daemon_version\":\"\"")) << local.out;
+    // Without a daemon, the connection flags would be ignored: refused instead.
+    const R r = Ctl("caps --timeout 5s");
+    EXPECT_EQ(r.rc, 2) << Show("caps --timeout without --socket", r);
+    EXPECT_TRUE(Has(r.err, "--timeout does not apply")) << r.err;
+  };
+  // ------------------------------------------------------------ analyze
+  const auto analyze = [](const std::string& flags) {
+    const R r = Ctl("analyze " + Pbs() + " --json " + flags);
+    EXPECT_TRUE(r.rc == 0 || r.rc == 3) << Show("analyze " + flags, r);
+    EXPECT_TRUE(ValidJson(r.out)) << r.out.substr(0, 2000);
+    return r;
+  };
+  t["analyze --json"] = [analyze] { analyze(""); };
+  t["analyze --top"] = [analyze] {
+    const R one = analyze("--top 1"), all = analyze("");
+    EXPECT_EQ(Count(one.out, "\"outcomes\""), 1u) << one.out;
+    EXPECT_GT(Count(all.out, "\"outcomes\""), 1u) << all.out;
+  };
+  t["analyze --pid"] = [analyze] {
+    const R all = analyze("");
+    const std::string pid = std::to_string(static_cast<long long>(Num(all.out, "pid")));
+    EXPECT_EQ(Count(analyze("-p " + pid).out, "\"comm\""), 1u);
+    EXPECT_EQ(Count(analyze("--pid 1").out, "\"comm\""), 0u);
+  };
+  t["analyze --via-pt"] = [analyze] {
+    EXPECT_EQ(Str(analyze("--via-pt").out, "format"), "pbs/synthesized-pt");
+    EXPECT_EQ(Str(analyze("").out, "format"), "pbs");
+  };
+  t["analyze --decode-only"] = [analyze] {
+    const R r = analyze("--decode-only");
+    EXPECT_GT(Num(r.out, "events"), 0) << r.out;
+    EXPECT_EQ(Count(r.out, "\"hot_paths\""), 0u) << r.out;
+    EXPECT_GT(Count(analyze("").out, "\"hot_paths\""), 0u);
+  };
+  t["analyze --window"] = [analyze] {
+    // On a windowed recording (LBR samples: the exact trace exported as perf-lbr), subpaths are
+    // at most the window long. (An exact .pbs has no windows: --window does not apply to it.)
+    const std::string lbr = Tmp("w.data");
+    ASSERT_EQ(Ctl("export --format perf-lbr " + Pbs() + " -o " + lbr).rc, 0);
+    const auto analyze_lbr = [&](const std::string& flags) {
+      const R x = Ctl("analyze " + lbr + " --json " + flags);
+      EXPECT_EQ(x.rc, 0) << Show("analyze " + lbr + " " + flags, x);
+      return x;
+    };
+    const R r = analyze_lbr("--window 4");
+    const size_t at = r.out.find("\"hot_subpaths\"");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string sub = r.out.substr(at, r.out.find("\"hot_call_pairs\"") - at);
+    const auto lengths = Nums(sub, "length");
+    ASSERT_FALSE(lengths.empty()) << sub;
+    for (double l : lengths) EXPECT_LE(l, 4) << sub;
+    EXPECT_NE(analyze_lbr("").out, r.out);
+  };
+  t["analyze --binary-dir"] = [] {
+    // A trace of a copy of the example that is then moved away under another name: its
+    // functions are named only when --binary-dir finds it (by build-id). The exact tracer's
+    // .pbs records no build-ids, so the trace goes through its perf-lbr export, whose MMAP2
+    // records carry them (read from the binary while it is still in place).
+    fs::create_directories(Tmp("bd/a"));
+    fs::create_directories(Tmp("bd/b"));
+    fs::copy_file(kBin + "/example_loop_static", Tmp("bd/a/loopcopy"),
+                  fs::copy_options::overwrite_existing);
+    const R tr = Ctl("trace --exact -o " + Tmp("bd.pbs") + " -- " + Tmp("bd/a/loopcopy") + " 300");
+    ASSERT_EQ(tr.rc, 0) << Show("trace", tr);
+    ASSERT_EQ(Ctl("export --format perf-lbr " + Tmp("bd.pbs") + " -o " + Tmp("bd.data")).rc, 0);
+    fs::rename(Tmp("bd/a/loopcopy"), Tmp("bd/b/renamed"));
+    const R without = Ctl("analyze --json " + Tmp("bd.data"));
+    const R with = Ctl("analyze --json " + Tmp("bd.data") + " --binary-dir " + Tmp("bd/b"));
+    EXPECT_FALSE(Has(without.out, "\"function\":\"spin\"")) << without.out.substr(0, 2000);
+    EXPECT_TRUE(Has(with.out, "\"function\":\"spin\"")) << Show("analyze --binary-dir", with);
+  };
+  t["analyze --max-stream-mb"] = [] {
+    // From a pipe, at most N MiB are read: 2 MiB of a stream over a 1 MiB bound is refused.
+    // The stream starts with the .pbs magic (zeros alone are refused at once as no recording);
+    // under a 3 MiB bound the same stream is read whole, and refused for its content instead.
+    const std::string stream = "{ printf 'PBS\\032'; head -c 2097152 /dev/zero; } | " + kBin +
+                               "/pathctl analyze - --max-stream-mb ";
+    const R r = Shell(stream + "1");
+    EXPECT_NE(r.rc, 0) << Show("analyze --max-stream-mb 1", r);
+    EXPECT_TRUE(Has(r.err, "longer than the 1 MiB")) << Show("analyze", r);
+    const R roomy = Shell(stream + "3");
+    EXPECT_NE(roomy.rc, 0) << Show("analyze --max-stream-mb 3", roomy);
+    EXPECT_FALSE(Has(roomy.err, "MiB")) << Show("analyze --max-stream-mb 3", roomy);
+  };
+  // ------------------------------------------------------------ trace
+  t["trace --exact"] = [] {
+    const R r = Ctl("trace -o " + Tmp("t0.pbs") + " -- " + kBin + "/example_loop_static 10");
+    EXPECT_EQ(r.rc, 2) << Show("trace without --exact", r);
+    EXPECT_TRUE(Has(r.err, "pass --exact")) << r.err;
+    EXPECT_EQ(
+        Ctl("trace --exact -o " + Tmp("t1.pbs") + " -- " + kBin + "/example_loop_static 10").rc, 0);
+  };
+  t["trace --output"] = [] {
+    const R r =
+        Ctl("trace --exact --output " + Tmp("t2.pbs") + " -- " + kBin + "/example_loop_static 10");
+    EXPECT_EQ(r.rc, 0) << Show("trace --output", r);
+    EXPECT_EQ(Ctl("analyze " + Tmp("t2.pbs") + " --json").rc, 0);
+  };
+  t["trace --json"] = [] {
+    const R r =
+        Ctl("trace --exact -o " + Tmp("t3.pbs") + " --json -- " + kBin + "/example_loop_static 10");
+    EXPECT_EQ(r.rc, 0) << Show("trace --json", r);
+    EXPECT_TRUE(ValidJson(r.out)) << r.out;
+    EXPECT_GT(Num(r.out, "branches"), 0) << r.out;
+  };
+  t["trace --max-steps"] = [] {
+    const R r = Ctl("trace --exact -o " + Tmp("t4.pbs") + " --max-steps 1000 --json -- " + kBin +
+                    "/example_loop_static 3000");
+    EXPECT_EQ(r.rc, 0) << Show("trace --max-steps", r);
+    EXPECT_LE(Num(r.out, "instructions"), 1000) << r.out;
+    EXPECT_TRUE(Has(r.out, "\"step_limit_hit\":true")) << r.out;
+  };
+  t["trace --step-mode"] = [] {
+    // The same branches whichever way the program is moved on; single steps have no legs.
+    const R step = Ctl("trace --exact -o " + Tmp("t7.pbs") + " --step-mode step -- " + kBin +
+                       "/example_loop_static 300");
+    EXPECT_EQ(step.rc, 0) << Show("trace --step-mode step", step);
+    EXPECT_TRUE(Has(step.err, "(step: ") && Has(step.err, " 0 breakpoint legs")) << step.err;
+    const R blocks = Ctl("trace --exact -o " + Tmp("t8.pbs") + " --step-mode auto -- " + kBin +
+                         "/example_loop_static 300");
+    EXPECT_EQ(blocks.rc, 0) << Show("trace --step-mode auto", blocks);
+    EXPECT_EQ(Num(Ctl("analyze " + Tmp("t7.pbs") + " --json --decode-only").out, "events"),
+              Num(Ctl("analyze " + Tmp("t8.pbs") + " --json --decode-only").out, "events"));
+    const R bad = Ctl("trace --exact -o " + Tmp("t9.pbs") + " --step-mode sometimes -- " + kBin +
+                      "/example_loop_static 3");
+    EXPECT_EQ(bad.rc, 2) << Show("trace --step-mode sometimes", bad);
+    EXPECT_TRUE(Has(bad.err, "--step-mode must be auto, breakpoints, int3 or step")) << bad.err;
+  };
+  t["trace --batch-events"] = [] {
+    EXPECT_EQ(Ctl("trace --exact -o " + Tmp("t5.pbs") + " --batch-events 16 -- " + kBin +
+                  "/example_loop_static 300")
+                  .rc,
+              0);
+    EXPECT_EQ(
+        Ctl("trace --exact -o " + Tmp("t6.pbs") + " -- " + kBin + "/example_loop_static 300").rc,
+        0);
+    // More, smaller batches of the same branches.
+    const R small = Ctl("analyze " + Tmp("t5.pbs") + " --json --decode-only");
+    const R big = Ctl("analyze " + Tmp("t6.pbs") + " --json --decode-only");
+    EXPECT_EQ(Num(small.out, "events"), Num(big.out, "events"));
+    EXPECT_GT(Num(small.out, "windows"), Num(big.out, "windows")) << small.out << big.out;
+  };
+  // ------------------------------------------------------------ bursts
+  const auto bursts = [](const std::string& flags) {
+    const R r = Ctl("bursts -p " + Loop() + " --duration 1s --json " + flags);
+    EXPECT_TRUE(r.rc == 0 || r.rc == 3) << Show("bursts " + flags, r);
+    EXPECT_TRUE(ValidJson(r.out)) << r.out;
+    return r;
+  };
+  t["bursts --json"] = [bursts] { bursts(""); };
+  t["bursts --pid"] = [bursts] {
+    EXPECT_EQ(Num(bursts("").out, "pid"), std::atof(Loop().c_str()));
+    const R none = Ctl("bursts --pid 2147483000 --duration 1s");
+    EXPECT_NE(none.rc, 0) << Show("bursts on no process", none);
+    EXPECT_TRUE(Has(none.err, "2147483000")) << none.err;
+  };
+  t["bursts --duration"] = [] {
+    const R r = Ctl("bursts -p " + Loop() + " --duration 1500ms --json");
+    EXPECT_GE(Num(r.out, "elapsed"), 1.45) << Show("bursts --duration 1500ms", r);  // "1.5s"
+  };
+  t["bursts --burst-rate"] = [bursts] {
+    const R r = bursts("--burst-rate 200");
+    EXPECT_GT(Num(r.out, "bursts"), 0) << r.out;
+    const R old = Ctl("bursts -p " + Loop() + " --duration 200ms --rate 20");
+    EXPECT_TRUE(old.rc == 0 || old.rc == 3) << Show("bursts --rate (older spelling)", old);
+  };
+  t["bursts --step-mode"] = [bursts] {
+    EXPECT_EQ(Str(bursts("--step-mode step").out, "step_mode"), "STEP_MODE_SINGLE_STEP");
+  };
+  t["bursts --verify"] = [] {
+    const R r = Ctl("bursts -p " + Loop() + " --duration 1s --step-mode emulate --verify");
+    EXPECT_TRUE(r.rc == 0 || r.rc == 3) << Show("bursts --verify", r);
+    // The hot loop makes no system call: every checked window is the real thread's.
+    EXPECT_TRUE(Has(r.err, "verified by single steps:")) << r.err;
+    EXPECT_TRUE(Has(r.err, " 0 diverged, 0 with other registers")) << r.err;
+    const R step = Ctl("bursts -p " + Loop() + " --duration 1s --step-mode step --verify");
+    EXPECT_EQ(step.rc, 2) << Show("bursts --verify with single steps", step);
+    EXPECT_TRUE(Has(step.err, "--verify checks emulated windows")) << step.err;
+  };
+  t["bursts --top"] = [bursts] {
+    const R r = bursts("--top 1 --burst-rate 100");
+    EXPECT_LE(Count(r.out, "\"share\""), 1u) << r.out;
+    EXPECT_EQ(Count(bursts("--top 0").out, "\"share\""), 0u);
+  };
+  t["bursts --output"] = [] {
+    const std::string f = Tmp("bursts.pbs");
+    const R r = Ctl("bursts -p " + Loop() + " --duration 1s --burst-rate 100 -o " + f);
+    EXPECT_EQ(r.rc, 0) << Show("bursts -o", r);
+    const R a = Ctl("analyze " + f + " --json --decode-only");
+    EXPECT_GT(Num(a.out, "windows"), 0) << Show("analyze of bursts -o", a);
+  };
+  t["bursts --window"] = [] {
+    const std::string f = Tmp("bursts-w.pbs");
+    const R r = Ctl("bursts -p " + Loop() + " --duration 1s --burst-rate 100 --window 4 -o " + f);
+    EXPECT_EQ(r.rc, 0) << Show("bursts --window 4", r);
+    const R a = Ctl("analyze " + f + " --json --decode-only");
+    // Each window holds at most 4 taken branches.
+    EXPECT_GT(Num(a.out, "windows"), 0) << a.out;
+    EXPECT_LE(Num(a.out, "taken"), 4 * Num(a.out, "windows")) << a.out;
+  };
+  (*gaps)["bursts --max-stopped"] = {"bursts -p LOOP --duration 200ms --max-stopped 0.01",
+                                     "a cap on stopped time shows only as a share of wall time"};
+  (*gaps)["bursts --seed"] = {"bursts -p LOOP --duration 200ms --seed 7",
+                              "the seed jitters gaps between bursts on a live target: no two "
+                              "runs see the same windows anyway"};
+  // ------------------------------------------------------------ run
+  const auto run = [](const std::string& flags) {
+    const R r = Ctl("run --json " + flags);
+    EXPECT_EQ(r.rc, 0) << Show("run " + flags, r);
+    EXPECT_TRUE(ValidJson(r.out)) << r.out.substr(0, 2000);
+    return r;
+  };
+  // About half a second of the loop (a round is a few microseconds), so that every rate has
+  // samples to count.
+  const std::string hot = kBin + "/example_hotloop 150000";
+  t["run --json"] = [run, hot] { run("--source none -- " + hot); };
+  t["run --source"] = [run, hot] {
+    EXPECT_EQ(Str(run("--source none -- " + hot).out, "source"), "BRANCH_SOURCE_NONE");
+  };
+  t["run --freq"] = [run, hot] {
+    // -F 0 turns stacks off: with --source none that is nothing to collect, refused.
+    const R off = Ctl("run --json --source none -F 0 -- " + hot);
+    EXPECT_NE(off.rc, 0) << Show("run --source none -F 0", off);
+    EXPECT_TRUE(Has(off.err, "stack_hz = 0")) << Show("run --source none -F 0", off);
+    const auto low = Num(run("--source none -F 20 -- " + hot).out, "stack_samples");
+    const auto high = Num(run("--source none --freq 499 -- " + hot).out, "stack_samples");
+    EXPECT_GT(high, low);
+    // The older spelling is the same flag.
+    const R old = Ctl("run --json --source none --stack-hz 0 -- " + hot);
+    EXPECT_TRUE(Has(old.err, "stack_hz = 0")) << Show("run --stack-hz 0", old);
+  };
+  t["run --duration"] = [run] {
+    // sleep 60 ends at the duration, by SIGTERM (exit status 128 + 15).
+    const R r = run("--source none -F 1 --duration 500ms -- sleep 60");
+    EXPECT_EQ(Num(r.out, "exit_status"), 143) << r.out;
+    EXPECT_EQ(Str(r.out, "state"), "SESSION_STATE_STOPPED") << r.out;
+  };
+  t["run --pid"] = [run] {
+    const R r = run("--source none -F 99 --duration 1s -p " + Loop());
+    EXPECT_TRUE(Has(r.out, "\"pids\":[" + Loop() + "]")) << r.out;
+  };
+  t["run --top"] = [run, hot] {
+    const R r = run("--source none --freq 499 --top 1 -- " + hot);
+    EXPECT_LE(Count(r.out, "\"self\":{"), 1u) << r.out;
+    EXPECT_GT(Count(run("--source none --freq 499 -- " + hot).out, "\"self\":{"), 1u);
+  };
+  // A shell that runs the loop twice, as its children.
+  const std::string forks =
+      "-- sh -c '" + kBin + "/example_hotloop 100000; " + kBin + "/example_hotloop 100000'";
+  t["run --inherit"] = [run, forks] {
+    EXPECT_GT(Count(run("--source none --inherit " + forks).out, "\"stack_samples\""), 1u);
+    // Not following children is the default (pipeline::kSessionDefaults).
+    EXPECT_EQ(Count(run("--source none " + forks).out, "\"stack_samples\""), 1u);
+  };
+  t["run --no-inherit"] = [run, forks] {
+    EXPECT_EQ(Count(run("--source none --no-inherit " + forks).out, "\"stack_samples\""), 1u);
+    const R both = Ctl("run --inherit --no-inherit " + forks);
+    EXPECT_EQ(both.rc, 2) << Show("run --inherit --no-inherit", both);
+  };
+  t["run --max-descendants"] = [run, forks] {
+    // The shell and at most one of its two children.
+    EXPECT_LE(
+        Count(run("--source none --inherit --max-descendants 1 " + forks).out, "\"stack_samples\""),
+        2u);
+  };
+  // The session flags run shares with start (cli/pathctl/session_flags.h): one declaration, one
+  // reading into the session's config, whose effect start's cases show.
+  for (const char* shared : {"max-stopped 0.01", "path-kind wpp", "extension 3", "max-length 8",
+                             "hpt-entries 1024", "osp-entries 1000", "max-depth 8"}) {
+    const std::string flag = std::string(shared).substr(0, std::string(shared).find(' '));
+    (*gaps)["run --" + flag] = {"run --source none -F 1 --" + std::string(shared) + " -- /bin/true",
+                                "start's declaration and default; start --" + flag +
+                                    " shows the effect (or is a gap there)"};
+  }
+  (*gaps)["run --step-mode"] = {"run --source ptrace --step-mode step -- /bin/true",
+                                "how a burst steps leaves no trace in the report"};
+  (*gaps)["run --burst-rate"] = {"run --source ptrace --burst-rate 5 -- /bin/true",
+                                 "a rate shows only as a count over time (a timed assertion)"};
+  (*gaps)["run --window"] = {"run --source ptrace --window 16 -- /bin/true",
+                             "window length shows only in per-window statistics"};
+  (*gaps)["run --call-graph"] = {"run --source none --call-graph fp -- /bin/true",
+                                 "fp and dwarf differ only in which frames the tree shows"};
+  // ------------------------------------------------------------ sim
+  // Deterministic: a flag's effect is a different result from the same run without it, or a
+  // field that echoes it.
+  const std::string base = "sim --json --workload loops --branches 200000 ";
+  const auto sim = [base](const std::string& flags) {
+    const R r = Ctl(base + flags);
+    EXPECT_EQ(r.rc, 0) << Show("sim " + flags, r);
+    EXPECT_TRUE(ValidJson(r.out)) << r.out.substr(0, 2000);
+    return r;
+  };
+  const auto differs = [sim](const std::string& flags, const std::string& base_flags = "") {
+    return [=] { EXPECT_NE(sim(flags).out, sim(base_flags).out) << flags; };
+  };
+  t["sim --json"] = [sim] { sim(""); };
+  t["sim --workload"] = [sim] {
+    EXPECT_TRUE(Has(Str(sim("").out, "source"), "workload loops")) << sim("").out;
+    EXPECT_TRUE(Has(Str(sim("--workload branchy").out, "source"), "workload branchy"));
+  };
+  t["sim --seed"] = [sim] { EXPECT_TRUE(Has(Str(sim("--seed 7").out, "source"), "seed 7")); };
+  for (const char* knob : {"--functions 3", "--diamonds 1", "--correlation 0.9"})
+    t[std::string("sim ") + std::string(knob).substr(0, std::string(knob).find(' '))] =
+        differs(knob);
+  // The loops workload makes no calls, so the call knobs show on the calls workload.
+  for (const char* knob : {"--call-levels 1", "--skew 3", "--zipf 2"})
+    t[std::string("sim ") + std::string(knob).substr(0, std::string(knob).find(' '))] = [knob] {
+      const std::string calls = "sim --json --workload calls --branches 200000";
+      const R with = Ctl(calls + " " + knob);
+      EXPECT_EQ(with.rc, 0) << Show(calls + " " + knob, with);
+      EXPECT_NE(with.out, Ctl(calls).out) << knob;
+    };
+  t["sim --pbs"] = [] {
+    const R r = Ctl("sim --json --pbs " + Pbs());
+    EXPECT_EQ(r.rc, 0) << Show("sim --pbs", r);
+    EXPECT_EQ(Str(r.out, "source"), "pbs " + Pbs()) << r.out;
+  };
+  t["sim --branches"] = [sim] { EXPECT_EQ(Num(sim("").out, "branches"), 200000); };
+  t["sim --paths"] = [sim] { EXPECT_EQ(Str(sim("--paths wpp").out, "paths"), "wpp"); };
+  t["sim --hpt"] = [sim] {
+    const R r = sim("--hpt 64x2");
+    EXPECT_EQ(Num(r.out, "hpt_entries"), 64) << r.out;
+    EXPECT_EQ(Num(r.out, "hpt_ways"), 2) << r.out;
+  };
+  t["sim --index"] = [sim] {
+    EXPECT_EQ(Str(sim("--index start").out, "hpt_index"), "HPT_INDEX_START");
+  };
+  t["sim --replacement"] = [sim] {
+    EXPECT_EQ(Str(sim("--replacement lru").out, "hpt_replacement"), "HPT_REPLACEMENT_LRU");
+  };
+  t["sim --metric"] = [sim] {
+    EXPECT_EQ(Str(sim("--metric instructions").out, "metric"), "METRIC_INSTRUCTIONS");
+  };
+  t["sim --window"] = [sim] {
+    EXPECT_EQ(Str(sim("--window 32 --period 10").out, "mode"), "SIM_MODE_WINDOW");
+  };
+  t["sim --period"] = [sim] {
+    EXPECT_EQ(Num(sim("--window 32 --period 10").out, "sampling_period"), 10);
+  };
+  t["sim --sample-interval"] = [sim] {
+    const R r = sim("--sample-interval 100");
+    EXPECT_EQ(Str(r.out, "mode"), "SIM_MODE_BURSTY") << r.out;
+    EXPECT_NE(Num(r.out, "sampling_period"),
+              Num(sim("--sample-interval 1000").out, "sampling_period"));
+  };
+  t["sim --burst-length"] = [sim] {
+    // Bursts of N branches every --sample-interval: the period is (interval + N) / N. (With no
+    // interval every branch is sampled whatever the burst length: a period of 1.)
+    EXPECT_NE(Num(sim("--sample-interval 1000 --burst-length 10").out, "sampling_period"),
+              Num(sim("--sample-interval 1000 --burst-length 1000").out, "sampling_period"));
+  };
+  t["sim --top"] = [sim] {
+    const R r = sim("--top 2");
+    const size_t at = r.out.find("\"top\":[");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    EXPECT_EQ(Count(r.out.substr(at), "\"exact_rank\""), 2u) << r.out;
+  };
+  t["sim --dynamic-window"] = [sim] {
+    EXPECT_EQ(Num(sim("--dynamic-window 50000").out, "dynamic_window_branches"), 50000);
+  };
+  t["sim --sweep"] = [] {
+    const R r = Ctl("sim --json --sweep --workload loops --branches 100000 --sizes 64 --ways 2,4");
+    EXPECT_EQ(r.rc, 0) << Show("sim --sweep", r);
+    EXPECT_EQ(Count(r.out, "\"hpt_ways\""), 2u) << r.out;
+    const R hpt = Ctl("sim --sweep --hpt 64x2 --branches 1000");
+    EXPECT_EQ(hpt.rc, 2) << Show("sim --sweep --hpt", hpt);
+    EXPECT_TRUE(Has(hpt.err, "--hpt does not go with --sweep")) << hpt.err;
+  };
+  t["sim --sizes"] = [] {
+    const R r =
+        Ctl("sim --json --sweep --workload loops --branches 100000 --sizes 64,128 --ways 2");
+    EXPECT_EQ(Nums(r.out, "hpt_entries"), (std::vector<double>{64, 128})) << r.out;
+  };
+  t["sim --ways"] = [] {
+    const R r = Ctl("sim --json --sweep --workload loops --branches 100000 --sizes 64 --ways 4,8");
+    EXPECT_EQ(Nums(r.out, "hpt_ways"), (std::vector<double>{4, 8})) << r.out;
+  };
+  t["sim --subpaths"] = [sim] {
+    const R r = sim("--subpaths");
+    EXPECT_TRUE(Has(r.out, "subpaths")) << r.out;
+    EXPECT_NE(r.out, sim("").out);
+  };
+  t["sim --calls"] = [sim] {
+    const R r = sim("--calls");
+    EXPECT_TRUE(Has(r.out, "call")) << r.out;
+    EXPECT_NE(r.out, sim("--subpaths").out);
+  };
+  t["sim --osp-entries"] = differs("--subpaths --osp-entries 16", "--subpaths");
+  t["sim --osp-max-length"] = differs("--subpaths --osp-max-length 4", "--subpaths");
+  t["sim --osp-gain"] = differs("--subpaths --osp-gain 2", "--subpaths");
+  t["sim --osp-min-f"] = differs("--subpaths --osp-min-f 50", "--subpaths");
+  t["sim --osp-seed"] = differs("--subpaths --osp-seed 99", "--subpaths");
+  t["sim --confidence"] = differs("--subpaths --confidence 0.6", "--subpaths");
+  return t;
+}
+
+const Table& Cases(std::map<std::string, Gap>** gaps_out) {
+  static std::map<std::string, Gap> gaps;
+  static const Table table = MakeTable(&gaps);
+  *gaps_out = &gaps;
+  return table;
+}
+
+// ---------------------------------------------------------------- the tests
+
+TEST(EveryFlag, PathctlListsItsCommandsExitCodesAndVersion) {
+  const R help = Ctl("--help");
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_GE(Commands().size(), 20u) << help.out;
+  // The exit codes of command.h, in the help.
+  for (const char* code : {"  0  success", "  2  usage error", "  3  ran, but found nothing",
+                           "  4  no daemon", "  5  refused", "  6  no such process",
+                           "  7  the socket is there", "  8  the daemon did not answer"})
+    EXPECT_TRUE(Has(help.out, code)) << code << "\n" << help.out;
+  for (const char* v : {"--version", "-V", "version"}) {
+    const R r = Ctl(v);
+    EXPECT_EQ(r.rc, 0) << v;
+    EXPECT_EQ(r.out.rfind("pathctl ", 0), 0u) << v << ": " << r.out;
+  }
+  const R none = Ctl("");
+  EXPECT_EQ(none.rc, 2);
+  const R bogus = Ctl("frobnicate");
+  EXPECT_EQ(bogus.rc, 2);
+  EXPECT_TRUE(Has(bogus.err, "frobnicate")) << bogus.err;
+}
+
+class Command : public ::testing::TestWithParam<std::string> {};
+
+// --help and -h print the usage on stdout, exit 0; --version prints the version; an unknown flag
+// (long, short, or valueless at the end) is exit 2 naming it.
+TEST_P(Command, HelpVersionAndUnknownFlags) {
+  const std::string cmd = GetParam();
+  for (const std::string h : {"--help", "-h"}) {
+    const R r = Ctl(cmd + " " + h);
+    EXPECT_EQ(r.rc, 0) << Show(cmd + " " + h, r);
+    EXPECT_EQ(r.out.rfind("usage: pathctl " + cmd, 0), 0u) << Show(cmd + " " + h, r);
+  }
+  EXPECT_EQ(Ctl("help " + cmd).out, Ctl(cmd + " --help").out);
+  const R v = Ctl(cmd + " --version");
+  EXPECT_EQ(v.rc, 0) << Show(cmd + " --version", v);
+  EXPECT_EQ(v.out.rfind("pathctl ", 0), 0u) << v.out;
+  for (const std::string bad : {"--every-flag-bogus 1", "--every-flag-bogus", "-Z"}) {
+    const R r = Ctl(cmd + " " + bad + " --socket /nonexistent/s.sock");
+    EXPECT_EQ(r.rc, 2) << Show(cmd + " " + bad, r);
+    const std::string name = bad.substr(0, bad.find(' '));
+    EXPECT_TRUE(Has(r.err, "unknown option " + name)) << Show(cmd + " " + bad, r);
+  }
+}
+
+// Every flag the help lists has a case that shows its effect (or is a listed gap).
+TEST_P(Command, EveryFlagInItsHelpHasAVisibleEffect) {
+  const std::string cmd = GetParam();
+  CurrentCommand() = cmd;
+  const std::vector<std::string> flags = FlagsIn(Ctl(cmd + " --help").out);
+  std::map<std::string, Gap>* gaps = nullptr;
+  const Table& table = Cases(&gaps);
+  for (const std::string& flag : flags) {
+    const std::string key = cmd + " --" + flag;
+    SCOPED_TRACE(key);
+    if (auto it = table.find(key); it != table.end()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      it->second();
+      std::printf("[ case     ] %s: %.1f s\n", key.c_str(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      continue;
+    }
+    if (auto g = gaps->find(key); g != gaps->end()) {
+      // No visible effect: at least accepted with a valid value.
+      std::string args = g->second.args;
+      if (auto at = args.find("LOOP"); at != std::string::npos) args.replace(at, 4, Loop());
+      const bool daemon = args.rfind("start", 0) == 0;
+      const R r = Ctl(daemon ? args + Sock() : args);
+      EXPECT_NE(r.rc, 2) << Show(args, r);
+      std::printf("[ gap      ] %s: %s\n", key.c_str(), g->second.why.c_str());
+      continue;
+    }
+    ADD_FAILURE() << "flag --" << flag << " of command " << cmd << " has no case";
+  }
+  // And no case is left for a flag the help no longer lists.
+  for (const auto& [key, unused] : table) {
+    if (key.rfind(cmd + " --", 0) == 0) {
+      EXPECT_NE(std::find(flags.begin(), flags.end(), key.substr(cmd.size() + 3)), flags.end())
+          << key << " has a case but " << cmd << " --help does not list it";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pathctl, Command, ::testing::ValuesIn(Commands()),
+                         [](const auto& info) { return info.param; });
+
+// ---------------------------------------------------------------- pathprofd and pathtop
+
+// pathprofd in the foreground, for the flags that make it exit (help, bad flags, TLS files it
+// cannot read); `timeout` ends one that serves after all, so the test fails instead of hanging.
+R Daemond(const std::string& args) {
+  return Shell("timeout -s KILL 30 " + kBin + "/pathprofd " + args);
+}
+
+// Starts pathprofd with `flags` on its own socket; waits for its socket or its exit (30 s).
+struct OwnDaemon {
+  std::string dir, sock, log;
+  pid_t pid = -1;
+  int exit_status = -1;
+  explicit OwnDaemon(const std::string& flags) {
+    char tmpl[] = "/tmp/every-flag-d-XXXXXX";
+    dir = mkdtemp(tmpl);
+    chmod(dir.c_str(), 0755);
+    sock = dir + "/d.sock";
+    log = dir + "/d.log";
+    std::vector<std::string> argv = {kBin + "/pathprofd", "--config", "/dev/null", "--socket",
+                                     sock};
+    std::istringstream in(flags);
+    for (std::string w; in >> w;) argv.push_back(w);
+    pid = pathprof::daemon::testing::Spawn(argv, log);
+    for (int i = 0; i < 600; ++i) {
+      int st = 0;
+      if (waitpid(pid, &st, WNOHANG) == pid) {
+        exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        pid = -1;
+        break;
+      }
+      struct stat s {};
+      if (stat(sock.c_str(), &s) == 0 && Ctl("sessions --socket " + sock).rc != 4) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~OwnDaemon() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    fs::remove_all(dir);
+  }
+  std::string Log() const { return ReadFile(log); }
+  R Ctl(const std::string& args) const { return ::Ctl(args + " --socket " + sock); }
+};
+
+std::map<std::string, Check> DaemonCases() {
+  std::map<std::string, Check> t;
+  t["config"] = [] {
+    const std::string bad = Tmp("bad.toml");
+    std::ofstream(bad) << "[limits]\nno_such_key = 1\n";
+    const R r = Daemond("--config " + bad + " --socket " + Tmp("never.sock"));
+    EXPECT_EQ(r.rc, 2) << Show("pathprofd --config", r);
+    EXPECT_TRUE(Has(r.all(), bad)) << Show("pathprofd --config", r);
+  };
+  t["socket"] = [] {
+    OwnDaemon d("");
+    EXPECT_EQ(d.Ctl("sessions").rc, 3) << d.Log();
+  };
+  t["socket-group"] = [] {
+    const group* g = getgrnam("nogroup");
+    ASSERT_NE(g, nullptr);
+    OwnDaemon d("--socket-group nogroup");
+    struct stat s {};
+    ASSERT_EQ(stat(d.sock.c_str(), &s), 0) << d.Log();
+    EXPECT_EQ(s.st_gid, g->gr_gid) << d.Log();
+  };
+  t["tcp"] = [] {
+    const R r = Daemond("--config /dev/null --socket " + Tmp("t.sock") + " --tcp 127.0.0.1:0");
+    // A configuration that cannot work as given: a usage error (2), as a bad --config is.
+    EXPECT_EQ(r.rc, 2) << Show("pathprofd --tcp without a certificate", r);
+    EXPECT_TRUE(Has(r.all(), "tls")) << r.all();
+  };
+  t["tls-cert"] = [] {
+    const R r = Daemond("--config /dev/null --socket " + Tmp("t.sock") +
+                        " --tcp 127.0.0.1:0 --tls-cert /nonexistent/c.pem --tls-key /etc/hostname");
+    EXPECT_EQ(r.rc, 1) << Show("pathprofd --tls-cert", r);
+    EXPECT_TRUE(Has(r.all(), "/nonexistent/c.pem")) << r.all();
+  };
+  t["tls-key"] = [] {
+    const R r = Daemond("--config /dev/null --socket " + Tmp("t.sock") +
+                        " --tcp 127.0.0.1:0 --tls-cert /etc/hostname --tls-key /nonexistent/k.pem");
+    EXPECT_EQ(r.rc, 1) << Show("pathprofd --tls-key", r);
+    EXPECT_TRUE(Has(r.all(), "/nonexistent/k.pem")) << r.all();
+  };
+  t["tls-client-ca"] = [] {
+    const R r = Daemond("--config /dev/null --socket " + Tmp("t.sock") +
+                        " --tcp 127.0.0.1:0 --tls-cert /etc/hostname --tls-key /etc/hostname "
+                        "--tls-client-ca /nonexistent/ca.pem");
+    EXPECT_EQ(r.rc, 1) << Show("pathprofd --tls-client-ca", r);
+    EXPECT_TRUE(Has(r.all(), "/nonexistent/ca.pem")) << r.all();
+  };
+  t["metrics"] = [] {
+    OwnDaemon d("--log-level info --metrics 127.0.0.1:0");
+    for (int i = 0; i < 200 && !Has(d.Log(), "serving on"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(Has(d.Log(), "metrics at http://127.0.0.1:0/metrics (port ")) << d.Log();
+  };
+  t["log-level"] = [] {
+    OwnDaemon quiet("--log-level error");
+    EXPECT_EQ(quiet.Ctl("sessions").rc, 3);
+    EXPECT_FALSE(Has(quiet.Log(), "serving on")) << quiet.Log();
+    OwnDaemon loud("--log-level notice");
+    EXPECT_EQ(loud.Ctl("sessions").rc, 3);
+    for (int i = 0; i < 200 && !Has(loud.Log(), "serving on"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(Has(loud.Log(), "serving on")) << loud.Log();
+  };
+  t["max-top-k"] = [] {
+    OwnDaemon d("--max-top-k 3");
+    const R s = d.Ctl("start -p " + Loop() + kCheap);
+    ASSERT_EQ(s.rc, 0) << Show("start", s) << d.Log();
+    const std::string id = s.out.substr(0, s.out.find('\n'));
+    const R r = d.Ctl("paths " + id + " --top 5");
+    EXPECT_EQ(r.rc, 2) << Show("paths --top 5 against --max-top-k 3", r);
+    EXPECT_TRUE(Has(r.err, "max_top_k")) << r.err;
+  };
+  t["max-depth"] = [] {
+    OwnDaemon d("--max-depth 3");
+    const R s = d.Ctl("start -p " + Loop() + kCheap);
+    ASSERT_EQ(s.rc, 0) << Show("start", s) << d.Log();
+    const std::string id = s.out.substr(0, s.out.find('\n'));
+    const R r = d.Ctl("tree " + id + " --depth 5");
+    EXPECT_EQ(r.rc, 2) << Show("tree --depth 5 against --max-depth 3", r);
+    EXPECT_TRUE(Has(r.err, "max_depth")) << r.err;
+  };
+  const auto second_start_refused = [](const std::string& flags) {
+    OwnDaemon d(flags);
+    const std::string loop = Loop();
+    const R a = d.Ctl("start -p " + loop + kCheap);
+    const R b = d.Ctl("start -p " + loop + kCheap);
+    const R c = d.Ctl("start -p " + loop + kCheap);
+    EXPECT_EQ(a.rc, 0) << Show("first start under " + flags, a) << d.Log();
+    EXPECT_EQ(c.rc, 5) << Show("third start under " + flags, c) << Show("second", b);
+  };
+  t["max-sessions"] = [second_start_refused] {
+    second_start_refused("--max-sessions 2 --admin-reserved-sessions 0");
+  };
+  t["max-sessions-per-client"] = [second_start_refused] {
+    second_start_refused("--max-sessions-per-client 2");
+  };
+  t["max-memory-bytes"] = [] {
+    OwnDaemon d("--max-memory-bytes 4096");
+    const R r = d.Ctl("start -p " + Loop() + kCheap);
+    EXPECT_EQ(r.rc, 5) << Show("start under --max-memory-bytes 4096", r);
+  };
+  const auto second_watch_refused = [](const std::string& flags) {
+    OwnDaemon d(flags);
+    const R s = d.Ctl("start -p " + Loop() + kCheap);
+    const std::string id = s.out.substr(0, s.out.find('\n'));
+    // One watch held open (2 updates 5 s apart), a second one refused meanwhile. The second
+    // starts only once the first has printed its first update (it holds the stream then):
+    // started together, the second could take the one stream and the first be refused.
+    const std::string first_out = d.dir + "/first.jsonl";
+    const std::string held = kBin + "/pathctl watch " + id +
+                             " --count 2 --interval 5s --json --socket " + d.sock + " >" +
+                             first_out + " 2>&1 & echo $!";
+    const R bg = Shell(held);
+    for (int i = 0; i < 200 && ReadFile(first_out).find('\n') == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(Has(ReadFile(first_out), "\n")) << ReadFile(first_out) << d.Log();
+    const R second = d.Ctl("watch " + id + " --count 1 --interval 100");
+    EXPECT_EQ(second.rc, 5) << Show("second watch under " + flags, second);
+    EXPECT_TRUE(Has(second.err, "too many watch streams")) << second.err;
+    const pid_t p = static_cast<pid_t>(std::atoi(bg.out.c_str()));
+    if (p > 0) kill(p, SIGKILL);
+  };
+  t["max-streams"] = [second_watch_refused] { second_watch_refused("--max-streams 1"); };
+  t["max-streams-per-client"] = [second_watch_refused] {
+    second_watch_refused("--max-streams-per-client 1");
+  };
+  const auto rate_limited = [](const std::string& flags) {
+    OwnDaemon d(flags);
+    R r;
+    for (int i = 0; i < 20 && r.rc != 5; ++i) r = d.Ctl("sessions");
+    EXPECT_EQ(r.rc, 5) << Show("sessions under " + flags, r);
+    EXPECT_TRUE(Has(r.err, "limit")) << r.err;
+  };
+  t["rate-qps"] = [rate_limited] { rate_limited("--rate-qps 0.01 --rate-burst 2"); };
+  t["rate-burst"] = [rate_limited] { rate_limited("--rate-burst 1 --rate-qps 0.01"); };
+  return t;
+}
+
+TEST(EveryFlag, PathprofdHelpUnknownFlagsAndEveryFlagInItsHelp) {
+  for (const char* h : {"--help", "-h"}) {
+    const R r = Daemond(h);
+    EXPECT_EQ(r.rc, 0) << Show(h, r);
+    EXPECT_EQ(r.out.rfind("usage: pathprofd", 0), 0u) << r.out;
+  }
+  const R v = Daemond("--version");
+  EXPECT_EQ(v.rc, 0);
+  EXPECT_EQ(v.out.rfind("pathprofd ", 0), 0u) << v.out;
+  const R bad = Daemond("--every-flag-bogus 1");
+  EXPECT_EQ(bad.rc, 2) << Show("pathprofd --every-flag-bogus", bad);
+  EXPECT_TRUE(Has(bad.all(), "--every-flag-bogus")) << bad.all();
+  const R bad_short = Daemond("-Z");
+  EXPECT_EQ(bad_short.rc, 2) << Show("pathprofd -Z", bad_short);
+  EXPECT_TRUE(Has(bad_short.all(), "-Z")) << bad_short.all();
+
+  const auto cases = DaemonCases();
+  std::map<std::string, Gap> gaps = {{"admin-group",
+                                      {"--admin-group nogroup",
+                                       "who is an admin shows only to a second user; "
+                                       "tests/daemon/authorization_test covers it"}}};
+  for (const std::string& flag : FlagsIn(Daemond("--help").out)) {
+    SCOPED_TRACE("pathprofd --" + flag);
+    if (auto it = cases.find(flag); it != cases.end()) {
+      it->second();
+    } else if (auto g = gaps.find(flag); g != gaps.end()) {
+      OwnDaemon d(g->second.args);
+      EXPECT_EQ(d.exit_status, -1) << d.Log();
+      std::printf("[ gap      ] pathprofd --%s: %s\n", flag.c_str(), g->second.why.c_str());
+    } else {
+      ADD_FAILURE() << "flag --" << flag << " of command pathprofd has no case";
+    }
+  }
+}
+
+TEST(EveryFlag, PathtopHelpAndUnknownFlags) {
+  for (const char* h : {"--help", "-h"}) {
+    const R r = Shell(kBin + "/pathtop " + h);
+    EXPECT_EQ(r.rc, 0) << Show(h, r);
+    EXPECT_EQ(r.out.rfind("usage: pathtop", 0), 0u) << r.out;
+  }
+  const R bad = Shell(kBin + "/pathtop --every-flag-bogus 1");
+  EXPECT_EQ(bad.rc, 2) << Show("pathtop --every-flag-bogus", bad);
+  EXPECT_TRUE(Has(bad.all(), "--every-flag-bogus")) << bad.all();
+}
+
+}  // namespace
