@@ -33,7 +33,7 @@ SessionConfig RunConfig(std::vector<std::string> argv, std::vector<std::string>*
 
 TEST(SessionDefaults, MaxDescendantsIsOneValueInTheDaemonRunAndStart) {
   // The documented value (pathctl(1), cli/README.md).
-  EXPECT_EQ(kSessionDefaults.max_descendants, 64u);
+  EXPECT_EQ(kSessionDefaults.max_descendants, 4u);
 
   // The daemon: a request that follows children and leaves max_descendants unset. (Converted
   // into a config that starts elsewhere, so the value comes from the conversion.)
@@ -42,14 +42,14 @@ TEST(SessionDefaults, MaxDescendantsIsOneValueInTheDaemonRunAndStart) {
   SessionConfig daemon;
   daemon.max_descendants = 1;
   ASSERT_TRUE(pathprof::api::ToSessionSettings(req, {}, &daemon).ok());
-  EXPECT_EQ(daemon.max_descendants, 64u);
+  EXPECT_EQ(daemon.max_descendants, 4u);
 
   // pathctl run --inherit.
   std::vector<std::string> problems;
   const SessionConfig run = RunConfig({"--inherit"}, &problems);
   EXPECT_TRUE(problems.empty());
   EXPECT_TRUE(run.follow_children);
-  EXPECT_EQ(run.max_descendants, 64u);
+  EXPECT_EQ(run.max_descendants, 4u);
   EXPECT_EQ(RunConfig({"--inherit", "--max-descendants", "3"}, &problems).max_descendants, 3u);
 
   // pathctl start: what its usage and declarations say (a flag not given leaves the request's
@@ -57,9 +57,9 @@ TEST(SessionDefaults, MaxDescendantsIsOneValueInTheDaemonRunAndStart) {
   const std::string usage = Ctl("help start");
   const size_t at = usage.find("--max-descendants N");
   ASSERT_NE(at, std::string::npos) << usage;
-  EXPECT_NE(usage.find("default 64", at), std::string::npos) << usage.substr(at, 200);
-  EXPECT_NE(Ctl("help --flags start").find("max-descendants\t\tint\t64\t"), std::string::npos);
-  EXPECT_NE(Ctl("help --flags run").find("max-descendants\t\tint\t64\t"), std::string::npos);
+  EXPECT_NE(usage.find("default 4", at), std::string::npos) << usage.substr(at, 200);
+  EXPECT_NE(Ctl("help --flags start").find("max-descendants\t\tint\t4\t"), std::string::npos);
+  EXPECT_NE(Ctl("help --flags run").find("max-descendants\t\tint\t4\t"), std::string::npos);
 }
 
 TEST(SessionDefaults, FollowingChildrenIsOffInBothUnlessInherit) {

@@ -14,7 +14,9 @@ struct SessionDefaults {
   // against the daemon's memory quotas like a target's.
   bool follow_children = false;
   // With follow_children: at most this many descendants get stores (further ones are counted).
-  uint32_t max_descendants = 64;
+  // The daemon's admission charges a session for every store it may make (MemoryBoundBytes), so
+  // 64 put `start --inherit` above the default per-session memory quota; 4 was the daemon's.
+  uint32_t max_descendants = 4;
   uint32_t stack_hz = 99;               // eBPF stack samples per second; 0: no stacks
   uint32_t window_branches = 32;        // taken branches per window, like an LBR stack
   double max_stopped_fraction = 0.04;   // ptrace bursts: cap on any second threads spend stopped
