@@ -53,7 +53,8 @@ std::vector<std::string> ParseRunFlags(Args& args, RunFlags* flags) {
   flags->json = args.Has("json");
   if (!pl::ParseSourceChoice(args.Get("source", "auto"), &config.source))
     return {"--source must be auto, pt, lbr, ptrace or none"};
-  if (!pl::ParseStepChoice(args.Get("step-mode", "auto"), &config.sampling.step_mode))
+  if (!pathprof::stepping::ParseStepRequest(args.Get("step-mode", "auto"),
+                                            &config.sampling.step_mode))
     return {"--step-mode must be auto, emulate, breakpoints, int3 or step"};
   if (!pl::ParseCallGraph(args.Get("call-graph", "dwarf"), &config.sampling.call_graph))
     return {"--call-graph must be dwarf or fp"};
