@@ -52,20 +52,7 @@ void ToProto(const pipeline::HotPath& in, v1::HotPath* out) {
 void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
   if (!in.id.empty()) out->set_name(SessionName(in.id));
   for (uint32_t p : in.pids) out->add_pids(p);
-  switch (in.state) {
-    case pipeline::SessionState::kRunning:
-      out->set_state(v1::SESSION_STATE_RUNNING);
-      break;
-    case pipeline::SessionState::kStopped:
-      out->set_state(v1::SESSION_STATE_STOPPED);
-      break;
-    case pipeline::SessionState::kTargetExited:
-      out->set_state(v1::SESSION_STATE_TARGET_EXITED);
-      break;
-    case pipeline::SessionState::kFailed:
-      out->set_state(v1::SESSION_STATE_FAILED);
-      break;
-  }
+  out->set_state(ToProto(in.state));
   out->set_source(ToProto(in.source));
   std::string reason = in.source_reason;
   if (!in.stacks && !in.stacks_reason.empty())
@@ -179,20 +166,6 @@ void ToProto(const stepping::MechanismResult& in, v1::SourceCapability* out) {
   out->set_detail(in.detail);
 }
 
-v1::StepMode ToProto(stepping::StepMode m) {
-  switch (m) {
-    case stepping::StepMode::kBreakpoints:
-      return v1::STEP_MODE_BREAKPOINTS;
-    case stepping::StepMode::kInt3:
-      return v1::STEP_MODE_INT3;
-    case stepping::StepMode::kEmulate:
-      return v1::STEP_MODE_EMULATE;
-    case stepping::StepMode::kSingleStep:
-      break;
-  }
-  return v1::STEP_MODE_SINGLE_STEP;
-}
-
 void ToProto(const stepping::StepProbeResult& p, v1::StepMechanisms* out) {
   ToProto(p.single_step, out->mutable_single_step());
   ToProto(p.dr_breakpoints, out->mutable_dr_breakpoints());
@@ -222,87 +195,6 @@ void ToProto(const collectors::HostCapabilities& in, v1::Capabilities* out) {
   out->set_running_as_root(in.is_root);
 }
 
-v1::BranchSource ToProto(collectors::BranchSource s) {
-  switch (s) {
-    case collectors::BranchSource::kNone:
-      return v1::BRANCH_SOURCE_NONE;
-    case collectors::BranchSource::kPtraceBursts:
-      return v1::BRANCH_SOURCE_PTRACE;
-    case collectors::BranchSource::kLbr:
-      return v1::BRANCH_SOURCE_LBR;
-    case collectors::BranchSource::kIntelPt:
-      return v1::BRANCH_SOURCE_INTEL_PT;
-  }
-  return v1::BRANCH_SOURCE_UNSPECIFIED;
-}
-
-v1::PathEstimator ToProto(pipeline::PathEstimator e) {
-  switch (e) {
-    case pipeline::PathEstimator::kNone:
-      return v1::PATH_ESTIMATOR_UNSPECIFIED;
-    case pipeline::PathEstimator::kWindows:
-      return v1::PATH_ESTIMATOR_WINDOWS;
-    case pipeline::PathEstimator::kHotPathTable:
-      return v1::PATH_ESTIMATOR_HOT_PATH_TABLE;
-  }
-  return v1::PATH_ESTIMATOR_UNSPECIFIED;
-}
-
-v1::Metric ToProto(pipeline::PathMetric m) {
-  switch (m) {
-    case pipeline::PathMetric::kCount:
-      return v1::METRIC_COUNT;
-    case pipeline::PathMetric::kInstructions:
-      return v1::METRIC_INSTRUCTIONS;
-    case pipeline::PathMetric::kCycles:
-      return v1::METRIC_CYCLES;
-    case pipeline::PathMetric::kMispredictions:
-      return v1::METRIC_MISPREDICTIONS;
-  }
-  return v1::METRIC_UNSPECIFIED;
-}
-
-pipeline::PathMetric FromProto(v1::Metric m) {
-  switch (m) {
-    case v1::METRIC_INSTRUCTIONS:
-      return pipeline::PathMetric::kInstructions;
-    case v1::METRIC_CYCLES:
-      return pipeline::PathMetric::kCycles;
-    case v1::METRIC_MISPREDICTIONS:
-      return pipeline::PathMetric::kMispredictions;
-    default:
-      return pipeline::PathMetric::kCount;
-  }
-}
-
-pipeline::SourceChoice FromProto(v1::SourceChoice s) {
-  switch (s) {
-    case v1::SOURCE_CHOICE_NONE:
-      return pipeline::SourceChoice::kNone;
-    case v1::SOURCE_CHOICE_PTRACE:
-      return pipeline::SourceChoice::kPtrace;
-    case v1::SOURCE_CHOICE_LBR:
-      return pipeline::SourceChoice::kLbr;
-    case v1::SOURCE_CHOICE_INTEL_PT:
-      return pipeline::SourceChoice::kIntelPt;
-    default:  // AUTO, and not set
-      return pipeline::SourceChoice::kAuto;
-  }
-}
-
-pipeline::PathKind FromProto(v1::PathKind k) {
-  switch (k) {
-    case v1::PATH_KIND_WPP:
-      return pipeline::PathKind::kWpp;
-    case v1::PATH_KIND_EXTENDED_LOOPS:
-      return pipeline::PathKind::kExtendedLoops;
-    case v1::PATH_KIND_EXTENDED_CALLS:
-      return pipeline::PathKind::kExtendedCalls;
-    default:
-      return pipeline::PathKind::kBallLarus;
-  }
-}
-
 void ToProto(const pipeline::DecodeSummary& in, v1::DecodeSummary* out) {
   out->set_format(in.format);
   out->set_records(in.records);
@@ -316,52 +208,6 @@ void ToProto(const pipeline::DecodeSummary& in, v1::DecodeSummary* out) {
   Counts(in.dropped_entries, out->mutable_dropped_entries());
   Counts(in.decode_errors, out->mutable_decode_errors());
   Counts(in.counters, out->mutable_counters());
-}
-
-v1::HptIndex ToProto(hwmodel::HptIndex i) {
-  switch (i) {
-    case hwmodel::HptIndex::kXor:
-      return v1::HPT_INDEX_XOR;
-    case hwmodel::HptIndex::kStart:
-      return v1::HPT_INDEX_START;
-  }
-  return v1::HPT_INDEX_UNSPECIFIED;
-}
-
-v1::HptReplacement ToProto(hwmodel::HptReplacement r) {
-  switch (r) {
-    case hwmodel::HptReplacement::kLfu:
-      return v1::HPT_REPLACEMENT_LFU;
-    case hwmodel::HptReplacement::kLru:
-      return v1::HPT_REPLACEMENT_LRU;
-  }
-  return v1::HPT_REPLACEMENT_UNSPECIFIED;
-}
-
-v1::Metric ToProto(hwmodel::Metric m) {
-  switch (m) {
-    case hwmodel::Metric::kCount:
-      return v1::METRIC_COUNT;
-    case hwmodel::Metric::kInstructions:
-      return v1::METRIC_INSTRUCTIONS;
-    case hwmodel::Metric::kCycles:
-      return v1::METRIC_CYCLES;
-    case hwmodel::Metric::kMispredictions:
-      return v1::METRIC_MISPREDICTIONS;
-  }
-  return v1::METRIC_UNSPECIFIED;
-}
-
-v1::SimMode ToProto(pipeline::SimMode m) {
-  switch (m) {
-    case pipeline::SimMode::kFull:
-      return v1::SIM_MODE_FULL;
-    case pipeline::SimMode::kBursty:
-      return v1::SIM_MODE_BURSTY;
-    case pipeline::SimMode::kWindow:
-      return v1::SIM_MODE_WINDOW;
-  }
-  return v1::SIM_MODE_UNSPECIFIED;
 }
 
 }  // namespace pathprof::api

@@ -2,10 +2,8 @@
 
 #include <google/protobuf/duration.pb.h>
 
-#include <array>
 #include <cmath>
 #include <string>
-#include <utility>
 
 #include "pathprof/api/convert.h"
 #include "pathprof/api/grpc_status.h"
@@ -22,22 +20,6 @@ grpc::Status Seconds(const char* field, const google::protobuf::Duration& d, uin
   if (static_cast<uint64_t>(d.seconds()) > max_s) return AboveLimit(field, d.seconds(), max_s, key);
   *out = static_cast<uint32_t>(d.seconds());
   return grpc::Status::OK;
-}
-
-// v1's step modes; STEP_MODE_UNSPECIFIED (or a value this build does not know) is the server's
-// default.
-constexpr std::array<std::pair<v1::StepMode, pipeline::StepChoice>, 5> kStepModes{{
-    {v1::STEP_MODE_SINGLE_STEP, pipeline::StepChoice::kStep},
-    {v1::STEP_MODE_BREAKPOINTS, pipeline::StepChoice::kBreakpoints},
-    {v1::STEP_MODE_INT3, pipeline::StepChoice::kInt3},
-    {v1::STEP_MODE_EMULATE, pipeline::StepChoice::kEmulate},
-    {v1::STEP_MODE_AUTO, pipeline::StepChoice::kAuto},
-}};
-
-pipeline::StepChoice StepChoiceOf(v1::StepMode m, pipeline::StepChoice unset) {
-  for (const auto& [proto, choice] : kStepModes)
-    if (proto == m) return choice;
-  return unset;
 }
 
 }  // namespace
@@ -84,10 +66,8 @@ grpc::Status ToSessionSettings(const v1::StartSessionRequest& req, const Session
   if (!(sm.max_stopped_fraction() >= 0 && sm.max_stopped_fraction() <= 0.5))
     return InvalidArgument("sampling.max_stopped_fraction must be in [0, 0.5]");
   if (sm.max_stopped_fraction() > 0) c.sampling.max_stopped_fraction = sm.max_stopped_fraction();
-  c.sampling.call_graph = sm.call_graph() == v1::CALL_GRAPH_FRAME_POINTERS
-                              ? pipeline::CallGraph::kFramePointers
-                              : pipeline::CallGraph::kDwarf;
-  c.sampling.step_mode = StepChoiceOf(sm.step_mode(), b.default_step_mode);
+  c.sampling.call_graph = FromProto(sm.call_graph());
+  c.sampling.step_mode = FromProto(sm.step_mode(), b.default_step_mode);
   c.follow_children = req.follow_children();
   // Unset: pipeline::kSessionDefaults' value, which pathctl run and start show too.
   c.max_descendants = req.max_descendants() ? static_cast<uint32_t>(req.max_descendants())

@@ -11,11 +11,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <google/protobuf/util/json_util.h>
 
 #include "pathprof/api/grpc_status.h"
+#include "pathprof/api/v1_enums.h"
+#include "pathprof/hwmodel/path_descriptor.h"
 
 namespace pathctl {
 namespace v1 = pathprof::v1;
@@ -240,52 +243,22 @@ std::string EstimateText(const v1::Estimate& e) {
   return buf;
 }
 
-std::string OutcomesText(uint64_t outcomes, uint32_t length) {
-  std::string s;
-  for (uint32_t i = 0; i < length && i < 64; ++i) s += (outcomes >> i) & 1 ? 'T' : 'N';
-  return s;
-}
-
+// The words below come from the word tables (api/v1_enums.h), whose words are string literals:
+// their data() is NUL-terminated.
 const char* SessionStateName(v1::SessionState s) {
-  switch (s) {
-    case v1::SESSION_STATE_RUNNING:
-      return "running";
-    case v1::SESSION_STATE_STOPPED:
-      return "stopped";
-    case v1::SESSION_STATE_TARGET_EXITED:
-      return "target-exited";
-    case v1::SESSION_STATE_FAILED:
-      return "failed";
-    default:
-      return "unknown";
-  }
+  return pathprof::api::SessionStateWord(s).data();
 }
 
 const char* BranchSourceName(v1::BranchSource s) {
-  switch (s) {
-    case v1::BRANCH_SOURCE_NONE:
-      return "none";
-    case v1::BRANCH_SOURCE_PTRACE:
-      return "ptrace";
-    case v1::BRANCH_SOURCE_LBR:
-      return "lbr";
-    case v1::BRANCH_SOURCE_INTEL_PT:
-      return "pt";
-    default:
-      return "auto";
-  }
+  return pathprof::api::BranchSourceWord(s).data();
 }
 
 // The estimator as run and analyze name it (pipeline::PathEstimatorName).
 const char* EstimatorName(v1::PathEstimator e) {
-  switch (e) {
-    case v1::PATH_ESTIMATOR_WINDOWS:
-      return "window-estimator";
-    case v1::PATH_ESTIMATOR_HOT_PATH_TABLE:
-      return "hot-path-table";
-    default:
-      return "no paths yet";
-  }
+  const std::optional<pathprof::pipeline::PathEstimator> estimator =
+      pathprof::FirstOf(pathprof::api::kV1PathEstimators, e);
+  if (!estimator || *estimator == pathprof::pipeline::PathEstimator::kNone) return "no paths yet";
+  return pathprof::pipeline::PathEstimatorName(*estimator).data();
 }
 
 void HotPathsTable(const v1::HotPaths& hp, const std::string& how) {
@@ -299,7 +272,9 @@ void HotPathsTable(const v1::HotPaths& hp, const std::string& how) {
   for (const auto& p : hp.paths())
     std::printf("%4d %7u %6.2f%% %16s %4u  %-34s %s\n", ++i, p.pid(), 100 * p.estimate().share(),
                 EstimateText(p.estimate()).c_str(), p.length(), LocationText(p.start()).c_str(),
-                OutcomesText(p.outcomes(), p.length()).c_str());
+                pathprof::hwmodel::FormatOutcomes(p.outcomes(), p.length(),
+                                                  pathprof::hwmodel::kTakenNotTaken)
+                    .c_str());
 }
 
 void PrintJson(const google::protobuf::Message& message) {

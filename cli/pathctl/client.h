@@ -60,9 +60,8 @@ int FailLocal(const std::string& command, const pathprof::Status& status);
 // integers as strings, enums by name), one line: what every daemon command's --json prints,
 // and a query's answered here from a recording: the same document of the same message type.
 void PrintJson(const google::protobuf::Message& message);
-std::string LocationText(const pathprof::v1::Location& l);     // "func+0x1a (file.c:12)"
-std::string EstimateText(const pathprof::v1::Estimate& e);     // "1234 ±56" or "1234"
-std::string OutcomesText(uint64_t outcomes, uint32_t length);  // "TNTT..."
+std::string LocationText(const pathprof::v1::Location& l);  // "func+0x1a (file.c:12)"
+std::string EstimateText(const pathprof::v1::Estimate& e);  // "1234 ±56" or "1234"
 const char* SessionStateName(pathprof::v1::SessionState s);
 const char* BranchSourceName(pathprof::v1::BranchSource s);
 // The paths as a table under a line saying how they were obtained (`how`; default: the estimator).

@@ -95,12 +95,7 @@ std::optional<int> ParseBursts(Args& args, BurstsRequest* req) {
   const std::vector<std::string>& extra = args.positional();
   auto problems = args.Problems();
   if (o.pid <= 0) problems.push_back("--pid PID is required");
-  col::StepMode step_mode;
-  if (mode == "auto")
-    o.step_mode.reset();
-  else if (col::ParseStepMode(mode, &step_mode))
-    o.step_mode = step_mode;
-  else
+  if (!col::ParseStepRequest(mode, &o.step_mode))
     problems.push_back("--step-mode must be auto, emulate, breakpoints, int3 or step, not '" +
                        mode + "'");
   if (o.verify_emulation && o.step_mode && *o.step_mode != col::StepMode::kEmulate)

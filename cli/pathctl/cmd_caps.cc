@@ -11,6 +11,7 @@
 #include "pathctl/client.h"
 #include "pathctl/command.h"
 #include "pathprof/api/convert.h"
+#include "pathprof/api/v1_enums.h"
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/stepping/step_probe.h"
 
@@ -19,17 +20,10 @@ namespace {
 
 namespace v1 = pathprof::v1;
 
-const char* StepModeWord(v1::StepMode m) {
-  switch (m) {
-    case v1::STEP_MODE_BREAKPOINTS:
-      return "breakpoints";
-    case v1::STEP_MODE_INT3:
-      return "int3";
-    case v1::STEP_MODE_EMULATE:
-      return "emulate";
-    default:
-      return "step";
-  }
+// A daemon leaves the mode unset only where none works: the tracer would single-step then.
+std::string StepModeWord(v1::StepMode m) {
+  return std::string(pathprof::api::StepModeWord(
+      m, pathprof::stepping::StepModeName(pathprof::stepping::StepMode::kSingleStep)));
 }
 
 pathprof::stepping::MechanismResult FromProto(const v1::SourceCapability& c) {
@@ -64,10 +58,12 @@ void PrintRows(const std::vector<std::pair<const char*, const v1::SourceCapabili
 void PrintStepMechanisms(const v1::StepMechanisms& m) {
   std::printf("\nhow ptrace bursts can step a thread here (probed on a throwaway child%s):\n",
               m.from_cache() ? ", cached for this boot" : "");
-  PrintRows({{"emulate", &m.emulate()},
-             {"breakpoints", &m.dr_breakpoints()},
-             {"int3", &m.int3_breakpoints()},
-             {"step", &m.single_step()},
+  using pathprof::stepping::StepMode;
+  auto word = [](StepMode mode) { return pathprof::stepping::StepModeName(mode).data(); };
+  PrintRows({{word(StepMode::kEmulate), &m.emulate()},
+             {word(StepMode::kBreakpoints), &m.dr_breakpoints()},
+             {word(StepMode::kInt3), &m.int3_breakpoints()},
+             {word(StepMode::kSingleStep), &m.single_step()},
              {"block_step", &m.block_step()}});
   if (m.not_probed_size() > 0) {
     std::string names;
@@ -77,12 +73,13 @@ void PrintStepMechanisms(const v1::StepMechanisms& m) {
   // The reason comes from the same decision the tracer makes, run on the probe as reported.
   const pathprof::stepping::StepModeChoice choice =
       pathprof::stepping::ChooseStepMode(std::nullopt, ProbeFromProto(m));
-  const char* mode = StepModeWord(m.auto_step_mode());
-  if (StepModeWord(pathprof::api::ToProto(choice.mode)) == std::string(mode))
-    std::printf("step mode for --step-mode auto: %s (%s)\n", mode, choice.reason.c_str());
+  const std::string mode = StepModeWord(m.auto_step_mode());
+  const std::string mine(pathprof::stepping::StepModeName(choice.mode));
+  if (mine == mode)
+    std::printf("step mode for --step-mode auto: %s (%s)\n", mode.c_str(), choice.reason.c_str());
   else  // a daemon of another version decides otherwise
-    std::printf("step mode for --step-mode auto: %s (this pathctl would choose %s: %s)\n", mode,
-                StepModeWord(pathprof::api::ToProto(choice.mode)), choice.reason.c_str());
+    std::printf("step mode for --step-mode auto: %s (this pathctl would choose %s: %s)\n",
+                mode.c_str(), mine.c_str(), choice.reason.c_str());
 }
 
 // `daemon`: the address that answered, or empty when pathctl probed the host itself.

@@ -2,23 +2,14 @@
 #include <cstdio>
 
 #include "pathctl/query_source.h"
+#include "pathprof/api/v1_enums.h"
 
 namespace pathctl {
 namespace {
 namespace v1 = pathprof::v1;
 
 bool ParseMetric(const std::string& s, v1::Metric* m) {
-  if (s == "count")
-    *m = v1::METRIC_COUNT;
-  else if (s == "instructions")
-    *m = v1::METRIC_INSTRUCTIONS;
-  else if (s == "cycles")
-    *m = v1::METRIC_CYCLES;
-  else if (s == "mispredictions")
-    *m = v1::METRIC_MISPREDICTIONS;
-  else
-    return false;
-  return true;
+  return pathprof::api::ParseMetricWord(s, m);
 }
 
 int RunPaths(Args& args) {

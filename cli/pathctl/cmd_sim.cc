@@ -41,22 +41,12 @@ Result<hwmodel::HotPathTableConfig> ParseHpt(Args& args) {
   c.entries = entries;
   c.ways = ways;
   std::string index = args.Get("index");
-  if (index == "xor") {
-    c.index = hwmodel::HptIndex::kXor;
-  } else if (index == "start") {
-    c.index = hwmodel::HptIndex::kStart;
-  } else {
+  if (!hwmodel::ParseHptIndex(index, &c.index))
     return Error(ErrorCode::kInvalidArgument, "--index expects xor or start, got '" + index + "'");
-  }
   std::string repl = args.Get("replacement");
-  if (repl == "lfu") {
-    c.replacement = hwmodel::HptReplacement::kLfu;
-  } else if (repl == "lru") {
-    c.replacement = hwmodel::HptReplacement::kLru;
-  } else {
+  if (!hwmodel::ParseHptReplacement(repl, &c.replacement))
     return Error(ErrorCode::kInvalidArgument,
                  "--replacement expects lfu or lru, got '" + repl + "'");
-  }
   std::string metric = args.Get("metric");
   if (!hwmodel::ParseMetric(metric, &c.metric))
     return Error(
@@ -64,12 +54,6 @@ Result<hwmodel::HotPathTableConfig> ParseHpt(Args& args) {
         "--metric expects count, instructions, cycles or mispredictions, got '" + metric + "'");
   PATHPROF_RETURN_IF_ERROR(c.Validate());
   return c;
-}
-
-std::string OutcomeBits(const PathDescriptor& p) {
-  std::string s;
-  for (int i = 0; i < p.length; ++i) s += ((p.outcomes >> i) & 1) ? '1' : '0';
-  return s;
 }
 
 // ---- one run of the path engine ----
@@ -140,7 +124,7 @@ void PrintSimJson(const std::string& source, const PathEngineSimResult& r) {
 
 void PrintText(const std::string& source, const PathEngineSimResult& r) {
   std::printf("pathctl sim: %s, %" PRIu64 " branches, %s paths, mode %s\n", source.c_str(),
-              r.branches, r.paths.c_str(), pipeline::SimModeName(r.mode));
+              r.branches, r.paths.c_str(), std::string(pipeline::SimModeName(r.mode)).c_str());
   if (r.mode != pipeline::SimMode::kWindow) {
     std::printf("HPT %ux%u, %s index, %s replacement, metric %s\n", r.hpt.entries, r.hpt.ways,
                 std::string(hwmodel::HptIndexName(r.hpt.index)).c_str(),
@@ -163,7 +147,8 @@ void PrintText(const std::string& source, const PathEngineSimResult& r) {
               "estimate", "share", "exact", "rank", "rel.err");
   for (size_t i = 0; i < r.top.size(); ++i) {
     const auto& t = r.top[i];
-    std::string bits = OutcomeBits(t.path);
+    std::string bits =
+        hwmodel::FormatOutcomes(t.path.outcomes, t.path.length, hwmodel::kOutcomeBits);
     if (bits.size() > 32) bits = bits.substr(0, 29) + "...";
     std::printf("%4zu  %-14s %4u  %-32s %14.0f %6.2f%% %14.0f %6zu %+7.2f%%\n", i + 1,
                 pathprof::HexAddress(t.path.start).c_str(), t.path.length, bits.c_str(), t.estimate,

@@ -4,65 +4,28 @@
 #include "pathctl/client.h"
 #include "pathctl/session_flags.h"
 #include "pathprof/api/resource_names.h"
+#include "pathprof/api/v1_enums.h"
 
 namespace pathctl {
 namespace {
 namespace v1 = pathprof::v1;
 
+// The words of each setting, from the one table of each (api/v1_enums.h).
 bool ParseSource(const std::string& s, v1::SourceChoice* out) {
-  if (s == "auto")
-    *out = v1::SOURCE_CHOICE_AUTO;
-  else if (s == "none")
-    *out = v1::SOURCE_CHOICE_NONE;
-  else if (s == "ptrace")
-    *out = v1::SOURCE_CHOICE_PTRACE;
-  else if (s == "lbr")
-    *out = v1::SOURCE_CHOICE_LBR;
-  else if (s == "pt")
-    *out = v1::SOURCE_CHOICE_INTEL_PT;
-  else
-    return false;
-  return true;
+  return pathprof::api::ParseSourceChoiceWord(s, out);
 }
 
 bool ParseKind(const std::string& s, v1::PathKind* out) {
-  if (s == "ball-larus")
-    *out = v1::PATH_KIND_BALL_LARUS;
-  else if (s == "wpp")
-    *out = v1::PATH_KIND_WPP;
-  else if (s == "extended-loops")
-    *out = v1::PATH_KIND_EXTENDED_LOOPS;
-  else if (s == "extended-calls")
-    *out = v1::PATH_KIND_EXTENDED_CALLS;
-  else
-    return false;
-  return true;
+  return pathprof::api::ParsePathKindWord(s, out);
 }
 
+// "auto" is STEP_MODE_AUTO: the step probe's choice, whatever the daemon's default.
 bool ParseStepMode(const std::string& s, v1::StepMode* out) {
-  if (s == "auto")
-    *out = v1::STEP_MODE_AUTO;  // the step probe's choice, whatever the daemon's default
-  else if (s == "breakpoints")
-    *out = v1::STEP_MODE_BREAKPOINTS;
-  else if (s == "int3")
-    *out = v1::STEP_MODE_INT3;
-  else if (s == "emulate")
-    *out = v1::STEP_MODE_EMULATE;
-  else if (s == "step")
-    *out = v1::STEP_MODE_SINGLE_STEP;
-  else
-    return false;
-  return true;
+  return pathprof::api::ParseStepModeWord(s, out);
 }
 
 bool ParseCallGraph(const std::string& s, v1::CallGraph* out) {
-  if (s == "dwarf")
-    *out = v1::CALL_GRAPH_DWARF;
-  else if (s == "fp")
-    *out = v1::CALL_GRAPH_FRAME_POINTERS;
-  else
-    return false;
-  return true;
+  return pathprof::api::ParseCallGraphWord(s, out);
 }
 
 // Each Read* fills its part of the request and appends its usage problems. A session flag not

@@ -31,8 +31,8 @@ std::vector<Flag> SessionFlags() {
                 "how ptrace bursts step a window (default: start, the daemon's [ptrace] "
                 "step_mode; run, auto: what `pathctl caps` found works best)")
           .Accepts([](const std::string& s) {
-            pl::StepChoice c;
-            return pl::ParseStepChoice(s, &c);
+            pathprof::stepping::StepRequest c;
+            return pathprof::stepping::ParseStepRequest(s, &c);
           })
           .Sets("sampling.step_mode"),
       WordsFlag("call-graph", {"dwarf", "fp"}, "dwarf",
@@ -107,7 +107,7 @@ void ReadSessionConfig(const Args& args, pl::SessionConfig* config,
   pl::SessionConfig& c = *config;
   // The words were checked against these parsers when the command line was read.
   pl::ParseSourceChoice(args.Get("source"), &c.source);
-  pl::ParseStepChoice(args.Get("step-mode", "auto"), &c.sampling.step_mode);
+  pathprof::stepping::ParseStepRequest(args.Get("step-mode", "auto"), &c.sampling.step_mode);
   pl::ParseCallGraph(args.Get("call-graph"), &c.sampling.call_graph);
   pl::ParsePathKind(args.Get("path-kind"), &c.engine.path_kind);
   c.sampling.stack_hz = static_cast<uint32_t>(args.Int("freq"));

@@ -11,6 +11,7 @@
 
 #include "pathctl/client.h"
 #include "pathctl/sim_source.h"
+#include "pathprof/api/convert.h"
 #include "pathprof/core/hex.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/offline_stream_profiles.h"
@@ -180,15 +181,8 @@ void FillMethods(const pipeline::CallRanking& s, v1::SimMethods* out) {
   }
 }
 
-v1::SimMode SimModeOf(const std::string& mode) {
-  if (mode == "full") return v1::SIM_MODE_FULL;
-  if (mode == "bursty") return v1::SIM_MODE_BURSTY;
-  if (mode == "window") return v1::SIM_MODE_WINDOW;
-  return v1::SIM_MODE_UNSPECIFIED;
-}
-
 void FillCalls(const pipeline::CallProfile& r, v1::SimCalls* out) {
-  out->set_mode(SimModeOf(r.mode));
+  out->set_mode(pathprof::api::ToProto(r.mode));
   out->set_sampling_period(r.sampling_period);
   out->set_calls_exact(static_cast<int64_t>(r.calls_exact));
   out->set_calls_sampled(static_cast<int64_t>(r.calls_sampled));
@@ -209,7 +203,8 @@ void PrintCallsSection(const char* title, const pipeline::CallRanking& s) {
 
 void PrintCallsText(const pipeline::CallProfile& calls) {
   std::printf("\ncalls: %" PRIu64 " exact, %" PRIu64 " sampled (mode %s, period %.1f)\n",
-              calls.calls_exact, calls.calls_sampled, calls.mode.c_str(), calls.sampling_period);
+              calls.calls_exact, calls.calls_sampled,
+              std::string(pipeline::SimModeName(calls.mode)).c_str(), calls.sampling_period);
   PrintCallsSection("hot call pairs", calls.pairs);
   PrintCallsSection("hot methods", calls.methods);
 }

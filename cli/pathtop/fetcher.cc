@@ -1,12 +1,12 @@
 #include "pathtop/fetcher.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 
 #include <google/protobuf/util/time_util.h>
 
 #include "pathprof/api/resource_names.h"
+#include "pathprof/api/v1_enums.h"
 
 namespace pathtop {
 
@@ -14,34 +14,6 @@ bool Inbox::empty() const {
   return !hot_paths && !subpaths && !cct && !call_pairs && !methods && !targets && !session &&
          !stats && !connection && view_errors.empty();
 }
-
-namespace {
-
-// The choice that asks for exactly the source a session used (AUTO for one not set).
-v1::SourceChoice ChoiceOf(v1::BranchSource used) {
-  switch (used) {
-    case v1::BRANCH_SOURCE_NONE:
-      return v1::SOURCE_CHOICE_NONE;
-    case v1::BRANCH_SOURCE_PTRACE:
-      return v1::SOURCE_CHOICE_PTRACE;
-    case v1::BRANCH_SOURCE_LBR:
-      return v1::SOURCE_CHOICE_LBR;
-    case v1::BRANCH_SOURCE_INTEL_PT:
-      return v1::SOURCE_CHOICE_INTEL_PT;
-    default:
-      return v1::SOURCE_CHOICE_AUTO;
-  }
-}
-
-// BRANCH_SOURCE_NONE -> "none", as pathctl and the title spell it.
-std::string SourceWord(v1::BranchSource source) {
-  std::string name = v1::BranchSource_Name(source);
-  if (name.rfind("BRANCH_SOURCE_", 0) == 0) name = name.substr(14);
-  for (char& c : name) c = static_cast<char>(c == '_' ? '-' : std::tolower(c));
-  return name == "unspecified" ? "auto" : name;
-}
-
-}  // namespace
 
 double SteadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -166,10 +138,12 @@ void Fetcher::Adopt(const v1::Session& session, bool owned) {
     const std::string now = SessionIdForDisplay(session.name());
     const std::string before = SessionIdForDisplay(last_session_->name());
     notice_ = (owned ? "re-created the session as " : "joined session ") + now + ", source " +
-              SourceWord(session.source());
+              std::string(pathprof::api::BranchSourceWord(session.source()));
     notice_ += session.source() == last_session_->source()
                    ? " as " + before + " had"
-                   : " (" + before + " had " + SourceWord(last_session_->source()) + ")";
+                   : " (" + before + " had " +
+                         std::string(pathprof::api::BranchSourceWord(last_session_->source())) +
+                         ")";
   }
   session_name_ = session.name();
   ++generation_;
@@ -191,7 +165,8 @@ Status Fetcher::StartOwnSession(const TargetSpec& target) {
     std::lock_guard<std::mutex> lock(mu_);
     const bool replacing =
         last_session_ && last_session_->source() != v1::BRANCH_SOURCE_UNSPECIFIED;
-    req.set_source(replacing ? ChoiceOf(last_session_->source()) : options_.source);
+    req.set_source(replacing ? pathprof::api::SourceChoiceFor(last_session_->source())
+                             : options_.source);
   }
   req.mutable_sampling()->set_step_mode(options_.step_mode);
   auto started = client_->StartSession(req);
@@ -475,3 +450,4 @@ void Fetcher::WatchLoop() {
 }  // namespace pathtop
 
 #include "pathprof/api/resource_names.h"
+#include "pathprof/api/v1_enums.h"

@@ -31,12 +31,6 @@ std::string FormatBlocks(const google::protobuf::RepeatedPtrField<v1::Location>&
   return out;
 }
 
-std::string FormatOutcomes(uint64_t outcomes, uint32_t length) {
-  std::string out;
-  for (uint32_t i = 0; i < length && i < 64; ++i) out += ((outcomes >> i) & 1) ? 'T' : 'N';
-  return out;
-}
-
 std::string FormatPercent(double share) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", share * 100.0);

@@ -17,8 +17,6 @@ std::string FormatLocation(const v1::Location& loc);
 // The blocks first to last; a block in the same function as the one before is shown as its
 // offset only: "loop+0x10 > +0x24 > +0x30 > sum+0x0".
 std::string FormatBlocks(const google::protobuf::RepeatedPtrField<v1::Location>& blocks);
-// One letter per branch, first branch first: T (taken or unconditional) or N (not taken).
-std::string FormatOutcomes(uint64_t outcomes, uint32_t length);
 // Share 0..1 as a percentage with one decimal: "12.3".
 std::string FormatPercent(double share);
 // A count with a k/M/G suffix to fit 6 columns: "999", "12.3k", "4.56M".

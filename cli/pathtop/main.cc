@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "pathprof/api/v1_enums.h"
 #include "pathtop/fetcher.h"
 #include "pathtop/model.h"
 #include "pathtop/terminal.h"
@@ -139,36 +140,14 @@ struct Args {
   std::string address = "unix:/run/pathprof/pathprofd.sock";
 };
 
+// The words of pathctl start's --source and --step-mode (api/v1_enums.h): "auto" is
+// STEP_MODE_AUTO; without --step-mode the request leaves it unset, the daemon's default.
 bool ParseSource(const std::string& s, pathprof::v1::SourceChoice* out) {
-  static const std::pair<const char*, pathprof::v1::SourceChoice> kNames[] = {
-      {"auto", pathprof::v1::SOURCE_CHOICE_AUTO},
-      {"none", pathprof::v1::SOURCE_CHOICE_NONE},
-      {"ptrace", pathprof::v1::SOURCE_CHOICE_PTRACE},
-      {"lbr", pathprof::v1::SOURCE_CHOICE_LBR},
-      {"pt", pathprof::v1::SOURCE_CHOICE_INTEL_PT}};
-  for (const auto& [name, value] : kNames) {
-    if (s == name) {
-      *out = value;
-      return true;
-    }
-  }
-  return false;
+  return pathprof::api::ParseSourceChoiceWord(s, out);
 }
 
 bool ParseStepMode(const std::string& s, pathprof::v1::StepMode* out) {
-  static const std::pair<const char*, pathprof::v1::StepMode> kNames[] = {
-      {"auto", pathprof::v1::STEP_MODE_AUTO},  // unset (no --step-mode): the daemon's
-      {"breakpoints", pathprof::v1::STEP_MODE_BREAKPOINTS},
-      {"int3", pathprof::v1::STEP_MODE_INT3},
-      {"emulate", pathprof::v1::STEP_MODE_EMULATE},
-      {"step", pathprof::v1::STEP_MODE_SINGLE_STEP}};
-  for (const auto& [name, value] : kNames) {
-    if (s == name) {
-      *out = value;
-      return true;
-    }
-  }
-  return false;
+  return pathprof::api::ParseStepModeWord(s, out);
 }
 
 // One option with its value; an exit code when it is wrong.

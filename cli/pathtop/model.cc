@@ -1,13 +1,13 @@
 #include "pathtop/model.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 
 #include <google/protobuf/util/time_util.h>
 
 #include "pathprof/api/resource_names.h"
+#include "pathprof/api/v1_enums.h"
 #include "pathtop/format.h"
 #include "pathtop/rows.h"
 
@@ -15,21 +15,15 @@ namespace pathtop {
 
 namespace {
 
-// "BRANCH_SOURCE_PTRACE" -> "ptrace"
-std::string EnumWord(const std::string& name, const std::string& prefix) {
-  std::string s = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-  for (char& c : s) c = static_cast<char>(c == '_' ? '-' : std::tolower(c));
-  return s;
-}
-
 std::string Rate(double per_s) {
   return FormatCount(per_s) + "/s";
 }
 
-// The session's state as the title shows it: TARGET_EXITED reads "exited".
+// The session's state as the title shows it: pathctl's words (api/v1_enums.h), but
+// TARGET_EXITED reads "exited", to keep the title short.
 std::string StateWord(v1::SessionState state) {
   if (state == v1::SESSION_STATE_TARGET_EXITED) return "exited";
-  return EnumWord(v1::SessionState_Name(state), "SESSION_STATE_");
+  return std::string(pathprof::api::SessionStateWord(state));
 }
 
 std::string Percent1(double p) {
@@ -400,7 +394,7 @@ std::string Model::TitleText() const {
   if (session_) {
     s += "  session " + pathprof::api::SessionIdForDisplay(session_->name()) + " " +
          StateWord(session_->state());
-    s += "  source " + EnumWord(v1::BranchSource_Name(session_->source()), "BRANCH_SOURCE_");
+    s += "  source " + std::string(pathprof::api::BranchSourceWord(session_->source()));
     if (!session_->source_reason().empty()) s += " (" + session_->source_reason() + ")";
     if (!session_->error().empty()) s += "  error: " + session_->error();
   }

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "pathprof/core/hex.h"
+#include "pathprof/hwmodel/path_descriptor.h"
 #include "pathtop/format.h"
 
 namespace pathtop {
@@ -117,9 +118,12 @@ std::vector<Row> HotPathRows(const v1::HotPaths& msg) {
     AddNumber(std::to_string(p.length()), p.length(), &row);
     std::string start = FormatLocation(p.start());
     AddText(start, &row);
-    // Without symbolized blocks the path is still exact as its branch outcomes.
-    std::string path =
-        p.blocks_size() > 0 ? FormatBlocks(p.blocks()) : FormatOutcomes(p.outcomes(), p.length());
+    // Without symbolized blocks the path is still exact as its branch outcomes, first branch
+    // first: T (taken or unconditional) or N (not taken).
+    std::string path = p.blocks_size() > 0
+                           ? FormatBlocks(p.blocks())
+                           : pathprof::hwmodel::FormatOutcomes(p.outcomes(), p.length(),
+                                                               pathprof::hwmodel::kTakenNotTaken);
     AddText(path, &row);
     row.search_text = start + " " + path + " " + SourceOf(p.start());
     rows.push_back(std::move(row));

@@ -169,29 +169,12 @@ void ProbePtrace(HostCapabilities* h) {
 
 }  // namespace
 
-const char* BranchSourceName(BranchSource s) {
-  switch (s) {
-    case BranchSource::kNone:
-      return "none";
-    case BranchSource::kPtraceBursts:
-      return "ptrace";
-    case BranchSource::kLbr:
-      return "lbr";
-    case BranchSource::kIntelPt:
-      return "pt";
-  }
-  return "none";
+std::string_view BranchSourceName(BranchSource s) {
+  return WordOf(kBranchSourceWords, s);
 }
 
-bool ParseBranchSource(const std::string& name, BranchSource* out) {
-  for (BranchSource s : {BranchSource::kNone, BranchSource::kPtraceBursts, BranchSource::kLbr,
-                         BranchSource::kIntelPt}) {
-    if (name == BranchSourceName(s)) {
-      *out = s;
-      return true;
-    }
-  }
-  return false;
+bool ParseBranchSource(std::string_view name, BranchSource* out) {
+  return ParseWord(kBranchSourceWords, name, out);
 }
 
 BranchSource HostCapabilities::BestBranchSource() const {

@@ -125,10 +125,10 @@ const std::map<std::string, Key>& Keys() {
                          },
                          SetLogLevel};
     auto step_mode = [](const std::string& v, DaemonConfig& c) -> Status {
-      pipeline::StepChoice unused;
-      if (!pipeline::ParseStepChoice(v, &unused))
+      stepping::StepRequest unused;
+      if (!stepping::ParseStepRequest(v, &unused))
         return Bad("ptrace.step_mode",
-                   "expects auto, emulate, breakpoints, int3 or step, got '" + v + "'");
+                   "expects " + stepping::StepRequestWords() + ", got '" + v + "'");
       c.step_mode = v;
       return Status::Ok();
     };

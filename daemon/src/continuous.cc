@@ -211,7 +211,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     sc.pids = pids;
     sc.source = source;
     sc.sampling.stack_hz = config_.stack_hz;
-    pipeline::ParseStepChoice(config_.step_mode, &sc.sampling.step_mode);
+    stepping::ParseStepRequest(config_.step_mode, &sc.sampling.step_mode);
     auto session =
         pipeline::Session::Start("continuous-" + std::to_string(++seq), sc, caps_, symbols_);
     if (!session.ok()) {

@@ -154,7 +154,7 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
   w.Family("pathprofd_sessions", "gauge", "sessions by state");
   std::map<std::string, int> by_state;
   for (const auto& i : infos) ++by_state[std::string(pipeline::SessionStateName(i.state))];
-  for (const char* st : {"running", "stopped", "target-exited", "failed"}) by_state[st] += 0;
+  for (const auto& [state, word] : pipeline::kSessionStateWords) by_state[std::string(word)] += 0;
   for (const auto& [st, n] : by_state) w.Sample("pathprofd_sessions", Label("state", st), n);
 
   struct Row {

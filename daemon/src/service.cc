@@ -76,7 +76,7 @@ void ProfilerService::Configure(const DaemonConfig& config) {
   rate_.Reconfigure(config.limits.rate_qps, config.limits.rate_burst);
   std::lock_guard<std::mutex> lock(mu_);
   limits_ = config.limits;
-  pipeline::ParseStepChoice(config.step_mode, &default_step_mode_);  // validated on load
+  stepping::ParseStepRequest(config.step_mode, &default_step_mode_);  // validated on load
 }
 
 Limits ProfilerService::limits() const {

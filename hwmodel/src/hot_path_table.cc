@@ -8,10 +8,16 @@
 namespace pathprof::hwmodel {
 
 std::string_view HptIndexName(HptIndex i) {
-  return i == HptIndex::kXor ? "xor" : "start";
+  return WordOf(kHptIndexWords, i);
+}
+bool ParseHptIndex(std::string_view name, HptIndex* out) {
+  return ParseWord(kHptIndexWords, name, out);
 }
 std::string_view HptReplacementName(HptReplacement r) {
-  return r == HptReplacement::kLru ? "lru" : "lfu";
+  return WordOf(kHptReplacementWords, r);
+}
+bool ParseHptReplacement(std::string_view name, HptReplacement* out) {
+  return ParseWord(kHptReplacementWords, name, out);
 }
 
 Status HotPathTableConfig::Validate() const {

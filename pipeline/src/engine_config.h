@@ -27,17 +27,13 @@ inline hwmodel::PathStackConfig PathStackConfigFor(const EngineSettings& e) {
   return c;
 }
 
-inline hwmodel::Metric HwMetric(PathMetric m) {
-  return static_cast<hwmodel::Metric>(static_cast<uint8_t>(m));
-}
-
 inline hwmodel::HotPathTableConfig HotPathTableConfigFor(const EngineSettings& e) {
   hwmodel::HotPathTableConfig c;
   c.entries = e.hpt_entries;
   c.ways = e.hpt_ways;
   c.index = e.hpt_index_start_only ? hwmodel::HptIndex::kStart : hwmodel::HptIndex::kXor;
   c.replacement = e.hpt_lru ? hwmodel::HptReplacement::kLru : hwmodel::HptReplacement::kLfu;
-  c.metric = HwMetric(e.metric);
+  c.metric = e.metric;  // PathMetric is hwmodel::Metric
   return c;
 }
 

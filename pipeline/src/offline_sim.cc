@@ -57,16 +57,8 @@ void SetIdealShares(const hwmodel::ExactPathProfile& exact, hwmodel::Metric metr
 
 }  // namespace
 
-const char* SimModeName(SimMode mode) {
-  switch (mode) {
-    case SimMode::kFull:
-      return "full";
-    case SimMode::kBursty:
-      return "bursty";
-    case SimMode::kWindow:
-      return "window";
-  }
-  return "full";
+std::string_view SimModeName(SimMode mode) {
+  return WordOf(kSimModeWords, mode);
 }
 
 struct PathEngineSim::Engines {

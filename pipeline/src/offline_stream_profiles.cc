@@ -58,10 +58,10 @@ Status CallSampling::Init(const StreamProfileOptions& o, CallProfile* profile) {
   if (o.bursty) {
     PATHPROF_ASSIGN_OR_RETURN(auto controller, hwmodel::BurstyController::Create(*o.bursty));
     bursty_.emplace(std::move(controller));
-    profile->mode = "bursty";
+    profile->mode = SimMode::kBursty;
     profile->sampling_period = o.bursty->SamplingPeriod();
   } else if (o.window) {
-    profile->mode = "window";
+    profile->mode = SimMode::kWindow;
     profile->sampling_period = static_cast<double>(o.period);
   }
   return Status::Ok();

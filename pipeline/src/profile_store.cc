@@ -26,15 +26,7 @@
 namespace pathprof::pipeline {
 
 std::string_view PathEstimatorName(PathEstimator e) {
-  switch (e) {
-    case PathEstimator::kNone:
-      return "";
-    case PathEstimator::kWindows:
-      return "window-estimator";
-    case PathEstimator::kHotPathTable:
-      return "hot-path-table";
-  }
-  return "";
+  return WordOf(kPathEstimatorWords, e, "");
 }
 namespace {
 

@@ -78,22 +78,6 @@ bool ProcessAlive(uint32_t pid) {
   return state != 'Z' && state != 'X';
 }
 
-std::optional<stepping::StepMode> ToStepMode(StepChoice c) {
-  switch (c) {
-    case StepChoice::kStep:
-      return stepping::StepMode::kSingleStep;
-    case StepChoice::kBreakpoints:
-      return stepping::StepMode::kBreakpoints;
-    case StepChoice::kInt3:
-      return stepping::StepMode::kInt3;
-    case StepChoice::kEmulate:
-      return stepping::StepMode::kEmulate;
-    case StepChoice::kAuto:
-      break;
-  }
-  return std::nullopt;
-}
-
 // The mode the tracer reported using, with the reason from the decision it made
 // (stepping::ChooseStepMode on the probe it read, cached for this boot); should the two ever
 // differ (a tracer that probed apart, as another user), both are said.
@@ -113,30 +97,21 @@ std::string ShortDetail(const std::string& detail) {
 }  // namespace
 
 std::string_view SessionStateName(SessionState s) {
-  switch (s) {
-    case SessionState::kRunning:
-      return "running";
-    case SessionState::kStopped:
-      return "stopped";
-    case SessionState::kTargetExited:
-      return "target-exited";
-    case SessionState::kFailed:
-      return "failed";
-  }
-  return "?";
+  return WordOf(kSessionStateWords, s);
 }
 
 Result<collectors::BranchSource> ChooseBranchSource(SourceChoice choice,
                                                     const collectors::HostCapabilities& caps,
                                                     std::string* reason) {
   using collectors::BranchSource;
-  auto explicit_source = [&](BranchSource s, const collectors::SourceCapability& cap,
-                             const char* name) -> Result<BranchSource> {
+  auto explicit_source = [&](BranchSource s,
+                             const collectors::SourceCapability& cap) -> Result<BranchSource> {
+    const std::string name(collectors::BranchSourceName(s));
     if (!cap.available)
       return Status(ErrorCode::kUnavailable,
-                    std::string(name) + " was asked for but is not available here: " + cap.detail +
+                    name + " was asked for but is not available here: " + cap.detail +
                         " (use --source auto to take the best available)");
-    *reason = std::string(name) + ": asked for";
+    *reason = name + ": asked for";
     return s;
   };
   switch (choice) {
@@ -144,11 +119,11 @@ Result<collectors::BranchSource> ChooseBranchSource(SourceChoice choice,
       *reason = "none: asked for (stacks only)";
       return BranchSource::kNone;
     case SourceChoice::kPtrace:
-      return explicit_source(BranchSource::kPtraceBursts, caps.ptrace, "ptrace");
+      return explicit_source(BranchSource::kPtraceBursts, caps.ptrace);
     case SourceChoice::kLbr:
-      return explicit_source(BranchSource::kLbr, caps.lbr, "lbr");
+      return explicit_source(BranchSource::kLbr, caps.lbr);
     case SourceChoice::kIntelPt:
-      return explicit_source(BranchSource::kIntelPt, caps.intel_pt, "pt");
+      return explicit_source(BranchSource::kIntelPt, caps.intel_pt);
     case SourceChoice::kAuto:
       break;
   }
@@ -563,7 +538,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       po.window_taken = config.sampling.window_branches;
       po.bursts_per_second = config.sampling.bursts_per_second;
       po.max_stopped_fraction = config.sampling.max_stopped_fraction;
-      po.step_mode = ToStepMode(config.sampling.step_mode);
+      po.step_mode = config.sampling.step_mode;
       if (auto it = s->confinement.find(pid); it != s->confinement.end()) {
         // The tracer runs as the requester, without capabilities: the kernel then refuses a
         // setuid elevation under it, and applies Yama's ptrace scope, as for the user's own tools.
@@ -597,8 +572,8 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
     if (s->bursts.empty()) {
       source = collectors::BranchSource::kNone;
     } else {
-      reason += "; windows stepped with " + StepModeReport(ToStepMode(config.sampling.step_mode),
-                                                           s->bursts.begin()->second->step_mode());
+      reason += "; windows stepped with " +
+                StepModeReport(config.sampling.step_mode, s->bursts.begin()->second->step_mode());
     }
   }
   s->info.source = source;

@@ -1,60 +1,14 @@
 #include "pathprof/pipeline/session_config.h"
 
 #include <algorithm>
-
-#include <array>
-#include <utility>
+#include <optional>
 
 #include "pathprof/core/branch.h"
 
 namespace pathprof::pipeline {
 namespace {
 
-template <typename E, size_t N>
-bool ParseName(const std::array<std::pair<E, std::string_view>, N>& names, std::string_view name,
-               E* out) {
-  for (const auto& [value, text] : names) {
-    if (text == name) {
-      *out = value;
-      return true;
-    }
-  }
-  return false;
-}
-
-template <typename E, size_t N>
-std::string_view NameOf(const std::array<std::pair<E, std::string_view>, N>& names, E value) {
-  for (const auto& [v, text] : names)
-    if (v == value) return text;
-  return "?";
-}
-
-constexpr std::array<std::pair<SourceChoice, std::string_view>, 5> kSources{{
-    {SourceChoice::kAuto, "auto"},
-    {SourceChoice::kNone, "none"},
-    {SourceChoice::kPtrace, "ptrace"},
-    {SourceChoice::kLbr, "lbr"},
-    {SourceChoice::kIntelPt, "pt"},
-}};
-constexpr std::array<std::pair<StepChoice, std::string_view>, 5> kStepChoices{{
-    {StepChoice::kAuto, "auto"},
-    {StepChoice::kStep, "step"},
-    {StepChoice::kBreakpoints, "breakpoints"},
-    {StepChoice::kInt3, "int3"},
-    {StepChoice::kEmulate, "emulate"},
-}};
-constexpr std::array<std::pair<PathKind, std::string_view>, 4> kKinds{{
-    {PathKind::kBallLarus, "ball-larus"},
-    {PathKind::kWpp, "wpp"},
-    {PathKind::kExtendedLoops, "extended-loops"},
-    {PathKind::kExtendedCalls, "extended-calls"},
-}};
-constexpr std::array<std::pair<PathMetric, std::string_view>, 4> kMetrics{{
-    {PathMetric::kCount, "count"},
-    {PathMetric::kInstructions, "instructions"},
-    {PathMetric::kCycles, "cycles"},
-    {PathMetric::kMispredictions, "mispredictions"},
-}};
+constexpr std::string_view kAutoSourceWord = "auto";
 
 bool IsPowerOfTwo(uint64_t v) {
   return v != 0 && (v & (v - 1)) == 0;
@@ -63,28 +17,32 @@ bool IsPowerOfTwo(uint64_t v) {
 }  // namespace
 
 std::string_view SourceChoiceName(SourceChoice s) {
-  return NameOf(kSources, s);
+  if (s == SourceChoice::kAuto) return kAutoSourceWord;
+  const std::optional<collectors::BranchSource> source = SecondOf(kSourceChoiceSources, s);
+  return source ? collectors::BranchSourceName(*source) : "?";
 }
 bool ParseSourceChoice(std::string_view name, SourceChoice* out) {
-  return ParseName(kSources, name, out);
-}
-std::string_view StepChoiceName(StepChoice s) {
-  return NameOf(kStepChoices, s);
-}
-bool ParseStepChoice(std::string_view name, StepChoice* out) {
-  return ParseName(kStepChoices, name, out);
+  if (name == kAutoSourceWord) {
+    *out = SourceChoice::kAuto;
+    return true;
+  }
+  collectors::BranchSource source;
+  if (!collectors::ParseBranchSource(name, &source)) return false;
+  const std::optional<SourceChoice> choice = FirstOf(kSourceChoiceSources, source);
+  if (choice) *out = *choice;
+  return choice.has_value();
 }
 std::string_view PathKindName(PathKind k) {
-  return NameOf(kKinds, k);
+  return WordOf(kPathKindWords, k);
 }
 bool ParsePathKind(std::string_view name, PathKind* out) {
-  return ParseName(kKinds, name, out);
+  return ParseWord(kPathKindWords, name, out);
 }
-std::string_view PathMetricName(PathMetric m) {
-  return NameOf(kMetrics, m);
+std::string_view CallGraphName(CallGraph c) {
+  return WordOf(kCallGraphWords, c);
 }
-bool ParsePathMetric(std::string_view name, PathMetric* out) {
-  return ParseName(kMetrics, name, out);
+bool ParseCallGraph(std::string_view name, CallGraph* out) {
+  return ParseWord(kCallGraphWords, name, out);
 }
 
 Status SessionConfig::Validate() const {
@@ -132,21 +90,6 @@ uint64_t SessionConfig::MemoryBoundBytes() const {
   const uint64_t processes =
       std::max<uint64_t>(1, pids.size()) + (follow_children ? max_descendants : 0);
   return per_process * processes + uint64_t{queues.stack_queue} * stack_entry;
-}
-
-std::string_view CallGraphName(CallGraph c) {
-  return c == CallGraph::kFramePointers ? "fp" : "dwarf";
-}
-
-bool ParseCallGraph(std::string_view name, CallGraph* out) {
-  if (name == "dwarf") {
-    *out = CallGraph::kDwarf;
-  } else if (name == "fp") {
-    *out = CallGraph::kFramePointers;
-  } else {
-    return false;
-  }
-  return true;
 }
 
 }  // namespace pathprof::pipeline

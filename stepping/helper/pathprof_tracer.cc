@@ -88,11 +88,8 @@ int RunBursts(int argc, char** argv) {
     const char* value = argv[i + 1];
     double v = 0;
     if (key == "--step-mode") {
-      pc::StepMode mode;
-      if (std::strcmp(value, "auto") == 0) continue;
-      if (!pc::ParseStepMode(value, &mode))
+      if (!pc::ParseStepRequest(value, &o.step_mode))
         return Usage("--step-mode: auto|step|breakpoints|int3|emulate");
-      o.step_mode = mode;
       continue;
     }
     if (!ParseNumber(value, &v)) return Usage("option values are numbers");

@@ -640,31 +640,14 @@ class Tracer {
 }  // namespace
 
 std::string_view ExactStepModeName(ExactStepMode mode) {
-  switch (mode) {
-    case ExactStepMode::kBlocks:
-      return "auto";
-    case ExactStepMode::kBreakpoints:
-      return "breakpoints";
-    case ExactStepMode::kInt3:
-      return "int3";
-    case ExactStepMode::kSingleStep:
-      break;
-  }
-  return "step";
+  return WordOf(kExactStepModeWords, mode);
 }
 
 bool ParseExactStepMode(std::string_view text, ExactStepMode* out) {
-  if (text == "step") {
-    *out = ExactStepMode::kSingleStep;
-  } else if (text == "auto") {
-    *out = ExactStepMode::kBlocks;
-  } else if (text == "breakpoints" || text == "dr") {
-    *out = ExactStepMode::kBreakpoints;
-  } else if (text == "int3") {
-    *out = ExactStepMode::kInt3;
-  } else {
-    return false;
-  }
+  if (ParseWord(kExactStepModeWords, text, out)) return true;
+  StepMode alias;
+  if (!ParseWord(kStepModeAliases, text, &alias) || alias != StepMode::kBreakpoints) return false;
+  *out = ExactStepMode::kBreakpoints;
   return true;
 }
 

@@ -136,26 +136,25 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
     const PtraceBurstOptions& options, PtraceBurstSink sink) {
   PATHPROF_RETURN_IF_ERROR(options.Validate());
   PATHPROF_RETURN_IF_ERROR(CheckTraceable(options.pid));
-  std::vector<std::string> args = {
-      "bursts",
-      "--parent",
-      std::to_string(getpid()),
-      "--pid",
-      std::to_string(options.pid),
-      "--window",
-      std::to_string(options.window_taken),
-      "--rate",
-      Format(options.bursts_per_second),
-      "--cap",
-      Format(options.max_stopped_fraction),
-      "--max-steps",
-      std::to_string(options.max_steps_per_burst),
-      "--step-mode",
-      options.step_mode ? std::string(StepModeName(*options.step_mode)) : "auto",
-      "--seed",
-      std::to_string(options.seed),
-      "--verify-emulation",
-      options.verify_emulation ? "1" : "0"};
+  std::vector<std::string> args = {"bursts",
+                                   "--parent",
+                                   std::to_string(getpid()),
+                                   "--pid",
+                                   std::to_string(options.pid),
+                                   "--window",
+                                   std::to_string(options.window_taken),
+                                   "--rate",
+                                   Format(options.bursts_per_second),
+                                   "--cap",
+                                   Format(options.max_stopped_fraction),
+                                   "--max-steps",
+                                   std::to_string(options.max_steps_per_burst),
+                                   "--step-mode",
+                                   std::string(StepRequestName(options.step_mode)),
+                                   "--seed",
+                                   std::to_string(options.seed),
+                                   "--verify-emulation",
+                                   options.verify_emulation ? "1" : "0"};
   if (options.run_as) {
     args.insert(args.end(), {"--uid", std::to_string(options.run_as->uid), "--gid",
                              std::to_string(options.run_as->gid)});

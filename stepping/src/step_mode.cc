@@ -3,32 +3,30 @@
 namespace pathprof::stepping {
 
 std::string_view StepModeName(StepMode mode) {
-  switch (mode) {
-    case StepMode::kBreakpoints:
-      return "breakpoints";
-    case StepMode::kInt3:
-      return "int3";
-    case StepMode::kEmulate:
-      return "emulate";
-    case StepMode::kSingleStep:
-      break;
-  }
-  return "step";
+  return WordOf(kStepModeWords, mode);
 }
 
 bool ParseStepMode(std::string_view text, StepMode* out) {
-  if (text == "step") {
-    *out = StepMode::kSingleStep;
-  } else if (text == "breakpoints" || text == "dr") {
-    *out = StepMode::kBreakpoints;
-  } else if (text == "int3") {
-    *out = StepMode::kInt3;
-  } else if (text == "emulate") {
-    *out = StepMode::kEmulate;
-  } else {
-    return false;
+  return ParseWord(kStepModeWords, text, out) || ParseWord(kStepModeAliases, text, out);
+}
+
+std::string_view StepRequestName(StepRequest request) {
+  return request ? StepModeName(*request) : kAutoStepWord;
+}
+
+bool ParseStepRequest(std::string_view text, StepRequest* out) {
+  if (text == kAutoStepWord) {
+    out->reset();
+    return true;
   }
+  StepMode mode;
+  if (!ParseStepMode(text, &mode)) return false;
+  *out = mode;
   return true;
+}
+
+std::string StepRequestWords() {
+  return std::string(kAutoStepWord) + ", " + WordList(kStepModeWords);
 }
 
 }  // namespace pathprof::stepping

@@ -4,12 +4,12 @@
 #pragma once
 
 #include "pathprof/collectors/capabilities.h"
-#include "pathprof/stepping/step_probe.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/offline_analysis.h"
 #include "pathprof/pipeline/offline_sim.h"
 #include "pathprof/pipeline/results.h"
 #include "pathprof/pipeline/session.h"
+#include "pathprof/stepping/step_probe.h"
 #include "pathprof/v1/profiler.pb.h"
 #include "pathprof/v1/reports.pb.h"
 #include "pathprof/v1/sim.pb.h"
@@ -47,17 +47,26 @@ void ToProto(const stepping::StepProbeResult& in, v1::StepMechanisms* out);
 // What this process found it can collect (the daemon adds its version).
 void ToProto(const collectors::HostCapabilities& in, v1::Capabilities* out);
 
+// Enums, through the tables of v1_enums.h. A value a table lacks (a v1 value of a newer
+// client, say) is the field's default: UNSPECIFIED on the way out, the setting's default in.
 v1::BranchSource ToProto(collectors::BranchSource s);
 v1::StepMode ToProto(stepping::StepMode m);
-v1::Metric ToProto(pipeline::PathMetric m);
+v1::StepMode ToProto(stepping::StepRequest r);  // nullopt: STEP_MODE_AUTO
+v1::SourceChoice ToProto(pipeline::SourceChoice s);
+v1::CallGraph ToProto(pipeline::CallGraph c);
+v1::PathKind ToProto(pipeline::PathKind k);
+v1::Metric ToProto(hwmodel::Metric m);  // pipeline::PathMetric is hwmodel::Metric
+v1::SessionState ToProto(pipeline::SessionState s);
 // The path engine's own settings, as `pathctl sim` reports them.
 v1::HptIndex ToProto(hwmodel::HptIndex i);
 v1::HptReplacement ToProto(hwmodel::HptReplacement r);
-v1::Metric ToProto(hwmodel::Metric m);
 v1::SimMode ToProto(pipeline::SimMode m);
 v1::PathEstimator ToProto(pipeline::PathEstimator e);
-pipeline::PathMetric FromProto(v1::Metric m);
+hwmodel::Metric FromProto(v1::Metric m);
 pipeline::SourceChoice FromProto(v1::SourceChoice s);
 pipeline::PathKind FromProto(v1::PathKind k);
+pipeline::CallGraph FromProto(v1::CallGraph c);
+// `unset` for STEP_MODE_UNSPECIFIED (or a value this build does not know): the server's default.
+stepping::StepRequest FromProto(v1::StepMode m, stepping::StepRequest unset);
 
 }  // namespace pathprof::api

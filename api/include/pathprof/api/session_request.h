@@ -25,8 +25,8 @@ struct SessionBounds {
   uint32_t max_pcct_nodes = kUnbounded;
   uint32_t max_duration_s = kUnbounded;  // the session's and the PCCT purge interval's
   uint32_t max_pids_per_session = kUnbounded;
-  // What an unset sampling.step_mode means: the daemon's [ptrace] step_mode.
-  pipeline::StepChoice default_step_mode = pipeline::StepChoice::kAuto;
+  // What an unset sampling.step_mode means: the daemon's [ptrace] step_mode (nullopt: auto).
+  stepping::StepRequest default_step_mode;
 };
 
 // Fills everything in `out` but pids, owner_uid and confine_to_uid; OK, or INVALID_ARGUMENT

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
+#include "pathprof/core/enum_words.h"
 #include "pathprof/stepping/step_probe.h"
 
 namespace pathprof::collectors {
@@ -13,9 +15,17 @@ struct SourceCapability {
 };
 
 enum class BranchSource { kNone, kPtraceBursts, kLbr, kIntelPt };
-const char* BranchSourceName(BranchSource source);
+// The one vocabulary of branch sources (--source, config files, printouts); api/ maps them to
+// pathprof.v1.BranchSource, pipeline::SourceChoice adds "auto".
+inline constexpr EnumWords<BranchSource, 4> kBranchSourceWords{{
+    {BranchSource::kNone, "none"},
+    {BranchSource::kPtraceBursts, "ptrace"},
+    {BranchSource::kLbr, "lbr"},
+    {BranchSource::kIntelPt, "pt"},
+}};
+std::string_view BranchSourceName(BranchSource source);
 // Parses "none", "ptrace", "lbr", "pt"; returns false for anything else.
-bool ParseBranchSource(const std::string& name, BranchSource* out);
+bool ParseBranchSource(std::string_view name, BranchSource* out);
 
 struct HostCapabilities {
   std::string kernel_release;

@@ -115,7 +115,7 @@ class ProfilerService final : public v1::PathProfiler::Service {
 
   mutable std::mutex mu_;  // guards limits_, session_clients_, metrics_, default_step_mode_
   Limits limits_;
-  pipeline::StepChoice default_step_mode_ = pipeline::StepChoice::kAuto;  // [ptrace] step_mode
+  stepping::StepRequest default_step_mode_;             // [ptrace] step_mode (nullopt: auto)
   std::map<std::string, std::string> session_clients_;  // session id -> client key
   std::map<std::string, RpcMetrics> metrics_;
   std::mutex start_mu_;  // quota checks and Start happen as one step

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pathprof/core/enum_words.h"
 #include "pathprof/core/status.h"
 #include "pathprof/hwmodel/path_descriptor.h"
 
@@ -20,8 +21,19 @@ enum class HptReplacement : uint8_t {
   kLru,      // victim: least recently hit or inserted
 };
 
+// Their words (pathctl sim --index, --replacement); api/ maps them to pathprof.v1.
+inline constexpr EnumWords<HptIndex, 2> kHptIndexWords{{
+    {HptIndex::kXor, "xor"},
+    {HptIndex::kStart, "start"},
+}};
+inline constexpr EnumWords<HptReplacement, 2> kHptReplacementWords{{
+    {HptReplacement::kLfu, "lfu"},
+    {HptReplacement::kLru, "lru"},
+}};
 std::string_view HptIndexName(HptIndex i);
+bool ParseHptIndex(std::string_view name, HptIndex* out);
 std::string_view HptReplacementName(HptReplacement r);
+bool ParseHptReplacement(std::string_view name, HptReplacement* out);
 
 struct HotPathTableConfig {
   uint32_t entries = 512;  // sets = entries / ways, a power of two

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "pathprof/core/enum_words.h"
+
 namespace pathprof::hwmodel {
 
 // Paths longer than the configured maximum are split (PathStackConfig::max_path_length).
@@ -39,6 +41,19 @@ struct PathDescriptorHash {
   size_t operator()(const PathDescriptor& p) const { return HashPathDescriptor(p); }
 };
 
+// The letters a path's outcomes are written in: "11011" where outcome bits are shown as bits
+// (FormatPathDescriptor, pathctl sim), "TTNTT" where a reader reads them (pathctl's and
+// pathtop's hot-path tables).
+struct OutcomeLetters {
+  char taken;
+  char not_taken;
+};
+inline constexpr OutcomeLetters kOutcomeBits{'1', '0'};
+inline constexpr OutcomeLetters kTakenNotTaken{'T', 'N'};
+// The first `length` outcomes (at most kMaxPathLength), first branch first: the one formatter of
+// a path's taken/not-taken string.
+std::string FormatOutcomes(uint64_t outcomes, uint32_t length, OutcomeLetters letters);
+
 // "start=0x401000 len=5 outcomes=11011" (outcomes printed first branch first).
 std::string FormatPathDescriptor(const PathDescriptor& p);
 
@@ -49,7 +64,13 @@ enum class Metric : uint8_t {
   kCycles,          // sum of BranchEvent::cycles along the path
   kMispredictions,  // mispredicted branches along the path
 };
-inline constexpr int kMetricCount = 4;
+// The one vocabulary of metrics (--metric, printouts); api/ maps them to pathprof.v1.Metric.
+inline constexpr EnumWords<Metric, 4> kMetricWords{{
+    {Metric::kCount, "count"},
+    {Metric::kInstructions, "instructions"},
+    {Metric::kCycles, "cycles"},
+    {Metric::kMispredictions, "mispredictions"},
+}};
 
 std::string_view MetricName(Metric m);
 // Accepts the names MetricName produces ("count", "instructions", "cycles", "mispredictions").

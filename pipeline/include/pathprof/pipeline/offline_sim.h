@@ -10,8 +10,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "pathprof/core/enum_words.h"
 #include "pathprof/core/status.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/batch_source.h"
@@ -24,8 +26,12 @@ enum class SimMode {
   kWindow,  // windows of taken branches go to the window estimator; no HPT
 };
 
-// "full", "bursty", "window"
-const char* SimModeName(SimMode mode);
+inline constexpr EnumWords<SimMode, 3> kSimModeWords{{
+    {SimMode::kFull, "full"},
+    {SimMode::kBursty, "bursty"},
+    {SimMode::kWindow, "window"},
+}};
+std::string_view SimModeName(SimMode mode);  // "full", "bursty", "window"
 
 struct PathEngineSimOptions {
   hwmodel::PathStackConfig stack = hwmodel::BallLarusPreset();

@@ -16,6 +16,7 @@
 #include "pathprof/core/status.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/batch_source.h"
+#include "pathprof/pipeline/offline_sim.h"
 #include "pathprof/profiles/osp_report.h"
 #include "pathprof/profiles/osp_reservoir.h"
 
@@ -65,7 +66,7 @@ struct CallRanking {
 };
 
 struct CallProfile {
-  std::string mode = "full";  // full | bursty | window
+  SimMode mode = SimMode::kFull;  // how calls were counted: every one, bursts or windows
   double sampling_period = 1;
   uint64_t calls_exact = 0, calls_sampled = 0;
   CallRanking pairs, methods;

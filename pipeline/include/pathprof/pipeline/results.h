@@ -46,6 +46,11 @@ enum class PathEstimator : uint8_t {
   kHotPathTable,  // the Hot Path Table: exact counts (PT, exact traces)
 };
 // "window-estimator", "hot-path-table" ("" for kNone): the names run and analyze print.
+inline constexpr EnumWords<PathEstimator, 3> kPathEstimatorWords{{
+    {PathEstimator::kNone, ""},
+    {PathEstimator::kWindows, "window-estimator"},
+    {PathEstimator::kHotPathTable, "hot-path-table"},
+}};
 std::string_view PathEstimatorName(PathEstimator e);
 
 struct HotPathsResult {

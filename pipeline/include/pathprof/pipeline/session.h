@@ -25,6 +25,13 @@ enum class SessionState : uint8_t {
   kTargetExited,  // every target exited; profiles kept for the retention period
   kFailed,        // see SessionInfo::error
 };
+// Their words (printouts, the daemon's metrics); api/ maps them to pathprof.v1.SessionState.
+inline constexpr EnumWords<SessionState, 4> kSessionStateWords{{
+    {SessionState::kRunning, "running"},
+    {SessionState::kStopped, "stopped"},
+    {SessionState::kTargetExited, "target-exited"},
+    {SessionState::kFailed, "failed"},
+}};
 std::string_view SessionStateName(SessionState s);
 
 struct SessionInfo {

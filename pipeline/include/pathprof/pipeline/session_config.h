@@ -9,26 +9,39 @@
 #include <string_view>
 #include <vector>
 
+#include "pathprof/collectors/capabilities.h"
+#include "pathprof/core/enum_words.h"
 #include "pathprof/core/status.h"
 #include "pathprof/pipeline/session_defaults.h"
+#include "pathprof/hwmodel/path_descriptor.h"
+#include "pathprof/stepping/step_mode.h"
 
 namespace pathprof::pipeline {
 
 // Where branch windows come from. kAuto: the best the host has (PT > LBR > ptrace bursts).
 enum class SourceChoice : uint8_t { kAuto = 0, kNone, kPtrace, kLbr, kIntelPt };
+// The source each choice but kAuto asks for; its word is that source's
+// (collectors::kBranchSourceWords: "none", "ptrace", "lbr", "pt"), kAuto's is "auto".
+inline constexpr EnumPairs<SourceChoice, collectors::BranchSource, 4> kSourceChoiceSources{{
+    {SourceChoice::kNone, collectors::BranchSource::kNone},
+    {SourceChoice::kPtrace, collectors::BranchSource::kPtraceBursts},
+    {SourceChoice::kLbr, collectors::BranchSource::kLbr},
+    {SourceChoice::kIntelPt, collectors::BranchSource::kIntelPt},
+}};
 std::string_view SourceChoiceName(SourceChoice s);  // "auto", "none", "ptrace", "lbr", "pt"
 bool ParseSourceChoice(std::string_view name, SourceChoice* out);
 
-// How ptrace bursts step a window (stepping/src/window_stepper.h). kAuto: what the host's step
-// probe says works best (debug-register breakpoints > int3 > single step).
-enum class StepChoice : uint8_t { kAuto = 0, kStep, kBreakpoints, kInt3, kEmulate };
-// "auto", "step", "breakpoints", "int3", "emulate"
-std::string_view StepChoiceName(StepChoice s);
-bool ParseStepChoice(std::string_view name, StepChoice* out);
+// How ptrace bursts step a window: stepping::StepRequest (a mode, or nullopt for auto: what the
+// host's step probe says works best); stepping::ParseStepRequest and StepRequestName read and
+// write its words.
 
 // How user stacks are walked: the kernel's frame-pointer walk alone, or a copy of the stack's top
 // unwound with DWARF CFI (perf's --call-graph dwarf), which programs without frame pointers need.
 enum class CallGraph : uint8_t { kDwarf = 0, kFramePointers };
+inline constexpr EnumWords<CallGraph, 2> kCallGraphWords{{
+    {CallGraph::kDwarf, "dwarf"},
+    {CallGraph::kFramePointers, "fp"},
+}};
 std::string_view CallGraphName(CallGraph c);  // "dwarf", "fp"
 bool ParseCallGraph(std::string_view name, CallGraph* out);
 
@@ -38,12 +51,18 @@ enum class PathKind : uint8_t {
   kExtendedLoops,  // across `extension` back-edges
   kExtendedCalls,  // across `extension` calls
 };
+inline constexpr EnumWords<PathKind, 4> kPathKindWords{{
+    {PathKind::kBallLarus, "ball-larus"},
+    {PathKind::kWpp, "wpp"},
+    {PathKind::kExtendedLoops, "extended-loops"},
+    {PathKind::kExtendedCalls, "extended-calls"},
+}};
 std::string_view PathKindName(PathKind k);  // "ball-larus", "wpp", "extended-loops", ...
 bool ParsePathKind(std::string_view name, PathKind* out);
 
-enum class PathMetric : uint8_t { kCount = 0, kInstructions, kCycles, kMispredictions };
-std::string_view PathMetricName(PathMetric m);  // "count", "instructions", ...
-bool ParsePathMetric(std::string_view name, PathMetric* out);
+// What the Hot Path Table accumulates per path: the path engine's own enum, so that the
+// session's setting reaches the engine without a translation (words: hwmodel::kMetricWords).
+using PathMetric = hwmodel::Metric;
 
 struct EngineSettings {
   PathKind path_kind = PathKind::kBallLarus;
@@ -64,7 +83,7 @@ struct SamplingSettings {
   double bursts_per_second = 0;  // ptrace bursts: mean rate; 0: the step mode's (ptrace_bursts.h)
   // ptrace bursts: cap on any second threads spend stopped
   double max_stopped_fraction = kSessionDefaults.max_stopped_fraction;
-  StepChoice step_mode = StepChoice::kAuto;  // ptrace bursts: how windows are stepped
+  stepping::StepRequest step_mode;  // ptrace bursts: how windows are stepped (nullopt: auto)
   uint64_t lbr_period = 100003;              // LBR: cycles between samples
   bool kernel_stacks = true;
   CallGraph call_graph = CallGraph::kDwarf;

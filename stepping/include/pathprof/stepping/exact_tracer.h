@@ -29,7 +29,14 @@ enum class ExactStepMode : uint8_t {
   kBreakpoints,  // block stepping with debug-register breakpoints (an error where they fail)
   kInt3,         // block stepping with int3 bytes in the text (an error where they fail)
 };
-// "step", "auto", "breakpoints", "int3"; ParseExactStepMode also takes "dr" for breakpoints.
+// Their words (`pathctl trace --step-mode`); the step modes' alias "dr" is taken for
+// breakpoints too.
+inline constexpr EnumWords<ExactStepMode, 4> kExactStepModeWords{{
+    {ExactStepMode::kBlocks, "auto"},
+    {ExactStepMode::kBreakpoints, "breakpoints"},
+    {ExactStepMode::kInt3, "int3"},
+    {ExactStepMode::kSingleStep, "step"},
+}};
 std::string_view ExactStepModeName(ExactStepMode mode);
 bool ParseExactStepMode(std::string_view text, ExactStepMode* out);
 
