@@ -29,11 +29,11 @@ struct ContextKeyHash {
 };
 
 struct ContextLimits {
-  size_t max_contexts = 4096;           // per process; windows of more contexts are counted
-  size_t max_paths_per_context = 256;   // per context; paths beyond are counted, weight kept
-  double unwinds_per_second = 5000;     // per process; burst-free up to this, then refilled
+  size_t max_contexts = 4096;               // per process; windows of more contexts are counted
+  size_t max_paths_per_context = 256;       // per context; paths beyond are counted, weight kept
+  double unwinds_per_second = 5000;         // per process; burst-free up to this, then refilled
   uint64_t nearest_sample_ns = 50'000'000;  // a stack sample this close in time names a window
-  size_t samples_per_thread = 8;        // recent stack samples kept per thread
+  size_t samples_per_thread = 8;            // recent stack samples kept per thread
   size_t max_threads = 4096;
 };
 
