@@ -1,8 +1,8 @@
 #include "pathprof/pipeline/profile_store.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -13,7 +13,6 @@
 #include <unordered_set>
 
 #include "engine_config.h"
-#include "window_contexts.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
@@ -24,6 +23,7 @@
 #include "pathprof/profiles/osp_reservoir.h"
 #include "pathprof/profiles/osp_sampler.h"
 #include "pathprof/profiles/pcct.h"
+#include "window_contexts.h"
 
 namespace pathprof::pipeline {
 
@@ -291,8 +291,8 @@ struct ProfileStore::Impl {
     if (cached != profiles::kPcctNoNode && pcct->Context(cached) == root_first &&
         pcct->UnderTruncatedRoot(cached) == key.truncated)
       return cached;
-    auto found = pcct->Find(root_first, key.truncated ? profiles::Pcct::kTruncatedRoot
-                                                      : profiles::Pcct::kRoot);
+    auto found = pcct->Find(root_first,
+                            key.truncated ? profiles::Pcct::kTruncatedRoot : profiles::Pcct::kRoot);
     return found ? found->id : profiles::kPcctNoNode;
   }
 
@@ -725,8 +725,8 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
         }
       }
       out.paths_distinct = sum.size();
-      std::vector<std::pair<hwmodel::PathDescriptor, WindowContexts::PathTally>> sorted(
-          sum.begin(), sum.end());
+      std::vector<std::pair<hwmodel::PathDescriptor, WindowContexts::PathTally>> sorted(sum.begin(),
+                                                                                        sum.end());
       std::sort(sorted.begin(), sorted.end(),
                 [](const auto& a, const auto& b) { return a.second.sum > b.second.sum; });
       const double z = 1.96;  // the window estimator's 95% interval (window_estimator.h)

@@ -94,8 +94,8 @@ std::map<std::string, Counts> ExactByCaller(const std::string& exe,
     return pathprof::Status::Ok();
   };
   pathprof::stepping::ExactTraceOptions options;
-  // Two rounds of 20 calls per caller, 1000 iterations each: the mix of every longer run.
-  options.argv = {exe, "2", "1000", "20"};
+  // One round of 20 calls per caller, 1000 iterations each: the mix of every longer run.
+  options.argv = {exe, "1", "1000", "20"};
   options.step_mode = pathprof::stepping::ExactStepMode::kBlocks;
   auto stats = pathprof::stepping::TraceExact(options, sink);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
@@ -152,12 +152,13 @@ TEST(WindowContextsLive, EachCallerOfTheLoopHasTheTopPathTheExactTraceGivesIt) {
   a.context = pl::ContextSelector{0, 0, {"caller_a", "loop"}};
   b.context = pl::ContextSelector{0, 0, {"caller_b", "loop"}};
   pl::HotPathsResult in_a, in_b;
-  // Until each context has seen enough windows (at most 40 s in a slow sanitizer build).
+  // Until each context has seen enough windows: 3 s at least, at most 40 s (a loaded host
+  // where the probe picks a stepped mode gives a few windows a second).
   for (int i = 0; i < 200; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     in_a = (*session)->HotPaths(a);
     in_b = (*session)->HotPaths(b);
-    if (in_a.context_windows >= 200 && in_b.context_windows >= 200 && i >= 15) break;
+    if (in_a.context_windows >= 50 && in_b.context_windows >= 50 && i >= 15) break;
   }
   (*session)->Stop();
   const auto stats = (*session)->Stats();
