@@ -381,9 +381,8 @@ PcctNodeId Pcct::Place(const std::vector<StackFrame>& frames, bool root_truncate
   bool created = false;
   for (size_t i = placed; i-- > 0;) {  // root side first
     const StackFrame& fr = frames[i];
-    parent = created
-                 ? NewNode(parent, fr, PcctChildTable::Hash(parent, fr.function, fr.call_site))
-                 : FindOrCreateChild(parent, fr, &created);
+    parent = created ? NewNode(parent, fr, PcctChildTable::Hash(parent, fr.function, fr.call_site))
+                     : FindOrCreateChild(parent, fr, &created);
   }
   return parent;
 }

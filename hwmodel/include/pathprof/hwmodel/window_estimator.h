@@ -95,8 +95,8 @@ class WindowEstimator {
   // The same, also telling `contribution` each path's share of this window: its Horvitz-Thompson
   // contribution and whole traversals (what the estimates add up), e.g. to keep per calling
   // context tables that sum to the process's estimates.
-  using Contribution = std::function<void(const PathDescriptor& path, double contribution,
-                                          uint64_t observations)>;
+  using Contribution =
+      std::function<void(const PathDescriptor& path, double contribution, uint64_t observations)>;
   void AddWindow(std::span<const BranchEvent> events, std::span<const double> durations,
                  const Contribution& contribution);
   // A batch is one window (whatever its gap_before / window flags say).

@@ -26,8 +26,8 @@ struct Estimate {
 // Which calling context's hot paths to report (docs/profiles.md, "Hot paths per calling
 // context"): a PCCT node (CctNode::context_id), or the function names of its innermost frames.
 struct ContextSelector {
-  uint32_t pid = 0;    // 0: every process of the session (node ids are per process)
-  uint64_t node = 0;   // CctNode::context_id; 0: select by `functions`
+  uint32_t pid = 0;   // 0: every process of the session (node ids are per process)
+  uint64_t node = 0;  // CctNode::context_id; 0: select by `functions`
   // Root side first: every context whose innermost frames are these functions, e.g.
   // {"caller_a", "loop"}; several matches are summed.
   std::vector<std::string> functions;
@@ -59,8 +59,8 @@ struct HotPath {
   uint64_t outcomes = 0;  // bit i: branch i taken (or unconditional)
   Estimate estimate;
   PathMetric metric = PathMetric::kCount;
-  std::vector<Location> blocks;  // first to last; empty unless with_blocks
-  uint64_t observations = 0;     // whole traversals seen (windowed sources) or HPT value
+  std::vector<Location> blocks;       // first to last; empty unless with_blocks
+  uint64_t observations = 0;          // whole traversals seen (windowed sources) or HPT value
   std::vector<PathContext> contexts;  // with contexts_per_path, heaviest first
 };
 
@@ -197,7 +197,7 @@ struct TargetStats {
   uint64_t memory_bytes = 0;        // approximate heap held by this target's profiles
   std::string window_weighting;     // how branch windows are weighted, and why (empty: no windows)
   uint64_t windows_with_context = 0;  // windows attributed to a calling context (the rest: drops)
-  uint32_t namespace_pid = 0;       // as TargetInfo::namespace_pid
+  uint32_t namespace_pid = 0;         // as TargetInfo::namespace_pid
 };
 
 }  // namespace pathprof::pipeline
