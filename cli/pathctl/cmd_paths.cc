@@ -53,17 +53,11 @@ std::string ContextText(const v1::PathContext& c) {
 // The contexts the path at `rank` was seen in, heaviest first.
 void PrintContextsOf(const v1::HotPaths& resp, int rank) {
   const v1::HotPath& p = resp.paths(rank - 1);
-  std::printf(
-      "contexts of path %d (%s, len %u, %s): %d
-      ", rank,
-      LocationText(p.start())
-          .c_str(),
-      p.length(), OutcomesText(p.outcomes(), p.length()).c_str(), p.contexts_size());
-  std::printf("%7s %16s %8s %10s  %s
-", "share", "estimate", "seen", "context_id", "context");
+  std::printf("contexts of path %d (%s, len %u, %s): %d\n", rank, LocationText(p.start()).c_str(),
+              p.length(), OutcomesText(p.outcomes(), p.length()).c_str(), p.contexts_size());
+  std::printf("%7s %16s %8s %10s  %s\n", "share", "estimate", "seen", "context_id", "context");
   for (const auto& c : p.contexts())
-    std::printf("%6.2f%% %16s %8lld %10lld  %s
-", 100 * c.estimate().share(),
+    std::printf("%6.2f%% %16s %8lld %10lld  %s\n", 100 * c.estimate().share(),
                 EstimateText(c.estimate()).c_str(), static_cast<long long>(c.observations()),
                 static_cast<long long>(c.context_id()), ContextText(c).c_str());
 }
