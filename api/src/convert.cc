@@ -47,6 +47,14 @@ void ToProto(const pipeline::HotPath& in, v1::HotPath* out) {
   for (const auto& b : in.blocks) ToProto(b, out->add_blocks());
   out->set_pid(in.pid);
   out->set_observations(in.observations);
+  for (const auto& c : in.contexts) {
+    v1::PathContext* o = out->add_contexts();
+    o->set_context_id(static_cast<int64_t>(c.node));
+    for (const auto& f : c.functions) ToProto(f, o->add_functions());
+    o->set_truncated(c.truncated);
+    ToProto(c.estimate, o->mutable_estimate());
+    o->set_observations(static_cast<int64_t>(c.observations));
+  }
 }
 
 void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
@@ -89,6 +97,8 @@ void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, 
   *out->mutable_compute_time() = google::protobuf::util::TimeUtil::MillisecondsToTimestamp(
       in.as_of_unix_ms ? in.as_of_unix_ms : UnixMs());
   out->set_estimator(ToProto(in.estimator));
+  out->set_contexts_matched(static_cast<int64_t>(in.contexts_matched));
+  out->set_context_windows(static_cast<int64_t>(in.context_windows));
 }
 
 void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_id,
@@ -119,6 +129,8 @@ void ToProto(const pipeline::CallingContextTree& in, const std::string& session_
     o->set_edge_weight(n.edge_weight);
     o->set_pid(n.pid);
     o->set_truncated(n.truncated);
+    o->set_context_id(static_cast<int64_t>(n.context_id));
+    o->set_windows(static_cast<int64_t>(n.windows));
   }
   out->set_total_weight(in.total_weight);
   out->set_samples(in.samples);

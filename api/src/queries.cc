@@ -48,6 +48,38 @@ grpc::Status ToQuery(const v1::GetHotPathsRequest& req, const QueryLimits& limit
   if (grpc::Status s = TopK(req.top_k(), limits, &out->top_k); !s.ok()) return s;
   out->metric = FromProto(req.metric());
   out->with_blocks = req.with_blocks();
+  if (grpc::Status s =
+          Bounded("contexts_per_path", req.contexts_per_path(), limits.max_top_k, "max_top_k");
+      !s.ok())
+    return s;
+  out->contexts_per_path = static_cast<uint32_t>(req.contexts_per_path());
+  if (req.has_context()) {
+    const v1::ContextSelector& c = req.context();
+    if (grpc::Status s = NonNegative("context.pid", c.pid()); !s.ok()) return s;
+    if (grpc::Status s = NonNegative("context.node", c.node()); !s.ok()) return s;
+    if (c.node() == 0 && c.functions().empty())
+      return InvalidArgument(
+          "context names no node and no functions: set context.node (a CctNode.context_id from "
+          "GetCallingContextTree) or context.functions (root side first)",
+          "context");
+    if (c.node() != 0 && !c.functions().empty())
+      return InvalidArgument("context has both a node and functions: set one", "context");
+    if (grpc::Status s =
+            Bounded("context.functions size", c.functions_size(), limits.max_depth, "max_depth");
+        !s.ok())
+      return s;
+    pipeline::ContextSelector sel;
+    sel.pid = static_cast<uint32_t>(c.pid());
+    sel.node = static_cast<uint64_t>(c.node());
+    for (const std::string& f : c.functions()) {
+      if (grpc::Status s = Bounded("context.functions length", static_cast<int64_t>(f.size()),
+                                   limits.max_name_length, "max_name_length");
+          !s.ok())
+        return s;
+      sel.functions.push_back(f);
+    }
+    out->context = std::move(sel);
+  }
   return grpc::Status::OK;
 }
 

@@ -1,6 +1,7 @@
 // pathctl tree SESSION: the partial calling context tree, indented.
 #include <cstdio>
 #include <map>
+#include <string>
 
 #include "pathctl/query_source.h"
 
@@ -33,11 +34,16 @@ int RunTree(Args& args) {
       int d = n.parent_id() ? depth[n.parent_id()] + 1 : 0;
       depth[n.id()] = d;
       double pct = resp.total_weight() > 0 ? 100 * n.total_weight() / resp.total_weight() : 0;
-      std::printf("%6.2f%% %8.0f self %-8.0f %*s%s%s\n", pct, n.total_weight(), n.self_weight(),
+      // A context branch windows were attributed to: its id selects its hot paths
+      // (pathctl paths SESSION --context ID).
+      const std::string windows = n.windows() ? "  {context " + std::to_string(n.context_id()) +
+                                                    ": " + std::to_string(n.windows()) + " windows}"
+                                              : "";
+      std::printf("%6.2f%% %8.0f self %-8.0f %*s%s%s%s\n", pct, n.total_weight(), n.self_weight(),
                   2 * d, "",
                   n.function().function().empty() ? LocationText(n.function()).c_str()
                                                   : n.function().function().c_str(),
-                  n.truncated() ? " [truncated]" : "");
+                  n.truncated() ? " [truncated]" : "", windows.c_str());
     }
   }
   return resp.nodes_size() ? kExitOk : kExitNoData;

@@ -81,7 +81,8 @@ void BurstyController::Apply(const BranchBatch& batch, std::vector<BranchBatch>*
     if (!d.sampled) continue;
     if (current == nullptr || d.starts_window) {
       // A window open at the end of the previous batch continues here without a gap.
-      out->push_back(BranchBatch{batch.pid, batch.tid, batch.time_ns, d.starts_window, true, {}});
+      out->push_back(
+          BranchBatch{batch.pid, batch.tid, batch.time_ns, d.starts_window, true, {}, {}});
       current = &out->back();
     }
     current->events.push_back(e);

@@ -33,6 +33,12 @@ WindowEstimator::WindowEstimator(const WindowEstimatorConfig& config, PathStack 
 
 void WindowEstimator::AddWindow(std::span<const BranchEvent> events,
                                 std::span<const double> durations) {
+  AddWindow(events, durations, Contribution{});
+}
+
+void WindowEstimator::AddWindow(std::span<const BranchEvent> events,
+                                std::span<const double> durations,
+                                const Contribution& contribution) {
   stack_.Reset();
   stats_.windows += 1;
   uint64_t w = 0;
@@ -73,15 +79,18 @@ void WindowEstimator::AddWindow(std::span<const BranchEvent> events,
         return;
       }
       const double k = static_cast<double>(c.TakenSpan());
-      window_[c.path] += period * width / (width - k + 1);
+      WindowShare& share = window_[c.path];
+      share.contribution += period * width / (width - k + 1);
+      share.observations += 1;
       totals_[c.path].observations += 1;
       stats_.whole_paths += 1;
     });
   }
-  for (const auto& [path, contribution] : window_) {
+  for (const auto& [path, share] : window_) {
     Accumulator& a = totals_[path];
-    a.sum += contribution;
-    a.sum_sq += contribution * contribution;
+    a.sum += share.contribution;
+    a.sum_sq += share.contribution * share.contribution;
+    if (contribution) contribution(path, share.contribution, share.observations);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -22,6 +23,7 @@
 #include "pathprof/profiles/osp_reservoir.h"
 #include "pathprof/profiles/osp_sampler.h"
 #include "pathprof/profiles/pcct.h"
+#include "window_contexts.h"
 
 namespace pathprof::pipeline {
 
@@ -109,6 +111,10 @@ struct ProfileStore::Impl {
   // start and the outcomes).
   std::unordered_map<hwmodel::PathDescriptor, std::vector<uint64_t>, hwmodel::PathDescriptorHash>
       representatives;
+
+  // Hot paths per calling context: windows attributed to the stack at their start.
+  WindowContexts contexts;
+  uint64_t windows_with_context = 0;
 
   std::unique_ptr<profiles::OspReservoir> osp;
   std::unordered_map<uint32_t, std::unique_ptr<profiles::OspThreadSampler>> osp_samplers;
@@ -209,6 +215,135 @@ struct ProfileStore::Impl {
       accounting.decode_errors.Add("stack_unwind_incomplete:" +
                                    std::string(decoders::UnwindEndName(u.end)));
     return std::move(u.frames);
+  }
+
+  // PCCT frames (leaf first) of user addresses (leaf first): each frame's function, called from
+  // the next frame's return address.
+  std::vector<profiles::StackFrame> FramesLocked(const std::vector<uint64_t>& addrs) {
+    std::vector<profiles::StackFrame> frames;
+    frames.reserve(addrs.size());
+    for (size_t i = 0; i < addrs.size(); ++i)
+      frames.push_back({FunctionOfLocked(addrs[i]), i + 1 < addrs.size() ? addrs[i + 1] : 0});
+    return frames;
+  }
+
+  // The calling context of a window: its own stack unwound, else the thread's nearest stack
+  // sample, else none (counted). Every failure on the way is counted by reason.
+  std::optional<ContextKey> WindowContextLocked(const BranchBatch& batch) {
+    const ThreadStack& st = batch.stack;
+    if (st.regs.size() == decoders::kDwarfRegisterCount) {
+      if (!contexts.TakeUnwind(MonotonicNs())) {
+        accounting.drops.Add("window_stack_rate_capped");
+      } else {
+        if (space.Find(st.regs[decoders::kDwarfRip]) == nullptr) RefreshAfterMissLocked();
+        decoders::UnwindResult u =
+            symbols->UnwindUser(pid, space, st.regs, st.stack_start, st.stack);
+        if (u.frames.empty()) {
+          accounting.decode_errors.Add("window_stack_unwind_failed");
+        } else {
+          ContextKey key;
+          // A walk that stopped short of the thread's root names a partial context.
+          key.truncated = u.end != decoders::UnwindEnd::kOutermost;
+          if (key.truncated)
+            accounting.decode_errors.Add("window_stack_unwind_partial:" +
+                                         std::string(decoders::UnwindEndName(u.end)));
+          key.frames = FramesLocked(u.frames);
+          return key;
+        }
+      }
+    } else if (st.error != 0) {
+      accounting.decode_errors.Add(st.error == EBADMSG ? "window_stack_malformed"
+                                                       : "window_stack_unreadable");
+    } else if (!st.regs.empty()) {
+      accounting.decode_errors.Add("window_stack_malformed");
+    }
+    if (const ContextKey* near = contexts.NearestSample(batch.tid, batch.time_ns)) return *near;
+    accounting.drops.Add("window_context_none");
+    return std::nullopt;
+  }
+
+  void AttributeWindowLocked(const BranchBatch& batch,
+                             const std::vector<WindowContexts::Contribution>& paths) {
+    std::optional<ContextKey> key = WindowContextLocked(batch);
+    if (!key) return;
+    const profiles::PcctNodeId node = pcct->Place(key->frames, key->truncated);
+    uint64_t dropped = 0;
+    if (contexts.Add(*key, node, paths, &dropped) == WindowContexts::AddResult::kTableFull) {
+      accounting.drops.Add("window_context_table_full");
+      return;
+    }
+    if (dropped) accounting.drops.Add("context_path_table_full", dropped);
+    ++windows_with_context;
+  }
+
+  // The context's PCCT node now: the one last placed if it still holds this context (eviction
+  // frees and reuses ids), else found again; kPcctNoNode when the PCCT evicted it.
+  profiles::PcctNodeId LiveNodeLocked(const ContextKey& key, profiles::PcctNodeId cached) const {
+    std::vector<profiles::StackFrame> root_first(key.frames.rbegin(), key.frames.rend());
+    if (cached != profiles::kPcctNoNode && pcct->Context(cached) == root_first &&
+        pcct->UnderTruncatedRoot(cached) == key.truncated)
+      return cached;
+    auto found = pcct->Find(root_first,
+                            key.truncated ? profiles::Pcct::kTruncatedRoot : profiles::Pcct::kRoot);
+    return found ? found->id : profiles::kPcctNoNode;
+  }
+
+  // The contexts a selector picks: a node and every context below it, or the contexts whose
+  // innermost frames are the given functions. Names are resolved outside the store's lock.
+  std::vector<ContextKey> SelectContexts(const ContextSelector& sel) const {
+    std::vector<ContextKey> keys;
+    decoders::AddressSpace sp;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (sel.node != 0) {
+        if (sel.node >= profiles::kPcctNoNode) return keys;
+        const auto id = static_cast<profiles::PcctNodeId>(sel.node);
+        const std::vector<profiles::StackFrame> root_first = pcct->Context(id);
+        if (root_first.empty()) return keys;
+        const bool truncated = pcct->UnderTruncatedRoot(id);
+        const size_t n = root_first.size();
+        contexts.ForEach([&](const ContextKey& k, const WindowContexts::Context&) {
+          if (k.truncated != truncated || k.frames.size() < n) return;
+          // k's outermost n frames (the end of its leaf-first list) are the node's context.
+          for (size_t i = 0; i < n; ++i)
+            if (k.frames[k.frames.size() - 1 - i] != root_first[i]) return;
+          keys.push_back(k);
+        });
+        return keys;
+      }
+      contexts.ForEach([&](const ContextKey& k, const WindowContexts::Context&) {
+        if (!sel.functions.empty() && k.frames.size() >= sel.functions.size()) keys.push_back(k);
+      });
+      sp = space;
+    }
+    std::unordered_map<uint64_t, std::string> names;
+    auto name_of = [&](uint64_t fn) -> const std::string& {
+      auto it = names.find(fn);
+      if (it == names.end()) it = names.emplace(fn, symbols->Symbolize(pid, sp, fn).function).first;
+      return it->second;
+    };
+    const size_t m = sel.functions.size();
+    std::erase_if(keys, [&](const ContextKey& k) {
+      for (size_t j = 0; j < m; ++j)
+        if (name_of(k.frames[m - 1 - j].function) != sel.functions[j]) return true;
+      return false;
+    });
+    return keys;
+  }
+
+  // Every context whose windows held `path`: its key, its node as last placed, the path's tally.
+  struct PathInContext {
+    ContextKey key;
+    profiles::PcctNodeId node;
+    WindowContexts::PathTally tally;
+  };
+  std::vector<PathInContext> ContextsOfLocked(const hwmodel::PathDescriptor& path) const {
+    std::vector<PathInContext> out;
+    contexts.ForEach([&](const ContextKey& k, const WindowContexts::Context& c) {
+      auto it = c.paths.find(path);
+      if (it != c.paths.end()) out.push_back({k, c.node, it->second});
+    });
+    return out;
   }
 
   std::vector<Location> SymbolizeAll(const decoders::AddressSpace& s,
@@ -358,6 +493,7 @@ void ProfileStore::NoteExec() {
 void ProfileStore::NoteThreadExit(uint32_t tid) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->pcct->ForgetThread(tid);
+  impl_->contexts.ForgetThread(tid);
   impl_->stacks.erase(tid);
   if (auto it = impl_->osp_samplers.find(tid); it != impl_->osp_samplers.end()) {
     it->second->Flush();
@@ -421,6 +557,13 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
             ++it->second;
           }
         }
+        // The user part of the stack names the windows of this thread near it in time.
+        if (!user.empty()) {
+          ContextKey key;
+          key.frames.assign(st.frames.begin() + static_cast<long>(sample.kernel.size()),
+                            st.frames.end());
+          s.contexts.NoteSample(sample.tid, sample.time_ns, key);
+        }
         (void)s.methods_from_stacks.AddStackSample(st);
         s.accounting.stack_samples.fetch_add(1, std::memory_order_relaxed);
       }
@@ -472,12 +615,23 @@ void ProfileStore::AddBranches(const BranchBatch& batch) {
     } else {
       if (s.estimator && batch.window) {
         const uint64_t unweighted = s.estimator->stats().windows_without_density;
-        s.estimator->AddWindow(batch.events, durations);
+        std::vector<WindowContexts::Contribution> paths;
+        s.estimator->AddWindow(batch.events, durations,
+                               [&](const hwmodel::PathDescriptor& p, double value, uint64_t n) {
+                                 paths.push_back({p, value, n});
+                               });
         // Fewer than two taken branches, or no block length known: no density to weight by.
         if (s.estimator->stats().windows_without_density > unweighted)
           s.accounting.drops.Add("window_without_density");
+        s.AttributeWindowLocked(batch, paths);
       }
-      s.KeepRecentLocked(batch);
+      if (batch.stack.empty()) {
+        s.KeepRecentLocked(batch);
+      } else {
+        BranchBatch kept = batch;  // exports carry branches, not the stack bytes
+        kept.stack = {};
+        s.KeepRecentLocked(kept);
+      }
       auto it = s.stacks.find(batch.tid);
       if (it == s.stacks.end()) it = s.stacks.emplace(batch.tid, *s.stack_proto).first;
       hwmodel::PathStack& stack = it->second;
@@ -512,23 +666,69 @@ TargetInfo ProfileStore::Info() const {
   return impl_->info;
 }
 
+using ContextTally = WindowContexts::PathTally;
+
 HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
   const Impl& s = *impl_;
   HotPathsResult out;
   out.as_of_unix_ms = UnixMs();
+  struct RowContext {
+    ContextKey key;
+    profiles::PcctNodeId node;
+    ContextTally tally;
+  };
   struct Row {
     hwmodel::PathDescriptor path;
     double value, half_width;
     uint64_t observations;
     std::vector<uint64_t> blocks;
+    std::vector<RowContext> contexts = {};
+    double contexts_total = 0;
   };
   std::vector<Row> rows;
   decoders::AddressSpace space;
   PathMetric metric = query.metric;
+  std::vector<ContextKey> chosen;
+  if (query.context) {
+    if (query.context->pid != 0 && query.context->pid != s.pid) return out;
+    chosen = s.SelectContexts(*query.context);
+  }
   {
     std::lock_guard<std::mutex> lock(s.mu);
     space = s.space;
-    if (s.estimator && metric == PathMetric::kCount) {
+    if (query.context) {
+      // The windows attributed to the chosen contexts, their paths summed over them.
+      out.estimator = PathEstimator::kWindows;
+      metric = PathMetric::kCount;
+      std::unordered_map<hwmodel::PathDescriptor, WindowContexts::PathTally,
+                         hwmodel::PathDescriptorHash>
+          sum;
+      for (const ContextKey& k : chosen) {
+        const WindowContexts::Context* c = s.contexts.Find(k);
+        if (c == nullptr) continue;
+        ++out.contexts_matched;
+        out.context_windows += c->windows;
+        out.total += c->weight;
+        for (const auto& [path, t] : c->paths) {
+          WindowContexts::PathTally& into = sum[path];
+          into.sum += t.sum;
+          into.sum_sq += t.sum_sq;
+          into.observations += t.observations;
+        }
+      }
+      out.paths_distinct = sum.size();
+      std::vector<std::pair<hwmodel::PathDescriptor, WindowContexts::PathTally>> sorted(sum.begin(),
+                                                                                        sum.end());
+      std::sort(sorted.begin(), sorted.end(),
+                [](const auto& a, const auto& b) { return a.second.sum > b.second.sum; });
+      const double z = 1.96;  // the window estimator's 95% interval (window_estimator.h)
+      for (size_t i = 0; i < sorted.size() && rows.size() < query.top_k; ++i)
+        rows.push_back({sorted[i].first,
+                        sorted[i].second.sum,
+                        z * std::sqrt(sorted[i].second.sum_sq),
+                        sorted[i].second.observations,
+                        {}});
+    } else if (s.estimator && metric == PathMetric::kCount) {
       out.estimator = PathEstimator::kWindows;
       const auto est = s.estimator->Estimates();
       out.paths_distinct = est.size();
@@ -550,6 +750,20 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
       for (size_t i = 0; i < sorted.size() && rows.size() < query.top_k; ++i)
         rows.push_back({sorted[i].path, double(sorted[i].value), 0, sorted[i].value, {}});
     }
+    if (query.contexts_per_path > 0) {
+      // Each row's contexts, heaviest first: a scan of the (bounded) context table per row.
+      for (Row& r : rows) {
+        double path_total = 0;
+        for (const auto& c : s.ContextsOfLocked(r.path)) {
+          path_total += c.tally.sum;
+          r.contexts.push_back({c.key, s.LiveNodeLocked(c.key, c.node), c.tally});
+        }
+        std::sort(r.contexts.begin(), r.contexts.end(),
+                  [](const auto& a, const auto& b) { return a.tally.sum > b.tally.sum; });
+        if (r.contexts.size() > query.contexts_per_path) r.contexts.resize(query.contexts_per_path);
+        r.contexts_total = path_total;
+      }
+    }
     if (query.with_blocks) {
       for (Row& r : rows) {
         auto it = s.representatives.find(r.path);
@@ -570,6 +784,19 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
     p.estimate.share = out.total > 0 ? r.value / out.total : 0;
     p.observations = r.observations;
     p.blocks = s.SymbolizeAll(space, r.blocks);
+    for (const RowContext& rc : r.contexts) {
+      PathContext pc;
+      pc.node = rc.node == profiles::kPcctNoNode ? 0 : rc.node;
+      pc.truncated = rc.key.truncated;
+      for (auto f = rc.key.frames.rbegin(); f != rc.key.frames.rend(); ++f)
+        pc.functions.push_back(s.symbols->Symbolize(s.pid, space, f->function));
+      pc.estimate.value = rc.tally.sum;
+      pc.estimate.error_bound = 1.96 * std::sqrt(rc.tally.sum_sq);
+      pc.estimate.confidence = pc.estimate.error_bound > 0 ? kConfidence95 : 0;
+      pc.estimate.share = r.contexts_total > 0 ? rc.tally.sum / r.contexts_total : 0;
+      pc.observations = rc.tally.observations;
+      p.contexts.push_back(std::move(pc));
+    }
     out.paths.push_back(std::move(p));
   }
   return out;
@@ -669,14 +896,35 @@ CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
   std::vector<profiles::PcctNode> nodes;
   profiles::PcctStats st;
   decoders::AddressSpace space;
+  // Branch windows attributed to each node (its own context and those below it).
+  std::unordered_map<profiles::PcctNodeId, uint64_t> windows_of;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     nodes = s.pcct->Snapshot();
     st = s.pcct->stats();
     space = s.space;
+    s.contexts.ForEach([&](const ContextKey& k, const WindowContexts::Context& c) {
+      const profiles::PcctNodeId id = s.LiveNodeLocked(k, c.node);
+      if (id != profiles::kPcctNoNode) windows_of[id] += c.windows;
+    });
   }
   std::unordered_map<profiles::PcctNodeId, std::vector<size_t>> children_of;
-  for (size_t i = 0; i < nodes.size(); ++i) children_of[nodes[i].parent].push_back(i);
+  std::unordered_map<profiles::PcctNodeId, profiles::PcctNodeId> parent_of;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    children_of[nodes[i].parent].push_back(i);
+    parent_of[nodes[i].id] = nodes[i].parent;
+  }
+  {
+    std::unordered_map<profiles::PcctNodeId, uint64_t> own;
+    own.swap(windows_of);
+    for (const auto& [id, w] : own)
+      for (auto at = parent_of.find(id); at != parent_of.end(); at = parent_of.find(at->second))
+        windows_of[at->first] += w;
+  }
+  auto windows_at = [&](profiles::PcctNodeId id) {
+    auto it = windows_of.find(id);
+    return it == windows_of.end() ? uint64_t{0} : it->second;
+  };
   auto children = [&](profiles::PcctNodeId id) {
     std::vector<const profiles::PcctNode*> out_children;
     if (auto it = children_of.find(id); it != children_of.end())
@@ -702,7 +950,8 @@ CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
   uint64_t next_id = 1;
   auto push_children = [&](profiles::PcctNodeId id, uint64_t parent_out, uint32_t depth) {
     for (const profiles::PcctNode* c : children(id)) {
-      if (double(c->total) < min_weight || c->total == 0) continue;
+      // Nodes only branch windows named (no stack sample passed through them) stay visible.
+      if ((double(c->total) < min_weight || c->total == 0) && windows_at(c->id) == 0) continue;
       queue.push_back({*c, parent_out, depth});
     }
   };
@@ -740,6 +989,8 @@ CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
     n.total_weight = double(item.node.total);
     n.edge_weight = double(item.node.edge);
     n.truncated = item.node.under_truncated_root;
+    n.context_id = item.node.id;
+    n.windows = windows_at(item.node.id);
     out.nodes.push_back(n);
     if (item.depth < query.max_depth) push_children(item.node.id, n.id, item.depth + 1);
   }
@@ -827,6 +1078,8 @@ TargetStats ProfileStore::Stats() const {
   mem += s.function_of.size() * 32 + s.space.mappings().size() * 96;
   mem += s.leaf_address_entries * 48;
   if (s.estimator) mem += s.estimator->Estimates().size() * 64;
+  mem += s.contexts.memory_bytes();
+  t.windows_with_context = s.windows_with_context;
   t.memory_bytes = mem;
   t.window_weighting = s.window_weighting;
   t.namespace_pid = s.info.namespace_pid;

@@ -680,6 +680,8 @@ HotPathsResult Session::HotPaths(const HotPathsQuery& query) const {
     out.paths_distinct += r.paths_distinct;
     out.as_of_unix_ms = std::max(out.as_of_unix_ms, r.as_of_unix_ms);
     if (out.estimator == PathEstimator::kNone) out.estimator = r.estimator;
+    out.contexts_matched += r.contexts_matched;
+    out.context_windows += r.context_windows;
     for (HotPath& p : r.paths) out.paths.push_back(std::move(p));
   }
   std::stable_sort(out.paths.begin(), out.paths.end(), [](const HotPath& a, const HotPath& b) {

@@ -369,6 +369,29 @@ std::vector<StackFrame> Pcct::Context(PcctNodeId id) const {
   return out;
 }
 
+PcctNodeId Pcct::Place(const std::vector<StackFrame>& frames, bool root_truncated) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t n = frames.size();
+  if (n == 0) return kPcctNoNode;
+  const size_t walk = options_.max_walk;
+  const bool truncated = root_truncated || n > walk;
+  const size_t placed = std::min(n, walk);
+  if (live_ + placed > options_.max_nodes) EvictForLocked(placed);
+  PcctNodeId parent = truncated ? kTruncatedRoot : kRoot;
+  bool created = false;
+  for (size_t i = placed; i-- > 0;) {  // root side first
+    const StackFrame& fr = frames[i];
+    parent = created ? NewNode(parent, fr, PcctChildTable::Hash(parent, fr.function, fr.call_site))
+                     : FindOrCreateChild(parent, fr, &created);
+  }
+  return parent;
+}
+
+bool Pcct::UnderTruncatedRoot(PcctNodeId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return id < nodes_.size() && nodes_[id].live && nodes_[id].truncated_tree;
+}
+
 std::vector<std::pair<std::string, double>> Pcct::ContextWeights() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<std::string, double>> out;

@@ -30,6 +30,7 @@
 #include "ptrace_primitives.h"
 #include "software_breakpoints.h"
 #include "step_classifier.h"
+#include "thread_stack_reader.h"
 #include "window_stepper.h"
 
 namespace pathprof::stepping {
@@ -711,13 +712,16 @@ class BurstTracer {
     // was stopped. Its stop began about one wake-up of this tracer before the stop was seen.
     const uint64_t seen = MonotonicNs();
     const uint64_t began = seen - std::min(seen - t0, wake_ns_);
+    // The window's calling context: the stack as the thread stopped, before it runs on.
+    ThreadStack stack;
+    if (interrupted) stack = ReadThreadStack(options_.pid, tid);
     const bool stepped = interrupted && StepWindow(tid, began, room, &window);
     // Off the target's CPU before anything else: the pipe write below wakes the collector, and
     // a collector woken beside the target would take its CPU.
     Unpin();
     // The thread was stopped until it was resumed (emulated windows note when), or until now.
     const uint64_t t1 = resumed_ns_ != 0 ? resumed_ns_ : MonotonicNs();
-    if (window) EmitWindow(tid, began, std::move(*window));
+    if (window) EmitWindow(tid, began, std::move(*window), std::move(stack));
     if (stepped || threads_.count(tid)) {
       stats_.stopped_ns += t1 - began;
       window_.Add(t1, t1 - began);
@@ -1005,7 +1009,7 @@ class BurstTracer {
     return ScanThreads() == 0;
   }
 
-  void EmitWindow(pid_t tid, uint64_t t0, SteppedWindow w) {
+  void EmitWindow(pid_t tid, uint64_t t0, SteppedWindow w, ThreadStack stack) {
     BranchBatch batch;
     batch.pid = static_cast<uint32_t>(options_.pid);
     batch.tid = static_cast<uint32_t>(tid);
@@ -1013,6 +1017,11 @@ class BurstTracer {
     batch.gap_before = true;
     batch.window = true;
     batch.events = std::move(w.events);
+    if (stack.regs.empty())
+      ++stats_.stacks_unreadable;
+    else
+      ++stats_.stacks_read;
+    batch.stack = std::move(stack);
     if (outbox_.empty()) outbox_since_ns_ = MonotonicNs();
     wire::AppendWindow(batch, &outbox_);
     ++outbox_windows_;

@@ -1,10 +1,14 @@
 #include "burst_wire.h"
 
+#include "thread_stack_reader.h"
+
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 namespace pathprof::stepping::wire {
 namespace {
@@ -73,15 +77,33 @@ SendResult SendBytes(int fd, const uint8_t* data, size_t size) {
 }
 
 void AppendWindow(const BranchBatch& batch, std::vector<uint8_t>* out) {
+  const ThreadStack& st = batch.stack;
+  const bool has_regs = st.regs.size() == std::size(StackHeader{}.regs);
+  const size_t stack_bytes = has_regs ? std::min(st.stack.size(), kMaxThreadStackBytes) : 0;
   const WindowHeader wh{batch.pid, batch.tid, batch.time_ns,
-                        static_cast<uint32_t>(batch.events.size()), 0};
+                        static_cast<uint32_t>(batch.events.size()),
+                        static_cast<uint32_t>(stack_bytes)};
+  StackHeader sh{};
+  sh.stack_start = st.stack_start;
+  sh.error = st.error;
+  if (has_regs) {
+    std::copy(st.regs.begin(), st.regs.end(), sh.regs);
+    sh.reg_count = static_cast<uint32_t>(st.regs.size());
+  }
   const size_t events = batch.events.size() * sizeof(BranchEvent);
-  const Header h{Type::kWindow, static_cast<uint32_t>(sizeof wh + events)};
-  const size_t at = out->size();
-  out->resize(at + sizeof h + sizeof wh + events);
-  std::memcpy(out->data() + at, &h, sizeof h);
-  std::memcpy(out->data() + at + sizeof h, &wh, sizeof wh);
-  if (events) std::memcpy(out->data() + at + sizeof h + sizeof wh, batch.events.data(), events);
+  const Header h{Type::kWindow,
+                 static_cast<uint32_t>(sizeof wh + sizeof sh + events + stack_bytes)};
+  size_t at = out->size();
+  out->resize(at + sizeof h + h.size);
+  auto put = [&](const void* data, size_t size) {
+    if (size) std::memcpy(out->data() + at, data, size);
+    at += size;
+  };
+  put(&h, sizeof h);
+  put(&wh, sizeof wh);
+  put(&sh, sizeof sh);
+  put(batch.events.data(), events);
+  put(st.stack.data(), stack_bytes);
 }
 
 SendResult SendWindow(int fd, const BranchBatch& batch) {
@@ -112,6 +134,7 @@ ReceiveResult Receive(int fd, int timeout_ms, Header* header, std::vector<uint8_
 BranchBatch DecodeWindow(const std::vector<uint8_t>& payload) {
   BranchBatch b;
   WindowHeader wh{};
+  StackHeader sh{};
   if (payload.size() < sizeof wh) return b;
   std::memcpy(&wh, payload.data(), sizeof wh);
   b.pid = wh.pid;
@@ -119,9 +142,31 @@ BranchBatch DecodeWindow(const std::vector<uint8_t>& payload) {
   b.time_ns = wh.time_ns;
   b.gap_before = true;
   b.window = true;
-  const size_t n = std::min<size_t>(wh.count, (payload.size() - sizeof wh) / sizeof(BranchEvent));
+  size_t at = sizeof wh;
+  if (payload.size() < at + sizeof sh) {
+    b.stack.error = EBADMSG;
+    return b;
+  }
+  std::memcpy(&sh, payload.data() + at, sizeof sh);
+  at += sizeof sh;
+  const size_t n = std::min<size_t>(wh.count, (payload.size() - at) / sizeof(BranchEvent));
   b.events.resize(n);
-  if (n) std::memcpy(b.events.data(), payload.data() + sizeof wh, n * sizeof(BranchEvent));
+  if (n) std::memcpy(b.events.data(), payload.data() + at, n * sizeof(BranchEvent));
+  at += n * sizeof(BranchEvent);
+  const bool sizes_add_up = n == wh.count && payload.size() - at == wh.stack_bytes &&
+                            wh.stack_bytes <= kMaxThreadStackBytes;
+  // No registers (none read, or the read failed) comes with no stack bytes.
+  const bool regs_ok =
+      sh.reg_count == std::size(sh.regs) || (sh.reg_count == 0 && wh.stack_bytes == 0);
+  if (!sizes_add_up || !regs_ok) {
+    b.stack.error = EBADMSG;
+    return b;
+  }
+  b.stack.error = sh.error;
+  if (sh.reg_count == 0) return b;
+  b.stack.regs.assign(std::begin(sh.regs), std::end(sh.regs));
+  b.stack.stack_start = sh.stack_start;
+  b.stack.stack.assign(payload.begin() + static_cast<long>(at), payload.end());
   return b;
 }
 

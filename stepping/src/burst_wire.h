@@ -12,13 +12,14 @@
 
 namespace pathprof::stepping::wire {
 
-inline constexpr uint32_t kVersion = 2;
+// 3: each window carries the top of its thread's stack (StackHeader + bytes).
+inline constexpr uint32_t kVersion = 3;
 
 enum class Type : uint32_t {
   kHello = 1,   // Hello
   kReady = 2,   // uint8 StepMode in use: every thread is seized
   kError = 3,   // ErrorHeader + message: the tracer could not start (it then exits)
-  kWindow = 4,  // WindowHeader + events
+  kWindow = 4,  // WindowHeader + StackHeader + events + stack bytes
   kStats = 5,   // PtraceBurstStats
   kNote = 6,    // text
   kExec = 7,    // no payload: the target exec'd
@@ -46,8 +47,16 @@ struct WindowHeader {
   uint32_t pid;
   uint32_t tid;
   uint64_t time_ns;
-  uint32_t count;
-  uint32_t reserved;
+  uint32_t count;        // branch events
+  uint32_t stack_bytes;  // stack bytes after the events (at most kMaxThreadStackBytes)
+};
+
+// The thread's registers at the window's start, for unwinding the stack bytes that follow.
+struct StackHeader {
+  uint64_t regs[17];  // x86-64 DWARF numbering; meaningful when reg_count == 17
+  uint64_t stack_start;
+  int32_t error;  // errno of a failed read: no registers, no bytes
+  uint32_t reg_count;
 };
 
 // Largest payload a reader accepts (a window of 4096 taken branches and their not-taken
@@ -72,6 +81,8 @@ SendResult SendError(int fd, ErrorCode code, int sys_errno, const std::string& m
 enum class ReceiveResult { kMessage, kTimeout, kEof, kBroken };
 ReceiveResult Receive(int fd, int timeout_ms, Header* header, std::vector<uint8_t>* payload);
 
+// A window whose stack part is malformed (sizes that do not add up, too many bytes) keeps its
+// events and gets stack.error = EBADMSG, so the collector counts it instead of unwinding junk.
 BranchBatch DecodeWindow(const std::vector<uint8_t>& payload);
 
 }  // namespace pathprof::stepping::wire

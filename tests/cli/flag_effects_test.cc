@@ -447,6 +447,44 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_TRUE(Has(with.out, "path 1:\n    ")) << Show("paths --blocks", with);
     EXPECT_FALSE(Has(without.out, "path 1:")) << Show("paths", without);
   };
+  // Hot paths per calling context: the hot loop's windows name their stack (main > hot).
+  auto first_context = [] {
+    const R r = PollCtl("paths " + S() + " --contexts-of 1 --json" + Sock(),
+                        [](const R& x) { return Has(x.out, "\"context_id\":\""); });
+    const size_t at = r.out.find("\"context_id\":\"");
+    EXPECT_NE(at, std::string::npos) << Show("paths --contexts-of 1", r);
+    if (at == std::string::npos) return std::string("0");
+    const size_t from = at + std::string("\"context_id\":\"").size();
+    return r.out.substr(from, r.out.find('"', from) - from);
+  };
+  t["paths --contexts-of"] = [=] {
+    first_context();
+    const R r = Ctl("paths " + S() + " --contexts-of 1" + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("paths --contexts-of", r);
+    EXPECT_TRUE(Has(r.out, "contexts of path 1")) << Show("paths --contexts-of", r);
+    EXPECT_TRUE(Has(r.out, "context_id")) << Show("paths --contexts-of", r);
+  };
+  t["paths --contexts"] = [=] {
+    first_context();
+    const R one = Ctl("paths " + S() + " --contexts-of 1 --contexts 1 --json" + Sock());
+    EXPECT_EQ(one.rc, 0) << Show("paths --contexts 1", one);
+    EXPECT_EQ(Count(one.out, "\"context_id\""), 1u) << Show("paths --contexts 1", one);
+  };
+  t["paths --context"] = [=] {
+    const std::string id = first_context();
+    const R r = Ctl("paths " + S() + " --context " + id + Sock());
+    EXPECT_EQ(r.rc, 0) << Show("paths --context", r);
+    EXPECT_TRUE(Has(r.out, "context " + id + ": ")) << Show("paths --context", r);
+    const R bad = Ctl("paths " + S() + " --context 'a;;b'" + Sock());
+    EXPECT_EQ(bad.rc, 2) << Show("paths --context 'a;;b'", bad);
+  };
+  t["paths --context-pid"] = [=] {
+    const std::string id = first_context();
+    const R mine = Ctl("paths " + S() + " --context " + id + " --context-pid " + Loop() + Sock());
+    EXPECT_EQ(mine.rc, 0) << Show("paths --context-pid", mine);
+    const R other = Ctl("paths " + S() + " --context " + id + " --context-pid 1" + Sock());
+    EXPECT_EQ(other.rc, 3) << Show("paths --context-pid 1", other);
+  };
   AddClientCases(t, "ps", [] { return std::string("ps"); });
   t["ps --name"] = [] {
     const R r = Ctl("ps --json --name example_hotl" + Sock());

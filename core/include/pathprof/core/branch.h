@@ -53,6 +53,20 @@ struct BranchEvent {
 // overflow, context switch, burst start); every consumer drops partial state there.
 // `window`: the batch is a bounded sample window (LBR stack, ptrace burst), so estimates from it
 // must be corrected for window bias (docs/design.md §5).
+// The top of a thread's user stack at a window's start, as a tracer that stopped the thread read
+// it: its registers and the stack memory from the stack pointer up. It names the window's calling
+// context once unwound (the same DWARF CFI walk as a copied eBPF stack sample). Empty when the
+// source has none (LBR, PT, recordings); `error` set when the read failed.
+struct ThreadStack {
+  std::vector<uint64_t> regs;  // x86-64 DWARF numbering, 17 registers (16: rip); empty: none
+  uint64_t stack_start = 0;    // user address of stack[0] (the stack pointer)
+  std::vector<uint8_t> stack;  // from stack_start up, bounded by the reader
+  int32_t error = 0;           // errno of a failed read (EBADMSG: a malformed message)
+
+  bool empty() const { return regs.empty() && error == 0; }
+  bool operator==(const ThreadStack&) const = default;
+};
+
 struct BranchBatch {
   uint32_t pid = 0;
   uint32_t tid = 0;
@@ -60,6 +74,8 @@ struct BranchBatch {
   bool gap_before = true;
   bool window = false;
   std::vector<BranchEvent> events;
+  // ptrace bursts: the stopped thread's stack at the window's start (its calling context).
+  ThreadStack stack;
 
   bool operator==(const BranchBatch&) const = default;
 };

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -91,6 +92,13 @@ class WindowEstimator {
   // kTime, durations[i] is how long the block events[i] ends took (any unit, the same for every
   // window); a window without them has no known density.
   void AddWindow(std::span<const BranchEvent> events, std::span<const double> durations = {});
+  // The same, also telling `contribution` each path's share of this window: its Horvitz-Thompson
+  // contribution and whole traversals (what the estimates add up), e.g. to keep per calling
+  // context tables that sum to the process's estimates.
+  using Contribution =
+      std::function<void(const PathDescriptor& path, double contribution, uint64_t observations)>;
+  void AddWindow(std::span<const BranchEvent> events, std::span<const double> durations,
+                 const Contribution& contribution);
   // A batch is one window (whatever its gap_before / window flags say).
   void AddWindow(const BranchBatch& batch) { AddWindow(batch.events); }
 
@@ -114,7 +122,11 @@ class WindowEstimator {
   PathStack stack_;
   mutable WindowEstimatorStats stats_;
   std::unordered_map<PathDescriptor, Accumulator, PathDescriptorHash> totals_;
-  std::unordered_map<PathDescriptor, double, PathDescriptorHash> window_;  // scratch per window
+  struct WindowShare {
+    double contribution = 0;
+    uint64_t observations = 0;
+  };
+  std::unordered_map<PathDescriptor, WindowShare, PathDescriptorHash> window_;  // scratch
 };
 
 // Cuts LBR-like windows out of a continuous stream: window j holds taken branches

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,10 +23,33 @@ struct Estimate {
 
 // ---------------------------------------------------------------- hot paths (path engine)
 
+// Which calling context's hot paths to report (docs/profiles.md, "Hot paths per calling
+// context"): a PCCT node (CctNode::context_id), or the function names of its innermost frames.
+struct ContextSelector {
+  uint32_t pid = 0;   // 0: every process of the session (node ids are per process)
+  uint64_t node = 0;  // CctNode::context_id; 0: select by `functions`
+  // Root side first: every context whose innermost frames are these functions, e.g.
+  // {"caller_a", "loop"}; several matches are summed.
+  std::vector<std::string> functions;
+};
+
 struct HotPathsQuery {
   uint32_t top_k = 20;
   PathMetric metric = PathMetric::kCount;
   bool with_blocks = true;  // symbolize every block of each path
+  // Set: the hot paths of branch windows attributed to this calling context only.
+  std::optional<ContextSelector> context;
+  // > 0: each path lists at most this many of the calling contexts it was seen in, heaviest first.
+  uint32_t contexts_per_path = 0;
+};
+
+// One calling context a path was seen in, and the path's weight there.
+struct PathContext {
+  uint64_t node = 0;                // CctNode::context_id; 0 when the PCCT evicted the node
+  std::vector<Location> functions;  // root side first
+  bool truncated = false;           // the stack was cut on the root side: a partial context
+  Estimate estimate;                // share: of the path's weight over its attributed windows
+  uint64_t observations = 0;        // whole traversals seen in this context's windows
 };
 
 struct HotPath {
@@ -35,8 +59,9 @@ struct HotPath {
   uint64_t outcomes = 0;  // bit i: branch i taken (or unconditional)
   Estimate estimate;
   PathMetric metric = PathMetric::kCount;
-  std::vector<Location> blocks;  // first to last; empty unless with_blocks
-  uint64_t observations = 0;     // whole traversals seen (windowed sources) or HPT value
+  std::vector<Location> blocks;       // first to last; empty unless with_blocks
+  uint64_t observations = 0;          // whole traversals seen (windowed sources) or HPT value
+  std::vector<PathContext> contexts;  // with contexts_per_path, heaviest first
 };
 
 // How a profile's path values were obtained.
@@ -59,6 +84,9 @@ struct HotPathsResult {
   uint64_t paths_distinct = 0;
   int64_t as_of_unix_ms = 0;
   PathEstimator estimator = PathEstimator::kNone;
+  // With a context selector: the contexts it matched and their windows (0 and 0: none matched).
+  uint64_t contexts_matched = 0;
+  uint64_t context_windows = 0;
 };
 
 // A stable identity of a path for baselines / residual paths.
@@ -113,6 +141,10 @@ struct CctNode {
   double total_weight = 0;
   double edge_weight = 0;
   bool truncated = false;  // under the "[truncated]" root (partial context)
+  // The PCCT's own id of the node: stable while the node lives (unlike `id`), the selector of
+  // HotPathsQuery::context.
+  uint64_t context_id = 0;
+  uint64_t windows = 0;  // branch windows attributed to this context or one below it
 };
 
 struct CallingContextTree {
@@ -169,7 +201,8 @@ struct TargetStats {
   double pipeline_cpu_seconds = 0;  // CPU the pipeline's threads spent on this target
   uint64_t memory_bytes = 0;        // approximate heap held by this target's profiles
   std::string window_weighting;     // how branch windows are weighted, and why (empty: no windows)
-  uint32_t namespace_pid = 0;       // as TargetInfo::namespace_pid
+  uint64_t windows_with_context = 0;  // windows attributed to a calling context (the rest: drops)
+  uint32_t namespace_pid = 0;         // as TargetInfo::namespace_pid
 };
 
 }  // namespace pathprof::pipeline

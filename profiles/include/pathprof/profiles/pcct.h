@@ -132,6 +132,14 @@ class Pcct {
   std::optional<PcctNode> Find(const std::vector<StackFrame>& path, PcctNodeId root = kRoot) const;
   // root-side first frames from the node's root down to the node.
   std::vector<StackFrame> Context(PcctNodeId id) const;
+  // The node of a calling context, created with zero weights where missing, without counting a
+  // sample: branch windows name their context this way (docs/profiles.md, "Hot paths per
+  // calling context"). `frames` leaf first, as in StackSample; a stack cut on the root side, or
+  // deeper than max_walk (its leafmost max_walk frames kept), hangs under kTruncatedRoot.
+  // kPcctNoNode for an empty stack. Weightless nodes are the first the memory bound evicts.
+  PcctNodeId Place(const std::vector<StackFrame>& frames, bool root_truncated);
+  // Whether the node is under kTruncatedRoot (false for a node not in the tree).
+  bool UnderTruncatedRoot(PcctNodeId id) const;
 
   // Weights keyed by textual context, for the correlation of section 6.1: one entry per node
   // ("node <ctx>", self weight) and per edge ("edge <ctx>", edge weight), non-zero only, where

@@ -117,6 +117,8 @@ struct PtraceBurstStats {
   uint64_t skipped_no_thread = 0;     // burst time came but no thread was runnable
   uint64_t deferred_cap = 0;          // burst time came but the last second had no room left
   uint64_t windows_dropped_pipe = 0;  // the collector did not keep up: window not sent
+  uint64_t stacks_read = 0;           // windows sent with the top of their thread's stack
+  uint64_t stacks_unreadable = 0;     // windows sent without it: registers or stack unreadable
   uint64_t threads_attached = 0;      // seized, at start and by later scans
   uint64_t threads_exited = 0;
   uint64_t signals_forwarded = 0;   // signal-delivery stops re-injected

@@ -1,0 +1,113 @@
+// Windows whose calling context cannot be named are counted, never dropped silently: a stack the
+// tracer could not read, a malformed one, one that does not unwind, and a window without any
+// stack and no stack sample near it. And a window that names its context through the thread's
+// nearest stack sample (LBR has no stack of its own) lands in that sample's context.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "pathprof/decoders/cfi_unwinder.h"
+#include "pathprof/pipeline/profile_store.h"
+
+namespace {
+
+namespace pl = pathprof::pipeline;
+using pathprof::BranchBatch;
+using pathprof::BranchEvent;
+using pathprof::BranchKind;
+
+// A window of a two-branch loop at 0x1000 (8 taken back edges, the conditional alternating).
+BranchBatch LoopWindow(uint64_t time_ns) {
+  BranchBatch b;
+  b.pid = 4242;
+  b.tid = 7;
+  b.time_ns = time_ns;
+  b.window = true;
+  for (int i = 0; i < 8; ++i) {
+    b.events.push_back({0x1008, 0x1010, 0, 3, BranchKind::kConditional, i % 2 == 0});
+    b.events.push_back({0x1020, 0x1000, 0, 4, BranchKind::kDirectJump, true});
+  }
+  return b;
+}
+
+std::unique_ptr<pl::ProfileStore> Store() {
+  auto store =
+      pl::ProfileStore::CreateOffline(4242, pl::SessionConfig{}, pl::BranchWindows::kTakenBranches,
+                                      std::make_shared<pl::SymbolService>());
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return std::move(*store);
+}
+
+uint64_t Count(const std::map<std::string, uint64_t>& m, const std::string& prefix) {
+  uint64_t n = 0;
+  for (const auto& [k, v] : m)
+    if (k.starts_with(prefix)) n += v;
+  return n;
+}
+
+TEST(WindowContexts, WindowsWithoutANameableContextAreCountedByReason) {
+  auto store = Store();
+  BranchBatch unreadable = LoopWindow(1);
+  unreadable.stack.error = EFAULT;
+  store->AddBranches(unreadable);
+  BranchBatch malformed = LoopWindow(2);
+  malformed.stack.error = EBADMSG;
+  store->AddBranches(malformed);
+  BranchBatch few_regs = LoopWindow(3);
+  few_regs.stack.regs = {1, 2, 3};  // not the 17 DWARF registers
+  store->AddBranches(few_regs);
+  store->AddBranches(LoopWindow(4));  // no stack at all, no stack sample
+  // Registers that point nowhere: the instruction pointer in no mapping, no stack bytes.
+  BranchBatch nowhere = LoopWindow(5);
+  nowhere.stack.regs.assign(pathprof::decoders::kDwarfRegisterCount, 0);
+  nowhere.stack.regs[pathprof::decoders::kDwarfRip] = 0x10;
+  store->AddBranches(nowhere);
+
+  const pl::TargetStats st = store->Stats();
+  EXPECT_EQ(st.windows, 5u);
+  EXPECT_EQ(Count(st.decode_errors, "window_stack_unreadable"), 1u);
+  EXPECT_EQ(Count(st.decode_errors, "window_stack_malformed"), 2u);
+  // The unwinder keeps the instruction pointer it cannot follow: a partial context, counted.
+  EXPECT_EQ(Count(st.decode_errors, "window_stack_unwind"), 1u);
+  EXPECT_EQ(Count(st.drops, "window_context_none"), 4u);
+  EXPECT_EQ(st.windows_with_context, 1u);
+  // What every window gave still counts process-wide.
+  pl::HotPathsQuery q;
+  q.with_blocks = false;
+  EXPECT_FALSE(store->HotPaths(q).paths.empty());
+}
+
+TEST(WindowContexts, AWindowWithoutAStackTakesTheNearestStackSampleOfItsThread) {
+  auto store = Store();
+  pathprof::collectors::RawStackSample s;
+  s.pid = 4242;
+  s.tid = 7;
+  s.time_ns = 1'000'000'000;
+  s.user = {0x1004, 0x2010, 0x3020};  // loop, called from 0x2010, called from 0x3020
+  store->AddStackSample(s);
+  store->AddBranches(LoopWindow(1'010'000'000));  // 10 ms later: named by the sample
+  store->AddBranches(LoopWindow(5'000'000'000));  // 4 s later: too far, no context
+  const pl::TargetStats st = store->Stats();
+  EXPECT_EQ(st.windows_with_context, 1u);
+  EXPECT_EQ(Count(st.drops, "window_context_none"), 1u);
+
+  // The sample's tree node carries the window; its id selects the window's paths.
+  const pl::CallingContextTree tree = store->Cct(pl::CctQuery{});
+  uint64_t leaf = 0;
+  for (const pl::CctNode& n : tree.nodes)
+    if (n.windows == 1 && n.function.address == 0x1004) leaf = n.context_id;
+  ASSERT_NE(leaf, 0u);
+  pl::HotPathsQuery q;
+  q.with_blocks = false;
+  q.context = pl::ContextSelector{0, leaf, {}};
+  const pl::HotPathsResult r = store->HotPaths(q);
+  EXPECT_EQ(r.contexts_matched, 1u);
+  EXPECT_EQ(r.context_windows, 1u);
+  ASSERT_FALSE(r.paths.empty());
+  EXPECT_EQ(r.paths[0].start.address & ~uint64_t{0xfff}, 0x1000u);
+  // Another pid's selector matches nothing here.
+  q.context->pid = 1;
+  EXPECT_EQ(store->HotPaths(q).contexts_matched, 0u);
+}
+
+}  // namespace
