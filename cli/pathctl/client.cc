@@ -234,6 +234,10 @@ std::string LocationText(const v1::Location& l) {
   return out;
 }
 
+std::string FunctionText(const v1::Location& l) {
+  return l.function().empty() ? LocationText(l) : l.function();
+}
+
 std::string EstimateText(const v1::Estimate& e) {
   char buf[96];
   if (e.error_bound() > 0)

@@ -61,6 +61,9 @@ int FailLocal(const std::string& command, const pathprof::Status& status);
 // and a query's answered here from a recording: the same document of the same message type.
 void PrintJson(const google::protobuf::Message& message);
 std::string LocationText(const pathprof::v1::Location& l);  // "func+0x1a (file.c:12)"
+// A function as hot methods name it: its name alone ("func", "memcmp@plt", "zstd+0x97210"),
+// the address and image where it has none.
+std::string FunctionText(const pathprof::v1::Location& l);
 std::string EstimateText(const pathprof::v1::Estimate& e);  // "1234 ±56" or "1234"
 const char* SessionStateName(pathprof::v1::SessionState s);
 const char* BranchSourceName(pathprof::v1::BranchSource s);

@@ -40,12 +40,15 @@ int RunTree(Args& args) {
                                                     ": " + std::to_string(n.windows()) + " windows}"
                                               : "";
       std::printf("%6.2f%% %8.0f self %-8.0f %*s%s%s%s\n", pct, n.total_weight(), n.self_weight(),
-                  2 * d, "",
-                  n.function().function().empty() ? LocationText(n.function()).c_str()
-                                                  : n.function().function().c_str(),
+                  2 * d, "", FunctionText(n.function()).c_str(),
                   n.truncated() ? " [truncated]" : "", windows.c_str());
     }
   }
+  if (resp.nodes_size() == 0 && !req.root_function().empty())
+    std::fprintf(stderr,
+                 "pathctl tree: no node of the tree is named '%s' (names are exact: `pathctl "
+                 "methods %s` lists the functions sampled)\n",
+                 req.root_function().c_str(), args.positional()[0].c_str());
   return resp.nodes_size() ? kExitOk : kExitNoData;
 }
 

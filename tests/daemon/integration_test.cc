@@ -92,6 +92,18 @@ TEST_F(DaemonSession, HotPathTreeAndMethodsNameTheHotLoop) {
   auto table = daemon_.Ctl("paths " + id_ + " --top 3");
   ASSERT_EQ(table.rc, 0);
   EXPECT_NE(table.out.find("hot+0x"), std::string::npos) << table.out;
+
+  // A method is a function: named without the "+0x0" of a location at its start.
+  auto methods_table = daemon_.Ctl("methods " + id_ + " --top 3");
+  ASSERT_EQ(methods_table.rc, 0) << methods_table.out;
+  EXPECT_NE(methods_table.out.find("  hot\n"), std::string::npos) << methods_table.out;
+  EXPECT_EQ(methods_table.out.find("+0x0"), std::string::npos) << methods_table.out;
+  // A --root that names no node says so, and exits 3 (no data).
+  auto no_root = daemon_.Ctl("tree " + id_ + " --root no_such_function");
+  EXPECT_EQ(no_root.rc, 3) << no_root.out;
+  EXPECT_NE(no_root.out.find("no node of the tree is named 'no_such_function'"),
+            std::string::npos)
+      << no_root.out;
 }
 
 TEST_F(DaemonSession, ExportPassesGoPprofWithHotFirst) {
