@@ -3,6 +3,7 @@
 #include <google/protobuf/util/time_util.h>
 
 #include "pathprof/api/resource_names.h"
+#include "pathprof/api/session_request.h"
 #include "pathprof/core/clock.h"
 
 namespace pathprof::api {
@@ -78,6 +79,7 @@ void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
   out->set_error(in.error);
   out->set_owner_uid(in.owner_uid);
   out->set_memory_bound_bytes(in.config.MemoryBoundBytes());
+  ToProto(in.config, out->mutable_settings());
 }
 
 void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out) {
@@ -260,6 +262,36 @@ v1::Metric ToProto(pipeline::PathMetric m) {
       return v1::METRIC_MISPREDICTIONS;
   }
   return v1::METRIC_UNSPECIFIED;
+}
+
+v1::SourceChoice ToProto(pipeline::SourceChoice s) {
+  switch (s) {
+    case pipeline::SourceChoice::kAuto:
+      return v1::SOURCE_CHOICE_AUTO;
+    case pipeline::SourceChoice::kNone:
+      return v1::SOURCE_CHOICE_NONE;
+    case pipeline::SourceChoice::kPtrace:
+      return v1::SOURCE_CHOICE_PTRACE;
+    case pipeline::SourceChoice::kLbr:
+      return v1::SOURCE_CHOICE_LBR;
+    case pipeline::SourceChoice::kIntelPt:
+      return v1::SOURCE_CHOICE_INTEL_PT;
+  }
+  return v1::SOURCE_CHOICE_UNSPECIFIED;
+}
+
+v1::PathKind ToProto(pipeline::PathKind k) {
+  switch (k) {
+    case pipeline::PathKind::kBallLarus:
+      return v1::PATH_KIND_BALL_LARUS;
+    case pipeline::PathKind::kWpp:
+      return v1::PATH_KIND_WPP;
+    case pipeline::PathKind::kExtendedLoops:
+      return v1::PATH_KIND_EXTENDED_LOOPS;
+    case pipeline::PathKind::kExtendedCalls:
+      return v1::PATH_KIND_EXTENDED_CALLS;
+  }
+  return v1::PATH_KIND_UNSPECIFIED;
 }
 
 pipeline::PathMetric FromProto(v1::Metric m) {

@@ -4,12 +4,12 @@
 #pragma once
 
 #include "pathprof/collectors/capabilities.h"
-#include "pathprof/stepping/step_probe.h"
 #include "pathprof/hwmodel/hwmodel.h"
 #include "pathprof/pipeline/offline_analysis.h"
 #include "pathprof/pipeline/offline_sim.h"
 #include "pathprof/pipeline/results.h"
 #include "pathprof/pipeline/session.h"
+#include "pathprof/stepping/step_probe.h"
 #include "pathprof/v1/profiler.pb.h"
 #include "pathprof/v1/reports.pb.h"
 #include "pathprof/v1/sim.pb.h"
@@ -19,7 +19,8 @@ namespace pathprof::api {
 void ToProto(const pipeline::Location& in, v1::Location* out);
 void ToProto(const pipeline::Estimate& in, v1::Estimate* out);
 void ToProto(const pipeline::HotPath& in, v1::HotPath* out);  // pid and observations included
-// A session with an empty id (one pathctl runs itself, not a daemon resource) gets no name.
+// A session with an empty id (one pathctl runs itself, not a daemon resource) gets no name. Its
+// settings are the config's (session_request.h); its target is the daemon's to fill in.
 void ToProto(const pipeline::SessionInfo& in, v1::Session* out);
 void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out);
 
@@ -56,6 +57,8 @@ v1::HptReplacement ToProto(hwmodel::HptReplacement r);
 v1::Metric ToProto(hwmodel::Metric m);
 v1::SimMode ToProto(pipeline::SimMode m);
 v1::PathEstimator ToProto(pipeline::PathEstimator e);
+v1::SourceChoice ToProto(pipeline::SourceChoice s);
+v1::PathKind ToProto(pipeline::PathKind k);
 pipeline::PathMetric FromProto(v1::Metric m);
 pipeline::SourceChoice FromProto(v1::SourceChoice s);
 pipeline::PathKind FromProto(v1::PathKind k);
