@@ -3,6 +3,7 @@
 #include <google/protobuf/util/time_util.h>
 
 #include "pathprof/api/resource_names.h"
+#include "pathprof/api/session_request.h"
 #include "pathprof/core/clock.h"
 
 namespace pathprof::api {
@@ -73,6 +74,7 @@ void ToProto(const pipeline::SessionInfo& in, v1::Session* out) {
   out->set_error(in.error);
   out->set_owner_uid(in.owner_uid);
   out->set_memory_bound_bytes(in.config.MemoryBoundBytes());
+  ToProto(in.config, out->mutable_settings());
 }
 
 void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out) {

@@ -1,7 +1,5 @@
 #include "pathprof/api/grpc_status.h"
 
-#include <cctype>
-
 #include <absl/status/status.h>
 
 namespace pathprof::api {
@@ -34,10 +32,41 @@ grpc::StatusCode ToGrpcCode(ErrorCode code) {
   return grpc::StatusCode::INTERNAL;  // not reached: every code is mapped above
 }
 
+// The switch has no default so that a new ErrorCode does not compile until it has a reason.
+v1::ErrorReason ReasonOf(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk:
+      return v1::ERROR_REASON_UNSPECIFIED;
+    case ErrorCode::kInvalidArgument:
+      return v1::INVALID_ARGUMENT;
+    case ErrorCode::kNotFound:
+      return v1::NOT_FOUND;
+    case ErrorCode::kCorrupt:
+      return v1::CORRUPT;
+    case ErrorCode::kTruncated:
+      return v1::TRUNCATED;
+    case ErrorCode::kUnsupported:
+      return v1::UNSUPPORTED;
+    case ErrorCode::kPermission:
+      return v1::PERMISSION_DENIED;
+    case ErrorCode::kUnavailable:
+      return v1::UNAVAILABLE;
+    case ErrorCode::kResourceExhausted:
+      return v1::RESOURCE_EXHAUSTED;
+    case ErrorCode::kInternal:
+      return v1::INTERNAL;
+    case ErrorCode::kIo:
+      return v1::IO;
+  }
+  return v1::INTERNAL;  // not reached: every code is mapped above
+}
+
+std::string ReasonName(v1::ErrorReason reason) {
+  return v1::ErrorReason_Name(reason);
+}
+
 std::string ReasonName(ErrorCode code) {
-  std::string name = ErrorCodeName(code);  // "permission denied" -> PERMISSION_DENIED
-  for (char& c : name) c = c == ' ' ? '_' : static_cast<char>(std::toupper(c));
-  return name;
+  return ReasonName(ReasonOf(code));
 }
 
 std::string ReasonName(grpc::StatusCode code) {
@@ -48,7 +77,8 @@ std::string ReasonName(grpc::StatusCode code) {
 grpc::Status MakeError(grpc::StatusCode code, std::string message, ErrorDetail detail) {
   if (code == grpc::StatusCode::OK) return grpc::Status::OK;
   v1::ErrorInfo info;
-  info.set_reason(detail.reason.empty() ? ReasonName(code) : detail.reason);
+  info.set_reason(detail.reason == v1::ERROR_REASON_UNSPECIFIED ? ReasonName(code)
+                                                                : ReasonName(detail.reason));
   info.set_domain(kErrorDomain);
   if (!detail.field.empty()) (*info.mutable_metadata())["field"] = detail.field;
   if (!detail.limit.empty()) (*info.mutable_metadata())["limit"] = detail.limit;
@@ -65,7 +95,7 @@ grpc::Status MakeError(grpc::StatusCode code, std::string message, ErrorDetail d
 
 grpc::Status ToGrpc(const Status& status, ErrorDetail detail) {
   if (status.ok()) return grpc::Status::OK;
-  if (detail.reason.empty()) detail.reason = ReasonName(status.code());
+  if (detail.reason == v1::ERROR_REASON_UNSPECIFIED) detail.reason = ReasonOf(status.code());
   return MakeError(ToGrpcCode(status.code()), status.message(), std::move(detail));
 }
 
@@ -84,9 +114,9 @@ std::optional<v1::ErrorInfo> ErrorInfoOf(const grpc::Status& s) {
   return std::nullopt;
 }
 
-grpc::Status InvalidArgument(std::string message, std::string field) {
+grpc::Status InvalidArgument(std::string message, std::string field, v1::ErrorReason reason) {
   return MakeError(grpc::StatusCode::INVALID_ARGUMENT, std::move(message),
-                   {.field = std::move(field)});
+                   {.reason = reason, .field = std::move(field)});
 }
 
 }  // namespace pathprof::api

@@ -22,7 +22,7 @@ grpc::Status AboveLimit(const char* field, uint64_t value, uint64_t max, const c
       grpc::StatusCode::INVALID_ARGUMENT,
       std::string(field) + " " + std::to_string(value) + " is above the server maximum " +
           std::to_string(max) + " (limits." + key + ")",
-      {.reason = "ABOVE_LIMIT", .field = field, .limit = std::string("limits.") + key});
+      {.reason = v1::ABOVE_LIMIT, .field = field, .limit = std::string("limits.") + key});
 }
 
 grpc::Status NonNegative(const char* field, int64_t value) {

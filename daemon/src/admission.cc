@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "pathprof/api/grpc_status.h"
+
 namespace pathprof::daemon {
 namespace {
 
@@ -9,10 +11,12 @@ std::string Mib(uint64_t bytes) {
   return std::to_string(bytes >> 20) + " MiB";
 }
 
-AdmissionDecision Refuse(std::string message) {
+// `limit`: the limits.* key to blame (ErrorInfo metadata), where one alone is.
+AdmissionDecision Refuse(std::string message, std::string limit) {
   AdmissionDecision d;
   d.kind = AdmissionDecision::Kind::kRefuse;
-  d.refusal = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, std::move(message));
+  d.refusal = api::MakeError(grpc::StatusCode::RESOURCE_EXHAUSTED, std::move(message),
+                             {.reason = v1::QUOTA_EXCEEDED, .limit = std::move(limit)});
   return d;
 }
 
@@ -22,8 +26,9 @@ AdmissionDecision Admit(const Limits& l, const Applicant& a, const std::vector<H
   const uint64_t need = a.memory_bound_bytes;
   if (need > l.max_session_memory_bytes)
     return Refuse("the session's profiles may take " + Mib(need) +
-                  ", above limits.max_session_memory_bytes " + Mib(l.max_session_memory_bytes) +
-                  " (ask for smaller hpt/osp/pcct bounds or fewer processes)");
+                      ", above limits.max_session_memory_bytes " + Mib(l.max_session_memory_bytes) +
+                      " (ask for smaller hpt/osp/pcct bounds or fewer processes)",
+                  "limits.max_session_memory_bytes");
   const uint32_t reserve =
       l.max_sessions > 0 ? std::min(l.admin_reserved_sessions, l.max_sessions - 1) : 0;
   const uint32_t session_cap = a.admin ? l.max_sessions : l.max_sessions - reserve;
@@ -47,28 +52,33 @@ AdmissionDecision Admit(const Limits& l, const Applicant& a, const std::vector<H
         (!oldest_ended_mine || s.stopped_unix_ms < oldest_ended_mine->stopped_unix_ms))
       oldest_ended_mine = &s;
   }
-  std::string over;
+  std::string over, limit;
   if (mine >= l.max_sessions_per_client)
+    limit = "limits.max_sessions_per_client",
     over = a.client_key + " holds " + std::to_string(mine) +
            " sessions (limits.max_sessions_per_client, running and ended together)";
   else if (total >= session_cap)
+    limit = "limits.max_sessions",
     over = std::to_string(total) + " sessions are held, the most " +
            (a.admin ? std::string("allowed (limits.max_sessions)")
                     : "a non-admin may fill (limits.max_sessions less "
                       "limits.admin_reserved_sessions)");
   else if (bytes + need > memory_cap)
+    limit = "limits.max_memory_bytes",
     over = "the session's profiles may take " + Mib(need) + "; held sessions may take " +
            Mib(bytes) + " of the " + Mib(memory_cap) + " allowed (limits.max_memory_bytes" +
            (a.admin ? "" : " less limits.admin_reserved_memory_bytes") + ")";
   else if (mine_bytes + need > client_memory_cap)
+    limit = "limits.client_memory_share",
     over = "the session's profiles may take " + Mib(need) + "; " + a.client_key +
            "'s sessions may take " + Mib(mine_bytes) + " of the " + Mib(client_memory_cap) +
            " one client may hold (limits.client_memory_share of the non-admin memory)";
   if (over.empty()) return {};
   if (oldest_ended_mine == nullptr)
     return Refuse(over +
-                  "; none of yours has ended: stop one (pathctl stop) or delete one "
-                  "(pathctl rm)");
+                      "; none of yours has ended: stop one (pathctl stop) or delete one "
+                      "(pathctl rm)",
+                  limit);
   AdmissionDecision d;
   d.kind = AdmissionDecision::Kind::kEvict;
   d.evict_id = oldest_ended_mine->id;

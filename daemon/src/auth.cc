@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "pathprof/api/grpc_status.h"
+
 namespace pathprof::daemon {
 
 std::optional<uint32_t> ProcessOwner(uint32_t pid) {
@@ -51,8 +53,9 @@ grpc::Status Authorizer::Identify(grpc::ServerContext* context, Peer* out) const
     // gRPC cancels a connection's calls before it closes the fd, so a live call found a live
     // entry (checked after the lookup, in that order).
     if (!p || context->IsCancelled())
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "connection " + peer + " is not known to pathprofd; reconnect");
+      return api::MakeError(grpc::StatusCode::UNAUTHENTICATED,
+                            "connection " + peer + " is not known to pathprofd; reconnect",
+                            {.reason = v1::PEER_UNKNOWN});
     std::lock_guard<std::mutex> lock(mu_);
     p->admin = IsAdmin(*p, admin_group_);
     *out = std::move(*p);
@@ -74,21 +77,26 @@ grpc::Status Authorizer::Identify(grpc::ServerContext* context, Peer* out) const
     std::string names;
     for (const auto& value : auth->GetPeerIdentity())
       names += (names.empty() ? "" : ", ") + std::string(value.data(), value.size());
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        "TLS identity " + names + " is not listed in [[tcp.clients]]");
+    return api::MakeError(grpc::StatusCode::PERMISSION_DENIED,
+                          "TLS identity " + names + " is not listed in [[tcp.clients]]",
+                          {.reason = v1::TLS_IDENTITY_NOT_LISTED});
   }
-  return grpc::Status(
+  return api::MakeError(
       grpc::StatusCode::UNAUTHENTICATED,
-      "peer " + peer + " has no verified identity (TCP needs a client certificate)");
+      "peer " + peer + " has no verified identity (TCP needs a client certificate)",
+      {.reason = v1::PEER_UNKNOWN});
 }
 
 grpc::Status Authorizer::CheckPid(const Peer& peer, uint32_t pid) {
   auto owner = ProcessOwner(pid);
-  if (!owner) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no process " + std::to_string(pid));
+  if (!owner)
+    return api::MakeError(grpc::StatusCode::NOT_FOUND, "no process " + std::to_string(pid),
+                          {.reason = v1::TARGET_NOT_FOUND});
   if (!MaySee(peer, *owner))
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        "pid " + std::to_string(pid) + " belongs to uid " + std::to_string(*owner) +
-                            "; you are uid " + std::to_string(peer.uid));
+    return api::MakeError(grpc::StatusCode::PERMISSION_DENIED,
+                          "pid " + std::to_string(pid) + " belongs to uid " +
+                              std::to_string(*owner) + "; you are uid " + std::to_string(peer.uid),
+                          {.reason = v1::TARGET_NOT_PERMITTED});
   return grpc::Status::OK;
 }
 

@@ -59,6 +59,26 @@ api::QueryLimits QueryLimitsOf(const Limits& l) {
   return q;
 }
 
+grpc::Status ClientGone() {
+  return api::MakeError(StatusCode::CANCELLED, "client went away",
+                        {.reason = v1::CLIENT_CANCELLED});
+}
+
+// Why a session the request was fine for did not start, for ErrorInfo: the pipeline's code
+// says which of the target or the settings it was, where it is one of those.
+v1::ErrorReason StartFailure(const Status& s) {
+  switch (s.code()) {
+    case ErrorCode::kNotFound:
+      return v1::TARGET_NOT_FOUND;  // the process exited since it was named
+    case ErrorCode::kPermission:
+      return v1::TARGET_NOT_PERMITTED;  // e.g. it runs a setuid program (confinement)
+    case ErrorCode::kInvalidArgument:
+      return v1::SESSION_SETTINGS_INVALID;
+    default:
+      return api::ReasonOf(s.code());  // UNSUPPORTED, UNAVAILABLE, ...: what the host lacks
+  }
+}
+
 // The default page size of the two lists, and the most ListSessions returns at once.
 constexpr int32_t kDefaultPageSize = 100;
 constexpr int32_t kMaxSessionsPage = 1000;
@@ -108,12 +128,12 @@ grpc::Status ProfilerService::Run(const char* method, grpc::ServerContext* conte
                "rate limit: %s is over %.0f calls/s (limits.rate_qps); retry in %.0f ms",
                peer.client_key().c_str(), limits().rate_qps, retry_ms);
       s = api::MakeError(StatusCode::RESOURCE_EXHAUSTED, msg,
-                         {.reason = "RATE_LIMITED", .limit = "limits.rate_qps"});
+                         {.reason = v1::RATE_LIMITED, .limit = "limits.rate_qps"});
     } else {
       s = body(peer);
     }
   }
-  s = api::WithErrorInfo(s);  // every failure carries an ErrorInfo, reason its code at least
+  s = api::WithErrorInfo(s);  // every failure carries an ErrorInfo (made with one, or its code's)
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Denials are worth a line each (an audit trail); rate-limit refusals come in floods, so only
   // at debug level (they are counted in /metrics).
@@ -137,15 +157,16 @@ grpc::Status ProfilerService::Run(const char* method, grpc::ServerContext* conte
 grpc::Status ProfilerService::Session(const Peer& peer, const std::string& name, const char* field,
                                       std::shared_ptr<pipeline::Session>* out) const {
   auto id = api::SessionIdFromName(name, field);
-  if (!id.ok()) return ToGrpc(id.status(), {.field = field});
+  if (!id.ok()) return ToGrpc(id.status(), {.reason = v1::SESSION_NAME_INVALID, .field = field});
   auto s = sessions_->Get(*id);
   if (!s)
     return api::MakeError(StatusCode::NOT_FOUND, "no session " + name + " (it may have expired)",
-                          {.reason = "SESSION_NOT_FOUND", .field = field});
+                          {.reason = v1::SESSION_NOT_FOUND, .field = field});
   uint32_t owner = s->Info().owner_uid;
   if (!Authorizer::MaySee(peer, owner))
-    return grpc::Status(StatusCode::PERMISSION_DENIED,
-                        "session " + name + " belongs to uid " + std::to_string(owner));
+    return api::MakeError(StatusCode::PERMISSION_DENIED,
+                          "session " + name + " belongs to uid " + std::to_string(owner),
+                          {.reason = v1::SESSION_NOT_PERMITTED, .field = field});
   // Authorization can change after the start: a target that execs a setuid program holds more
   // than its requester. The session then stops collecting; the reply still shows what it had.
   s->RecheckConfinement();
@@ -178,17 +199,16 @@ grpc::Status ProfilerService::ListTargets(grpc::ServerContext* ctx,
     if (grpc::Status s = NonNegative("page_size", req->page_size()); !s.ok()) return s;
     const uint32_t page = std::min<uint32_t>(req->page_size() ? req->page_size() : kDefaultPageSize,
                                              l.max_targets_listed);
-    // The token is the last pid of the previous page: processes come by pid, so a page starts
-    // after it whatever started or exited in between.
+    // The token holds the last pid of the previous page: processes come by pid, so a page
+    // starts after it whatever started or exited in between.
     uint32_t after = 0;
     if (!req->page_token().empty()) {
-      char* end = nullptr;
-      unsigned long v = strtoul(req->page_token().c_str(), &end, 10);
-      if (*end != '\0' || v > 2147483647ul)
-        return InvalidArgument("page_token '" + req->page_token() +
-                                   "' is not one this server gave (use next_page_token as it came)",
-                               "page_token");
-      after = static_cast<uint32_t>(v);
+      std::string last;
+      if (grpc::Status s =
+              page_tokens_.Read(req->page_token(), "ListTargets", req->name_filter(), &last);
+          !s.ok())
+        return s;
+      after = static_cast<uint32_t>(std::stoul(last));  // signed by us: digits of a pid
     }
     std::vector<ProcessEntry> processes = ListProcesses();
     std::sort(processes.begin(), processes.end(),
@@ -199,7 +219,9 @@ grpc::Status ProfilerService::ListTargets(grpc::ServerContext* ctx,
           p.executable.find(req->name_filter()) == std::string::npos)
         continue;
       if (static_cast<uint32_t>(resp->targets_size()) >= page) {
-        resp->set_next_page_token(std::to_string(resp->targets(resp->targets_size() - 1).pid()));
+        resp->set_next_page_token(
+            page_tokens_.Make("ListTargets", req->name_filter(),
+                              std::to_string(resp->targets(resp->targets_size() - 1).pid())));
         break;
       }
       auto* t = resp->add_targets();
@@ -214,44 +236,71 @@ grpc::Status ProfilerService::ListTargets(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status ProfilerService::CreateSession(grpc::ServerContext* ctx,
+                                            const v1::CreateSessionRequest* req,
+                                            v1::Session* resp) {
+  return Run("CreateSession", ctx, [&](const Peer& peer) {
+    return Create(ctx, peer, req->session().target(), req->session().settings(),
+                  {.target = "session.target.", .settings = api::kCreateSettingsField}, resp);
+  });
+}
+
+// The deprecated spelling of CreateSession: the same path, its fields named as it names them.
 grpc::Status ProfilerService::StartSession(grpc::ServerContext* ctx,
                                            const v1::StartSessionRequest* req, v1::Session* resp) {
-  return Run("StartSession", ctx, [&](const Peer& peer) -> grpc::Status {
-    const Limits l = limits();
-    pipeline::SessionConfig c;
-    if (grpc::Status s = ResolveTargets(peer, *req, l, &c.pids); !s.ok()) return s;
-    if (grpc::Status s = api::ToSessionSettings(*req, SessionBoundsOf(l), &c); !s.ok()) return s;
-    c.owner_uid = peer.uid;
-    if (!peer.admin) c.confine_to_uid = peer.uid;
-    if (Status v = c.Validate(); !v.ok()) return ToGrpc(v);
-    std::lock_guard<std::mutex> start_lock(start_mu_);
-    if (grpc::Status s = MakeRoom(peer, c.MemoryBoundBytes(), l); !s.ok()) return s;
-    // A client whose deadline has passed has given up: a session started now would be one
-    // nobody asked for, holding its quota (and its target under ptrace). Checked before the
-    // start, and again after it, when the start itself outlasted the deadline.
-    if (CallExpired(ctx))
-      return grpc::Status(StatusCode::DEADLINE_EXCEEDED,
-                          "the call's deadline passed before the session started; none was");
-    auto started = sessions_->Start(std::move(c));
-    if (!started.ok()) return ToGrpc(started.status());
-    pipeline::SessionInfo info = (*started)->Info();
-    if (CallExpired(ctx)) {
-      (void)sessions_->Delete(info.id);
-      ++orphans_dropped_;
-      Log(kLogNotice, "session %s of %s dropped: the client's deadline passed while it started",
-          info.id.c_str(), peer.Describe().c_str());
-      return grpc::Status(StatusCode::DEADLINE_EXCEEDED,
-                          "the call's deadline passed while the session started; it was removed");
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      session_clients_[info.id] = peer.client_key();
-    }
-    Log(kLogNotice, "session %s started by %s on %zu process(es), source %s", info.id.c_str(),
-        peer.Describe().c_str(), info.pids.size(), info.source_reason.c_str());
-    ToProto(info, resp);
-    return grpc::Status::OK;
+  return Run("StartSession", ctx, [&](const Peer& peer) {
+    return Create(ctx, peer, api::TargetOf(*req), api::SettingsOf(*req), {}, resp);
   });
+}
+
+grpc::Status ProfilerService::Create(grpc::ServerContext* ctx, const Peer& peer,
+                                     const v1::SessionTarget& target,
+                                     const v1::SessionSettings& settings, FieldPrefixes fields,
+                                     v1::Session* resp) {
+  const Limits l = limits();
+  pipeline::SessionConfig c;
+  if (grpc::Status s = ResolveTargets(peer, target, fields.target, l, &c.pids); !s.ok()) return s;
+  if (grpc::Status s = api::ToSessionConfig(settings, SessionBoundsOf(l), fields.settings, &c);
+      !s.ok())
+    return s;
+  c.owner_uid = peer.uid;
+  if (!peer.admin) c.confine_to_uid = peer.uid;
+  if (Status v = c.Validate(); !v.ok()) return ToGrpc(v, {.reason = v1::SESSION_SETTINGS_INVALID});
+  std::lock_guard<std::mutex> start_lock(start_mu_);
+  if (grpc::Status s = MakeRoom(peer, c.MemoryBoundBytes(), l); !s.ok()) return s;
+  // A client whose deadline has passed has given up: a session started now would be one
+  // nobody asked for, holding its quota (and its target under ptrace). Checked before the
+  // start, and again after it, when the start itself outlasted the deadline.
+  if (CallExpired(ctx))
+    return api::MakeError(StatusCode::DEADLINE_EXCEEDED,
+                          "the call's deadline passed before the session started; none was",
+                          {.reason = v1::START_DEADLINE_EXCEEDED});
+  auto started = sessions_->Start(std::move(c));
+  if (!started.ok()) return ToGrpc(started.status(), {.reason = StartFailure(started.status())});
+  pipeline::SessionInfo info = (*started)->Info();
+  if (CallExpired(ctx)) {
+    (void)sessions_->Delete(info.id);
+    ++orphans_dropped_;
+    Log(kLogNotice, "session %s of %s dropped: the client's deadline passed while it started",
+        info.id.c_str(), peer.Describe().c_str());
+    return api::MakeError(StatusCode::DEADLINE_EXCEEDED,
+                          "the call's deadline passed while the session started; it was removed",
+                          {.reason = v1::START_DEADLINE_EXCEEDED});
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_[info.id] = {.client_key = peer.client_key(), .target = target};
+  }
+  Log(kLogNotice, "session %s started by %s on %zu process(es), source %s", info.id.c_str(),
+      peer.Describe().c_str(), info.pids.size(), info.source_reason.c_str());
+  Describe(info, resp);
+  return grpc::Status::OK;
+}
+
+void ProfilerService::Describe(const pipeline::SessionInfo& info, v1::Session* out) const {
+  ToProto(info, out);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = held_.find(info.id); it != held_.end()) *out->mutable_target() = it->second.target;
 }
 
 api::SessionBounds ProfilerService::SessionBoundsOf(const Limits& l) const {
@@ -281,9 +330,9 @@ grpc::Status ProfilerService::MakeRoom(const Peer& peer, uint64_t need_bytes, co
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& info : all) {
-        auto it = session_clients_.find(info.id);
+        auto it = held_.find(info.id);
         held.push_back({.id = info.id,
-                        .mine = it != session_clients_.end() && it->second == applicant.client_key,
+                        .mine = it != held_.end() && it->second.client_key == applicant.client_key,
                         .running = info.state == pipeline::SessionState::kRunning,
                         .memory_bound_bytes = info.config.MemoryBoundBytes(),
                         .stopped_unix_ms = info.stopped_unix_ms});
@@ -294,7 +343,7 @@ grpc::Status ProfilerService::MakeRoom(const Peer& peer, uint64_t need_bytes, co
     if (d.kind == AdmissionDecision::Kind::kRefuse) return d.refusal;
     if (sessions_->Delete(d.evict_id).ok()) {
       std::lock_guard<std::mutex> lock(mu_);
-      session_clients_.erase(d.evict_id);
+      held_.erase(d.evict_id);
     }
     Log(kLogNotice, "session %s of %s evicted to make room: %s", d.evict_id.c_str(),
         peer.Describe().c_str(), d.reason.c_str());
@@ -308,7 +357,17 @@ grpc::Status ProfilerService::StopSession(grpc::ServerContext* ctx,
     if (grpc::Status st = Session(peer, req->name(), "name", &s); !st.ok()) return st;
     auto info = sessions_->Stop(s->id());
     if (!info.ok()) return ToGrpc(info.status());
-    ToProto(*info, resp);
+    Describe(*info, resp);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProfilerService::GetSession(grpc::ServerContext* ctx, const v1::GetSessionRequest* req,
+                                         v1::Session* resp) {
+  return Run("GetSession", ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req->name(), "name", &s); !st.ok()) return st;
+    Describe(s->Info(), resp);
     return grpc::Status::OK;
   });
 }
@@ -320,11 +379,13 @@ grpc::Status ProfilerService::ImportRecording(grpc::ServerContext* ctx,
     // The daemon reads the file and the binaries it names as root: as with ExportBranchProfile's
     // binary, only an admin may name them.
     if (!peer.admin)
-      return grpc::Status(StatusCode::PERMISSION_DENIED,
-                          "path: only an admin may name a file for the daemon to read; analyze "
-                          "a recording of your own with pathctl analyze or pathctl paths FILE");
+      return api::MakeError(StatusCode::PERMISSION_DENIED,
+                            "path: only an admin may name a file for the daemon to read; analyze "
+                            "a recording of your own with pathctl analyze or pathctl paths FILE",
+                            {.reason = v1::ADMIN_ONLY, .field = "path"});
     if (req->path().empty())
-      return InvalidArgument("path is empty (a perf.data or .pbs on this host)");
+      return InvalidArgument("path is empty (a perf.data or .pbs on this host)", "path",
+                             v1::FIELD_REQUIRED);
     pipeline::AnalyzeOptions options;
     options.config.owner_uid = peer.uid;
     std::vector<std::string> warnings;
@@ -335,7 +396,7 @@ grpc::Status ProfilerService::ImportRecording(grpc::ServerContext* ctx,
     pipeline::SessionInfo info = (*imported)->Info();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      session_clients_[info.id] = peer.client_key();
+      held_[info.id] = {.client_key = peer.client_key(), .target = {}};
     }
     Log(kLogNotice, "session %s imported from %s by %s (%zu process(es))", info.id.c_str(),
         req->path().c_str(), peer.Describe().c_str(), info.pids.size());
@@ -356,10 +417,10 @@ grpc::Status ProfilerService::DeleteSession(grpc::ServerContext* ctx,
     if (!info.ok()) return ToGrpc(info.status());
     {
       std::lock_guard<std::mutex> lock(mu_);
-      session_clients_.erase(id);
+      held_.erase(id);
     }
     Log(kLogNotice, "session %s deleted by %s", id.c_str(), peer.Describe().c_str());
-    ToProto(*info, resp->mutable_deleted());
+    Describe(*info, resp->mutable_deleted());
     return grpc::Status::OK;
   });
 }
@@ -371,13 +432,13 @@ grpc::Status ProfilerService::ListSessions(grpc::ServerContext* ctx,
     if (grpc::Status s = NonNegative("page_size", req->page_size()); !s.ok()) return s;
     const int32_t page =
         std::min(req->page_size() ? req->page_size() : kDefaultPageSize, kMaxSessionsPage);
-    // The token is the last name of the previous page: sessions come by name, so a page starts
-    // after it whatever was started or deleted in between.
-    const std::string& after = req->page_token();
-    if (!after.empty() && !api::SessionIdFromName(after, "page_token").ok())
-      return InvalidArgument(
-          "page_token '" + after + "' is not one this server gave (use next_page_token as it came)",
-          "page_token");
+    // The token holds the last name of the previous page: sessions come by name, so a page
+    // starts after it whatever was started or deleted in between.
+    std::string after;
+    if (!req->page_token().empty())
+      if (grpc::Status s = page_tokens_.Read(req->page_token(), "ListSessions", "", &after);
+          !s.ok())
+        return s;
     std::vector<pipeline::SessionInfo> all = sessions_->List();
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
     for (const auto& info : all) {
@@ -385,10 +446,11 @@ grpc::Status ProfilerService::ListSessions(grpc::ServerContext* ctx,
       const std::string name = api::SessionName(info.id);
       if (!after.empty() && name <= after) continue;
       if (resp->sessions_size() >= page) {
-        resp->set_next_page_token(resp->sessions(resp->sessions_size() - 1).name());
+        resp->set_next_page_token(page_tokens_.Make(
+            "ListSessions", "", resp->sessions(resp->sessions_size() - 1).name()));
         break;
       }
-      ToProto(info, resp->add_sessions());
+      Describe(info, resp->add_sessions());
     }
     return grpc::Status::OK;
   });
@@ -482,7 +544,7 @@ grpc::Status ProfilerService::SaveBaseline(grpc::ServerContext* ctx,
     std::shared_ptr<pipeline::Session> s;
     if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
     if (req->name().empty() || req->name().size() > 256)
-      return InvalidArgument("baseline name must be 1..256 bytes");
+      return InvalidArgument("baseline name must be 1..256 bytes", "name");
     auto n = s->SaveBaseline(req->name());
     if (!n.ok()) return ToGrpc(n.status());
     resp->set_paths(*n);
@@ -499,9 +561,13 @@ grpc::Status ProfilerService::GetResidualPaths(grpc::ServerContext* ctx,
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
     if (req->baseline().empty() || req->baseline().size() > 256)
-      return InvalidArgument("baseline name must be 1..256 bytes");
+      return InvalidArgument("baseline name must be 1..256 bytes", "baseline");
     auto r = s->ResidualPaths(req->baseline(), k);
-    if (!r.ok()) return ToGrpc(r.status());
+    if (!r.ok())
+      return ToGrpc(r.status(), {.reason = r.status().code() == ErrorCode::kNotFound
+                                               ? v1::BASELINE_NOT_FOUND
+                                               : v1::ERROR_REASON_UNSPECIFIED,
+                                 .field = "baseline"});
     if (!Authorizer::KernelAddressesVisible(peer)) {
       pipeline::HotPathsResult view;
       view.paths = std::move(r->residual);
@@ -533,34 +599,38 @@ grpc::Status ProfilerService::WatchHotPaths(grpc::ServerContext* ctx,
           StatusCode::INVALID_ARGUMENT,
           "interval " + std::to_string(interval) + " ms is below the server minimum " +
               std::to_string(l.min_watch_interval_ms) + " ms (limits.min_watch_interval_ms)",
-          {.reason = "BELOW_LIMIT", .field = "interval", .limit = "limits.min_watch_interval_ms"});
+          {.reason = v1::BELOW_LIMIT,
+           .field = "interval",
+           .limit = "limits.min_watch_interval_ms"});
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->query().top_k(), &k); !st.ok()) return st;
     std::string client = peer.client_key();
     if (!streams_.Acquire(client, l.max_streams_per_client, l.max_streams))
-      return grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
-                          "too many watch streams (limits.max_streams_per_client " +
-                              std::to_string(l.max_streams_per_client) + ", limits.max_streams " +
-                              std::to_string(l.max_streams) + ")");
+      return api::MakeError(StatusCode::RESOURCE_EXHAUSTED,
+                            "too many watch streams (limits.max_streams_per_client " +
+                                std::to_string(l.max_streams_per_client) + ", limits.max_streams " +
+                                std::to_string(l.max_streams) + ")",
+                            {.reason = v1::QUOTA_EXCEEDED});
     struct Release {
       QuotaCounter* q;
       std::string c;
       ~Release() { q->Release(c); }
     } release{&streams_, client};
     for (;;) {
-      if (ctx->IsCancelled()) return grpc::Status(StatusCode::CANCELLED, "client went away");
+      if (ctx->IsCancelled()) return ClientGone();
       bool running = s->Info().state == pipeline::SessionState::kRunning;
       v1::HotPaths msg;
       if (grpc::Status st =
               FillHotPaths(*s, req->query(), !Authorizer::KernelAddressesVisible(peer), &msg);
           !st.ok())
         return st;
-      if (!writer->Write(msg)) return grpc::Status(StatusCode::CANCELLED, "client went away");
+      if (!writer->Write(msg)) return ClientGone();
       if (!running) return grpc::Status::OK;  // that was the final report
       std::unique_lock<std::mutex> lock(shutdown_mu_);
       if (shutdown_cv_.wait_for(lock, std::chrono::milliseconds(interval),
                                 [&] { return shutting_down_; }))
-        return grpc::Status(StatusCode::UNAVAILABLE, "pathprofd is shutting down");
+        return api::MakeError(StatusCode::UNAVAILABLE, "pathprofd is shutting down",
+                              {.reason = v1::SHUTTING_DOWN});
     }
   });
 }
@@ -593,15 +663,18 @@ grpc::Status ProfilerService::ExportBranchProfile(grpc::ServerContext* ctx,
         request.format = decoders::BranchProfileFormat::kPerfLbr;
         break;
       default:
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "format: BRANCH_PROFILE_FORMAT_BOLT_FDATA or _PERF_LBR");
+        return InvalidArgument("format: BRANCH_PROFILE_FORMAT_BOLT_FDATA or _PERF_LBR", "format",
+                               req->format() == v1::BRANCH_PROFILE_FORMAT_UNSPECIFIED
+                                   ? v1::FIELD_REQUIRED
+                                   : v1::FIELD_OUT_OF_RANGE);
     }
     // A path the daemon opens as root: only an admin may name one (others get the target's
     // own executable, which they may already read through /proc).
     if (!req->binary().empty() && !peer.admin) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          "binary: only an admin may name a file for the daemon to read; leave "
-                          "it empty for the target's executable");
+      return api::MakeError(grpc::StatusCode::PERMISSION_DENIED,
+                            "binary: only an admin may name a file for the daemon to read; leave "
+                            "it empty for the target's executable",
+                            {.reason = v1::ADMIN_ONLY, .field = "binary"});
     }
     request.binary = req->binary();
     if (grpc::Status st = NonNegative("pid", req->pid()); !st.ok()) return st;

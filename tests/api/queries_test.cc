@@ -72,5 +72,35 @@ TEST(ErrorDetails, EveryCodeGetsAReasonAndPipelineCodesKeepTheirs) {
   EXPECT_TRUE(WithErrorInfo(grpc::Status::OK).ok());
 }
 
+// Every reason comes from the one table (v1::ErrorReason): each pipeline code is passed on under
+// a value of it, and a call site's specific reason replaces the code's.
+TEST(ErrorDetails, ReasonsAreValuesOfTheOneTable) {
+  for (ErrorCode code : {ErrorCode::kInvalidArgument, ErrorCode::kNotFound, ErrorCode::kCorrupt,
+                         ErrorCode::kTruncated, ErrorCode::kUnsupported, ErrorCode::kPermission,
+                         ErrorCode::kUnavailable, ErrorCode::kResourceExhausted,
+                         ErrorCode::kInternal, ErrorCode::kIo}) {
+    const v1::ErrorReason r = ReasonOf(code);
+    EXPECT_NE(r, v1::ERROR_REASON_UNSPECIFIED) << ErrorCodeName(code);
+    v1::ErrorReason parsed;
+    ASSERT_TRUE(v1::ErrorReason_Parse(ReasonName(code), &parsed)) << ReasonName(code);
+    EXPECT_EQ(parsed, r);
+  }
+  EXPECT_EQ(ReasonName(ErrorCode::kIo), "IO");
+  EXPECT_EQ(ReasonName(ErrorCode::kPermission), "PERMISSION_DENIED");
+  const grpc::Status gone =
+      ToGrpc(Status(ErrorCode::kNotFound, "no baseline b"), {.reason = v1::BASELINE_NOT_FOUND});
+  EXPECT_EQ(gone.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(ErrorInfoOf(gone)->reason(), "BASELINE_NOT_FOUND");
+  const grpc::Status quota =
+      MakeError(grpc::StatusCode::RESOURCE_EXHAUSTED, "full",
+                {.reason = v1::QUOTA_EXCEEDED, .limit = "limits.max_sessions"});
+  EXPECT_EQ(ErrorInfoOf(quota)->reason(), "QUOTA_EXCEEDED");
+  EXPECT_EQ(ErrorInfoOf(quota)->metadata().at("limit"), "limits.max_sessions");
+  // A plain InvalidArgument is a field out of range unless the caller says otherwise.
+  EXPECT_EQ(ErrorInfoOf(InvalidArgument("x is negative", "x"))->reason(), "FIELD_OUT_OF_RANGE");
+  EXPECT_EQ(ErrorInfoOf(InvalidArgument("x is empty", "x", v1::FIELD_REQUIRED))->reason(),
+            "FIELD_REQUIRED");
+}
+
 }  // namespace
 }  // namespace pathprof::api

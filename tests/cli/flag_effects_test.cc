@@ -551,6 +551,7 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
   AddClientCases(t, "rm", [] { return "rm " + NewSession(); });
   // import: the daemon reads the exact trace itself and keeps it as an ended session.
   AddClientCases(t, "import", [] { return "import " + Pbs(); });
+  AddClientCases(t, "session", [] { return "session " + S(); });
   AddClientCases(t, "sessions", [] { return std::string("sessions"); });
   AddClientCases(t, "stats", [] { return "stats " + S(); });
   AddClientCases(t, "stop", [] { return "stop " + NewSession(); });

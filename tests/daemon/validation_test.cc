@@ -132,7 +132,7 @@ TEST_F(DaemonValidation, FailuresCarryErrorInfo) {
   ExpectInvalid(bare, "session 'no-such' is not a session name: expected sessions/no-such");
   info = api::ErrorInfoOf(bare);
   ASSERT_TRUE(info.has_value());
-  EXPECT_EQ(info->reason(), "INVALID_ARGUMENT");
+  EXPECT_EQ(info->reason(), "SESSION_NAME_INVALID");
   EXPECT_EQ(info->metadata().at("field"), "session");
 }
 

@@ -19,7 +19,8 @@ namespace pathprof::api {
 void ToProto(const pipeline::Location& in, v1::Location* out);
 void ToProto(const pipeline::Estimate& in, v1::Estimate* out);
 void ToProto(const pipeline::HotPath& in, v1::HotPath* out);  // pid and observations included
-// A session with an empty id (one pathctl runs itself, not a daemon resource) gets no name.
+// A session with an empty id (one pathctl runs itself, not a daemon resource) gets no name. Its
+// settings are the config's (session_request.h); its target is the daemon's to fill in.
 void ToProto(const pipeline::SessionInfo& in, v1::Session* out);
 void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1::TargetStats* out);
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/api/page_token.h"
 #include "pathprof/api/session_request.h"
 #include "pathprof/daemon/admission.h"
 #include "pathprof/daemon/auth.h"
@@ -60,6 +61,10 @@ class ProfilerService final : public v1::PathProfiler::Service {
                                v1::Capabilities*) override;
   grpc::Status ListTargets(grpc::ServerContext*, const v1::ListTargetsRequest*,
                            v1::ListTargetsResponse*) override;
+  grpc::Status CreateSession(grpc::ServerContext*, const v1::CreateSessionRequest*,
+                             v1::Session*) override;
+  grpc::Status GetSession(grpc::ServerContext*, const v1::GetSessionRequest*,
+                          v1::Session*) override;
   grpc::Status StartSession(grpc::ServerContext*, const v1::StartSessionRequest*,
                             v1::Session*) override;
   grpc::Status DeleteSession(grpc::ServerContext*, const v1::DeleteSessionRequest*,
@@ -102,7 +107,18 @@ class ProfilerService final : public v1::PathProfiler::Service {
   grpc::Status FillHotPaths(const pipeline::Session& session, const v1::GetHotPathsRequest& req,
                             bool hide_kernel, v1::HotPaths* out) const;
   Limits limits() const;
-  // StartSession's parts: the request checks' bounds from the limits, and the quotas
+  // How a request spells the fields of SessionTarget and SessionSettings, for errors.
+  struct FieldPrefixes {
+    std::string target = {};
+    std::string settings = {};
+  };
+  // CreateSession and the deprecated StartSession: resolve the target (session_targets.h),
+  // convert the settings (api/session_request.h), admit, start, describe.
+  grpc::Status Create(grpc::ServerContext* ctx, const Peer& peer, const v1::SessionTarget& target,
+                      const v1::SessionSettings& settings, FieldPrefixes fields, v1::Session* resp);
+  // The session as every reply shows it: the pipeline's view, and the target it was created for.
+  void Describe(const pipeline::SessionInfo& info, v1::Session* out) const;
+  // Create's parts: the request checks' bounds from the limits, and the quotas
   // (admission.h), evicting the peer's own ended sessions to make room.
   api::SessionBounds SessionBoundsOf(const Limits& l) const;
   grpc::Status MakeRoom(const Peer& peer, uint64_t need_bytes, const Limits& l);
@@ -113,10 +129,18 @@ class ProfilerService final : public v1::PathProfiler::Service {
   std::atomic<uint64_t> orphans_dropped_{0};
   QuotaCounter streams_;
 
-  mutable std::mutex mu_;  // guards limits_, session_clients_, metrics_, default_step_mode_
+  api::PageTokens page_tokens_;  // signs the lists' page tokens with a key drawn at start
+
+  mutable std::mutex mu_;  // guards limits_, held_, metrics_, default_step_mode_
   Limits limits_;
-  stepping::StepRequest default_step_mode_;             // [ptrace] step_mode (nullopt: auto)
-  std::map<std::string, std::string> session_clients_;  // session id -> client key
+  stepping::StepRequest default_step_mode_;  // [ptrace] step_mode (nullopt: auto)
+  // What the daemon knows of a session beyond the pipeline: who started it (per-client quotas)
+  // and the target it named (empty for an import).
+  struct Held {
+    std::string client_key;
+    v1::SessionTarget target;
+  };
+  std::map<std::string, Held> held_;  // by session id
   std::map<std::string, RpcMetrics> metrics_;
   std::mutex start_mu_;  // quota checks and Start happen as one step
 

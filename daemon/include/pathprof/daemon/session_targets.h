@@ -1,11 +1,13 @@
-// The processes a StartSessionRequest names (a pid, an executable name, a cgroup or a systemd
-// unit), those the peer may trace only: a pid it may not is refused, other users' processes of
-// the same name are left out and counted in the message when none is left.
+// The processes a SessionTarget names (a pid, an executable name, a cgroup or a systemd unit),
+// those the peer may trace only: a pid it may not is refused, other users' processes of the same
+// name are left out and counted in the message when none is left. Errors name the target's fields
+// after `prefix`: "" for the deprecated StartSessionRequest, "session.target." for CreateSession.
 #pragma once
 
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "pathprof/daemon/config.h"
@@ -14,7 +16,8 @@
 
 namespace pathprof::daemon {
 
-grpc::Status ResolveTargets(const Peer& peer, const v1::StartSessionRequest& req,
-                            const Limits& limits, std::vector<uint32_t>* pids);
+grpc::Status ResolveTargets(const Peer& peer, const v1::SessionTarget& target,
+                            const std::string& prefix, const Limits& limits,
+                            std::vector<uint32_t>* pids);
 
 }  // namespace pathprof::daemon
