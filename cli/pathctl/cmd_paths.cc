@@ -5,6 +5,7 @@
 
 #include "pathctl/query_source.h"
 #include "pathprof/api/v1_enums.h"
+#include "pathprof/hwmodel/path_descriptor.h"
 
 namespace pathctl {
 namespace {
@@ -44,8 +45,12 @@ std::string ContextText(const v1::PathContext& c) {
 // The contexts the path at `rank` was seen in, heaviest first.
 void PrintContextsOf(const v1::HotPaths& resp, int rank) {
   const v1::HotPath& p = resp.paths(rank - 1);
-  std::printf("contexts of path %d (%s, len %u, %s): %d\n", rank, LocationText(p.start()).c_str(),
-              p.length(), OutcomesText(p.outcomes(), p.length()).c_str(), p.contexts_size());
+  std::printf(
+      "contexts of path %d (%s, len %u, %s): %d\n", rank, LocationText(p.start()).c_str(),
+      p.length(),
+      pathprof::hwmodel::FormatOutcomes(p.outcomes(), p.length(), pathprof::hwmodel::kTakenNotTaken)
+          .c_str(),
+      p.contexts_size());
   std::printf("%7s %16s %8s %10s  %s\n", "share", "estimate", "seen", "context_id", "context");
   for (const auto& c : p.contexts())
     std::printf("%6.2f%% %16s %8lld %10lld  %s\n", 100 * c.estimate().share(),

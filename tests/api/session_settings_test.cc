@@ -13,7 +13,7 @@ using google::protobuf::util::MessageDifferencer;
 
 TEST(SessionSettings, UnsetFieldsComeBackAsTheDefaultsInUse) {
   SessionBounds bounds;
-  bounds.default_step_mode = pipeline::StepChoice::kEmulate;  // the daemon's [ptrace] step_mode
+  bounds.default_step_mode = stepping::StepMode::kEmulate;  // the daemon's [ptrace] step_mode
   pipeline::SessionConfig c;
   ASSERT_TRUE(ToSessionConfig(v1::SessionSettings{}, bounds, "", &c).ok());
   v1::SessionSettings out;

@@ -41,7 +41,7 @@ TEST(SessionDefaults, MaxDescendantsIsOneValueInTheDaemonRunAndStart) {
   req.set_follow_children(true);
   SessionConfig daemon;
   daemon.max_descendants = 1;
-  ASSERT_TRUE(pathprof::api::ToSessionSettings(req, {}, &daemon).ok());
+  ASSERT_TRUE(pathprof::api::ToSessionConfig(pathprof::api::SettingsOf(req), {}, "", &daemon).ok());
   EXPECT_EQ(daemon.max_descendants, 4u);
 
   // pathctl run --inherit.
@@ -66,7 +66,8 @@ TEST(SessionDefaults, FollowingChildrenIsOffInBothUnlessInherit) {
   EXPECT_FALSE(kSessionDefaults.follow_children);
   pathprof::v1::StartSessionRequest empty;
   SessionConfig daemon;
-  ASSERT_TRUE(pathprof::api::ToSessionSettings(empty, {}, &daemon).ok());
+  ASSERT_TRUE(
+      pathprof::api::ToSessionConfig(pathprof::api::SettingsOf(empty), {}, "", &daemon).ok());
   EXPECT_FALSE(daemon.follow_children);
   std::vector<std::string> problems;
   EXPECT_FALSE(RunConfig({}, &problems).follow_children);
