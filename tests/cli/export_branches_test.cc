@@ -186,7 +186,9 @@ TEST_F(ExportPerfLbrTest, BoltFdataCountsEveryBranchOnceAndLlvmBoltTakesIt) {
   // perf2bolt, reading the perf-lbr export of the same trace, names the same functions and
   // offsets. Its counts are never higher; they are lower only where a fall-through crossed
   // one of the export's sample boundaries (perf2bolt cannot see the code before a sample's
-  // oldest branch), so by at most one per sample.
+  // oldest branch), so by at most one per sample. A line it lacks is such a count lowered to
+  // 0: a fall-through in main run once (`1 main a 1 main c`, count 1) was missing whenever a
+  // boundary fell on it, which depends on how many branches the loader took before main.
   auto trace = pathprof::ReadPbsFile(pbs);
   ASSERT_TRUE(trace.ok()) << trace.status().ToString();
   long long taken = 0;
@@ -197,9 +199,10 @@ TEST_F(ExportPerfLbrTest, BoltFdataCountsEveryBranchOnceAndLlvmBoltTakesIt) {
   for (const auto& [key, count] : direct) {
     if (key.find("[unknown]") != std::string::npos) continue;  // PLT stubs: BOLT names them
     auto it = aggregated.find(key);
-    ASSERT_NE(it, aggregated.end()) << "perf2bolt has no line " << key;
-    EXPECT_GE(count, it->second) << key;
-    EXPECT_LE(count - it->second, samples) << key;
+    const long long theirs_count = it == aggregated.end() ? 0 : it->second;
+    EXPECT_GE(count, theirs_count) << key;
+    EXPECT_LE(count - theirs_count, samples)
+        << (it == aggregated.end() ? "perf2bolt has no line " : "") << key;
     ++compared;
   }
   EXPECT_GT(compared, 10);
