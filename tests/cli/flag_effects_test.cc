@@ -12,6 +12,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 #include <grp.h>
+#include <signal.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -534,13 +535,18 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     // Baselines belong to their session: a baseline saved the moment a session starts (before
     // its first windows) knows no path, so the paths it sees later are all new. A loop of its
     // own, as the shared loop already has its tracer.
+    // The loop is stopped (SIGSTOP) until the baseline is saved: emulated windows come within
+    // milliseconds of the start, before a sanitizer-built pathctl could save it (it knew all 8
+    // of the loop's paths then, and no path was ever new).
     HotLoop other;
+    kill(other.pid(), SIGSTOP);
     const R st =
         Ctl("start -p " + std::to_string(other.pid()) + " --source ptrace -F 0 --json" + Sock());
     ASSERT_EQ(st.rc, 0) << Show("start", st);
     const std::string id = Str(st.out, "name");
     const R save = Ctl("residual " + id + " --baseline b-early --save --json" + Sock());
     EXPECT_EQ(save.rc, 0) << Show("residual --save", save);
+    kill(other.pid(), SIGCONT);
     const R full = PollCtl("residual " + id + " --baseline b-early --json" + Sock(),
                            [](const R& x) { return Count(x.out, "\"outcomes\"") >= 3; });
     ExpectRows("residual --top 1",
