@@ -215,6 +215,15 @@ std::string BlockAssembly(const CodeBlock& block, const std::string& label) {
 
 Status LlvmMcaAvailable(const LlvmMcaOptions& options) {
   auto run = RunTool({options.llvm_mca, "--version"}, "", options.timeout_ms);
+  // -mcpu=native on a CPU this LLVM does not know (Debian 12's LLVM 14 on AMD Zen 5, family 26)
+  // falls back to a generic scheduling model: its cycles would describe no real core, so there
+  // is no reference to compare with.
+  if (run.ok() && run->exit_code == 0 && options.cpu == "native" &&
+      run->output.find("Host CPU: (unknown)") != std::string::npos)
+    return Error(ErrorCode::kUnavailable,
+                 options.llvm_mca +
+                     " has no scheduling model for this host's CPU (its --version says Host "
+                     "CPU: (unknown)); -mcpu=native would time a generic core");
   if (run.ok() && run->exit_code == 0) return Status::Ok();
   return Error(
       ErrorCode::kUnavailable,
