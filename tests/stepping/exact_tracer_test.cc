@@ -168,7 +168,12 @@ TEST(ExactTracer, CountedLoopGivesExactBackEdgeCountsAndBalancedCall) {
   EXPECT_EQ(calls_in, 1);
   EXPECT_EQ(returns_out, 1);
   EXPECT_EQ(return_to, call_site + 5);  // back to the instruction after the e8 rel32 call
-  EXPECT_LE(instructions, t.stats.steps);
+  // One stop a retired instruction, but where the step trap after an instruction is lost
+  // (CPUID on some hypervisors, simulated under PATHPROF_SIMULATE_QUIRKS) one stop covers two:
+  // the tracer decodes across and counts the lost trap. (The quirk twin failed here by exactly
+  // 2 on an AMD family 26 host, where it had passed on Zen 4 hosts; why the count of CPUIDs
+  // differs between the two was not looked into.)
+  EXPECT_LE(instructions, t.stats.steps + t.stats.lost_step_traps);
   EXPECT_GT(instructions, 5u * 1000u);  // the loop body alone retires several per iteration
 
   bool has_exe = false, has_command = false;
