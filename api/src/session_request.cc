@@ -82,9 +82,8 @@ grpc::Status ToSessionConfig(const v1::SessionSettings& settings, const SessionB
   c.sampling.step_mode = FromProto(sm.step_mode(), b.default_step_mode);
   c.follow_children = settings.follow_children();
   // Unset: pipeline::kSessionDefaults' value, which pathctl run and start show too.
-  c.max_descendants = settings.max_descendants()
-                          ? static_cast<uint32_t>(settings.max_descendants())
-                          : pipeline::kSessionDefaults.max_descendants;
+  c.max_descendants = settings.max_descendants() ? static_cast<uint32_t>(settings.max_descendants())
+                                                 : pipeline::kSessionDefaults.max_descendants;
   if (c.follow_children && c.max_descendants > b.max_pids_per_session)
     return AboveLimit(f("max_descendants").c_str(), c.max_descendants, b.max_pids_per_session,
                       "max_pids_per_session");

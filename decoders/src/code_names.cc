@@ -185,8 +185,8 @@ void ReadFdes(Elf* elf, const char* section_name, bool eh_frame, std::vector<Add
         // .debug_frame's CIEs have no augmentation: absolute 8-byte addresses (FdeEncoding).
         const size_t n = EncodedSize(encoding);
         if (n != 0 && ReadEncoded(encoding, p, limit, p_vaddr, true, &start) &&
-            ReadEncoded(encoding, p + n, limit, 0, false, &length) &&
-            length != 0 && start != 0 && start + length > start)
+            ReadEncoded(encoding, p + n, limit, 0, false, &length) && length != 0 && start != 0 &&
+            start + length > start)
           out->push_back({start, start + length});
       }
     }

@@ -101,8 +101,7 @@ TEST_F(DaemonSession, HotPathTreeAndMethodsNameTheHotLoop) {
   // A --root that names no node says so, and exits 3 (no data).
   auto no_root = daemon_.Ctl("tree " + id_ + " --root no_such_function");
   EXPECT_EQ(no_root.rc, 3) << no_root.out;
-  EXPECT_NE(no_root.out.find("no node of the tree is named 'no_such_function'"),
-            std::string::npos)
+  EXPECT_NE(no_root.out.find("no node of the tree is named 'no_such_function'"), std::string::npos)
       << no_root.out;
 }
 
@@ -213,9 +212,10 @@ TEST(DaemonBranchExport, AStacksOnlySessionSaysItHasNoWindows) {
 // A stripped program (example_hotloop with every symbol removed): the daemon names its code
 // after the unwind entries (one hot method per function, hotloop_stripped+0xSTART), and exports
 // those names without marking the mapping symbolized by them, so that pprof, given the
-// unstripped file, names them again, with lines. Upstream pprof is built from Debian's golang-github-google-pprof-dev source: the
-// pprof in Go 1.19 (`go tool pprof`) reads no build-id from binaries whose first note segment
-// is .note.gnu.property (every Debian 12 GCC binary) and ignores them as mismatched.
+// unstripped file, names them again, with lines. Upstream pprof is built from Debian's
+// golang-github-google-pprof-dev source: the pprof in Go 1.19 (`go tool pprof`) reads no build-id
+// from binaries whose first note segment is .note.gnu.property (every Debian 12 GCC binary) and
+// ignores them as mismatched.
 TEST(DaemonStripped, PprofNamesAStrippedProgramFromTheUnstrippedFile) {
   if (Sh("go version").rc != 0) GTEST_SKIP() << "go (Debian golang-go) is not installed";
   char dir_template[] = "/tmp/pathprof-stripped-XXXXXX";

@@ -12,8 +12,8 @@
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/core/enum_words.h"
 #include "pathprof/core/status.h"
-#include "pathprof/pipeline/session_defaults.h"
 #include "pathprof/hwmodel/path_descriptor.h"
+#include "pathprof/pipeline/session_defaults.h"
 #include "pathprof/stepping/step_mode.h"
 
 namespace pathprof::pipeline {
@@ -84,7 +84,7 @@ struct SamplingSettings {
   // ptrace bursts: cap on any second threads spend stopped
   double max_stopped_fraction = kSessionDefaults.max_stopped_fraction;
   stepping::StepRequest step_mode;  // ptrace bursts: how windows are stepped (nullopt: auto)
-  uint64_t lbr_period = 100003;              // LBR: cycles between samples
+  uint64_t lbr_period = 100003;     // LBR: cycles between samples
   bool kernel_stacks = true;
   CallGraph call_graph = CallGraph::kDwarf;
 };
