@@ -3,6 +3,7 @@
 # process start-up (the dynamic loader) stays short.
 function(pathprof_example name)
   add_executable(${name} ${ARGN})
+  set_target_properties(${name} PROPERTIES PATHPROF_EXAMPLE TRUE)  # see PATHPROF_SANITIZE
   target_compile_options(${name} PRIVATE -O2 -g -fno-sanitize=all)
   target_link_options(${name} PRIVATE -fno-sanitize=all)
 endfunction()

@@ -50,14 +50,22 @@ uid_t UidOf(const char* user) {
   return p != nullptr ? p->pw_uid : 0;
 }
 
-// Root's `pathctl ps` answers, and within a second.
+// Root's `pathctl ps` answers, and within a second of its own start-up. A sanitizer-built
+// pathctl takes 0.5 s to start on an idle 2-core VM and over a second when the suite's other
+// test and an attacker share the cores (CI: 1.1 s and 1.6 s for the whole `ps`), so the
+// second is counted from a `pathctl --version` started just before, which pays the same
+// start-up under the same load and never talks to the daemon.
 void ExpectRootServedWithinASecond(const Daemon& d) {
+  using Seconds = std::chrono::duration<double>;
+  const auto version_start = Clock::now();
+  Sh(std::string(kBin) + "/pathctl --version");
+  const Seconds start_up = Clock::now() - version_start;
   const auto start = Clock::now();
   auto ps = d.Ctl("ps --timeout 3s");
-  const auto took = Clock::now() - start;
+  const Seconds took = Clock::now() - start;
   EXPECT_EQ(ps.rc, 0) << ps.out << d.Log().substr(0, 4000);
-  EXPECT_LT(took, std::chrono::seconds(1))
-      << std::chrono::duration<double>(took).count() << " s for root's ps";
+  EXPECT_LT(took.count() - start_up.count(), 1.0)
+      << took.count() << " s for root's ps, " << start_up.count() << " s for pathctl --version";
 }
 
 // A process started as the test user (setpriv execs the command: the pid is the command's),

@@ -245,8 +245,13 @@ Totals Measure(const Workload& w, const std::string& cwd) {
 // binding, and make system calls; churn's helper threads create 50 threads and fork 20
 // children a second, and a window on a thread being born or exiting ends at its clone or exit
 // (0.5% to 6% of churn's windows, run to run). For them those ends (syscall, hidden_state)
-// count with the complete windows; every other early end (an unmodelled instruction, an
-// unreadable page, a fault) still counts against the bar.
+// count with the complete windows. Where threads race (threads_race), so does a window ended
+// at an atomic instruction while other threads run (shared_memory): its result is decided by
+// the other threads, which the emulator must not guess either; churn's short-lived threads
+// spend much of their lives in pthread_create's and exit's locks, and 6.2% of its windows
+// ended there on an AMD family 26 KVM guest (2 vCPUs; 93.0% complete without them). Every
+// other early end (an unmodelled instruction, an unreadable page, a fault) still counts
+// against the bar.
 //
 // The check single-steps the thread after the emulator ran its window, while the program's
 // other threads run on: where they (or the kernel, clearing a joined thread's tid) change what
@@ -268,9 +273,10 @@ void CheckBars(const Workload& w, const Totals& t) {
   }
   uint64_t complete = t.complete();
   if (w.system_bound) complete += t.Ended("syscall") + t.Ended("hidden_state");
+  if (w.system_bound && w.threads_race) complete += t.Ended("shared_memory");
   EXPECT_GE(t.Share(complete, t.Judged()), 0.95)
       << w.name
-      << (w.system_bound ? ": complete, or ended at a system call or hidden state"
+      << (w.system_bound ? ": complete, or ended at a system call, hidden or shared state"
                          : ": complete windows");
 }
 
