@@ -30,11 +30,11 @@ if [[ $rc -ne 0 ]]; then
   echo "demo: FAILED: pathctl run exited with status $rc (see its message above)" >&2
   exit 1
 fi
-windows="$(sed -n 's/.* stack samples, \([0-9]*\) windows,.*/\1/p' "$report" | head -1)"
-stacks="$(sed -n 's/^ *pid [0-9]*: \([0-9]*\) stack samples,.*/\1/p' "$report" | head -1)"
+# The accounting table's first row: SESSION PID STACKS WINDOWS ...
+read -r stacks windows < <(awk '/^SESSION +PID +STACKS +WINDOWS/ { getline; print $3, $4; exit }' "$report")
 missing=()
-[[ "${windows:-0}" -gt 0 ]] || missing+=("no branch windows were collected (see the 'branches:' line above; 'pathctl caps' says why)")
-[[ "${stacks:-0}" -gt 0 ]] || missing+=("no eBPF stack samples were collected (see the 'stacks:' line above)")
+[[ "${windows:-0}" -gt 0 ]] || missing+=("no branch windows were collected (see the 'source:' line above; 'pathctl caps' says why)")
+[[ "${stacks:-0}" -gt 0 ]] || missing+=("no eBPF stack samples were collected (see the 'source:' line above)")
 paths="$(sed -n '/^hot paths/,/^$/p' "$report")"
 grep -q 'hot+.*(hotloop.c:' <<<"$paths" || missing+=("the hot paths do not name hot() in hotloop.c")
 grep -q 'warm+.*(hotloop.c:' <<<"$paths" || missing+=("the hot paths do not name warm() in hotloop.c")
@@ -42,8 +42,9 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   printf 'demo: FAILED: %s\n' "${missing[@]}" >&2
   exit 1
 fi
-echo "Hot paths: share of the estimated traversals (± the 95% interval), length in branches, one"
-echo "outcome bit per branch (1 = taken), then the path's blocks as function+offset (file:line)."
+echo "Hot paths: share of the estimated traversals, the estimate (± the 95% interval), length in"
+echo "branches, where the path starts as function+offset (file:line), one outcome per branch (T taken,"
+echo "N not taken); 'pathctl paths' of a daemon session lists each path's blocks."
 echo "The hottest are the loop bodies of hot() and warm() in hotloop.c, from $windows branch"
 echo "windows; the calling context tree and hot methods come from $stacks stack samples."
 echo

@@ -14,8 +14,6 @@
 #include <optional>
 #include <sstream>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "pathprof/api/grpc_status.h"
 #include "pathprof/api/v1_enums.h"
 #include "pathprof/hwmodel/path_descriptor.h"
@@ -211,84 +209,6 @@ int Client::Fail(const std::string& command, const grpc::Status& s) const {
       break;
   }
   return ExitCodeFor(s.error_code());
-}
-
-std::string LocationText(const v1::Location& l) {
-  char buf[64];
-  std::string out;
-  if (!l.function().empty()) {
-    snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(l.offset()));
-    out = l.function() + buf;
-  } else {
-    snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(l.address()));
-    out = buf;
-  }
-  if (!l.file().empty()) {
-    auto slash = l.file().rfind('/');
-    out += " (" + (slash == std::string::npos ? l.file() : l.file().substr(slash + 1)) + ":" +
-           std::to_string(l.line()) + ")";
-  } else if (l.function().empty() && !l.image().empty()) {
-    auto slash = l.image().rfind('/');
-    out += " (" + (slash == std::string::npos ? l.image() : l.image().substr(slash + 1)) + ")";
-  }
-  return out;
-}
-
-std::string FunctionText(const v1::Location& l) {
-  return l.function().empty() ? LocationText(l) : l.function();
-}
-
-std::string EstimateText(const v1::Estimate& e) {
-  char buf[96];
-  if (e.error_bound() > 0)
-    snprintf(buf, sizeof buf, "%.0f ±%.0f", e.value(), e.error_bound());
-  else
-    snprintf(buf, sizeof buf, "%.0f", e.value());
-  return buf;
-}
-
-// The words below come from the word tables (api/v1_enums.h), whose words are string literals:
-// their data() is NUL-terminated.
-const char* SessionStateName(v1::SessionState s) {
-  return pathprof::api::SessionStateWord(s).data();
-}
-
-const char* BranchSourceName(v1::BranchSource s) {
-  return pathprof::api::BranchSourceWord(s).data();
-}
-
-// The estimator as run and analyze name it (pipeline::PathEstimatorName).
-const char* EstimatorName(v1::PathEstimator e) {
-  const std::optional<pathprof::pipeline::PathEstimator> estimator =
-      pathprof::FirstOf(pathprof::api::kV1PathEstimators, e);
-  if (!estimator || *estimator == pathprof::pipeline::PathEstimator::kNone) return "no paths yet";
-  return pathprof::pipeline::PathEstimatorName(*estimator).data();
-}
-
-void HotPathsTable(const v1::HotPaths& hp, const std::string& how) {
-  std::printf("session %s: %llu distinct paths, total %.0f (%s)\n",
-              SessionIdForDisplay(hp.session()).c_str(),
-              static_cast<unsigned long long>(hp.paths_distinct()), hp.total(),
-              how.empty() ? EstimatorName(hp.estimator()) : how.c_str());
-  std::printf("%4s %7s %7s %16s %4s  %-34s %s\n", "#", "pid", "share", "estimate", "len", "start",
-              "outcomes");
-  int i = 0;
-  for (const auto& p : hp.paths())
-    std::printf("%4d %7u %6.2f%% %16s %4u  %-34s %s\n", ++i, p.pid(), 100 * p.estimate().share(),
-                EstimateText(p.estimate()).c_str(), p.length(), LocationText(p.start()).c_str(),
-                pathprof::hwmodel::FormatOutcomes(p.outcomes(), p.length(),
-                                                  pathprof::hwmodel::kTakenNotTaken)
-                    .c_str());
-}
-
-void PrintJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string out;
-  // Serializing a message built in this process cannot fail (no Any to resolve).
-  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  std::printf("%s\n", out.c_str());
 }
 
 }  // namespace pathctl

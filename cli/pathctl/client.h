@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "pathctl/command.h"
+#include "pathctl/printers.h"  // every command prints what it got
 #include "pathprof/api/resource_names.h"
 #include "pathprof/core/status.h"
 #include "pathprof/v1/profiler.grpc.pb.h"
@@ -54,20 +55,5 @@ int ExitCodeFor(grpc::StatusCode code);
 // Prints "pathctl COMMAND: <status>" and returns its exit code (a failure met here, not by the
 // daemon).
 int FailLocal(const std::string& command, const pathprof::Status& status);
-
-// Output helpers shared by the query commands.
-// A v1 message as protobuf's JSON mapping (proto field names, every field printed, 64-bit
-// integers as strings, enums by name), one line: what every daemon command's --json prints,
-// and a query's answered here from a recording: the same document of the same message type.
-void PrintJson(const google::protobuf::Message& message);
-std::string LocationText(const pathprof::v1::Location& l);  // "func+0x1a (file.c:12)"
-// A function as hot methods name it: its name alone ("func", "memcmp@plt", "zstd+0x97210"),
-// the address and image where it has none.
-std::string FunctionText(const pathprof::v1::Location& l);
-std::string EstimateText(const pathprof::v1::Estimate& e);  // "1234 ±56" or "1234"
-const char* SessionStateName(pathprof::v1::SessionState s);
-const char* BranchSourceName(pathprof::v1::BranchSource s);
-// The paths as a table under a line saying how they were obtained (`how`; default: the estimator).
-void HotPathsTable(const pathprof::v1::HotPaths& hp, const std::string& how = "");
 
 }  // namespace pathctl

@@ -8,7 +8,6 @@
 
 #include "pathctl/client.h"
 #include "pathctl/command.h"
-#include "pathctl/report_text.h"
 #include "pathprof/api/convert.h"
 #include "pathprof/pipeline/offline_analysis.h"
 
@@ -29,10 +28,10 @@ struct ProcessReport {
   pl::TargetStats stats;
 };
 
-// The report as protobuf's JSON mapping of v1::RecordingReport: the same messages the daemon
-// serves for a session. A recording is not a session resource: no answer names one.
-void PrintJson(const std::string& file, const DecodeSummary& d,
-               const std::vector<ProcessReport>& reports) {
+// The report as v1::RecordingReport: the same messages the daemon serves for a session. A
+// recording is not a session resource: no answer names one.
+pathprof::v1::RecordingReport MakeReport(const std::string& file, const DecodeSummary& d,
+                                         const std::vector<ProcessReport>& reports) {
   pathprof::v1::RecordingReport out;
   out.set_file(file);
   pathprof::api::ToProto(d, out.mutable_decode());
@@ -46,44 +45,30 @@ void PrintJson(const std::string& file, const DecodeSummary& d,
     pathprof::api::ToProto(r.methods, "", p->mutable_hot_methods());
     pathprof::api::ToProto(r.stats, "", p->mutable_stats());
   }
-  pathctl::PrintJson(out);
+  return out;
 }
 
-void PrintCounts(const char* title, const std::map<std::string, uint64_t>& m) {
-  if (m.empty()) return;
-  std::printf("  %s:\n", title);
-  for (const auto& [k, v] : m)
-    std::printf("    %-36s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
-}
-
-void PrintText(const std::string& file, const DecodeSummary& d,
-               const std::vector<ProcessReport>& reports) {
-  std::printf("pathctl analyze: %s (%s)\n", file.c_str(), d.format.c_str());
-  for (const ProcessReport& r : reports) {
-    std::printf("\nprocess %u %s: %llu windows, %llu branches\n", r.info.pid, r.info.comm.c_str(),
-                static_cast<unsigned long long>(r.stats.windows),
-                static_cast<unsigned long long>(r.stats.branches));
-    PrintHotPathsText(r.paths);
-    PrintHotSubpathsText(r.subpaths);
-    PrintHotCallPairsText(r.pairs);
+void PrintText(const pathprof::v1::RecordingReport& report) {
+  std::printf("pathctl analyze: %s (%s)\n", report.file().c_str(), report.decode().format().c_str());
+  for (const pathprof::v1::ProcessReport& p : report.processes()) {
+    std::printf("\nprocess %d %s: %lld windows, %lld branches\n", p.pid(), p.comm().c_str(),
+                static_cast<long long>(p.stats().windows()),
+                static_cast<long long>(p.stats().branches()));
+    std::printf("\nhot paths:\n");
+    PrintHotPaths(p.hot_paths());
+    std::printf("\nhot subpaths:\n");
+    PrintHotSubpaths(p.hot_subpaths());
+    std::printf("\nhot call pairs:\n");
+    PrintHotCallPairs(p.hot_call_pairs());
     std::printf("\nhot methods (entries in the branch stream):\n");
-    for (const pl::HotMethod& m : r.methods.methods)
-      std::printf("  %5.1f%%  %s\n", 100 * m.entries.share, m.function.ToString().c_str());
-    PrintCounts("dropped", r.stats.drops);
-    PrintCounts("decode errors", r.stats.decode_errors);
+    PrintHotMethods(p.hot_methods());
+    std::printf("\naccounting:\n");
+    google::protobuf::RepeatedPtrField<pathprof::v1::TargetStats> stats;
+    *stats.Add() = p.stats();
+    PrintTargetStats(stats);
   }
-  std::printf("\ndecoding:\n");
-  std::printf(
-      "  records %llu, samples %llu, windows %llu, events %llu (%llu taken, %llu not "
-      "taken), instructions %llu\n",
-      static_cast<unsigned long long>(d.records), static_cast<unsigned long long>(d.samples),
-      static_cast<unsigned long long>(d.windows), static_cast<unsigned long long>(d.events),
-      static_cast<unsigned long long>(d.taken), static_cast<unsigned long long>(d.not_taken),
-      static_cast<unsigned long long>(d.instructions));
-  PrintCounts("broken windows (LBR ranges, by reason)", d.broken_windows);
-  PrintCounts("dropped LBR entries (by reason)", d.dropped_entries);
-  PrintCounts("decode errors", d.decode_errors);
-  PrintCounts("counters", d.counters);
+  std::printf("\n");
+  PrintDecodeSummary(report.decode());
 }
 
 int RunAnalyze(Args& args) {
@@ -125,10 +110,8 @@ int RunAnalyze(Args& args) {
   std::stable_sort(reports.begin(), reports.end(), [](const auto& a, const auto& b) {
     return a.stats.branches > b.stats.branches;
   });
-  if (json)
-    PrintJson(file, result->decode, reports);
-  else
-    PrintText(file, result->decode, reports);
+  const pathprof::v1::RecordingReport report = MakeReport(file, result->decode, reports);
+  json ? PrintJson(report) : PrintText(report);
   return result->decode.events == 0 ? kExitNoData : kExitOk;
 }
 

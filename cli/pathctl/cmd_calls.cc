@@ -21,13 +21,7 @@ int RunCalls(Args& args) {
   if (json) {
     PrintJson(resp);
   } else {
-    std::printf("%4s %7s %7s %14s  %-36s %s\n", "#", "pid", "share", "estimate", "call site",
-                "target");
-    int i = 0;
-    for (const auto& p : resp.pairs())
-      std::printf("%4d %7u %6.2f%% %14s  %-36s %s\n", ++i, p.pid(), 100 * p.estimate().share(),
-                  EstimateText(p.estimate()).c_str(), LocationText(p.call_site()).c_str(),
-                  LocationText(p.target()).c_str());
+    PrintHotCallPairs(resp);
   }
   return resp.pairs_size() ? kExitOk : kExitNoData;
 }

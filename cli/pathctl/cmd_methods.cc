@@ -21,14 +21,7 @@ int RunMethods(Args& args) {
   if (json) {
     PrintJson(resp);
   } else {
-    std::printf("%4s %7s %7s %12s %14s  %s\n", "#", "pid", "self%", "self", "entries", "function");
-    int i = 0;
-    for (const auto& m : resp.methods())
-      std::printf("%4d %7u %6.2f%% %12s %14s  %s\n", ++i, m.pid(), 100 * m.self().share(),
-                  EstimateText(m.self()).c_str(), EstimateText(m.entries()).c_str(),
-                  FunctionText(m.function()).c_str());
-    if (!resp.hot_data_streams_unsupported().empty())
-      std::printf("(hot data streams: %s)\n", resp.hot_data_streams_unsupported().c_str());
+    PrintHotMethods(resp);
   }
   return resp.methods_size() ? kExitOk : kExitNoData;
 }

@@ -116,13 +116,8 @@ int RunPaths(Args& args) {
       std::printf("context %s: %lld contexts, %lld branch windows\n", context.c_str(),
                   static_cast<long long>(resp.contexts_matched()),
                   static_cast<long long>(resp.context_windows()));
-    HotPathsTable(resp);
-    if (req.with_blocks())
-      for (int i = 0; i < resp.paths_size(); ++i) {
-        std::printf("path %d:\n", i + 1);
-        for (const auto& b : resp.paths(i).blocks())
-          std::printf("    %s\n", LocationText(b).c_str());
-      }
+    PrintHotPaths(resp);
+    if (req.with_blocks()) PrintPathBlocks(resp);
   }
   return resp.paths_size() ? kExitOk : kExitNoData;
 }

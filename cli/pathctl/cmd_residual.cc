@@ -49,7 +49,7 @@ int RunResidual(Args& args) {
     as_paths.set_paths_distinct(resp.residual_size());
     std::printf("%llu paths also in baseline %s; new paths:\n",
                 static_cast<unsigned long long>(resp.known()), baseline.c_str());
-    HotPathsTable(as_paths, "residual vs " + baseline);
+    PrintHotPaths(as_paths, "residual vs " + baseline);
   }
   return resp.residual_size() ? kExitOk : kExitNoData;
 }

@@ -145,8 +145,8 @@ int RunRun(Args& args) {
     if ((*session)->Info().state != pl::SessionState::kTargetExited) kill(held->pid(), SIGTERM);
     exit_status = ReapWithin(held->pid(), 500);
   }
-  const RunResults results = CollectRunResults(**session, flags.top, exit_status);
-  flags.json ? PrintRunJson(results) : PrintRunText(results);
+  const pathprof::v1::RunReport report = MakeRunReport(**session, flags.top, exit_status);
+  flags.json ? PrintJson(report) : PrintRunText(report);
   ExitAsInterrupted();  // with the report printed, end as the signal would have, as perf does
   return kExitOk;
 }

@@ -29,28 +29,7 @@ int RunStats(Args& args) {
               resp.sessions_held(), resp.sessions_limit(),
               resp.sessions_memory_bound_bytes() / 1048576.0,
               resp.sessions_memory_limit_bytes() / 1048576.0);
-  std::printf("%-10s %7s %10s %9s %12s %8s %9s  %s\n", "SESSION", "PID", "STACKS", "WINDOWS",
-              "BRANCHES", "CPU s", "MEM MiB", "DROPS / DECODE ERRORS");
-  for (const auto& t : resp.targets()) {
-    std::string lost;
-    for (const auto& d : t.drops())
-      lost += (lost.empty() ? "" : " ") + d.reason() + "=" + std::to_string(d.count());
-    for (const auto& d : t.decode_errors())
-      lost += (lost.empty() ? "" : " ") + d.reason() + "=" + std::to_string(d.count());
-    std::printf(
-        "%-10s %7u %10llu %9llu %12llu %8.2f %9.1f  %s\n", SessionIdForDisplay(t.session()).c_str(),
-        t.pid(), static_cast<unsigned long long>(t.stack_samples()),
-        static_cast<unsigned long long>(t.windows()), static_cast<unsigned long long>(t.branches()),
-        t.pipeline_cpu_seconds(), t.memory_bytes() / 1048576.0, lost.empty() ? "-" : lost.c_str());
-  }
-  for (const auto& t : resp.targets()) {
-    if (t.namespace_pid() != 0)
-      std::printf("%s pid %u: pid %u in its own pid namespace (a container)\n",
-                  SessionIdForDisplay(t.session()).c_str(), t.pid(), t.namespace_pid());
-    if (!t.window_weighting().empty())
-      std::printf("%s pid %u: windows weighted by %s\n", SessionIdForDisplay(t.session()).c_str(),
-                  t.pid(), t.window_weighting().c_str());
-  }
+  PrintTargetStats(resp.targets());
   return kExitOk;
 }
 

@@ -22,15 +22,7 @@ int RunSubpaths(Args& args) {
   if (json) {
     PrintJson(resp);
   } else {
-    std::printf("session %s: OSP sampling frequency %.1f\n",
-                SessionIdForDisplay(resp.session()).c_str(), resp.sampling_frequency());
-    std::printf("%4s %7s %7s %16s %5s  %s\n", "#", "pid", "share", "estimate", "len",
-                "first block");
-    int i = 0;
-    for (const auto& sp : resp.subpaths())
-      std::printf("%4d %7u %6.2f%% %16s %5u  %s\n", ++i, sp.pid(), 100 * sp.estimate().share(),
-                  EstimateText(sp.estimate()).c_str(), sp.length(),
-                  sp.blocks_size() ? LocationText(sp.blocks(0)).c_str() : "-");
+    PrintHotSubpaths(resp);
   }
   return resp.subpaths_size() ? kExitOk : kExitNoData;
 }

@@ -26,23 +26,7 @@ int RunTree(Args& args) {
   if (json) {
     PrintJson(resp);
   } else {
-    std::printf("session %s: %llu samples, total weight %.0f\n",
-                SessionIdForDisplay(resp.session()).c_str(),
-                static_cast<unsigned long long>(resp.samples()), resp.total_weight());
-    std::map<uint64_t, int> depth;  // parents come before children
-    for (const auto& n : resp.nodes()) {
-      int d = n.parent_id() ? depth[n.parent_id()] + 1 : 0;
-      depth[n.id()] = d;
-      double pct = resp.total_weight() > 0 ? 100 * n.total_weight() / resp.total_weight() : 0;
-      // A context branch windows were attributed to: its id selects its hot paths
-      // (pathctl paths SESSION --context ID).
-      const std::string windows = n.windows() ? "  {context " + std::to_string(n.context_id()) +
-                                                    ": " + std::to_string(n.windows()) + " windows}"
-                                              : "";
-      std::printf("%6.2f%% %8.0f self %-8.0f %*s%s%s%s\n", pct, n.total_weight(), n.self_weight(),
-                  2 * d, "", FunctionText(n.function()).c_str(),
-                  n.truncated() ? " [truncated]" : "", windows.c_str());
-    }
+    PrintTree(resp);
   }
   if (resp.nodes_size() == 0 && !req.root_function().empty())
     std::fprintf(stderr,

@@ -99,7 +99,7 @@ grpc::Status PrintUpdates(Client& client, const WatchOptions& w, grpc::ClientCon
     if (w.json) {
       PrintJson(msg);  // one HotPaths per line
     } else {
-      HotPathsTable(msg);
+      PrintHotPaths(msg);
       std::printf("\n");
     }
     std::fflush(stdout);

@@ -1,24 +1,20 @@
 #include "pathctl/query_source.h"
 
 #include <cstdio>
-#include <limits>
 
-#include "pathprof/api/convert.h"
-#include "pathprof/api/queries.h"
+#include "pathprof/api/answers.h"
 #include "pathprof/api/resource_names.h"
 #include "pathprof/pipeline/offline_analysis.h"
 
 namespace pathctl {
 
 namespace pl = pathprof::pipeline;
-using pathprof::api::ToProto;
 
 namespace {
-// A recording's answers name no session (an empty id): it is not a session resource.
-constexpr char kNoSession[] = "";
-
-// The daemon's defaults, without its upper bounds: a recording read here is nobody else's.
-const pathprof::api::QueryLimits kHere;
+// The daemon's defaults without its upper bounds (a recording read here is nobody else's), no
+// kernel frames hidden (the user recorded them), and no session named: a recording is no
+// session resource.
+const pathprof::api::AnswerScope kHere;
 }  // namespace
 
 std::string QuerySource::Name(const std::string& positional) const {
@@ -54,58 +50,41 @@ const pl::Session* QuerySource::Recording(const std::string& path) {
   return recording_.get();
 }
 
-int QuerySource::Get(const v1::GetHotPathsRequest& req, v1::HotPaths* out) {
-  if (client_) return Ask([&](auto& stub, auto* ctx) { return stub.GetHotPaths(ctx, req, out); });
+template <typename Request, typename Response>
+int QuerySource::AnswerHere(const Request& req, Response* out) {
   const pl::Session* session = Recording(req.session());
   if (session == nullptr) return failed_;
-  pl::HotPathsQuery q;
-  if (grpc::Status s = pathprof::api::ToQuery(req, kHere, &q); !s.ok()) return Refused(s);
-  ToProto(session->HotPaths(q), kNoSession, out);
+  if (grpc::Status s = pathprof::api::Answer(*session, req, kHere, out); !s.ok())
+    return Refused(s);
   return kExitOk;
+}
+
+int QuerySource::Get(const v1::GetHotPathsRequest& req, v1::HotPaths* out) {
+  if (client_) return Ask([&](auto& stub, auto* ctx) { return stub.GetHotPaths(ctx, req, out); });
+  return AnswerHere(req, out);
 }
 
 int QuerySource::Get(const v1::GetHotSubpathsRequest& req, v1::HotSubpaths* out) {
   if (client_)
     return Ask([&](auto& stub, auto* ctx) { return stub.GetHotSubpaths(ctx, req, out); });
-  const pl::Session* session = Recording(req.session());
-  if (session == nullptr) return failed_;
-  pl::HotSubpathsQuery q;
-  if (grpc::Status s = pathprof::api::ToQuery(req, kHere, &q); !s.ok()) return Refused(s);
-  // The daemon bounds an iceberg answer by its max_top_k; here nothing is shared to protect.
-  ToProto(session->HotSubpaths(q), kNoSession, std::numeric_limits<size_t>::max(), out);
-  return kExitOk;
+  return AnswerHere(req, out);
 }
 
 int QuerySource::Get(const v1::GetCallingContextTreeRequest& req, v1::CallingContextTree* out) {
   if (client_)
     return Ask([&](auto& stub, auto* ctx) { return stub.GetCallingContextTree(ctx, req, out); });
-  const pl::Session* session = Recording(req.session());
-  if (session == nullptr) return failed_;
-  pl::CctQuery q;
-  if (grpc::Status s = pathprof::api::ToQuery(req, kHere, &q); !s.ok()) return Refused(s);
-  ToProto(session->Cct(q), kNoSession, out);
-  return kExitOk;
+  return AnswerHere(req, out);
 }
 
 int QuerySource::Get(const v1::GetHotCallPairsRequest& req, v1::HotCallPairs* out) {
   if (client_)
     return Ask([&](auto& stub, auto* ctx) { return stub.GetHotCallPairs(ctx, req, out); });
-  const pl::Session* session = Recording(req.session());
-  if (session == nullptr) return failed_;
-  uint32_t k;
-  if (grpc::Status s = pathprof::api::TopK(req.top_k(), kHere, &k); !s.ok()) return Refused(s);
-  ToProto(session->HotCallPairs(k), kNoSession, out);
-  return kExitOk;
+  return AnswerHere(req, out);
 }
 
 int QuerySource::Get(const v1::GetHotMethodsRequest& req, v1::HotMethods* out) {
   if (client_) return Ask([&](auto& stub, auto* ctx) { return stub.GetHotMethods(ctx, req, out); });
-  const pl::Session* session = Recording(req.session());
-  if (session == nullptr) return failed_;
-  uint32_t k;
-  if (grpc::Status s = pathprof::api::TopK(req.top_k(), kHere, &k); !s.ok()) return Refused(s);
-  ToProto(session->HotMethods(k), kNoSession, out);
-  return kExitOk;
+  return AnswerHere(req, out);
 }
 
 }  // namespace pathctl

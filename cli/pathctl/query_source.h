@@ -56,6 +56,9 @@ class QuerySource {
   }
   // A request the checks refused (as the daemon would): printed, and its exit code.
   int Refused(const grpc::Status& s) const;
+  // The recording's answer, through the daemon's one implementation (api/answers.h).
+  template <typename Request, typename Response>
+  int AnswerHere(const Request& req, Response* out);
   // The recording's session, read on first use; nullptr after printing why it cannot be.
   const pathprof::pipeline::Session* Recording(const std::string& path);
 

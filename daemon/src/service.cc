@@ -11,6 +11,7 @@
 
 #include <google/protobuf/util/time_util.h>
 
+#include "pathprof/api/answers.h"
 #include "pathprof/api/convert.h"
 #include "pathprof/api/grpc_status.h"
 #include "pathprof/api/queries.h"
@@ -456,85 +457,51 @@ grpc::Status ProfilerService::ListSessions(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status ProfilerService::FillHotPaths(const pipeline::Session& session,
-                                           const v1::GetHotPathsRequest& req, bool hide_kernel,
-                                           v1::HotPaths* out) const {
-  pipeline::HotPathsQuery q;
-  if (grpc::Status s = api::ToQuery(req, QueryLimitsOf(limits()), &q); !s.ok()) return s;
-  auto r = session.HotPaths(q);
-  if (hide_kernel) pipeline::HideKernelFrames(&r);
-  api::ToProto(r, session.id(), out);
-  return grpc::Status::OK;
+api::AnswerScope ProfilerService::ScopeFor(const Peer& peer,
+                                           const pipeline::Session& session) const {
+  return {.limits = QueryLimitsOf(limits()),
+          .hide_kernel = !Authorizer::KernelAddressesVisible(peer),
+          .session_id = session.id()};
+}
+
+// The query handlers: the caller's session, then the one answer of api/answers.h.
+template <typename Request, typename Response>
+grpc::Status ProfilerService::AnswerQuery(const char* method, grpc::ServerContext* ctx,
+                                          const Request& req, Response* resp) {
+  return Run(method, ctx, [&](const Peer& peer) -> grpc::Status {
+    std::shared_ptr<pipeline::Session> s;
+    if (grpc::Status st = Session(peer, req.session(), "session", &s); !st.ok()) return st;
+    return api::Answer(*s, req, ScopeFor(peer, *s), resp);
+  });
 }
 
 grpc::Status ProfilerService::GetHotPaths(grpc::ServerContext* ctx,
                                           const v1::GetHotPathsRequest* req, v1::HotPaths* resp) {
-  return Run("GetHotPaths", ctx, [&](const Peer& peer) -> grpc::Status {
-    std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
-    return FillHotPaths(*s, *req, !Authorizer::KernelAddressesVisible(peer), resp);
-  });
+  return AnswerQuery("GetHotPaths", ctx, *req, resp);
 }
 
 grpc::Status ProfilerService::GetHotSubpaths(grpc::ServerContext* ctx,
                                              const v1::GetHotSubpathsRequest* req,
                                              v1::HotSubpaths* resp) {
-  return Run("GetHotSubpaths", ctx, [&](const Peer& peer) -> grpc::Status {
-    std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
-    pipeline::HotSubpathsQuery q;
-    if (grpc::Status st = api::ToQuery(*req, QueryLimitsOf(limits()), &q); !st.ok()) return st;
-    auto r = s->HotSubpaths(q);
-    if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&r);
-    // An iceberg query is bounded by max_top_k too: it may not return an unbounded list.
-    api::ToProto(r, s->id(), limits().max_top_k, resp);
-    return grpc::Status::OK;
-  });
+  return AnswerQuery("GetHotSubpaths", ctx, *req, resp);
 }
 
 grpc::Status ProfilerService::GetCallingContextTree(grpc::ServerContext* ctx,
                                                     const v1::GetCallingContextTreeRequest* req,
                                                     v1::CallingContextTree* resp) {
-  return Run("GetCallingContextTree", ctx, [&](const Peer& peer) -> grpc::Status {
-    std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
-    pipeline::CctQuery q;
-    if (grpc::Status st = api::ToQuery(*req, QueryLimitsOf(limits()), &q); !st.ok()) return st;
-    auto t = s->Cct(q);
-    if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&t);
-    api::ToProto(t, s->id(), resp);
-    return grpc::Status::OK;
-  });
+  return AnswerQuery("GetCallingContextTree", ctx, *req, resp);
 }
 
 grpc::Status ProfilerService::GetHotCallPairs(grpc::ServerContext* ctx,
                                               const v1::GetHotCallPairsRequest* req,
                                               v1::HotCallPairs* resp) {
-  return Run("GetHotCallPairs", ctx, [&](const Peer& peer) -> grpc::Status {
-    std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
-    uint32_t k;
-    if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
-    auto pairs = s->HotCallPairs(k);
-    if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&pairs);
-    api::ToProto(pairs, s->id(), resp);
-    return grpc::Status::OK;
-  });
+  return AnswerQuery("GetHotCallPairs", ctx, *req, resp);
 }
 
 grpc::Status ProfilerService::GetHotMethods(grpc::ServerContext* ctx,
                                             const v1::GetHotMethodsRequest* req,
                                             v1::HotMethods* resp) {
-  return Run("GetHotMethods", ctx, [&](const Peer& peer) -> grpc::Status {
-    std::shared_ptr<pipeline::Session> s;
-    if (grpc::Status st = Session(peer, req->session(), "session", &s); !st.ok()) return st;
-    uint32_t k;
-    if (grpc::Status st = CheckTopK(req->top_k(), &k); !st.ok()) return st;
-    auto r = s->HotMethods(k);
-    if (!Authorizer::KernelAddressesVisible(peer)) pipeline::HideKernelFrames(&r);
-    api::ToProto(r, s->id(), resp);
-    return grpc::Status::OK;
-  });
+  return AnswerQuery("GetHotMethods", ctx, *req, resp);
 }
 
 grpc::Status ProfilerService::SaveBaseline(grpc::ServerContext* ctx,
@@ -620,9 +587,7 @@ grpc::Status ProfilerService::WatchHotPaths(grpc::ServerContext* ctx,
       if (ctx->IsCancelled()) return ClientGone();
       bool running = s->Info().state == pipeline::SessionState::kRunning;
       v1::HotPaths msg;
-      if (grpc::Status st =
-              FillHotPaths(*s, req->query(), !Authorizer::KernelAddressesVisible(peer), &msg);
-          !st.ok())
+      if (grpc::Status st = api::Answer(*s, req->query(), ScopeFor(peer, *s), &msg); !st.ok())
         return st;
       if (!writer->Write(msg)) return ClientGone();
       if (!running) return grpc::Status::OK;  // that was the final report

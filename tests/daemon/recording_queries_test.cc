@@ -11,6 +11,7 @@
 
 #include "daemon_harness.h"
 #include "pathprof/v1/profiler.pb.h"
+#include "pathprof/v1/reports.pb.h"
 
 namespace pathprof::daemon::testing {
 namespace {
@@ -143,6 +144,39 @@ TEST_F(RecordingQueries, CallingContextTreesAgree) {
   Both("tree ARG", &d, &h, 3);
   EXPECT_TRUE(Same(d, h));
   EXPECT_EQ(d.nodes_size(), 0);
+}
+
+// pathctl analyze reports a recording as the daemon answers it once imported: its report's
+// tables are the daemon's documents, field for field (run's report is made by the same
+// answers, api/answers.h, from its live session).
+TEST_F(RecordingQueries, AnalyzeReportsWhatTheDaemonAnswers) {
+  const CmdResult a = Sh(kBin + "/pathctl analyze " + *pbs_ + " --top 5 --json");
+  ASSERT_EQ(a.rc, 0) << a.out;
+  v1::RecordingReport report;
+  ASSERT_TRUE(Parse(a.out, &report));
+  ASSERT_EQ(report.processes_size(), 1) << a.out.substr(0, 2000);
+  const v1::ProcessReport& here = report.processes(0);
+  auto daemon = [&](const std::string& query, auto* out) {
+    const CmdResult d = daemon_.Ctl(query + " " + id_ + " --top 5 --json");
+    ASSERT_EQ(d.rc, 0) << d.out;
+    ASSERT_TRUE(Parse(d.out, out));
+    out->clear_session();
+  };
+  v1::HotPaths paths;
+  daemon("paths --blocks", &paths);
+  v1::HotPaths here_paths = here.hot_paths();
+  paths.clear_compute_time();
+  here_paths.clear_compute_time();
+  EXPECT_TRUE(Same(paths, here_paths));
+  v1::HotSubpaths subpaths;
+  daemon("subpaths", &subpaths);
+  EXPECT_TRUE(Same(subpaths, here.hot_subpaths()));
+  v1::HotCallPairs pairs;
+  daemon("calls", &pairs);
+  EXPECT_TRUE(Same(pairs, here.hot_call_pairs()));
+  v1::HotMethods methods;
+  daemon("methods", &methods);
+  EXPECT_TRUE(Same(methods, here.hot_methods()));
 }
 
 // The imported session is an ended session like any other, listed; a file that is not there is

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/api/answers.h"
 #include "pathprof/api/page_token.h"
 #include "pathprof/api/session_request.h"
 #include "pathprof/daemon/admission.h"
@@ -104,8 +105,12 @@ class ProfilerService final : public v1::PathProfiler::Service {
   grpc::Status Session(const Peer& peer, const std::string& name, const char* field,
                        std::shared_ptr<pipeline::Session>* out) const;
   grpc::Status CheckTopK(int32_t requested, uint32_t* top_k) const;
-  grpc::Status FillHotPaths(const pipeline::Session& session, const v1::GetHotPathsRequest& req,
-                            bool hide_kernel, v1::HotPaths* out) const;
+  // How the peer's queries of `session` are answered (api/answers.h): the server's bounds,
+  // kernel frames hidden unless the peer may see them.
+  api::AnswerScope ScopeFor(const Peer& peer, const pipeline::Session& session) const;
+  template <typename Request, typename Response>
+  grpc::Status AnswerQuery(const char* method, grpc::ServerContext* ctx, const Request& req,
+                           Response* resp);
   Limits limits() const;
   // How a request spells the fields of SessionTarget and SessionSettings, for errors.
   struct FieldPrefixes {
