@@ -5,7 +5,7 @@
 #include <string>
 
 #include "pathprof/decoders/perf_data_reader.h"
-#include "pathprof/decoders/perf_data_writer.h"
+#include "perf_data_writer.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "pathprof/profiles/pprof_export.h"
-#include "pathprof/profiles/pprof_samples.h"
+#include "pprof_samples.h"
 
 namespace pp = pathprof::profiles::pprof;
 

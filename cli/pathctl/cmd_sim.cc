@@ -375,7 +375,7 @@ constexpr char kUsage[] =
 Runs the path engine on a synthetic workload (loops, branchy, calls, large) or a .pbs stream and
 compares what it finds with the exact profile of the same stream.
 --functions, --diamonds, --call-levels, --skew, --correlation and --zipf override the workload's
-knobs (see examples/synth/.../workload.h). --window W --period P: window sampling, windows of W
+knobs (see synth/include/pathprof/synth/workload.h). --window W --period P: window sampling, windows of W
 taken branches, one every P*W, scored by the window estimator (instead of the HPT).
 --sample-interval N --burst-length N: bursty sampling ([HPS 2005]) of calls and back-edges
 before the HPT. --sweep: complete and dynamic overlap for HPT sizes x ways (Figure 5.7 style)

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "pathprof/collectors/online_cpus.h"
+#include "online_cpus.h"
 #include "stack_sample.h"
 #include "stack_sampler.skel.h"
 

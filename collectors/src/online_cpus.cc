@@ -1,4 +1,4 @@
-#include "pathprof/collectors/online_cpus.h"
+#include "online_cpus.h"
 
 #include <cstdlib>
 #include <fstream>

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "pathprof/core/varint.h"
+#include "varint.h"
 
 namespace pathprof {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "pathprof/daemon/process_stats.h"
+#include "process_stats.h"
 
 namespace pathprof::daemon {
 namespace {

@@ -1,4 +1,4 @@
-#include "pathprof/daemon/process_stats.h"
+#include "process_stats.h"
 
 #include <dirent.h>
 #include <sys/resource.h>

@@ -19,9 +19,9 @@
 #include "pathprof/api/session_request.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/daemon/log.h"
-#include "pathprof/daemon/process_stats.h"
+#include "process_stats.h"
 #include "pathprof/daemon/procfs.h"
-#include "pathprof/daemon/session_targets.h"
+#include "session_targets.h"
 #include "pathprof/pipeline/kernel_frames.h"
 
 #ifndef PATHPROF_VERSION

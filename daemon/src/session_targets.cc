@@ -1,4 +1,4 @@
-#include "pathprof/daemon/session_targets.h"
+#include "session_targets.h"
 
 #include <string>
 

@@ -1,7 +1,7 @@
 #include "pathprof/decoders/branch_profile_export.h"
 
 #include "pathprof/decoders/elf_image.h"
-#include "pathprof/decoders/perf_data_writer.h"
+#include "perf_data_writer.h"
 
 namespace pathprof::decoders {
 namespace {

@@ -1,4 +1,4 @@
-#include "pathprof/decoders/llvm_mca_reference.h"
+#include "llvm_mca_reference.h"
 
 #include <Zydis/Zydis.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "pathprof/decoders/perf_data_writer.h"
+#include "perf_data_writer.h"
 
 namespace pathprof::decoders {
 

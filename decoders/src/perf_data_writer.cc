@@ -1,5 +1,5 @@
 // The perf.data writer: header, one attr, records, and the ARCH/NRCPUS/CMDLINE features.
-#include "pathprof/decoders/perf_data_writer.h"
+#include "perf_data_writer.h"
 
 #include <cerrno>
 #include <cstring>

@@ -17,7 +17,7 @@
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/hwmodel.h"
-#include "pathprof/pipeline/target_credentials.h"
+#include "target_credentials.h"
 #include "pathprof/profiles/hps_profiles.h"
 #include "pathprof/profiles/osp_report.h"
 #include "pathprof/profiles/osp_reservoir.h"

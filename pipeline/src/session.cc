@@ -23,7 +23,7 @@
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/pipeline/kernel_frames.h"
-#include "pathprof/pipeline/target_credentials.h"
+#include "target_credentials.h"
 #include "pathprof/profiles/pprof_export.h"
 #include "pathprof/stepping/ptrace_bursts.h"
 #include "pathprof/stepping/step_probe.h"

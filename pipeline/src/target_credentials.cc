@@ -1,4 +1,4 @@
-#include "pathprof/pipeline/target_credentials.h"
+#include "target_credentials.h"
 
 #include <sys/stat.h>
 

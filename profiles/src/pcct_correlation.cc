@@ -1,4 +1,4 @@
-#include "pathprof/profiles/pcct_correlation.h"
+#include "pcct_correlation.h"
 
 #include <cmath>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-#include "pathprof/profiles/pprof_samples.h"
+#include "pprof_samples.h"
 
 #include <cinttypes>
 #include <cstdio>

@@ -11,7 +11,7 @@
 
 #include <chrono>
 
-#include "pathprof/collectors/online_cpus.h"
+#include "online_cpus.h"
 
 namespace pathprof::collectors {
 

@@ -14,7 +14,7 @@
 
 #include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/decoders/lbr_replay.h"
-#include "pathprof/decoders/perf_data_writer.h"
+#include "perf_data_writer.h"
 #include "pathprof/decoders/x86_branch.h"
 
 namespace pathprof {

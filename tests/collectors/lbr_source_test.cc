@@ -13,7 +13,7 @@
 #include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/decoders/lbr_replay.h"
 #include "pathprof/decoders/perf_data_reader.h"
-#include "pathprof/decoders/perf_data_writer.h"
+#include "perf_data_writer.h"
 #include "pathprof/decoders/perf_ring_record.h"
 
 namespace pathprof::collectors {

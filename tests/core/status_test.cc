@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "pathprof/core/branch.h"
-#include "pathprof/core/varint.h"
+#include "varint.h"
 
 namespace pathprof {
 namespace {

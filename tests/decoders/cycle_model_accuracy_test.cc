@@ -31,7 +31,7 @@
 #include "pathprof/decoders/code_blocks.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/decoders/elf_image.h"
-#include "pathprof/decoders/llvm_mca_reference.h"
+#include "llvm_mca_reference.h"
 #include "pathprof/decoders/x86_branch.h"
 
 namespace pathprof::decoders {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "pathprof/decoders/cycle_model.h"
-#include "pathprof/decoders/llvm_mca_reference.h"
+#include "llvm_mca_reference.h"
 
 namespace pathprof::decoders {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "pathprof/decoders/perf_data_reader.h"
-#include "pathprof/decoders/perf_data_writer.h"
+#include "perf_data_writer.h"
 
 #include "common/run_command.h"
 

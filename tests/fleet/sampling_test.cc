@@ -1,4 +1,4 @@
-#include "pathprof/fleet/sampling.h"
+#include "sampling.h"
 
 #include <gtest/gtest.h>
 

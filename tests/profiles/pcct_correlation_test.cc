@@ -1,4 +1,4 @@
-#include "pathprof/profiles/pcct_correlation.h"
+#include "pcct_correlation.h"
 
 #include <gtest/gtest.h>
 

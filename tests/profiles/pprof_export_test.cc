@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "pathprof/profiles/pprof_export.h"
-#include "pathprof/profiles/pprof_samples.h"
+#include "pprof_samples.h"
 #include "pprof/profile.pb.h"
 
 namespace pathprof::profiles::pprof {

@@ -1,6 +1,6 @@
 // How the offline simulations (offline_sim.h, hpt_sweep.h, offline_stream_profiles.h) read a
 // branch stream: as callbacks, so that the pipeline stays independent of where the branches come
-// from (a synthetic workload in examples/synth, a .pbs file, a test's hand-made batches).
+// from (a synthetic workload in synth/, a .pbs file, a test's hand-made batches).
 #pragma once
 
 #include <functional>
