@@ -49,19 +49,14 @@ pathprof::v1::RecordingReport MakeReport(const std::string& file, const DecodeSu
 }
 
 void PrintText(const pathprof::v1::RecordingReport& report) {
-  std::printf("pathctl analyze: %s (%s)\n", report.file().c_str(), report.decode().format().c_str());
+  std::printf("pathctl analyze: %s (%s)\n", report.file().c_str(),
+              report.decode().format().c_str());
   for (const pathprof::v1::ProcessReport& p : report.processes()) {
     std::printf("\nprocess %d %s: %lld windows, %lld branches\n", p.pid(), p.comm().c_str(),
                 static_cast<long long>(p.stats().windows()),
                 static_cast<long long>(p.stats().branches()));
-    std::printf("\nhot paths:\n");
-    PrintHotPaths(p.hot_paths());
-    std::printf("\nhot subpaths:\n");
-    PrintHotSubpaths(p.hot_subpaths());
-    std::printf("\nhot call pairs:\n");
-    PrintHotCallPairs(p.hot_call_pairs());
-    std::printf("\nhot methods (entries in the branch stream):\n");
-    PrintHotMethods(p.hot_methods());
+    PrintReportTables(p.hot_paths(), p.hot_subpaths(), p.hot_call_pairs(), p.hot_methods(),
+                      "hot methods (entries in the branch stream)");
     std::printf("\naccounting:\n");
     google::protobuf::RepeatedPtrField<pathprof::v1::TargetStats> stats;
     *stats.Add() = p.stats();

@@ -159,6 +159,21 @@ void PrintTree(const v1::CallingContextTree& tree) {
   }
 }
 
+void PrintReportTables(const v1::HotPaths& paths, const v1::HotSubpaths& subpaths,
+                       const v1::HotCallPairs& pairs, const v1::HotMethods& methods,
+                       const char* methods_title) {
+  std::printf("\nhot paths:\n");
+  PrintHotPaths(paths);
+  if (paths.paths_size() == 0) std::printf("  (none: no branch windows were collected)\n");
+  PrintPathBlocks(paths);
+  std::printf("\nhot subpaths:\n");
+  PrintHotSubpaths(subpaths);
+  std::printf("\nhot call pairs:\n");
+  PrintHotCallPairs(pairs);
+  std::printf("\n%s:\n", methods_title);
+  PrintHotMethods(methods);
+}
+
 void PrintTargetStats(const google::protobuf::RepeatedPtrField<v1::TargetStats>& stats) {
   std::printf("%-10s %7s %10s %9s %12s %8s %9s  %s\n", "SESSION", "PID", "STACKS", "WINDOWS",
               "BRANCHES", "CPU s", "MEM MiB", "DROPS / DECODE ERRORS");

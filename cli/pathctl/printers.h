@@ -35,6 +35,12 @@ void PrintHotSubpaths(const pathprof::v1::HotSubpaths& sp);
 void PrintHotCallPairs(const pathprof::v1::HotCallPairs& pairs);
 void PrintHotMethods(const pathprof::v1::HotMethods& methods);
 void PrintTree(const pathprof::v1::CallingContextTree& tree);
+// A report's four tables under their titles (pathctl run's and analyze's): hot paths with their
+// blocks, subpaths, call pairs, and methods under `methods_title`.
+void PrintReportTables(const pathprof::v1::HotPaths& paths,
+                       const pathprof::v1::HotSubpaths& subpaths,
+                       const pathprof::v1::HotCallPairs& pairs,
+                       const pathprof::v1::HotMethods& methods, const char* methods_title);
 // The pipeline's accounting per target: samples, windows, CPU, memory, and every drop and
 // decode error by reason.
 void PrintTargetStats(const google::protobuf::RepeatedPtrField<pathprof::v1::TargetStats>& stats);

@@ -54,8 +54,7 @@ template <typename Request, typename Response>
 int QuerySource::AnswerHere(const Request& req, Response* out) {
   const pl::Session* session = Recording(req.session());
   if (session == nullptr) return failed_;
-  if (grpc::Status s = pathprof::api::Answer(*session, req, kHere, out); !s.ok())
-    return Refused(s);
+  if (grpc::Status s = pathprof::api::Answer(*session, req, kHere, out); !s.ok()) return Refused(s);
   return kExitOk;
 }
 

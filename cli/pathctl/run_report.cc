@@ -52,16 +52,8 @@ void PrintRunText(const v1::RunReport& r) {
   if (r.exit_status() >= 0) std::printf(" (exit status %d)", r.exit_status());
   // The reason says why this branch source, and why no stacks where there are none.
   std::printf("\n  source: %s\n", s.source_reason().c_str());
-  std::printf("\nhot paths:\n");
-  PrintHotPaths(r.hot_paths());
-  if (r.hot_paths().paths_size() == 0) std::printf("  (none: no branch windows were collected)\n");
-  PrintPathBlocks(r.hot_paths());
-  std::printf("\nhot subpaths:\n");
-  PrintHotSubpaths(r.hot_subpaths());
-  std::printf("\nhot call pairs:\n");
-  PrintHotCallPairs(r.hot_call_pairs());
-  std::printf("\nhot methods (self from stacks, entries from branch windows):\n");
-  PrintHotMethods(r.hot_methods());
+  PrintReportTables(r.hot_paths(), r.hot_subpaths(), r.hot_call_pairs(), r.hot_methods(),
+                    "hot methods (self from stacks, entries from branch windows)");
   std::printf("\ncalling context tree:\n");
   PrintTree(r.cct());
   std::printf("\naccounting:\n");

@@ -19,10 +19,10 @@
 #include "pathprof/api/session_request.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/daemon/log.h"
-#include "process_stats.h"
 #include "pathprof/daemon/procfs.h"
-#include "session_targets.h"
 #include "pathprof/pipeline/kernel_frames.h"
+#include "process_stats.h"
+#include "session_targets.h"
 
 #ifndef PATHPROF_VERSION
 #define PATHPROF_VERSION "0.1.0"
