@@ -47,6 +47,7 @@ void ToProto(const pipeline::HotPath& in, v1::HotPath* out) {
   out->set_metric(ToProto(in.metric));
   for (const auto& b : in.blocks) ToProto(b, out->add_blocks());
   out->set_pid(in.pid);
+  out->set_comm(in.comm);
   out->set_observations(in.observations);
   for (const auto& c : in.contexts) {
     v1::PathContext* o = out->add_contexts();
@@ -113,6 +114,7 @@ void ToProto(const pipeline::HotSubpathsResult& in, const std::string& session_i
     o->set_length(sp.length);
     ToProto(sp.estimate, o->mutable_estimate());
     o->set_pid(sp.pid);
+    o->set_comm(sp.comm);
   }
   out->set_sampling_frequency(in.sampling_frequency);
 }
@@ -147,6 +149,7 @@ void ToProto(const pipeline::HotCallPairsResult& in, const std::string& session_
     ToProto(p.target, o->mutable_target());
     ToProto(p.estimate, o->mutable_estimate());
     o->set_pid(p.pid);
+    o->set_comm(p.comm);
   }
 }
 
@@ -159,6 +162,7 @@ void ToProto(const pipeline::HotMethodsResult& in, const std::string& session_id
     ToProto(m.self, o->mutable_self());
     ToProto(m.entries, o->mutable_entries());
     o->set_pid(m.pid);
+    o->set_comm(m.comm);
   }
   out->set_hot_data_streams_unsupported(in.hot_data_streams_unsupported);
 }

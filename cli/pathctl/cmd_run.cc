@@ -1,6 +1,7 @@
 // pathctl run: profiles a command (or a running process, --pid) with the embedded pipeline, no
 // daemon needed, and prints its hot paths, hot subpaths, hot call pairs, hot methods and the top
 // of its calling context tree when it exits or --duration ends.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "pathctl/run_report.h"
 #include "pathctl/session_flags.h"
 #include "pathprof/collectors/capabilities.h"
+#include "pathprof/decoders/mapped_file.h"
 #include "pathprof/pipeline/session.h"
 
 namespace pathctl {
@@ -47,12 +49,14 @@ struct RunFlags {
   uint32_t top = 10;
   pid_t pid = 0;  // --pid; 0: run the command after --
   bool json = false;
+  std::string output;  // -o: the report's file; empty: standard output
 };
 
 // Fills `flags` from `args`; the usage problems, in the order found (empty: all well).
 std::vector<std::string> ParseRunFlags(Args& args, RunFlags* flags) {
   std::vector<std::string> problems;
   flags->json = args.Has("json");
+  flags->output = args.Get("output");
   // The session flags start shares, with the defaults of pipeline::kSessionDefaults.
   ReadSessionConfig(args, &flags->config, &problems);
   // Timed here rather than by the session (whole seconds) so that 500ms means 500 ms; the
@@ -80,8 +84,9 @@ int OpenTarget(const RunFlags& flags, const std::vector<std::string>& command,
     return kExitOk;
   }
   // The JSON report owns standard output: the command's goes to standard error, so that
-  // `pathctl run --json -- CMD | jq` reads one JSON object whatever CMD prints.
-  auto forked = HeldCommand::Fork(command, /*stdout_to_stderr=*/flags.json);
+  // `pathctl run --json -- CMD | jq` reads one JSON object whatever CMD prints. With -o the
+  // report has a file of its own and the command keeps standard output.
+  auto forked = HeldCommand::Fork(command, /*stdout_to_stderr=*/flags.json && flags.output.empty());
   if (!forked.ok()) return FailLocal("run", forked.status());
   held->emplace(std::move(*forked));
   config->pids = {static_cast<uint32_t>((*held)->pid())};
@@ -113,6 +118,17 @@ int RunRun(Args& args) {
   if (auto source = pl::ChooseBranchSource(flags.config.source, caps, &reason); !source.ok()) {
     std::fprintf(stderr, "pathctl run: %s\n", source.status().ToString().c_str());
     return kExitError;
+  }
+  // The report's file is opened (as the user running pathctl) before anything starts: a path
+  // that cannot be written fails now, not after the whole run.
+  pathprof::decoders::UniqueFd report_file;
+  if (!flags.output.empty()) {
+    report_file = pathprof::decoders::UniqueFd(
+        open(flags.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (report_file.get() < 0)
+      return FailLocal("run", pathprof::Status(pathprof::ErrorCode::kInvalidArgument,
+                                               "cannot write the report to " + flags.output + ": " +
+                                                   std::strerror(errno)));
   }
   std::optional<HeldCommand> held;
   if (int rc = OpenTarget(flags, args.rest(), &flags.config, &held); rc != kExitOk) return rc;
@@ -146,7 +162,12 @@ int RunRun(Args& args) {
     exit_status = ReapWithin(held->pid(), 500);
   }
   const pathprof::v1::RunReport report = MakeRunReport(**session, flags.top, exit_status);
+  if (report_file.get() >= 0) {
+    std::fflush(stdout);
+    dup2(report_file.get(), STDOUT_FILENO);
+  }
   flags.json ? PrintJson(report) : PrintRunText(report);
+  std::fflush(stdout);
   ExitAsInterrupted();  // with the report printed, end as the signal would have, as perf does
   return kExitOk;
 }
@@ -180,7 +201,10 @@ PATHCTL_COMMAND(Command{
             IntFlag("top", "K", "10", 1, 1000, "entries per table"),
             BoolFlag("json",
                      "the whole report as one JSON object on stdout (CMD's own standard output "
-                     "then goes to standard error)")},
+                     "then goes to standard error, unless -o)"),
+            StringFlag("output", "FILE", "",
+                       "write the report (text, or JSON with --json) to FILE, not stdout")
+                .Short("-o")},
            SessionFlags()),
     RunRun});
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -19,6 +20,16 @@ namespace {
 // recording's, pathctl run's).
 std::string SessionPrefix(const std::string& name) {
   return name.empty() ? "" : "session " + SessionIdForDisplay(name) + ": ";
+}
+
+// Under a table whose rows come from several processes: the basis its shares have (one total,
+// every process's together: pipeline::Session rebases each process's shares on it).
+template <typename Rows>
+void PrintShareBasis(const Rows& rows, const char* of_what) {
+  std::set<int32_t> pids;
+  for (const auto& r : rows) pids.insert(r.pid());
+  if (pids.size() > 1)
+    std::printf("(shares of %s of all %zu processes together)\n", of_what, pids.size());
 }
 }  // namespace
 
@@ -80,15 +91,17 @@ void PrintHotPaths(const v1::HotPaths& hp, const std::string& how) {
   std::printf("%s%llu distinct paths, total %.0f (%s)\n", SessionPrefix(hp.session()).c_str(),
               static_cast<unsigned long long>(hp.paths_distinct()), hp.total(),
               how.empty() ? EstimatorName(hp.estimator()) : how.c_str());
-  std::printf("%4s %7s %7s %16s %4s  %-34s %s\n", "#", "pid", "share", "estimate", "len", "start",
-              "outcomes");
+  std::printf("%4s %7s %-15s %7s %16s %4s  %-34s %s\n", "#", "pid", "comm", "share", "estimate",
+              "len", "start", "outcomes");
   int i = 0;
   for (const auto& p : hp.paths())
-    std::printf("%4d %7u %6.2f%% %16s %4u  %-34s %s\n", ++i, p.pid(), 100 * p.estimate().share(),
-                EstimateText(p.estimate()).c_str(), p.length(), LocationText(p.start()).c_str(),
+    std::printf("%4d %7u %-15s %6.2f%% %16s %4u  %-34s %s\n", ++i, p.pid(), p.comm().c_str(),
+                100 * p.estimate().share(), EstimateText(p.estimate()).c_str(), p.length(),
+                LocationText(p.start()).c_str(),
                 pathprof::hwmodel::FormatOutcomes(p.outcomes(), p.length(),
                                                   pathprof::hwmodel::kTakenNotTaken)
                     .c_str());
+  PrintShareBasis(hp.paths(), "the metric");
 }
 
 void PrintJson(const google::protobuf::Message& message) {
@@ -111,31 +124,36 @@ void PrintPathBlocks(const v1::HotPaths& hp) {
 void PrintHotSubpaths(const v1::HotSubpaths& sp) {
   std::printf("%sOSP sampling frequency %.1f\n", SessionPrefix(sp.session()).c_str(),
               sp.sampling_frequency());
-  std::printf("%4s %7s %7s %16s %5s  %s\n", "#", "pid", "share", "estimate", "len", "first block");
+  std::printf("%4s %7s %-15s %7s %16s %5s  %s\n", "#", "pid", "comm", "share", "estimate", "len",
+              "first block");
   int i = 0;
   for (const auto& s : sp.subpaths())
-    std::printf("%4d %7u %6.2f%% %16s %5u  %s\n", ++i, s.pid(), 100 * s.estimate().share(),
-                EstimateText(s.estimate()).c_str(), s.length(),
+    std::printf("%4d %7u %-15s %6.2f%% %16s %5u  %s\n", ++i, s.pid(), s.comm().c_str(),
+                100 * s.estimate().share(), EstimateText(s.estimate()).c_str(), s.length(),
                 s.blocks_size() ? LocationText(s.blocks(0)).c_str() : "-");
+  PrintShareBasis(sp.subpaths(), "the subpaths reported");
 }
 
 void PrintHotCallPairs(const v1::HotCallPairs& pairs) {
-  std::printf("%4s %7s %7s %14s  %-36s %s\n", "#", "pid", "share", "estimate", "call site",
-              "target");
+  std::printf("%4s %7s %-15s %7s %14s  %-36s %s\n", "#", "pid", "comm", "share", "estimate",
+              "call site", "target");
   int i = 0;
   for (const auto& p : pairs.pairs())
-    std::printf("%4d %7u %6.2f%% %14s  %-36s %s\n", ++i, p.pid(), 100 * p.estimate().share(),
-                EstimateText(p.estimate()).c_str(), LocationText(p.call_site()).c_str(),
-                LocationText(p.target()).c_str());
+    std::printf("%4d %7u %-15s %6.2f%% %14s  %-36s %s\n", ++i, p.pid(), p.comm().c_str(),
+                100 * p.estimate().share(), EstimateText(p.estimate()).c_str(),
+                LocationText(p.call_site()).c_str(), LocationText(p.target()).c_str());
+  PrintShareBasis(pairs.pairs(), "every call");
 }
 
 void PrintHotMethods(const v1::HotMethods& methods) {
-  std::printf("%4s %7s %7s %12s %14s  %s\n", "#", "pid", "self%", "self", "entries", "function");
+  std::printf("%4s %7s %-15s %7s %12s %14s  %s\n", "#", "pid", "comm", "self%", "self", "entries",
+              "function");
   int i = 0;
   for (const auto& m : methods.methods())
-    std::printf("%4d %7u %6.2f%% %12s %14s  %s\n", ++i, m.pid(), 100 * m.self().share(),
-                EstimateText(m.self()).c_str(), EstimateText(m.entries()).c_str(),
-                FunctionText(m.function()).c_str());
+    std::printf("%4d %7u %-15s %6.2f%% %12s %14s  %s\n", ++i, m.pid(), m.comm().c_str(),
+                100 * m.self().share(), EstimateText(m.self()).c_str(),
+                EstimateText(m.entries()).c_str(), FunctionText(m.function()).c_str());
+  PrintShareBasis(methods.methods(), "every stack sample (self) and entry");
   if (!methods.hot_data_streams_unsupported().empty())
     std::printf("(hot data streams: %s)\n", methods.hot_data_streams_unsupported().c_str());
 }

@@ -1,5 +1,9 @@
 #include "pathprof/daemon/admission.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include <algorithm>
 
 #include "pathprof/api/grpc_status.h"
@@ -21,6 +25,13 @@ AdmissionDecision Refuse(std::string message, std::string limit) {
 }
 
 }  // namespace
+
+uint32_t SessionsPerClient(const Limits& l, bool admin) {
+  if (!admin) return l.max_sessions_per_client;
+  if (l.max_sessions_per_admin > 0) return l.max_sessions_per_admin;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return static_cast<uint32_t>(std::max<long>(32, 4 * std::max<long>(cpus, 1)));
+}
 
 AdmissionDecision Admit(const Limits& l, const Applicant& a, const std::vector<HeldSession>& held) {
   const uint64_t need = a.memory_bound_bytes;
@@ -53,10 +64,11 @@ AdmissionDecision Admit(const Limits& l, const Applicant& a, const std::vector<H
       oldest_ended_mine = &s;
   }
   std::string over, limit;
-  if (mine >= l.max_sessions_per_client)
-    limit = "limits.max_sessions_per_client",
-    over = a.client_key + " holds " + std::to_string(mine) +
-           " sessions (limits.max_sessions_per_client, running and ended together)";
+  const char* per_client_key =
+      a.admin ? "limits.max_sessions_per_admin" : "limits.max_sessions_per_client";
+  if (mine >= SessionsPerClient(l, a.admin))
+    limit = per_client_key, over = a.client_key + " holds " + std::to_string(mine) + " sessions (" +
+                                   per_client_key + ", running and ended together)";
   else if (total >= session_cap)
     limit = "limits.max_sessions",
     over = std::to_string(total) + " sessions are held, the most " +

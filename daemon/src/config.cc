@@ -145,6 +145,8 @@ const std::map<std::string, Key>& Keys() {
         UintKey("limits.max_targets_listed", &Limits::max_targets_listed, 1u << 24);
     k["limits.max_sessions_per_client"] =
         UintKey("limits.max_sessions_per_client", &Limits::max_sessions_per_client, 1u << 16);
+    k["limits.max_sessions_per_admin"] =
+        UintKey("limits.max_sessions_per_admin", &Limits::max_sessions_per_admin, 1u << 16);
     k["limits.max_sessions"] = UintKey("limits.max_sessions", &Limits::max_sessions, 1u << 16);
     k["limits.admin_reserved_sessions"] =
         UintKey("limits.admin_reserved_sessions", &Limits::admin_reserved_sessions, 1u << 16);

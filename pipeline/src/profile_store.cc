@@ -17,12 +17,12 @@
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/hwmodel.h"
-#include "target_credentials.h"
 #include "pathprof/profiles/hps_profiles.h"
 #include "pathprof/profiles/osp_report.h"
 #include "pathprof/profiles/osp_reservoir.h"
 #include "pathprof/profiles/osp_sampler.h"
 #include "pathprof/profiles/pcct.h"
+#include "target_credentials.h"
 #include "window_contexts.h"
 
 namespace pathprof::pipeline {
@@ -771,9 +771,11 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
       }
     }
   }
+  const std::string comm = Info().comm;
   for (Row& r : rows) {
     HotPath p;
     p.pid = s.pid;
+    p.comm = comm;
     p.start = s.symbols->Symbolize(s.pid, space, r.path.start);
     p.length = r.path.length;
     p.outcomes = r.path.outcomes;
@@ -836,11 +838,14 @@ HotSubpathsResult ProfileStore::HotSubpaths(const HotSubpathsQuery& query) const
   out.sampling_frequency = report->stats.f;
   double total = 0;
   for (const auto& e : report->entries) total += e.metric;
+  out.share_basis = total;
+  const std::string comm = Info().comm;
   for (const auto& e : report->entries) {
     const double share = total > 0 ? e.metric / total : 0;
     if (query.threshold > 0 && share < query.threshold) continue;
     Subpath sp;
     sp.pid = s.pid;
+    sp.comm = comm;
     sp.length = e.length;
     sp.blocks = s.SymbolizeAll(space, e.blocks);
     sp.estimate.value = e.estimated_count;
@@ -1009,9 +1014,12 @@ HotCallPairsResult ProfileStore::HotCallPairs(uint32_t top_k) const {
     total = double(s.call_pairs.total());
     space = s.space;
   }
+  out.total = total;
+  const std::string comm = Info().comm;
   for (const auto& [pair, count] : top) {
     CallPair p;
     p.pid = s.pid;
+    p.comm = comm;
     p.call_site = s.symbols->Symbolize(s.pid, space, pair.call_site);
     p.target = s.symbols->Symbolize(s.pid, space, pair.target);
     p.estimate.value = double(count);
@@ -1036,6 +1044,8 @@ HotMethodsResult ProfileStore::HotMethods(uint32_t top_k) const {
     by_entries = s.methods_from_branches.Top(top_k);
     self_total = double(s.methods_from_stacks.total());
     entries_total = double(s.methods_from_branches.total());
+    out.self_total = self_total;
+    out.entries_total = entries_total;
     for (const auto& [fn, w] : by_self) entries_of[fn] = s.methods_from_branches.Count(fn);
     for (const auto& [fn, w] : by_entries) self_of[fn] = s.methods_from_stacks.Count(fn);
     space = s.space;
@@ -1047,9 +1057,11 @@ HotMethodsResult ProfileStore::HotMethods(uint32_t top_k) const {
   for (const auto& [fn, w] : by_entries)
     if (!seen.contains(fn)) rows.emplace_back(fn, self_of[fn], w);
   if (rows.size() > top_k) rows.resize(top_k);
+  const std::string comm = Info().comm;
   for (const auto& [fn, self, entries] : rows) {
     HotMethod m;
     m.pid = s.pid;
+    m.comm = comm;
     m.function = s.symbols->Symbolize(s.pid, space, fn);
     m.self.value = double(self);
     m.self.share = self_total > 0 ? double(self) / self_total : 0;

@@ -23,10 +23,10 @@
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/pipeline/kernel_frames.h"
-#include "target_credentials.h"
 #include "pathprof/profiles/pprof_export.h"
 #include "pathprof/stepping/ptrace_bursts.h"
 #include "pathprof/stepping/step_probe.h"
+#include "target_credentials.h"
 
 namespace pathprof::pipeline {
 namespace {
@@ -692,12 +692,27 @@ HotPathsResult Session::HotPaths(const HotPathsQuery& query) const {
   return out;
 }
 
+namespace {
+// A process's share scaled to the session's basis: every process's total together, so that a
+// table over several processes has one basis (its shares sum to at most 1), as its tree has.
+double Rebased(double share, double process_basis, double session_basis) {
+  return session_basis > 0 ? share * process_basis / session_basis : 0;
+}
+}  // namespace
+
 HotSubpathsResult Session::HotSubpaths(const HotSubpathsQuery& query) const {
   HotSubpathsResult out;
+  std::vector<HotSubpathsResult> per_process;
   for (const auto& store : Stores()) {
-    HotSubpathsResult r = store->HotSubpaths(query);
+    per_process.push_back(store->HotSubpaths(query));
+    out.share_basis += per_process.back().share_basis;
+  }
+  for (HotSubpathsResult& r : per_process) {
     out.sampling_frequency = std::max(out.sampling_frequency, r.sampling_frequency);
-    for (Subpath& p : r.subpaths) out.subpaths.push_back(std::move(p));
+    for (Subpath& p : r.subpaths) {
+      p.estimate.share = Rebased(p.estimate.share, r.share_basis, out.share_basis);
+      out.subpaths.push_back(std::move(p));
+    }
   }
   std::stable_sort(
       out.subpaths.begin(), out.subpaths.end(),
@@ -727,8 +742,16 @@ CallingContextTree Session::Cct(const CctQuery& query) const {
 
 HotCallPairsResult Session::HotCallPairs(uint32_t top_k) const {
   HotCallPairsResult out;
-  for (const auto& store : Stores())
-    for (CallPair& p : store->HotCallPairs(top_k).pairs) out.pairs.push_back(std::move(p));
+  std::vector<HotCallPairsResult> per_process;
+  for (const auto& store : Stores()) {
+    per_process.push_back(store->HotCallPairs(top_k));
+    out.total += per_process.back().total;
+  }
+  for (HotCallPairsResult& r : per_process)
+    for (CallPair& p : r.pairs) {
+      p.estimate.share = Rebased(p.estimate.share, r.total, out.total);
+      out.pairs.push_back(std::move(p));
+    }
   std::stable_sort(out.pairs.begin(), out.pairs.end(), [](const CallPair& a, const CallPair& b) {
     return a.estimate.value > b.estimate.value;
   });
@@ -738,10 +761,19 @@ HotCallPairsResult Session::HotCallPairs(uint32_t top_k) const {
 
 HotMethodsResult Session::HotMethods(uint32_t top_k) const {
   HotMethodsResult out;
+  std::vector<HotMethodsResult> per_process;
   for (const auto& store : Stores()) {
-    HotMethodsResult r = store->HotMethods(top_k);
+    per_process.push_back(store->HotMethods(top_k));
+    out.self_total += per_process.back().self_total;
+    out.entries_total += per_process.back().entries_total;
+  }
+  for (HotMethodsResult& r : per_process) {
     out.hot_data_streams_unsupported = r.hot_data_streams_unsupported;
-    for (HotMethod& m : r.methods) out.methods.push_back(std::move(m));
+    for (HotMethod& m : r.methods) {
+      m.self.share = Rebased(m.self.share, r.self_total, out.self_total);
+      m.entries.share = Rebased(m.entries.share, r.entries_total, out.entries_total);
+      out.methods.push_back(std::move(m));
+    }
   }
   std::stable_sort(out.methods.begin(), out.methods.end(),
                    [](const HotMethod& a, const HotMethod& b) {

@@ -378,6 +378,11 @@ void ProbeInt3(ProbeChild& child, StepProbeResult* r) {
 // the same instructions (emulated_windows.h); works when every one is identical and whole.
 void ProbeEmulation(ProbeChild& child, StepProbeResult* r) {
   constexpr int kWindows = 8;
+  // A window the tracer's clock cut (the probe lost its CPU to other work: a loaded host) says
+  // nothing about the emulator: it is taken again, up to this many times in all, before the
+  // probe gives up on emulation (the verdict is cached for the boot, see CachedStepProbe).
+  constexpr int kTimeLimitRetries = 20;
+  int retries = 0;
   const pid_t pid = child.pid();
   if (!r->single_step.works) {
     r->emulate.detail = "not tried: its windows are checked by single steps, which do not work";
@@ -398,6 +403,10 @@ void ProbeEmulation(ProbeChild& child, StepProbeResult* r) {
       return;
     }
     windows.Run(pid, start, &w);
+    if (w.emulated.end == emulator::EmulationEnd::kTimeLimit && ++retries <= kTimeLimitRetries) {
+      --i;
+      continue;
+    }
     if (w.emulated.end != emulator::EmulationEnd::kComplete) {
       r->emulate.detail = std::string("the probe loop's window ended early: ") +
                           std::string(emulator::EmulationEndName(w.emulated.end)) + " at " +
@@ -672,7 +681,10 @@ StepProbeResult CachedStepProbe() {
     }
   }
   StepProbeResult r = RunStepProbe();
-  if (!path.empty() && r.ran) {
+  // A probe whose emulated windows the clock kept cutting ran on a host too busy to judge:
+  // cached, it would keep `auto` off emulation for the whole boot; the next start probes again.
+  const bool cut_by_load = r.emulate.detail.find("time_limit") != std::string::npos;
+  if (!path.empty() && r.ran && !cut_by_load) {
     // Write then rename: a concurrent reader sees the old file or the new one, never half.
     const std::string tmp = path + "." + std::to_string(getpid());
     {

@@ -1090,6 +1090,25 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_EQ(Num(r.out, "exit_status"), 143) << r.out;
     EXPECT_EQ(Str(r.out, "state"), "SESSION_STATE_STOPPED") << r.out;
   };
+  t["run --output"] = [hot] {
+    // The report goes to the file alone; the command keeps standard output (with --json too).
+    const std::string file = Tmp("run-report.json");
+    const R r = Ctl("run --json --source none -o " + file + " -- " + hot);
+    EXPECT_EQ(r.rc, 0) << Show("run -o", r);
+    EXPECT_FALSE(Has(r.out, "hot_paths")) << r.out;
+    std::ifstream in(file);
+    const std::string report((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_TRUE(ValidJson(report)) << report.substr(0, 2000);
+    EXPECT_TRUE(Has(report, "\"hot_methods\"")) << report.substr(0, 2000);
+    const R text = Ctl("run --source none --output " + file + " -- " + hot);
+    EXPECT_EQ(text.rc, 0) << Show("run --output", text);
+    std::ifstream again(file);
+    const std::string report_text((std::istreambuf_iterator<char>(again)), {});
+    EXPECT_TRUE(Has(report_text, "hot methods")) << report_text.substr(0, 2000);
+    const R bad = Ctl("run --source none -o /nonexistent/dir/r.txt -- " + hot);
+    EXPECT_NE(bad.rc, 0) << Show("run -o into a missing folder", bad);
+    EXPECT_TRUE(Has(bad.err, "/nonexistent/dir/r.txt")) << Show("run -o", bad);
+  };
   t["run --pid"] = [run] {
     const R r = run("--source none -F 99 --duration 1s -p " + Loop());
     EXPECT_TRUE(Has(r.out, "\"pids\":[" + Loop() + "]")) << r.out;

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <string>
 
 #include "pathprof/collectors/capabilities.h"
@@ -67,6 +69,39 @@ TEST_F(RunTest, ReportsTheExampleHotLoop) {
   bool hot_in_tree = false;
   for (const v1::CctNode& n : report.cct().nodes()) hot_in_tree |= n.function().function() == "hot";
   EXPECT_TRUE(hot_in_tree);
+}
+
+// Two processes in one report (a shell's two children under --inherit): every row names its
+// process by pid and comm, and each table's shares have one basis, every process's together,
+// as the tree's do: the self shares of all methods sum to 1 (per process they summed to one
+// each: 2-3 over the shell and its children).
+TEST_F(RunTest, TwoProcessesShareOneBasisAndAreNamed) {
+  const std::string bin = PATHPROF_BIN_DIR;
+  const CmdResult r =
+      Pathctl("run --json --source none --freq 499 --inherit --top 1000 -- sh -c '" + bin +
+              "/example_hotloop 300000 & " + bin + "/example_loop_static 3000000000; wait'");
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  v1::RunReport report;
+  ASSERT_TRUE(ParseReport(r, &report));
+  std::map<int32_t, std::string> comm_of;
+  double self_shares = 0;
+  for (const v1::HotMethod& m : report.hot_methods().methods()) {
+    EXPECT_FALSE(m.comm().empty()) << "pid " << m.pid();
+    comm_of[m.pid()] = m.comm();
+    self_shares += m.self().share();
+  }
+  std::set<std::string> comms;
+  for (const auto& [pid, comm] : comm_of) comms.insert(comm);
+  EXPECT_TRUE(comms.contains("example_hotloop")) << r.out.substr(0, 2000);
+  EXPECT_TRUE(comms.contains("example_loop_st")) << r.out.substr(0, 2000);  // comm: 15 bytes
+  EXPECT_NEAR(self_shares, 1.0, 1e-6) << r.out.substr(0, 2000);
+  // The text report prints the comm column and says the basis.
+  const CmdResult text =
+      Pathctl("run --source none --freq 499 --inherit --top 1000 -- sh -c '" + bin +
+              "/example_hotloop 300000 & " + bin + "/example_loop_static 3000000000; wait'");
+  ASSERT_EQ(text.rc, 0);
+  EXPECT_NE(text.out.find(" example_hotloop "), std::string::npos) << text.out.substr(0, 3000);
+  EXPECT_NE(text.out.find("processes together"), std::string::npos) << text.out.substr(0, 3000);
 }
 
 TEST_F(RunTest, ACommandThatExitsEndsTheSessionWithItsStatus) {

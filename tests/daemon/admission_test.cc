@@ -84,6 +84,27 @@ TEST(Admission, NobodyEvictsAnotherClientsSession) {
   EXPECT_NE(Message(d).find("limits.admin_reserved_sessions"), std::string::npos) << Message(d);
 }
 
+// An admin is not one client among many: 20 sessions of root are admitted where a user's
+// cap is 8 (the defaults), and a user's cap is unchanged by it. max_sessions bounds both.
+TEST(Admission, AnAdminHasItsOwnCapAboveTheClients) {
+  Limits l;  // the defaults: 8 per client, 64 in all
+  EXPECT_GE(SessionsPerClient(l, /*admin=*/true), 32u);
+  EXPECT_EQ(SessionsPerClient(l, /*admin=*/false), 8u);
+  std::vector<HeldSession> twenty;
+  for (int i = 0; i < 20; ++i) twenty.push_back(Held("r" + std::to_string(i), true, true));
+  EXPECT_EQ(Admit(l, Root(), twenty).kind, Kind::kAdmit);
+  const AdmissionDecision user =
+      Admit(l, User(), std::vector<HeldSession>(twenty.begin(), twenty.begin() + 8));
+  ASSERT_EQ(user.kind, Kind::kRefuse);
+  EXPECT_NE(Message(user).find("limits.max_sessions_per_client"), std::string::npos)
+      << Message(user);
+  l.max_sessions_per_admin = 20;
+  const AdmissionDecision capped = Admit(l, Root(), twenty);
+  ASSERT_EQ(capped.kind, Kind::kRefuse);
+  EXPECT_NE(Message(capped).find("limits.max_sessions_per_admin"), std::string::npos)
+      << Message(capped);
+}
+
 TEST(Admission, TheReservedPlacesAreAdminsOnly) {
   const std::vector<HeldSession> held = {Held("x", false, true), Held("y", false, true),
                                          Held("z", false, true)};

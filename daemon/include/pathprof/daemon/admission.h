@@ -42,4 +42,8 @@ struct AdmissionDecision {
 AdmissionDecision Admit(const Limits& limits, const Applicant& applicant,
                         const std::vector<HeldSession>& held);
 
+// The sessions one client may hold: max_sessions_per_client, or for an admin
+// max_sessions_per_admin (its default: 4 per online CPU, at least 32).
+uint32_t SessionsPerClient(const Limits& limits, bool admin);
+
 }  // namespace pathprof::daemon

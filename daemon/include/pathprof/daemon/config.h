@@ -17,9 +17,12 @@ namespace pathprof::daemon {
 struct Limits {
   uint32_t max_top_k = 1000;
   uint32_t default_top_k = 20;
-  uint32_t max_depth = 512;                // calling-context tree depth, PCCT max_depth
-  uint32_t max_targets_listed = 10000;     // the most ListTargets returns in one page
-  uint32_t max_sessions_per_client = 8;    // held sessions (running and ended) per uid/TLS identity
+  uint32_t max_depth = 512;              // calling-context tree depth, PCCT max_depth
+  uint32_t max_targets_listed = 10000;   // the most ListTargets returns in one page
+  uint32_t max_sessions_per_client = 8;  // held sessions (running and ended) per uid/TLS identity
+  // An admin's own cap instead of max_sessions_per_client (0: 4 per online CPU, at least 32):
+  // root profiling a host is not one user among many; max_sessions still bounds everyone.
+  uint32_t max_sessions_per_admin = 0;
   uint32_t max_sessions = 64;              // held sessions, all clients together
   uint32_t admin_reserved_sessions = 8;    // of max_sessions (and its share of memory): admins only
   uint64_t max_memory_bytes = 1ull << 30;  // the profiles' memory bounds summed over held sessions

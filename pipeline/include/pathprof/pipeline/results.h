@@ -54,6 +54,7 @@ struct PathContext {
 
 struct HotPath {
   uint32_t pid = 0;
+  std::string comm;  // the process's name (a session may profile several)
   Location start;
   uint32_t length = 0;    // branches
   uint64_t outcomes = 0;  // bit i: branch i taken (or unconditional)
@@ -112,6 +113,7 @@ struct HotSubpathsQuery {
 
 struct Subpath {
   uint32_t pid = 0;
+  std::string comm;              // the process's name (a session may profile several)
   std::vector<Location> blocks;  // canonical rotation, first block first
   uint32_t length = 0;           // blocks
   Estimate estimate;             // estimated occurrences, Chernoff error bound
@@ -120,6 +122,9 @@ struct Subpath {
 struct HotSubpathsResult {
   std::vector<Subpath> subpaths;
   double sampling_frequency = 0;  // OSP's current f (largest over targets)
+  // The shares' basis: the reservoir's metric summed over the reported subpaths (a session's:
+  // over every process's, so that one share table sums to at most 1 across processes).
+  double share_basis = 0;
 };
 
 // ---------------------------------------------------------------- calling context tree (PCCT)
@@ -157,6 +162,7 @@ struct CallingContextTree {
 
 struct CallPair {
   uint32_t pid = 0;
+  std::string comm;  // the process's name (a session may profile several)
   Location call_site;
   Location target;
   Estimate estimate;
@@ -164,10 +170,12 @@ struct CallPair {
 
 struct HotCallPairsResult {
   std::vector<CallPair> pairs;
+  double total = 0;  // the shares' basis: every call counted (a session's: every process's)
 };
 
 struct HotMethod {
   uint32_t pid = 0;
+  std::string comm;  // the process's name (a session may profile several)
   Location function;
   Estimate self;     // from stack samples: leaf weight
   Estimate entries;  // from branch windows: function entries
@@ -175,6 +183,10 @@ struct HotMethod {
 
 struct HotMethodsResult {
   std::vector<HotMethod> methods;
+  // The shares' bases: every stack sample's leaf weight and every entry counted (a session's:
+  // every process's, as its tree's shares are).
+  double self_total = 0;
+  double entries_total = 0;
   std::string hot_data_streams_unsupported;  // why hot data streams are not offered
 };
 
