@@ -567,7 +567,9 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
         (void)s.methods_from_stacks.AddStackSample(st);
         s.accounting.stack_samples.fetch_add(1, std::memory_order_relaxed);
       }
-      if (s.info.comm.empty()) s.info.comm = sample.comm;
+      // The process's name is its main thread's, as of its latest sample: a child forked by a
+      // shell is named `sh` until it execs (other threads may have names of their own).
+      if (s.info.comm.empty() || sample.tid == s.pid) s.info.comm = sample.comm;
     }
   }
   s.generation.fetch_add(1, std::memory_order_relaxed);

@@ -71,7 +71,8 @@ TEST_F(RunTest, ReportsTheExampleHotLoop) {
   EXPECT_TRUE(hot_in_tree);
 }
 
-// Two processes in one report (a shell's two children under --inherit): every row names its
+// Two processes in one report (a shell's two children under --inherit, each ~2 s, so that both
+// are alive when their first samples are read): every row names its
 // process by pid and comm, and each table's shares have one basis, every process's together,
 // as the tree's do: the self shares of all methods sum to 1 (per process they summed to one
 // each: 2-3 over the shell and its children).
@@ -79,7 +80,7 @@ TEST_F(RunTest, TwoProcessesShareOneBasisAndAreNamed) {
   const std::string bin = PATHPROF_BIN_DIR;
   const CmdResult r =
       Pathctl("run --json --source none --freq 499 --inherit --top 1000 -- sh -c '" + bin +
-              "/example_hotloop 300000 & " + bin + "/example_loop_static 3000000000; wait'");
+              "/example_hotloop 1500000 & " + bin + "/example_loop_static 6000000000; wait'");
   ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
   v1::RunReport report;
   ASSERT_TRUE(ParseReport(r, &report));
@@ -98,7 +99,7 @@ TEST_F(RunTest, TwoProcessesShareOneBasisAndAreNamed) {
   // The text report prints the comm column and says the basis.
   const CmdResult text =
       Pathctl("run --source none --freq 499 --inherit --top 1000 -- sh -c '" + bin +
-              "/example_hotloop 300000 & " + bin + "/example_loop_static 3000000000; wait'");
+              "/example_hotloop 1500000 & " + bin + "/example_loop_static 6000000000; wait'");
   ASSERT_EQ(text.rc, 0);
   EXPECT_NE(text.out.find(" example_hotloop "), std::string::npos) << text.out.substr(0, 3000);
   EXPECT_NE(text.out.find("processes together"), std::string::npos) << text.out.substr(0, 3000);
