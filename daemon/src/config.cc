@@ -292,6 +292,7 @@ const char* FlagsHelp() {
          "  --metrics HOST:PORT    Prometheus text format at http://HOST:PORT/metrics\n"
          "  --log-level LEVEL      error, warning, notice, info (default), debug\n"
          "  --max-top-k N, --max-depth N, --max-sessions N, --max-sessions-per-client N,\n"
+         "  --max-sessions-per-admin N,\n"
          "  --max-memory-bytes N, --max-streams N, --max-streams-per-client N,\n"
          "  --rate-qps X, --rate-burst X, ... : any [limits] key of the config file\n"
          "  --version              print the version and exit\n";

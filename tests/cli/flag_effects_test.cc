@@ -874,8 +874,9 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
   t["analyze --pid"] = [analyze] {
     const R all = analyze("");
     const std::string pid = std::to_string(static_cast<long long>(Num(all.out, "pid")));
-    EXPECT_EQ(Count(analyze("-p " + pid).out, "\"comm\""), 1u);
-    EXPECT_EQ(Count(analyze("--pid 1").out, "\"comm\""), 0u);
+    // One process report each (every row names its process's comm too: count the reports).
+    EXPECT_EQ(Count(analyze("-p " + pid).out, "\"hot_paths\""), 1u);
+    EXPECT_EQ(Count(analyze("--pid 1").out, "\"hot_paths\""), 0u);
   };
   t["analyze --via-pt"] = [analyze] {
     EXPECT_EQ(Str(analyze("--via-pt").out, "format"), "pbs/synthesized-pt");
@@ -1501,8 +1502,34 @@ std::map<std::string, Check> DaemonCases() {
   t["max-sessions"] = [second_start_refused] {
     second_start_refused("--max-sessions 2 --admin-reserved-sessions 0");
   };
-  t["max-sessions-per-client"] = [second_start_refused] {
-    second_start_refused("--max-sessions-per-client 2");
+  // A client's cap is a non-admin's: an admin has its own (max-sessions-per-admin).
+  t["max-sessions-per-client"] = [] {
+    namespace dt = pathprof::daemon::testing;
+    const std::string as = dt::EnsureTestUser();
+    OwnDaemon d(std::string("--max-sessions-per-client 2 --socket-group ") + dt::kTestGroup);
+    const pid_t loop = dt::Spawn({"/usr/bin/setpriv", std::string("--reuid=") + dt::kTestUser,
+                                  std::string("--regid=") + dt::kTestGroup, "--clear-groups",
+                                  kBin + "/example_hotloop", "0"});
+    for (int i = 0;
+         i < 200 && !Has(ReadFile("/proc/" + std::to_string(loop) + "/comm"), "example_hotloop");
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const std::string start =
+        as + kBin + "/pathctl start -p " + std::to_string(loop) + kCheap + " --socket " + d.sock;
+    const R a = Shell(start), b = Shell(start), c = Shell(start);
+    EXPECT_EQ(a.rc, 0) << Show("the user's first start", a) << d.Log();
+    EXPECT_EQ(c.rc, 5) << Show("the user's third start", c) << Show("second", b);
+    EXPECT_TRUE(Has(c.err, "limits.max_sessions_per_client")) << c.err;
+    // Root, an admin, is not held to it.
+    const R r1 = d.Ctl("start -p " + Loop() + kCheap), r2 = d.Ctl("start -p " + Loop() + kCheap),
+            r3 = d.Ctl("start -p " + Loop() + kCheap);
+    EXPECT_EQ(r3.rc, 0) << Show("root's third start", r3) << Show("first", r1)
+                        << Show("second", r2);
+    kill(loop, SIGKILL);
+    waitpid(loop, nullptr, 0);
+  };
+  t["max-sessions-per-admin"] = [second_start_refused] {
+    second_start_refused("--max-sessions-per-admin 2");
   };
   t["max-memory-bytes"] = [] {
     OwnDaemon d("--max-memory-bytes 4096");

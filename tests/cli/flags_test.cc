@@ -119,7 +119,7 @@ TEST(Flags, UnknownOrValuelessFlagsAreNamedNeverIgnored) {
       {"paths s-1 --top", "--top needs a value"},
       // Short options nobody has, and perf's habits on a command that does not take them.
       {"run -x 99 -- /bin/true", "unknown option -x"},
-      {"run -o x.pb.gz -- /bin/true", "unknown option -o (--output)"},
+      {"sessions -o x.pb.gz", "unknown option -o (--output)"},
       {"paths s-1 -p 5", "unknown option -p (--pid)"},
       {"sessions -F 99", "unknown option -F (--freq)"},
       // A flag the command has, but not in this use of it.
