@@ -33,14 +33,21 @@ bool SoftwareBreakpoints::Write(uint64_t address, uint8_t byte) {
 }
 
 bool SoftwareBreakpoints::Update(std::span<const uint64_t> plant,
-                                 std::span<const uint64_t> keep_clear) {
+                                 std::span<const CodeRange> keep_clear) {
   if (!Open()) return false;
   bool ok = true;
-  for (uint64_t address : keep_clear) {
-    auto it = planted_.find(address);
-    if (it == planted_.end()) continue;
-    ok &= Write(address, it->second);
-    planted_.erase(it);
+  // Few int3s are planted at a time (a leg's targets and terminal, and leftovers): each is
+  // checked against the ranges, rather than each byte of every range looked up.
+  std::vector<uint64_t> clear;
+  for (const auto& [address, original] : planted_)
+    for (const CodeRange& r : keep_clear)
+      if (address >= r.start && address < r.end) {
+        clear.push_back(address);
+        break;
+      }
+  for (uint64_t address : clear) {
+    ok &= Write(address, planted_[address]);
+    planted_.erase(address);
   }
   for (uint64_t address : plant) {
     if (planted_.count(address)) continue;

@@ -28,12 +28,18 @@ class SoftwareBreakpoints {
   SoftwareBreakpoints(const SoftwareBreakpoints&) = delete;
   SoftwareBreakpoints& operator=(const SoftwareBreakpoints&) = delete;
 
-  // Plants `plant` and removes any planted address in `keep_clear`, writing only the bytes that
-  // change. Others stay planted: a leg never reaches an address outside the ones it runs
-  // (`keep_clear`) without stopping first, so leftovers cost nothing, and loops that alternate
-  // between two legs stop rewriting the same bytes. False when a write failed (the set is then
-  // whatever succeeded; RemoveAll still cleans it).
-  bool Update(std::span<const uint64_t> plant, std::span<const uint64_t> keep_clear);
+  // The bytes of one instruction that is about to run: [start, end).
+  struct CodeRange {
+    uint64_t start = 0, end = 0;
+  };
+  // Plants `plant` and removes any planted address inside a range of `keep_clear` (the
+  // instructions about to run, every byte of each: an int3 left inside one, at a jump target
+  // that splits it, would change it), writing only the bytes that change. Others stay planted:
+  // a leg never reaches an address outside the ones it runs without stopping first, so
+  // leftovers cost nothing, and loops that alternate between two legs stop rewriting the same
+  // bytes. False when a write failed (the set is then whatever succeeded; RemoveAll still
+  // cleans it).
+  bool Update(std::span<const uint64_t> plant, std::span<const CodeRange> keep_clear);
   // Restores every planted byte. False when a write failed (the thread is gone).
   bool RemoveAll();
   bool planted(uint64_t address) const { return planted_.count(address) != 0; }

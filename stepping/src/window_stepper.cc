@@ -29,9 +29,15 @@ static_assert(kMaxWalk == kMaxLegInstructions, "the bound the header promises");
 struct Capacity {
   size_t targets;
   bool start_reusable;
+  // The breakpoints are int3 bytes written into the code: one may not go inside an instruction
+  // the leg runs. glibc's free() does `je 1f; lock; 1: cmpxchg`: a multi-threaded process
+  // falls through to the lock prefix, and an int3 on the jump's target made it `lock int3`,
+  // SIGILL (Debian's zstd died so under the exact tracer on a host without debug registers).
+  bool writes_code;
 };
 Capacity CapacityOf(StepMode mode) {
-  return mode == StepMode::kBreakpoints ? Capacity{3, true} : Capacity{7, false};
+  return mode == StepMode::kBreakpoints ? Capacity{3, true, false}
+                                        : Capacity{7, false, mode == StepMode::kInt3};
 }
 
 // The prediction of one leg (see the header). Events are as if every conditional fell through;
@@ -68,6 +74,15 @@ Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left, Ca
     uint32_t n;
   };
   Snapshot before_last{0, 0, 0, 0};
+  // Whether `a` falls strictly inside an instruction at `at` (an int3 there would corrupt it).
+  auto splits = [&](uint64_t at, uint64_t a) {
+    const decoders::X86Instruction* i = reader.At(at);
+    return i != nullptr && at < a && a < i->next();
+  };
+  auto splits_executed = [&](uint64_t a) {
+    return cap.writes_code && std::any_of(executed.begin(), executed.end(),
+                                          [&](uint64_t at) { return splits(at, a); });
+  };
   uint64_t last = 0;
   uint32_t n = 0;  // instructions since the last event
   uint32_t certain_taken = 0;
@@ -86,7 +101,7 @@ Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left, Ca
   };
   // Ends the leg at `pos`, or before `last` when no breakpoint can go at `pos`.
   auto end_at = [&](uint64_t at) {
-    if (can_plant(at))
+    if (can_plant(at) && !splits_executed(at))
       plan.terminal = at;
     else
       stop_before_last();
@@ -141,7 +156,8 @@ Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left, Ca
         const uint64_t t = insn->direct_target;
         const bool revisit_ok = cap.start_reusable && t == start;
         plannable = plan.targets.size() < cap.targets && t != insn->next() && !is_target(t) &&
-                    (revisit_ok || !Contains(executed, t)) && t != pos && can_plant(t);
+                    (revisit_ok || !Contains(executed, t)) && t != pos && can_plant(t) &&
+                    !splits_executed(t) && !(cap.writes_code && splits(pos, t));
       }
       if (!plannable) {
         if (first)
@@ -150,6 +166,14 @@ Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left, Ca
           end_at(pos);
         break;
       }
+    }
+    // An instruction with a planted target inside it does not run in this leg: the leg ends
+    // at it, and the next leg starts there with that int3 gone.
+    if (!first && cap.writes_code &&
+        std::any_of(plan.targets.begin(), plan.targets.end(),
+                    [&](const TakenTarget& t) { return splits(pos, t.address); })) {
+      end_at(pos);
+      break;
     }
     before_last = Snapshot{plan.events.size(), plan.targets.size(), executed.size(), n};
     last = pos;
@@ -381,8 +405,12 @@ class Stepper {
     if (ctx_.int3 != nullptr) {
       // The step must run the real instruction, and a late trap (lost after an emulated
       // instruction) must not run into an int3 of ours either.
-      const uint64_t clear[2] = {*rip, pending->next()};
-      ctx_.int3->Update({}, std::span<const uint64_t>(clear, pending->may_be_emulated ? 2 : 1));
+      const decoders::X86Instruction* after = ctx_.reader->At(pending->next());
+      const SoftwareBreakpoints::CodeRange clear[2] = {
+          {*rip, pending->next()},
+          {pending->next(), after != nullptr ? after->next() : pending->next() + 1}};
+      ctx_.int3->Update({}, std::span<const SoftwareBreakpoints::CodeRange>(
+                                clear, pending->may_be_emulated ? 2 : 1));
     }
     if (!SingleStepThread(tid_)) {
       out_->end = WindowEnd::kPtraceError;
@@ -428,7 +456,13 @@ class Stepper {
     } else {
       std::vector<uint64_t> plant{plan.terminal};
       for (const TakenTarget& t : plan.targets) plant.push_back(t.address);
-      armed = ctx_.int3->Update(plant, plan.runs);
+      std::vector<SoftwareBreakpoints::CodeRange> runs;
+      runs.reserve(plan.runs.size());
+      for (uint64_t r : plan.runs) {
+        const decoders::X86Instruction* insn = ctx_.reader->At(r);
+        runs.push_back({r, insn != nullptr ? insn->next() : r + 1});
+      }
+      armed = ctx_.int3->Update(plant, runs);
     }
     if (!armed || ptrace(PTRACE_CONT, tid_, nullptr, nullptr) != 0) {
       out_->end = WindowEnd::kPtraceError;

@@ -177,6 +177,14 @@ TEST_F(ExactTracerBlocks, EveryWorkerThreadIsTheSame) {
   ExpectSameEvents({Bin("example_threads_static")}, /*main_waits=*/true);
 }
 
+// A jump into the middle of the instruction it skips (glibc's `je 1f; lock; 1: cmpxchg`): the
+// int3 a leg plants on the jump's target would sit inside the locked instruction that runs, a
+// `lock int3` (SIGILL); legs end before such an instruction, and an int3 left inside one from
+// an earlier leg is cleared before it runs (stepping/src/window_stepper.cc).
+TEST_F(ExactTracerBlocks, AJumpIntoTheMiddleOfAnInstructionIsTheSame) {
+  ExpectSameEvents({Bin("example_split_target_static"), "1000"});
+}
+
 TEST_F(ExactTracerBlocks, StepLimitHoldsInEveryMode) {
   for (ExactStepMode mode : BlockModes()) {
     ExactTraceOptions o;
