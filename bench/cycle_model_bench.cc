@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "llvm_mca_reference.h"
 #include "pathprof/decoders/code_blocks.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/decoders/elf_image.h"
-#include "llvm_mca_reference.h"
 #include "pathprof/decoders/x86_branch.h"
 
 // ---- the loops timed on this host (see BM_Loop) -------------------------------------------

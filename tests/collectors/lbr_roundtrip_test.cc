@@ -12,10 +12,10 @@
 #include <filesystem>
 #include <map>
 
-#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/decoders/lbr_replay.h"
-#include "perf_data_writer.h"
 #include "pathprof/decoders/x86_branch.h"
+#include "pathprof/stepping/exact_tracer.h"
+#include "perf_data_writer.h"
 
 namespace pathprof {
 namespace {

@@ -10,11 +10,11 @@
 #include <filesystem>
 
 #include "live_source_test_util.h"
-#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/decoders/lbr_replay.h"
 #include "pathprof/decoders/perf_data_reader.h"
-#include "perf_data_writer.h"
 #include "pathprof/decoders/perf_ring_record.h"
+#include "pathprof/stepping/exact_tracer.h"
+#include "perf_data_writer.h"
 
 namespace pathprof::collectors {
 namespace {

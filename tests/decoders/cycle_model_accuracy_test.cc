@@ -27,11 +27,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "llvm_mca_reference.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/decoders/code_blocks.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/decoders/elf_image.h"
-#include "llvm_mca_reference.h"
 #include "pathprof/decoders/x86_branch.h"
 
 namespace pathprof::decoders {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "pathprof/decoders/cycle_model.h"
 #include "llvm_mca_reference.h"
+#include "pathprof/decoders/cycle_model.h"
 
 namespace pathprof::decoders {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "pathprof/profiles/pprof_export.h"
-#include "pprof_samples.h"
 #include "pprof/profile.pb.h"
+#include "pprof_samples.h"
 
 namespace pathprof::profiles::pprof {
 namespace {
