@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include <algorithm>
-
 #include "pathprof/api/grpc_status.h"
 
 namespace pathprof::daemon {

@@ -689,6 +689,7 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
   };
   std::vector<Row> rows;
   decoders::AddressSpace space;
+  std::string comm;  // the process's name, as of the snapshot
   PathMetric metric = query.metric;
   std::vector<ContextKey> chosen;
   if (query.context) {
@@ -698,6 +699,7 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     space = s.space;
+    comm = s.info.comm;
     if (query.context) {
       // The windows attributed to the chosen contexts, their paths summed over them.
       out.estimator = PathEstimator::kWindows;
@@ -773,7 +775,6 @@ HotPathsResult ProfileStore::HotPaths(const HotPathsQuery& query) const {
       }
     }
   }
-  const std::string comm = Info().comm;
   for (Row& r : rows) {
     HotPath p;
     p.pid = s.pid;
@@ -831,9 +832,11 @@ HotSubpathsResult ProfileStore::HotSubpaths(const HotSubpathsQuery& query) const
   // consistent snapshot); naming its blocks, the slow part, happens after.
   Result<profiles::OspReport> report = Status(ErrorCode::kInternal, "no report");
   decoders::AddressSpace space;
+  std::string comm;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     report = profiles::BuildOspReport(*s.osp, options);
+    comm = s.info.comm;
     space = s.space;
   }
   if (!report.ok()) return out;
@@ -841,7 +844,6 @@ HotSubpathsResult ProfileStore::HotSubpaths(const HotSubpathsQuery& query) const
   double total = 0;
   for (const auto& e : report->entries) total += e.metric;
   out.share_basis = total;
-  const std::string comm = Info().comm;
   for (const auto& e : report->entries) {
     const double share = total > 0 ? e.metric / total : 0;
     if (query.threshold > 0 && share < query.threshold) continue;
@@ -1010,14 +1012,15 @@ HotCallPairsResult ProfileStore::HotCallPairs(uint32_t top_k) const {
   std::vector<std::pair<profiles::CallPair, uint64_t>> top;
   double total = 0;
   decoders::AddressSpace space;
+  std::string comm;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     top = s.call_pairs.Top(top_k);
     total = double(s.call_pairs.total());
     space = s.space;
+    comm = s.info.comm;
   }
   out.total = total;
-  const std::string comm = Info().comm;
   for (const auto& [pair, count] : top) {
     CallPair p;
     p.pid = s.pid;
@@ -1039,6 +1042,7 @@ HotMethodsResult ProfileStore::HotMethods(uint32_t top_k) const {
   std::vector<std::pair<uint64_t, uint64_t>> by_self, by_entries;
   double self_total = 0, entries_total = 0;
   decoders::AddressSpace space;
+  std::string comm;
   std::unordered_map<uint64_t, uint64_t> self_of, entries_of;
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -1048,6 +1052,7 @@ HotMethodsResult ProfileStore::HotMethods(uint32_t top_k) const {
     entries_total = double(s.methods_from_branches.total());
     out.self_total = self_total;
     out.entries_total = entries_total;
+    comm = s.info.comm;
     for (const auto& [fn, w] : by_self) entries_of[fn] = s.methods_from_branches.Count(fn);
     for (const auto& [fn, w] : by_entries) self_of[fn] = s.methods_from_stacks.Count(fn);
     space = s.space;
@@ -1059,7 +1064,6 @@ HotMethodsResult ProfileStore::HotMethods(uint32_t top_k) const {
   for (const auto& [fn, w] : by_entries)
     if (!seen.contains(fn)) rows.emplace_back(fn, self_of[fn], w);
   if (rows.size() > top_k) rows.resize(top_k);
-  const std::string comm = Info().comm;
   for (const auto& [fn, self, entries] : rows) {
     HotMethod m;
     m.pid = s.pid;

@@ -683,7 +683,10 @@ StepProbeResult CachedStepProbe() {
   StepProbeResult r = RunStepProbe();
   // A probe whose emulated windows the clock kept cutting ran on a host too busy to judge:
   // cached, it would keep `auto` off emulation for the whole boot; the next start probes again.
-  const bool cut_by_load = r.emulate.detail.find("time_limit") != std::string::npos;
+  const bool cut_by_load =
+      !r.emulate.works &&
+      r.emulate.detail.find(emulator::EmulationEndName(emulator::EmulationEnd::kTimeLimit)) !=
+          std::string::npos;
   if (!path.empty() && r.ran && !cut_by_load) {
     // Write then rename: a concurrent reader sees the old file or the new one, never half.
     const std::string tmp = path + "." + std::to_string(getpid());

@@ -79,9 +79,12 @@ Plan MakePlan(uint64_t start, InstructionReader& reader, uint32_t taken_left, Ca
     const decoders::X86Instruction* i = reader.At(at);
     return i != nullptr && at < a && a < i->next();
   };
+  // Only instructions starting in the 15 bytes before `a` (the longest x86 instruction) can
+  // hold it: those are decoded, not every instruction of the leg.
   auto splits_executed = [&](uint64_t a) {
-    return cap.writes_code && std::any_of(executed.begin(), executed.end(),
-                                          [&](uint64_t at) { return splits(at, a); });
+    return cap.writes_code && std::any_of(executed.begin(), executed.end(), [&](uint64_t at) {
+             return at < a && a - at < 15 && splits(at, a);
+           });
   };
   uint64_t last = 0;
   uint32_t n = 0;  // instructions since the last event
