@@ -36,19 +36,15 @@ bool SoftwareBreakpoints::Update(std::span<const uint64_t> plant,
                                  std::span<const CodeRange> keep_clear) {
   if (!Open()) return false;
   bool ok = true;
-  // Few int3s are planted at a time (a leg's targets and terminal, and leftovers): each is
-  // checked against the ranges, rather than each byte of every range looked up.
-  std::vector<uint64_t> clear;
-  for (const auto& [address, original] : planted_)
-    for (const CodeRange& r : keep_clear)
-      if (address >= r.start && address < r.end) {
-        clear.push_back(address);
-        break;
-      }
-  for (uint64_t address : clear) {
-    ok &= Write(address, planted_[address]);
-    planted_.erase(address);
-  }
+  // Every byte of each range (an instruction is at most 15): leftovers from earlier legs pile
+  // up over a long trace, so the planted set is not walked.
+  for (const CodeRange& r : keep_clear)
+    for (uint64_t address = r.start; address < r.end && address - r.start < 15; ++address) {
+      auto it = planted_.find(address);
+      if (it == planted_.end()) continue;
+      ok &= Write(address, it->second);
+      planted_.erase(it);
+    }
   for (uint64_t address : plant) {
     if (planted_.count(address)) continue;
     // Loops plant the same few addresses over and over: their original byte is known (the
