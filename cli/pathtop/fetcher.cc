@@ -11,8 +11,8 @@
 namespace pathtop {
 
 bool Inbox::empty() const {
-  return !hot_paths && !subpaths && !cct && !call_pairs && !methods && !targets && !session &&
-         !stats && !connection && view_errors.empty();
+  return !hot_paths && !subpaths && !cct && !call_pairs && !methods && !context_paths && !targets &&
+         !session && !stats && !connection && view_errors.empty();
 }
 
 double SteadySeconds() {
@@ -68,10 +68,11 @@ void Fetcher::EndOwnedSessions() {
   }
 }
 
-void Fetcher::SetView(View view) {
+void Fetcher::SetView(View view, ContextPick context) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     view_ = view;
+    context_ = std::move(context);
     wake_ = true;
   }
   cv_.notify_all();
@@ -265,7 +266,23 @@ Status Fetcher::PollView(View view, const std::string& session_name) {
     auto r = client_->GetHotSubpaths(req);
     if (r.ok()) Publish([&](Inbox* in) { in->subpaths = std::move(r.value()); });
     PATHTOP_VIEW_CHECK(view, r.status());
-  } else if (view == View::kCct) {
+  } else if (view == View::kContextPaths) {
+    ContextPick context;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      context = context_;
+    }
+    if (context.node == 0) return Status::Ok();  // the model says why (no context id)
+    v1::GetHotPathsRequest req;
+    req.set_session(session_name);
+    req.set_top_k(options_.top_k);
+    req.set_with_blocks(true);
+    req.mutable_context()->set_node(context.node);
+    req.mutable_context()->set_pid(context.pid);
+    auto r = client_->GetHotPaths(req);
+    if (r.ok()) Publish([&](Inbox* in) { in->context_paths = std::move(r.value()); });
+    PATHTOP_VIEW_CHECK(view, r.status());
+  } else if (view == View::kCct || view == View::kFlame) {  // the flame graph draws the tree
     v1::GetCallingContextTreeRequest req;
     req.set_session(session_name);
     req.set_max_depth(64);

@@ -45,6 +45,7 @@ struct Inbox {
   std::optional<v1::CallingContextTree> cct;
   std::optional<v1::HotCallPairs> call_pairs;
   std::optional<v1::HotMethods> methods;
+  std::optional<v1::HotPaths> context_paths;  // the hot paths of the context the view picked
   std::optional<v1::ListTargetsResponse> targets;
   std::optional<v1::Session> session;
   std::optional<v1::Stats> stats;
@@ -65,7 +66,8 @@ class Fetcher {
   void Start();
   void Stop();  // cancels the stream, joins, ends the sessions it started (unless kept)
 
-  void SetView(View view);            // and fetch it now
+  // And fetch it now; `context`: the calling context View::kContextPaths asks about.
+  void SetView(View view, ContextPick context = {});
   void SetTarget(TargetSpec target);  // switch process (from the process list)
   Inbox Take();
 
@@ -98,6 +100,7 @@ class Fetcher {
   bool stop_ = false;
   bool wake_ = false;
   View view_ = View::kHotPaths;
+  ContextPick context_;
   TargetSpec target_;
   std::string session_name_;  // empty: none yet, or lost with the daemon
   uint64_t generation_ = 0;   // counts sessions established, so the stream knows a new one

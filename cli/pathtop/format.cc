@@ -16,6 +16,15 @@ std::string FormatLocation(const v1::Location& loc) {
   return loc.function() + "+" + HexAddress(loc.offset());
 }
 
+std::string FunctionName(const v1::Location& loc) {
+  return loc.function().empty() ? HexAddress(loc.address()) : loc.function();
+}
+
+std::string ContextKey(const std::string& parent_key, const v1::CctNode& node) {
+  return parent_key + "/" + FunctionName(node.function()) + "@" +
+         HexAddress(node.call_site().address());
+}
+
 std::string FormatBlocks(const google::protobuf::RepeatedPtrField<v1::Location>& blocks) {
   std::string out;
   const v1::Location* prev = nullptr;

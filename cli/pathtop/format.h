@@ -14,6 +14,12 @@ namespace v1 = ::pathprof::v1;
 
 // "main+0x1a", or "0x401a2b" when the location has no function.
 std::string FormatLocation(const v1::Location& loc);
+// The function's name, or its address when it has none: "hot", "0x401a2b".
+std::string FunctionName(const v1::Location& loc);
+// A calling-context tree node's identity across refreshes: node ids may change between answers,
+// the chain of (function, call site) from the root does not. The tree view and the flame graph
+// key their open/closed, selection and zoom state on it.
+std::string ContextKey(const std::string& parent_key, const v1::CctNode& node);
 // The blocks first to last; a block in the same function as the one before is shown as its
 // offset only: "loop+0x10 > +0x24 > +0x30 > sum+0x0".
 std::string FormatBlocks(const google::protobuf::RepeatedPtrField<v1::Location>& blocks);

@@ -41,8 +41,9 @@ constexpr const char* kUsage =
     "  --step-mode M       how its ptrace bursts step (default: the daemon's; auto: what\n"
     "                      `pathctl caps` found works best here)\n"
     "\n"
-    "Keys: 1-5 views, < > or F6 sort, r reverse, / or F4 filter, F3 search, F5 tree,\n"
-    "p or space pause, ? or F1 help, q or F10 quit.\n";
+    "Keys: 1-6 views (6: flame graph), < > or F6 sort, r reverse, / or F4 filter, F3 search,\n"
+    "F5 tree, Enter on a tree node its hot paths, i the header in full, p or space pause,\n"
+    "? or F1 help, q or F10 quit.\n";
 
 // Ctrl-C, kill and a closed terminal end pathtop the way `q` does, so the sessions it started
 // are deleted rather than left running in the daemon. Set here, read by the UI loop.
@@ -99,6 +100,7 @@ bool Absorb(pathtop::Inbox in, pathtop::Model* model, pathtop::StatsTracker* sta
   if (in.cct) model->SetCct(*in.cct);
   if (in.call_pairs) model->SetCallPairs(*in.call_pairs);
   if (in.methods) model->SetMethods(*in.methods);
+  if (in.context_paths) model->SetContextPaths(*in.context_paths);
   if (in.targets) model->SetTargets(*in.targets);
   for (const auto& [view, message] : in.view_errors) model->SetViewError(view, message);
   return true;
@@ -120,7 +122,7 @@ void RunUi(pathtop::Model* model, pathtop::Fetcher* fetcher) {
     Action action = model->HandleKey(k);
     dirty = action != Action::kNone;
     if (action == Action::kQuit) return;
-    if (action == Action::kViewChanged) fetcher->SetView(model->view());
+    if (action == Action::kViewChanged) fetcher->SetView(model->view(), model->context());
     if (action == Action::kPickTarget) {
       TargetSpec picked;
       picked.pid = model->picked_pid();

@@ -46,6 +46,10 @@ const char* ViewTitle(View view) {
       return "Calls";
     case View::kMethods:
       return "Methods";
+    case View::kFlame:
+      return "Flame";
+    case View::kContextPaths:
+      return "Context";
     case View::kTargets:
       return "Targets";
   }
@@ -97,6 +101,8 @@ Model::Model() {
   tables_[static_cast<int>(View::kCct)] = Table(CctColumns(), 0, true);
   tables_[static_cast<int>(View::kCallPairs)] = Table(CallPairColumns(), 0, false);
   tables_[static_cast<int>(View::kMethods)] = Table(MethodColumns(), 0, false);
+  tables_[static_cast<int>(View::kContextPaths)] = Table(HotPathColumns(), 0, false);
+  // kFlame keeps an empty table: the flame graph is drawn by flame_, not as rows.
   tables_[static_cast<int>(View::kTargets)] = Table(TargetColumns(), 0, false);
 }
 
@@ -126,7 +132,20 @@ void Model::SetCct(const v1::CallingContextTree& msg) {
     return;
   }
   table(View::kCct).Replace(CctRows(msg));
+  flame_.Replace(msg);
   view_errors_[static_cast<int>(View::kCct)].clear();
+  view_errors_[static_cast<int>(View::kFlame)].clear();
+}
+
+void Model::SetContextPaths(const v1::HotPaths& msg) {
+  if (paused_) {
+    pending_context_paths_ = msg;
+    return;
+  }
+  table(View::kContextPaths).Replace(HotPathRows(msg));
+  view_errors_[static_cast<int>(View::kContextPaths)].clear();
+  contexts_matched_ = msg.contexts_matched();
+  context_windows_ = msg.context_windows();
 }
 
 void Model::SetCallPairs(const v1::HotCallPairs& msg) {
@@ -168,6 +187,9 @@ void Model::ResetData() {
   session_.reset();
   stats_ = StatsView();
   data_note_.clear();
+  flame_.Clear();
+  context_ = ContextPick();
+  contexts_matched_ = -1;
 }
 
 void Model::ApplyPending() {
@@ -176,6 +198,8 @@ void Model::ApplyPending() {
   if (pending_cct_) SetCct(*pending_cct_);
   if (pending_pairs_) SetCallPairs(*pending_pairs_);
   if (pending_methods_) SetMethods(*pending_methods_);
+  if (pending_context_paths_) SetContextPaths(*pending_context_paths_);
+  pending_context_paths_.reset();
   pending_paths_.reset();
   pending_subpaths_.reset();
   pending_cct_.reset();
@@ -191,8 +215,8 @@ Action Model::HandleKey(int k) {
   // F10 and F1 work in every mode, as in htop: a key meant as a command never lands in the
   // filter or search text.
   if (k == key::kF10) return Action::kQuit;
-  if (help_) {
-    help_ = false;
+  if (help_ || details_) {
+    help_ = details_ = false;
     return k == 'q' ? Action::kQuit : Action::kRedraw;
   }
   if (k == key::kF1) {
@@ -200,7 +224,10 @@ Action Model::HandleKey(int k) {
     help_ = true;
     return Action::kRedraw;
   }
-  if (edit_ != Edit::kNone) return HandleEditKey(k);
+  if (edit_ != Edit::kNone) return view_ == View::kFlame ? HandleFlameEditKey(k) : HandleEditKey(k);
+  if (view_ == View::kFlame) {
+    if (auto a = HandleFlameKey(k)) return *a;
+  }
   if (auto a = HandleCommandKey(k)) return *a;
   if (auto a = HandleViewKey(k)) return *a;
   if (auto a = HandleMoveKey(k)) return *a;
@@ -242,6 +269,89 @@ Action Model::HandleEditKey(int k) {
   return Action::kRedraw;
 }
 
+// In the flame graph `/`, F3 and F4 all search: matching frames are marked, none is hidden
+// (hiding frames would change the widths the graph is about).
+Action Model::HandleFlameEditKey(int k) {
+  std::string text = flame_.search();
+  if (k == key::kEnter) {
+    edit_ = Edit::kNone;
+    return Action::kRedraw;
+  }
+  if (k == key::kEscape) {
+    edit_ = Edit::kNone;
+    text.clear();
+  } else if (k == key::kBackspace) {
+    if (!text.empty()) text.pop_back();
+  } else if (k >= 0x20 && k < 0x7f) {
+    text += static_cast<char>(k);
+  } else {
+    return Action::kNone;
+  }
+  flame_.SetSearch(text);
+  return Action::kRedraw;
+}
+
+// The flame graph's keys, as terminal flame-graph viewers bind them: arrows move between
+// frames (Up: the caller, Down: the widest callee, Left/Right: the next frame on the line),
+// Enter zooms into the selected frame, Backspace or Esc zooms out, Home (g) shows it all. The
+// table keys (sort, open/close) mean nothing here and are swallowed.
+std::optional<Action> Model::HandleFlameKey(int k) {
+  switch (k) {
+    case key::kLeft:
+      flame_.SelectSibling(-1);
+      break;
+    case key::kRight:
+      flame_.SelectSibling(+1);
+      break;
+    case key::kUp:
+    case 'k':
+      flame_.SelectParent();
+      break;
+    case key::kDown:
+    case 'j':
+      flame_.SelectChild();
+      break;
+    case key::kEnter:
+    case '+':
+      flame_.ZoomIn();
+      break;
+    case key::kBackspace:
+    case '-':
+      flame_.ZoomOut();
+      break;
+    case key::kEscape:
+      if (!flame_.ZoomOut()) flame_.SetSearch("");
+      break;
+    case key::kHome:
+    case 'g':
+      flame_.SelectRoot();
+      break;
+    case '/':
+    case key::kF3:
+    case key::kF4:
+      edit_ = Edit::kSearch;
+      break;
+    case '<':
+    case '>':
+    case ',':
+    case '.':
+    case 's':
+    case 'r':
+    case 'R':
+    case 'e':
+    case 'c':
+    case 'G':
+    case key::kF6:
+    case key::kEnd:
+    case key::kPageUp:
+    case key::kPageDown:
+      return Action::kNone;
+    default:
+      return std::nullopt;
+  }
+  return Action::kRedraw;
+}
+
 std::optional<Action> Model::HandleCommandKey(int k) {
   Table& t = table(view_);
   switch (k) {
@@ -251,6 +361,9 @@ std::optional<Action> Model::HandleCommandKey(int k) {
     case '?':
     case 'h':
       help_ = true;
+      return Action::kRedraw;
+    case 'i':
+      details_ = true;
       return Action::kRedraw;
     case 'p':
     case ' ':
@@ -281,6 +394,8 @@ std::optional<Action> Model::HandleCommandKey(int k) {
       search_missed_ = !search_.empty() && !t.SelectMatch(search_, true);
       return Action::kRedraw;
     case key::kEscape:
+      // Esc leaves a context's paths for the tree it was opened from, once no filter is set.
+      if (view_ == View::kContextPaths && t.filter().empty()) return SwitchView(View::kCct);
       t.SetFilter("");
       return Action::kRedraw;
     default:
@@ -304,7 +419,11 @@ std::optional<Action> Model::HandleViewKey(int k) {
     case '6':
       return SwitchView(static_cast<View>(k - '1'));
     case '\t':
-      return SwitchView(static_cast<View>((static_cast<int>(view_) + 1) % (kViewCount - 1)));
+      return SwitchView(static_cast<View>((static_cast<int>(view_) + 1) % kTabCount));
+    case key::kLeft:
+    case key::kBackspace:
+      if (view_ != View::kContextPaths) return std::nullopt;
+      return SwitchView(View::kCct);
     case 't':
       return SwitchView(View::kTargets);
     case key::kF5:  // htop's tree view; pressed in the tree, back to where it came from
@@ -361,7 +480,7 @@ std::optional<Action> Model::HandleMoveKey(int k) {
         picked_pid_ = static_cast<uint32_t>(std::stoul(t.selected_row()->key));
         return Action::kPickTarget;
       }
-      t.ToggleExpanded();
+      if (view_ == View::kCct) return OpenContext();
       break;
     case key::kResize:
       break;
@@ -369,6 +488,39 @@ std::optional<Action> Model::HandleMoveKey(int k) {
       return std::nullopt;
   }
   return Action::kRedraw;
+}
+
+// Enter on a tree node: the hot paths of the branch windows attributed to that calling context
+// and the contexts below it (GetHotPathsRequest.context), in a view of their own.
+Action Model::OpenContext() {
+  const Table& tree = table(View::kCct);
+  const Row* row = tree.selected_row();
+  if (row == nullptr) return Action::kNone;
+  context_ = ContextPick();
+  context_.node = row->context_id;
+  context_.pid = row->pid;
+  // The chain from the root: the names of the selected row's ancestors, found by their keys.
+  std::vector<std::string> names;
+  for (const Row* r = row; r != nullptr;) {
+    names.push_back(r->cells.back());
+    const Row* parent = nullptr;
+    for (const VisibleRow& v : tree.visible()) {
+      if (v.row->key == r->parent_key) parent = v.row;
+    }
+    r = r->parent_key.empty() ? nullptr : parent;
+  }
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    context_.chain += (context_.chain.empty() ? "" : " > ") + *it;
+  }
+  table(View::kContextPaths).Clear();
+  contexts_matched_ = -1;
+  context_windows_ = 0;
+  view_errors_[static_cast<int>(View::kContextPaths)] =
+      row->context_id == 0
+          ? "this tree node has no context id: hot paths per context need a newer pathprofd"
+          : "";
+  view_ = View::kContextPaths;
+  return Action::kViewChanged;
 }
 
 bool Model::SessionEnded() const {
@@ -388,52 +540,80 @@ std::string Model::StacksRate() const {
                       : "stack rate at the next refresh";
 }
 
-std::string Model::TitleText() const {
-  std::string s = "pathtop";
-  if (!target_label_.empty()) s += "  " + target_label_;
-  if (session_) {
-    s += "  session " + pathprof::api::SessionIdForDisplay(session_->name()) + " " +
-         StateWord(session_->state());
-    s += "  source " + std::string(pathprof::api::BranchSourceWord(session_->source()));
-    if (!session_->source_reason().empty()) s += " (" + session_->source_reason() + ")";
-    if (!session_->error().empty()) s += "  error: " + session_->error();
+// "exited 12s ago": how an ended session's time is told, in the header and the details.
+std::string Model::EndedText() const {
+  std::string s = session_->state() == v1::SESSION_STATE_TARGET_EXITED ? "exited"
+                  : session_->state() == v1::SESSION_STATE_FAILED      ? "failed"
+                                                                       : "stopped";
+  if (session_->has_end_time()) {
+    const int64_t ended_ms =
+        google::protobuf::util::TimeUtil::TimestampToMilliseconds(session_->end_time());
+    s += " " + std::to_string(std::max<int64_t>(0, NowUnixMs() - ended_ms) / 1000) + "s ago";
   }
   return s;
 }
 
-std::string Model::StatsText() const {
-  if (SessionEnded()) {
-    // Rates of an ended session are zeros that read like a stall; say what happened instead.
-    std::string s = session_->state() == v1::SESSION_STATE_TARGET_EXITED ? "target exited"
-                    : session_->state() == v1::SESSION_STATE_FAILED      ? "session failed"
-                                                                         : "session stopped";
-    if (session_->has_end_time()) {
-      const int64_t ended_ms =
-          google::protobuf::util::TimeUtil::TimestampToMilliseconds(session_->end_time());
-      int64_t ago = std::max<int64_t>(0, NowUnixMs() - ended_ms) / 1000;
-      s += " " + std::to_string(ago) + "s ago";
+// One line, as top's first: the target, the session and its state, the branch source, then
+// rates and drops as far as they fit. A field that does not fit is left out whole rather than
+// cut, so what is shown reads right; `i` shows everything, with the daemon's reasons.
+std::string Model::HeaderText(int width) const {
+  std::vector<std::string> fields;
+  fields.push_back(target_label_.empty() ? "pathtop" : target_label_);
+  if (session_) {
+    const std::string id = pathprof::api::SessionIdForDisplay(session_->name());
+    if (SessionEnded()) {
+      fields.push_back(id + " " + EndedText() + ": the profile as it ended");
+    } else {
+      fields.push_back(id + " " + StateWord(session_->state()));
     }
-    s += ": the profile as it ended | drops " + std::to_string(stats_.drops);
-    return s;
+    // The branch source by its word; a session without one says what it has instead.
+    fields.push_back(session_->source() == v1::BRANCH_SOURCE_NONE
+                         ? "stacks only"
+                         : std::string(pathprof::api::BranchSourceWord(session_->source())));
+    if (!session_->error().empty()) fields.push_back("error (i)");
   }
-  if (!stats_.valid) return "stats: waiting for two GetStats answers";
-  std::string s = "stacks " + Rate(stats_.stack_samples_per_s) + " win " +
-                  Rate(stats_.windows_per_s) + " br " + Rate(stats_.branches_per_s) +
-                  " | pathprofd " + Percent1(stats_.daemon_cpu_percent) + " " +
-                  FormatBytes(stats_.daemon_rss_bytes) + " | drops " + std::to_string(stats_.drops);
-  if (stats_.decode_errors) s += " decode-err " + std::to_string(stats_.decode_errors);
-  // Two spaces: the reason is a field of its own, which wraps whole (Wrap).
-  if (!stats_.top_drop.empty()) s += "  (" + stats_.top_drop + ")";
-  return s;
+  std::string drops = "drops " + std::to_string(stats_.drops);
+  if (stats_.decode_errors) drops += " decode-err " + std::to_string(stats_.decode_errors);
+  const bool losing = stats_.drops > 0 || stats_.decode_errors > 0;
+  if (SessionEnded()) {
+    fields.push_back(drops);
+  } else if (stats_.valid) {
+    if (!session_ || session_->source() != v1::BRANCH_SOURCE_NONE) {
+      fields.push_back("win " + Rate(stats_.windows_per_s));
+    }
+    if (losing) fields.push_back(drops);  // losses before the rates that are fine
+    fields.push_back("stacks " + Rate(stats_.stack_samples_per_s));
+    if (!losing) fields.push_back(drops);
+    fields.push_back("pathprofd " + Percent1(stats_.daemon_cpu_percent) + " " +
+                     FormatBytes(stats_.daemon_rss_bytes));
+  }
+  std::string s = fields[0];
+  for (size_t i = 1; i < fields.size(); ++i) {
+    if (static_cast<int>(s.size() + 2 + fields[i].size()) <= width) s += "  " + fields[i];
+  }
+  return Truncate(s, width);
 }
 
 std::string Model::TabsText() const {
   std::string s;
-  for (int i = 0; i < kViewCount - 1; ++i) {
+  for (int i = 0; i < kTabCount; ++i) {
     std::string tab = std::to_string(i + 1) + " " + ViewTitle(static_cast<View>(i));
+    // A context's paths take the tree's tab, named by the context's innermost function (the
+    // footer has the whole chain): they were opened from the tree and go back to it.
+    if (view_ == View::kContextPaths && static_cast<View>(i) == View::kCct) {
+      const size_t cut = context_.chain.rfind(" > ");
+      tab = "3 paths: " +
+            (cut == std::string::npos ? context_.chain : context_.chain.substr(cut + 3));
+      s += "[" + tab + "]";
+      continue;
+    }
     s += static_cast<int>(view_) == i ? "[" + tab + "]" : " " + tab + " ";
   }
   if (view_ == View::kTargets) s += "[Targets]";
+  if (view_ == View::kFlame) {
+    if (flame_.zoomed()) s += "  zoom " + flame_.zoom().name;
+    if (!flame_.search().empty()) s += "  *" + flame_.search();
+  }
   const Table& t = table(view_);
   if (!t.columns().empty()) {
     const Column& c = t.columns()[t.sort_column()];
@@ -446,6 +626,13 @@ std::string Model::TabsText() const {
 }
 
 std::string Model::FooterText(int width) const {
+  if (edit_ != Edit::kNone && view_ == View::kFlame) {
+    char share[64];
+    std::snprintf(share, sizeof share, "  %d frames, %s%% of the total", flame_.matched_frames(),
+                  FormatPercent(flame_.MatchedShare()).c_str());
+    return "search: " + flame_.search() + "_   (Enter keep, Esc clear)" +
+           (flame_.search().empty() ? "" : share);
+  }
   if (edit_ == Edit::kFilter) return "filter: " + filter_draft_ + "_   (Enter keep, Esc clear)";
   if (edit_ == Edit::kSearch) {
     return "search: " + search_ + "_   (F3 next, Enter/Esc done)" +
@@ -467,6 +654,9 @@ std::string Model::FooterText(int width) const {
   std::snprintf(every, sizeof every, "every %gs", interval_s_);
   s += connection_.target + "  " + every;
   if (view_ == View::kHotPaths && !data_note_.empty()) s += "  " + data_note_;
+  if (view_ == View::kContextPaths && contexts_matched_ > 0) {
+    s += "  " + context_.chain + ": " + std::to_string(context_windows_) + " windows";
+  }
   if (!connection_.message.empty()) s += "  " + connection_.message;
   const std::string hint = "  ?:help q:quit";
   if (static_cast<int>(s.size() + hint.size()) <= width) s += hint;
@@ -479,14 +669,19 @@ std::string Model::EmptyNote(const Table& t) const {
   if (!t.has_data())
     return connection_.connected ? "waiting for the first answer..." : "no data yet";
   if (!t.filter().empty()) return "no row matches /" + t.filter() + "  (Esc clears the filter)";
-  const bool from_branches =
-      view_ == View::kHotPaths || view_ == View::kSubpaths || view_ == View::kCallPairs;
-  const char* what = view_ == View::kHotPaths    ? "no hot paths"
-                     : view_ == View::kSubpaths  ? "no hot subpaths"
-                     : view_ == View::kCallPairs ? "no call pairs"
-                     : view_ == View::kTargets   ? "no process listed"
-                                                 : "no samples";
+  const bool from_branches = view_ == View::kHotPaths || view_ == View::kSubpaths ||
+                             view_ == View::kCallPairs || view_ == View::kContextPaths;
+  const char* what = view_ == View::kHotPaths || view_ == View::kContextPaths ? "no hot paths"
+                     : view_ == View::kSubpaths                               ? "no hot subpaths"
+                     : view_ == View::kCallPairs                              ? "no call pairs"
+                     : view_ == View::kTargets                                ? "no process listed"
+                                                                              : "no samples";
   if (view_ == View::kTargets) return what;
+  if (view_ == View::kContextPaths && contexts_matched_ == 0) {
+    // Windows are attributed to the stack the thread had when its window started.
+    return "no branch window attributed to " + context_.chain +
+           " yet: a window counts for the calling context it starts in";
+  }
   if (session_ && from_branches && session_->source() == v1::BRANCH_SOURCE_NONE) {
     return std::string(what) + ": stacks-only session (" + StacksRate() + "); see views 3 and 5";
   }
@@ -529,18 +724,21 @@ std::vector<ScreenLine> Model::HelpLayout(int width, int height) const {
   static const char* kLines[] = {
       "pathtop: hot paths of a live process, from pathprofd",
       "",
-      " 1..5, Tab   views: paths, subpaths, calling-context tree, call pairs, methods",
+      " 1..6, Tab   paths, subpaths, context tree, call pairs, methods, flame graph",
       " F5          the calling-context tree (F5 again: back)   t   the process list",
+      " Enter       in the tree: the hot paths of that calling context (Left/Esc: back)",
+      " flame graph arrows move, Enter zooms in, Esc out, g all, / marks matches",
+      " i           the header in full: the branch source and why, rates, drops",
       " < > s, F6   sort column left / right                    r   reverse the order",
       " /, F4       filter as you type (Enter keeps, Esc clears)",
       " F3          search: select a matching row (F3 again: the next one)",
       " p, space    pause / resume (answers arriving meanwhile are kept)",
       " Up Down PgUp PgDn Home End (or k j g G)    move the selection",
-      " Right + / Left -   open / close a tree node; Enter toggles; e / c all",
+      " Right + / Left -   open / close a tree node; e / c all",
       " Enter       in the process list: profile the selected process",
       " ?, h, F1    this help                                   q, F10   quit",
       "",
-      "Views 1, 2 and 4 come from branch windows, 3 and 5 from stack samples.",
+      "Views 1, 2 and 4 come from branch windows, 3, 5 and 6 from stack samples.",
       "Rows whose shown values tie keep their order; the selection follows its row.",
   };
   std::vector<ScreenLine> out;
@@ -557,6 +755,94 @@ std::vector<ScreenLine> Model::HelpLayout(int width, int height) const {
   out.push_back({Truncate("Press any key to return.", width), ScreenLine::kNormal});
   if (static_cast<int>(out.size()) > height) out.resize(height);
   return out;
+}
+
+// `i`: what the one-line header shortens, each item on its own wrapped line.
+std::vector<ScreenLine> Model::DetailsLayout(int width, int height) const {
+  std::vector<std::pair<std::string, std::string>> items;
+  items.emplace_back("target", target_label_.empty() ? "none chosen" : target_label_);
+  if (session_) {
+    items.emplace_back("session",
+                       pathprof::api::SessionIdForDisplay(session_->name()) + " " +
+                           (SessionEnded() ? EndedText() : StateWord(session_->state())));
+    std::string source(pathprof::api::BranchSourceWord(session_->source()));
+    if (!session_->source_reason().empty()) source += ": " + session_->source_reason();
+    items.emplace_back("branches", source);
+    if (!session_->error().empty()) items.emplace_back("error", session_->error());
+  } else {
+    items.emplace_back("session", "none yet");
+  }
+  if (stats_.valid) {
+    items.emplace_back("rates", "stacks " + Rate(stats_.stack_samples_per_s) + "  windows " +
+                                    Rate(stats_.windows_per_s) + "  branches " +
+                                    Rate(stats_.branches_per_s));
+    items.emplace_back("pathprofd", "CPU " + Percent1(stats_.daemon_cpu_percent) + "  RSS " +
+                                        FormatBytes(stats_.daemon_rss_bytes) + "  pipeline CPU " +
+                                        Percent1(stats_.pipeline_cpu_percent));
+  } else {
+    items.emplace_back("rates", "at the second GetStats answer");
+  }
+  std::string drops = std::to_string(stats_.drops);
+  if (!stats_.top_drop.empty()) drops += " (largest: " + stats_.top_drop + ")";
+  drops += "  decode errors " + std::to_string(stats_.decode_errors);
+  items.emplace_back("drops", drops);
+  char every[32];
+  std::snprintf(every, sizeof every, " every %gs", interval_s_);
+  items.emplace_back("daemon",
+                     connection_.target + every + (connection_.connected ? "" : "  DISCONNECTED"));
+  std::vector<ScreenLine> out;
+  out.push_back({Truncate("pathtop: the header in full", width), ScreenLine::kTitle});
+  out.push_back({"", ScreenLine::kNormal});
+  for (const auto& [name, text] : items) {
+    // The value starts in column 12; its wrapped lines keep to that column.
+    std::string line = name + std::string(name.size() < 11 ? 11 - name.size() : 1, ' ') + text;
+    for (std::string& l : Wrap(line, width, 11)) out.push_back({std::move(l), ScreenLine::kNormal});
+  }
+  out.push_back({"", ScreenLine::kNormal});
+  out.push_back({Truncate("Press any key to return.", width), ScreenLine::kNormal});
+  if (static_cast<int>(out.size()) > height) out.resize(height);
+  return out;
+}
+
+// The flame graph's selected frame: its shares of the whole, and where the zoom is.
+std::string Model::FrameText() const {
+  const FlameGraph::Frame& f = flame_.selected();
+  const double all = flame_.total();
+  auto share = [&](double v) { return FormatPercent(all > 0 ? v / all : 0) + "%"; };
+  std::string s = f.name + "  total " + share(f.total);
+  if (f.parent >= 0) s += "  self " + share(f.self) + "  calls " + FormatCount(f.calls);
+  if (f.pid != 0) s += "  pid " + std::to_string(f.pid);
+  return s;
+}
+
+// The flame graph under a line naming the selected frame; Render() keeps the selection on screen.
+void Model::AddFlameBody(int width, int rows, std::vector<ScreenLine>* out) {
+  if (rows <= 0) return;
+  const std::string& error = view_errors_[static_cast<int>(View::kFlame)];
+  const std::string& tree_error = view_errors_[static_cast<int>(View::kCct)];
+  const std::string& shown_error = error.empty() ? tree_error : error;
+  if (!shown_error.empty() || flame_.empty()) {
+    const std::string note = !shown_error.empty() ? shown_error
+                             : !flame_.has_data() ? EmptyNote(table(View::kFlame))
+                                                  : "no samples yet (" + StacksRate() + ")";
+    for (std::string& l : Wrap(note, width)) {
+      const auto style = shown_error.empty() ? ScreenLine::kNormal : ScreenLine::kAlert;
+      if (rows-- > 0) out->push_back({std::move(l), style, {}});
+    }
+    return;
+  }
+  out->back() = {Truncate(FrameText(), width), ScreenLine::kColumnHeader, {}};
+  for (FlameGraph::Line& line : flame_.Render(width, rows)) {
+    ScreenLine sl{std::move(line.text), ScreenLine::kNormal, {}};
+    for (const FlameGraph::Cell& c : line.cells) {
+      if (c.frame == flame_.selected_index()) {
+        sl.spans.push_back({c.begin, c.end, ScreenLine::kSelected});
+      } else if (flame_.Matches(c.frame)) {
+        sl.spans.push_back({c.begin, c.end, ScreenLine::kAlert});
+      }
+    }
+    out->push_back(std::move(sl));
+  }
 }
 
 // The rows of the current view (or why there are none), then the view's notes, in `rows` lines.
@@ -593,6 +879,7 @@ std::vector<ScreenLine> Model::Layout(int width, int height) {
   last_height_ = height;
   if (width <= 0 || height <= 0) return {};
   if (help_) return HelpLayout(width, height);
+  if (details_) return DetailsLayout(width, height);
   auto wrapped = [&](std::vector<ScreenLine>* v, const std::string& text, ScreenLine::Style st) {
     for (std::string& l : Wrap(text, width)) v->push_back({std::move(l), st});
   };
@@ -606,12 +893,16 @@ std::vector<ScreenLine> Model::Layout(int width, int height) {
   const int room = height - static_cast<int>(foot.size());
 
   std::vector<ScreenLine> out;
-  wrapped(&out, TitleText(), SessionEnded() ? ScreenLine::kAlert : ScreenLine::kTitle);
-  wrapped(&out, StatsText(), ScreenLine::kNormal);
+  out.push_back({HeaderText(width), SessionEnded() ? ScreenLine::kAlert : ScreenLine::kTitle, {}});
   wrapped(&out, TabsText(), ScreenLine::kNormal);
-  out.push_back({HeaderRow(table(view_), width), ScreenLine::kColumnHeader});
+  // The column header; the flame graph puts its selected frame there.
+  out.push_back({HeaderRow(table(view_), width), ScreenLine::kColumnHeader, {}});
   if (static_cast<int>(out.size()) > room) out.resize(std::max(room, 0));
-  AddBody(width, room - static_cast<int>(out.size()), &out);
+  if (view_ == View::kFlame) {
+    AddFlameBody(width, room - static_cast<int>(out.size()), &out);
+  } else {
+    AddBody(width, room - static_cast<int>(out.size()), &out);
+  }
   while (static_cast<int>(out.size()) < room) out.push_back({"", ScreenLine::kNormal});
   for (ScreenLine& l : foot) {
     if (static_cast<int>(out.size()) < height) out.push_back(std::move(l));

@@ -7,17 +7,31 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pathprof/v1/profiler.pb.h"
+#include "pathtop/flame.h"
 #include "pathtop/table.h"
 
 namespace pathtop {
 
 namespace v1 = ::pathprof::v1;
 
-enum class View { kHotPaths = 0, kSubpaths, kCct, kCallPairs, kMethods, kTargets };
-inline constexpr int kViewCount = 6;
+// The first kTabCount views are the tabs (keys 1..6, Tab); the hot paths of one calling
+// context are opened from the tree (Enter), the process list with `t`.
+enum class View {
+  kHotPaths = 0,
+  kSubpaths,
+  kCct,
+  kCallPairs,
+  kMethods,
+  kFlame,
+  kContextPaths,
+  kTargets
+};
+inline constexpr int kViewCount = 8;
+inline constexpr int kTabCount = 6;
 const char* ViewTitle(View view);
 
 // Keys beyond plain characters, translated from the terminal's codes by the renderer.
@@ -76,8 +90,25 @@ class StatsTracker {
 
 struct ScreenLine {
   enum Style { kNormal, kTitle, kColumnHeader, kSelected, kFooter, kAlert };
+  // Columns [begin, end) drawn in another style than the line's (the flame graph's selected
+  // and matching frames).
+  struct Span {
+    int begin = 0, end = 0;
+    Style style = kNormal;
+  };
+  ScreenLine(std::string text = "", Style style = kNormal, std::vector<Span> spans = {})
+      : text(std::move(text)), style(style), spans(std::move(spans)) {}
+
   std::string text;
   Style style = kNormal;
+  std::vector<Span> spans;
+};
+
+// The calling context whose hot paths View::kContextPaths shows: a tree node picked with Enter.
+struct ContextPick {
+  int64_t node = 0;  // CctNode.context_id
+  int32_t pid = 0;
+  std::string chain;  // its functions, root side first: "main > caller_a > loop"
 };
 
 class Model {
@@ -94,6 +125,7 @@ class Model {
   void SetCct(const v1::CallingContextTree& msg);
   void SetCallPairs(const v1::HotCallPairs& msg);
   void SetMethods(const v1::HotMethods& msg);
+  void SetContextPaths(const v1::HotPaths& msg);
   void SetTargets(const v1::ListTargetsResponse& msg);
   void SetSession(const v1::Session& session);
   void SetStats(const StatsView& stats) { stats_ = stats; }
@@ -109,6 +141,9 @@ class Model {
   void SetView(View view);
   bool paused() const { return paused_; }
   bool help_visible() const { return help_; }
+  bool details_visible() const { return details_; }
+  const ContextPick& context() const { return context_; }
+  const FlameGraph& flame() const { return flame_; }
   bool editing_filter() const { return edit_ == Edit::kFilter; }
   bool searching() const { return edit_ == Edit::kSearch; }
   // The wall clock for "exited 12s ago"; 0 (the default) reads the system clock. For tests.
@@ -125,6 +160,9 @@ class Model {
 
   void ApplyPending();
   Action HandleEditKey(int k);
+  Action HandleFlameEditKey(int k);
+  std::optional<Action> HandleFlameKey(int k);
+  Action OpenContext();
   std::optional<Action> HandleCommandKey(int k);
   std::optional<Action> HandleViewKey(int k);
   std::optional<Action> HandleMoveKey(int k);
@@ -132,15 +170,18 @@ class Model {
   bool SessionEnded() const;
   int64_t NowUnixMs() const;
   std::string StacksRate() const;
-  std::string TitleText() const;
-  std::string StatsText() const;
+  std::string HeaderText(int width) const;
+  std::string EndedText() const;
   std::string TabsText() const;
   std::string FooterText(int width) const;
   std::string EmptyNote(const Table& t) const;
   std::string HeaderRow(const Table& t, int width) const;
   std::string FormatRow(const Table& t, const VisibleRow& v, int width) const;
   std::vector<ScreenLine> HelpLayout(int width, int height) const;
+  std::vector<ScreenLine> DetailsLayout(int width, int height) const;
   void AddBody(int width, int rows, std::vector<ScreenLine>* out);
+  void AddFlameBody(int width, int rows, std::vector<ScreenLine>* out);
+  std::string FrameText() const;
 
   View view_ = View::kHotPaths;
   std::array<Table, kViewCount> tables_;
@@ -154,6 +195,7 @@ class Model {
   ConnectionState connection_;
   bool paused_ = false;
   bool help_ = false;
+  bool details_ = false;  // `i`: the header in full
   Edit edit_ = Edit::kNone;
   std::string filter_draft_;
   std::string search_;  // the F3 search text, kept for the next F3
@@ -162,12 +204,17 @@ class Model {
   int64_t now_unix_ms_ = 0;
   uint32_t picked_pid_ = 0;
   int last_height_ = 24;
+  FlameGraph flame_;
+  ContextPick context_;
+  int64_t contexts_matched_ = -1;  // of the last context answer; -1: none yet
+  int64_t context_windows_ = 0;
   // Answers that arrived while paused: the newest of each.
   std::optional<v1::HotPaths> pending_paths_;
   std::optional<v1::HotSubpaths> pending_subpaths_;
   std::optional<v1::CallingContextTree> pending_cct_;
   std::optional<v1::HotCallPairs> pending_pairs_;
   std::optional<v1::HotMethods> pending_methods_;
+  std::optional<v1::HotPaths> pending_context_paths_;
 };
 
 }  // namespace pathtop

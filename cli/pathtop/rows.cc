@@ -25,10 +25,6 @@ double ShownCount(double v) {
   return std::round(v / scale) * scale;
 }
 
-std::string FunctionName(const v1::Location& loc) {
-  return loc.function().empty() ? HexAddress(loc.address()) : loc.function();
-}
-
 std::string SourceOf(const v1::Location& loc) {
   if (loc.file().empty()) return "";
   std::string file = loc.file();
@@ -154,9 +150,7 @@ std::vector<Row> CctRows(const v1::CallingContextTree& msg) {
     Row row;
     auto parent = key_of.find(n.parent_id());
     if (n.parent_id() != 0 && parent != key_of.end()) row.parent_key = parent->second;
-    // Node ids may change between answers; the context (function, call site) chain does not.
-    row.key = row.parent_key + "/" + FunctionName(n.function()) + "@" +
-              HexAddress(n.call_site().address());
+    row.key = ContextKey(row.parent_key, n);
     key_of[n.id()] = row.key;
     double total_share = total > 0 ? n.total_weight() / total : 0;
     double self_share = total > 0 ? n.self_weight() / total : 0;
@@ -167,6 +161,8 @@ std::vector<Row> CctRows(const v1::CallingContextTree& msg) {
     AddText(name, &row);
     row.search_text = name + " " + FormatLocation(n.call_site()) + " " + SourceOf(n.function());
     row.expanded_by_default = total_share >= kCctOpenShare;
+    row.context_id = n.context_id();
+    row.pid = n.pid();
     rows.push_back(std::move(row));
   }
   return rows;

@@ -3,6 +3,7 @@
 // tree) expand/collapse. Knows nothing of terminals or gRPC.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -28,6 +29,10 @@ struct Row {
   // Trees (the calling-context tree) only:
   std::string parent_key;  // empty for roots
   bool expanded_by_default = true;
+  // Calling-context tree rows: the context GetHotPathsRequest.context selects (Enter on the
+  // row shows its hot paths); 0 where the daemon gave none.
+  int64_t context_id = 0;
+  int32_t pid = 0;
 };
 
 // A row as displayed: the table's row plus its tree decoration.

@@ -1,5 +1,7 @@
 #include "pathtop/terminal.h"
 
+#include <algorithm>
+
 #include <curses.h>
 
 #include <cstdlib>
@@ -92,43 +94,56 @@ int Terminal::ReadKey(int timeout_ms) {
   }
 }
 
+// The curses attributes of a style: with colour the pair carries the look (reverse video on
+// top of it would invert it again); without, bold and reverse video.
+unsigned Terminal::AttributesOf(ScreenLine::Style style) const {
+  attr_t attr = A_NORMAL;
+  short pair = 0;
+  switch (style) {
+    case ScreenLine::kTitle:
+      attr = A_BOLD;
+      pair = kTitlePair;
+      break;
+    case ScreenLine::kColumnHeader:
+      attr = A_REVERSE;
+      pair = kHeaderPair;
+      break;
+    case ScreenLine::kSelected:
+      attr = A_REVERSE;
+      pair = kSelectedPair;
+      break;
+    case ScreenLine::kAlert:
+      attr = A_BOLD;
+      pair = kAlertPair;
+      break;
+    case ScreenLine::kFooter:
+    case ScreenLine::kNormal:
+      break;
+  }
+  if (colour_ && pair != 0) attr = (attr & A_BOLD) | COLOR_PAIR(pair);
+  return attr;
+}
+
 void Terminal::Draw(const std::vector<ScreenLine>& lines) {
   erase();
   for (size_t y = 0; y < lines.size() && static_cast<int>(y) < LINES; ++y) {
-    attr_t attr = A_NORMAL;
-    short pair = 0;
-    switch (lines[y].style) {
-      case ScreenLine::kTitle:
-        attr = A_BOLD;
-        pair = kTitlePair;
-        break;
-      case ScreenLine::kColumnHeader:
-        attr = A_REVERSE;
-        pair = kHeaderPair;
-        break;
-      case ScreenLine::kSelected:
-        attr = A_REVERSE;
-        pair = kSelectedPair;
-        break;
-      case ScreenLine::kAlert:
-        attr = A_BOLD;
-        pair = kAlertPair;
-        break;
-      case ScreenLine::kFooter:
-      case ScreenLine::kNormal:
-        break;
-    }
-    // With colour the pair carries the look; reverse video on top of it would invert it again.
-    if (colour_ && pair != 0) {
-      attr = (attr & A_BOLD) | COLOR_PAIR(pair);
-    }
+    const ScreenLine& line = lines[y];
+    const attr_t attr = static_cast<attr_t>(AttributesOf(line.style));
     attron(attr);
-    mvaddnstr(static_cast<int>(y), 0, lines[y].text.c_str(), COLS);
+    mvaddnstr(static_cast<int>(y), 0, line.text.c_str(), COLS);
     // Header and selection bars span the whole width, as in top.
-    if (lines[y].style == ScreenLine::kColumnHeader || lines[y].style == ScreenLine::kSelected) {
-      for (int x = static_cast<int>(lines[y].text.size()); x < COLS; ++x) addch(' ');
+    if (line.style == ScreenLine::kColumnHeader || line.style == ScreenLine::kSelected) {
+      for (int x = static_cast<int>(line.text.size()); x < COLS; ++x) addch(' ');
     }
     attroff(attr);
+    for (const ScreenLine::Span& span : line.spans) {
+      const int end = std::min({span.end, static_cast<int>(line.text.size()), COLS});
+      if (span.begin < 0 || span.begin >= end) continue;
+      const attr_t span_attr = static_cast<attr_t>(AttributesOf(span.style));
+      attron(span_attr);
+      mvaddnstr(static_cast<int>(y), span.begin, line.text.c_str() + span.begin, end - span.begin);
+      attroff(span_attr);
+    }
   }
   refresh();
 }

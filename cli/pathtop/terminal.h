@@ -22,6 +22,8 @@ class Terminal {
   int height() const;
 
  private:
+  unsigned AttributesOf(ScreenLine::Style style) const;  // an ncurses attr_t
+
   bool colour_ = false;
 };
 

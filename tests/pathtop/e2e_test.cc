@@ -141,6 +141,57 @@ TEST_F(PathtopEndToEnd, ShowsTheHotLoopOfALiveProcess) {
   EXPECT_FALSE(tmux.Alive());
 }
 
+// Hot paths per calling context in the live view, on example_two_callers_static: one loop()
+// called from caller_a (its branch taken 7 times in 8) and caller_b (once in 8). The flame graph
+// shows both callers; Enter on each caller's loop node in the tree shows that context's hot
+// paths, and their top paths differ (tests/pipeline/window_contexts_live_test.cc checks them
+// against the exact trace).
+TEST_F(PathtopEndToEnd, FlameGraphAndTheHotPathsOfEachCallingContext) {
+  const std::string program =
+      Binary("PATHTOP_E2E_TWO_CALLERS", PATHPROF_BIN_DIR "/example_two_callers_static");
+  if (access(program.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << program;
+  const pid_t target = Spawn({program, "0"}, "/dev/null");
+  Tmux tmux("env TERM=xterm NO_COLOR=1 ASAN_OPTIONS=detect_leaks=0 " PATHPROF_BIN_DIR
+            "/pathtop --interval 1 --socket " +
+            sock_ + " --pid " + std::to_string(target));
+  ASSERT_TRUE(tmux.started());
+  tmux.Keys("6");
+  std::string s = tmux.WaitFor(
+      [](const std::string& s) { return Has(s, "[caller_a ") && Has(s, "[caller_b "); }, 60);
+  Keep("e2e_flame", s);
+  EXPECT_TRUE(Has(s, "[caller_a ") && Has(s, "[caller_b "))
+      << s << "\n(daemon log: " << log_ << ")";
+
+  // The top path of one caller's context: in the tree, F3 finds the caller's node, Down moves
+  // to its heaviest callee (the loop), Enter opens that context's paths, Esc goes back.
+  auto top_path_of = [&](const std::string& caller) {
+    tmux.Keys("3");
+    tmux.WaitForText("[3 CCT]", 10);
+    tmux.Keys("F3");
+    for (int i = 0; i < 12; ++i) tmux.Keys("BSpace");  // the last search's text
+    for (char c : caller) tmux.Keys(std::string(1, c));
+    tmux.Keys("Enter");
+    tmux.Keys("Down");
+    tmux.Keys("Enter");
+    std::string screen = tmux.WaitFor(
+        [](const std::string& s) {
+          return Has(s, "[3 paths: loop]") && Has(Row(s, 0), " loop+0x");
+        },
+        60);
+    Keep("e2e_context_" + caller, screen);
+    EXPECT_TRUE(Has(Bottom(screen, 2), "> " + caller + " > loop: ")) << screen;
+    tmux.Keys("Escape");
+    return Row(screen, 0).size() > 47 ? Row(screen, 0).substr(47) : "";  // the PATH column
+  };
+  const std::string a = top_path_of("caller_a"), b = top_path_of("caller_b");
+  EXPECT_TRUE(Has(a, "loop+0x")) << a;
+  EXPECT_TRUE(Has(b, "loop+0x")) << b;
+  EXPECT_NE(a, b) << "caller_a and caller_b send loop's branch opposite ways";
+  tmux.Keys("q");
+  EXPECT_TRUE(tmux.WaitForExit(10));
+  Kill(target);
+}
+
 // The three things a live view must get right about time passing (issue 12): a daemon that
 // restarts under it (pathtop re-creates its session, with the source it had, and says so), a
 // target that exits (the header says so, with no "running"), and quitting (the sessions it made

@@ -69,6 +69,9 @@ class FakeProfiler final : public v1::PathProfiler::Service {
   std::atomic<int> delete_calls{0};
   std::atomic<int> last_start_source{-1};  // the SourceChoice the last StartSession asked for
   std::atomic<int> watch_calls{0};
+  // The last GetHotPaths that asked for one calling context (ContextSelector.node), 0: none.
+  std::atomic<int64_t> last_context_node{0};
+  std::atomic<int32_t> last_context_pid{0};
   std::atomic<bool> stopping{false};
 
   grpc::Status ListTargets(grpc::ServerContext*, const v1::ListTargetsRequest*,
@@ -139,8 +142,21 @@ class FakeProfiler final : public v1::PathProfiler::Service {
                            v1::HotPaths* out) override {
     if (!HasSession(req->session())) return NoSession(req->session());
     *out = PathsOf(req->session());
+    if (req->has_context()) {
+      // As pathprofd: the paths of the windows attributed to that context (here, the context
+      // of hot_loop, node 3, has the first path only; any other matches no window).
+      last_context_node = req->context().node();
+      last_context_pid = req->context().pid();
+      const bool hot_loop = req->context().node() == kContextIdOfNode * 3;
+      if (!hot_loop) out->clear_paths();
+      while (out->paths_size() > 1) out->mutable_paths()->RemoveLast();
+      out->set_contexts_matched(hot_loop ? 1 : 0);
+      out->set_context_windows(hot_loop ? 40 : 0);
+    }
     return grpc::Status::OK;
   }
+  // CctNode.context_id of node N is N * kContextIdOfNode: unlike the answer's node ids.
+  static constexpr int64_t kContextIdOfNode = 100;
   // What a session's target does, as the daemon sees it: e.g. TARGET_EXITED when it exits.
   void SetState(const std::string& name, v1::SessionState state, int64_t ended_unix_ms) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -206,6 +222,8 @@ class FakeProfiler final : public v1::PathProfiler::Service {
       n->set_self_weight(self);
       n->set_total_weight(total);
       n->set_edge_weight(total / 2);
+      n->set_context_id(static_cast<int64_t>(id) * kContextIdOfNode);
+      n->set_pid(static_cast<int32_t>(pid_));
     };
     node(1, 0, "_start", 0x401000, 0, 100);
     node(2, 1, "main", 0x401400, 5, 100);

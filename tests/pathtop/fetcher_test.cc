@@ -28,6 +28,7 @@ std::string TempSocket(const char* name) {
 struct Collected {
   std::optional<v1::HotPaths> hot_paths;
   std::optional<v1::CallingContextTree> cct;
+  std::optional<v1::HotPaths> context_paths;
   std::optional<v1::Session> session;
   std::optional<ConnectionState> connection;
   int stats = 0;
@@ -41,6 +42,7 @@ bool Collect(Fetcher& f, Collected* c, const std::function<bool(const Collected&
     Inbox in = f.Take();
     if (in.hot_paths) c->hot_paths = in.hot_paths;
     if (in.cct) c->cct = in.cct;
+    if (in.context_paths) c->context_paths = in.context_paths;
     if (in.session) c->session = in.session;
     if (in.stats) ++c->stats;
     if (in.connection) {
@@ -82,6 +84,16 @@ TEST(Fetcher, StartsASessionStreamsHotPathsAndDeletesItsSession) {
     f.SetView(View::kCct);
     ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.cct.has_value(); }));
     EXPECT_EQ(c.cct->nodes_size(), 6);
+    // Enter on a tree node: that context's hot paths, asked for by its context id and pid.
+    ContextPick pick;
+    pick.node = 3 * pathtop_test::FakeProfiler::kContextIdOfNode;
+    pick.pid = 4242;
+    f.SetView(View::kContextPaths, pick);
+    ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.context_paths.has_value(); }));
+    EXPECT_EQ(daemon.service().last_context_node.load(), 300);
+    EXPECT_EQ(daemon.service().last_context_pid.load(), 4242);
+    EXPECT_EQ(c.context_paths->contexts_matched(), 1);
+    EXPECT_EQ(c.context_paths->paths_size(), 1);
     EXPECT_EQ(daemon.service().session_count(), 1u);
     f.Stop();
   }

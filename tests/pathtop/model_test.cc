@@ -225,16 +225,17 @@ TEST(Model, ScreenFits80x24AndShowsTheHotPath) {
   auto lines = m.Layout(80, 24);
   ASSERT_EQ(lines.size(), 24u);
   for (const auto& l : lines) EXPECT_LE(l.text.size(), 80u) << l.text;
-  EXPECT_EQ(lines[3].style, ScreenLine::kColumnHeader);
-  EXPECT_EQ(lines[3].text.substr(0, 47), "SHARE%     EST  +-ERR LEN START                ");
-  EXPECT_EQ(lines[4].style, ScreenLine::kSelected);
-  EXPECT_EQ(lines[4].text.size(), 80u);  // the selection bar spans the line
-  EXPECT_EQ(lines[4].text.substr(0, 76),
+  // One header line, the tabs, the column header, then the rows.
+  EXPECT_EQ(lines[2].style, ScreenLine::kColumnHeader);
+  EXPECT_EQ(lines[2].text.substr(0, 47), "SHARE%     EST  +-ERR LEN START                ");
+  EXPECT_EQ(lines[3].style, ScreenLine::kSelected);
+  EXPECT_EQ(lines[3].text.size(), 80u);  // the selection bar spans the line
+  EXPECT_EQ(lines[3].text.substr(0, 76),
             "  62.0     620     31   3 hot_loop+0x10        hot_loop+0x10 > +0x24 > +0x38");
-  EXPECT_EQ(lines[8].text.size(), 80u);
-  EXPECT_EQ(lines[8].text.substr(26, 21), "very_long_function_~ ");
-  EXPECT_EQ(lines[8].text.back(), '~');
-  EXPECT_NE(lines[2].text.find("[1 Paths]"), std::string::npos);
+  EXPECT_EQ(lines[7].text.size(), 80u);
+  EXPECT_EQ(lines[7].text.substr(26, 21), "very_long_function_~ ");
+  EXPECT_EQ(lines[7].text.back(), '~');
+  EXPECT_NE(lines[1].text.find("[1 Paths]"), std::string::npos);
   EXPECT_NE(lines[23].text.find("5 of 7 distinct paths"), std::string::npos);
   // A narrow terminal still gets lines no wider than it.
   for (const auto& l : m.Layout(30, 10)) EXPECT_LE(l.text.size(), 30u);
@@ -249,7 +250,7 @@ TEST(Model, KeysFilterPauseSortAndViews) {
   EXPECT_NE(m.Layout(80, 24)[23].text.find("filter: MIX_"), std::string::npos);
   m.HandleKey(key::kEnter);
   EXPECT_FALSE(m.editing_filter());
-  EXPECT_NE(m.Layout(80, 24)[2].text.find("/MIX"), std::string::npos);
+  EXPECT_NE(m.Layout(80, 24)[1].text.find("/MIX"), std::string::npos);
   m.HandleKey(key::kEscape);
   EXPECT_EQ(m.table(View::kHotPaths).visible().size(), 4u);
 
@@ -259,7 +260,7 @@ TEST(Model, KeysFilterPauseSortAndViews) {
   fewer.mutable_paths()->RemoveLast();
   m.SetHotPaths(fewer);
   EXPECT_EQ(m.table(View::kHotPaths).visible().size(), 4u);
-  EXPECT_NE(m.Layout(80, 24)[2].text.find("PAUSED"), std::string::npos);
+  EXPECT_NE(m.Layout(80, 24)[1].text.find("PAUSED"), std::string::npos);
   m.HandleKey(' ');
   EXPECT_EQ(m.table(View::kHotPaths).visible().size(), 3u);
 
@@ -315,7 +316,7 @@ void ExpectNoCutLines(const std::vector<ScreenLine>& lines, int width) {
   for (const ScreenLine& l : lines) {
     EXPECT_LE(static_cast<int>(l.text.size()), width) << l.text;
     if (l.style == ScreenLine::kSelected || l.text.empty()) continue;
-    EXPECT_NE(l.text.back(), '~') << l.text;
+    EXPECT_NE(l.text.back(), '~') << "cut: " << l.text;
   }
 }
 
@@ -365,20 +366,20 @@ TEST(Model, AStacksOnlySessionSaysWhatArrivesInsteadOfNothing) {
   m.SetHotPaths(none);
   m.SetStats(StacksPerSecond(97));
   auto lines = m.Layout(80, 24);
-  EXPECT_EQ(lines[4].text, "no hot paths: stacks-only session (97 stacks/s); see views 3 and 5");
+  EXPECT_EQ(lines[3].text, "no hot paths: stacks-only session (97 stacks/s); see views 3 and 5");
   for (const auto& l : lines) EXPECT_EQ(l.text.find("nothing profiled"), std::string::npos);
   // Call pairs come from branches too; the CCT and methods from stacks say what is missing.
   m.HandleKey('4');
   m.SetCallPairs(v1::HotCallPairs());
-  EXPECT_EQ(m.Layout(80, 24)[4].text.rfind("no call pairs: stacks-only session (", 0), 0u);
+  EXPECT_EQ(m.Layout(80, 24)[3].text.rfind("no call pairs: stacks-only session (", 0), 0u);
   m.HandleKey('3');
   m.SetCct(v1::CallingContextTree());
-  EXPECT_EQ(m.Layout(80, 24)[4].text, "no samples yet (97 stacks/s)");
+  EXPECT_EQ(m.Layout(80, 24)[3].text, "no samples yet (97 stacks/s)");
   // A branch source with no windows yet says so, with the rates.
   m.SetSession(RunningSession(v1::BRANCH_SOURCE_PTRACE, "no PMU"));
   m.HandleKey('1');
   EXPECT_EQ(
-      m.Layout(80, 24)[4].text.rfind("no hot paths yet: no branch windows decoded (win 0/s", 0),
+      m.Layout(80, 24)[3].text.rfind("no hot paths yet: no branch windows decoded (win 0/s", 0),
       0u);
 }
 
@@ -388,7 +389,7 @@ TEST(Model, AnExitedTargetIsMarkedInTheHeader) {
   v1::Session s = RunningSession(v1::BRANCH_SOURCE_PTRACE, "no PMU");
   m.SetSession(s);
   m.SetStats(StacksPerSecond(97));
-  EXPECT_NE(m.Layout(80, 24)[0].text.find("session s1-a9bd running"), std::string::npos);
+  EXPECT_NE(m.Layout(80, 24)[0].text.find("s1-a9bd running"), std::string::npos);
   EXPECT_EQ(m.Layout(80, 24)[0].style, ScreenLine::kTitle);
   s.set_state(v1::SESSION_STATE_TARGET_EXITED);
   *s.mutable_end_time() =
@@ -396,13 +397,14 @@ TEST(Model, AnExitedTargetIsMarkedInTheHeader) {
   m.SetSession(s);
   m.SetNowUnixMs(1'700'000'012'400);
   auto lines = m.Layout(80, 24);
-  EXPECT_NE(lines[0].text.find("session s1-a9bd exited"), std::string::npos) << lines[0].text;
+  EXPECT_NE(lines[0].text.find("s1-a9bd exited 12s ago: the profile as it ended"),
+            std::string::npos)
+      << lines[0].text;
   EXPECT_EQ(lines[0].text.find("running"), std::string::npos) << lines[0].text;
   EXPECT_EQ(lines[0].style, ScreenLine::kAlert);
-  // No stale rates: the stats line says when it ended.
-  EXPECT_EQ(lines[1].text.rfind("target exited 12s ago: the profile as it ended", 0), 0u)
-      << lines[1].text;
-  EXPECT_EQ(lines[1].text.find("stacks/s"), std::string::npos);
+  // No stale rates: an ended session's header has none.
+  EXPECT_EQ(lines[0].text.find("stacks"), std::string::npos) << lines[0].text;
+  EXPECT_EQ(lines[0].text.find("win "), std::string::npos) << lines[0].text;
 }
 
 TEST(Model, NoLineIsCutAt80Columns) {
@@ -428,8 +430,11 @@ TEST(Model, NoLineIsCutAt80Columns) {
   auto lines = m.Layout(80, 24);
   ASSERT_EQ(lines.size(), 24u);
   ExpectNoCutLines(lines, 80);
-  // The title wrapped instead: the source's reason is whole on its second line.
-  EXPECT_EQ(lines[1].text, "  source ptrace (ptrace bursts: no LBR or Intel PT on this host)");
+  // One header line; the source's reason is on the details screen (`i`), not cut here.
+  EXPECT_EQ(lines[0].text.rfind("pid 5243 (example_hotloop)  s1-a9bd running  ptrace  ", 0), 0u)
+      << lines[0].text;
+  EXPECT_EQ(lines[0].text.find("no LBR"), std::string::npos) << lines[0].text;
+  EXPECT_NE(lines[1].text.find("[5 Methods]"), std::string::npos) << lines[1].text;
   std::string all;
   for (const auto& l : lines) all += l.text + "\n";
   EXPECT_NE(all.find("hot data streams: not built from branch traces (? says why)"),
@@ -516,6 +521,288 @@ TEST(StatsTracker, RatesFromTwoAnswers) {
   EXPECT_NEAR(v.daemon_cpu_percent, 5.0, 1e-9);
   EXPECT_EQ(v.drops, 7u);
   EXPECT_EQ(v.top_drop, "lost 7");
+}
+
+// Stats a second apart: 304 stacks/s, 11 windows/s, 3 drops, the daemon at 2.8% and 193 MiB.
+StatsView BusyStats() {
+  StatsTracker tracker;
+  v1::Stats a;
+  v1::TargetStats* t = a.add_targets();
+  t->set_stack_samples(1000);
+  t->set_windows(100);
+  a.set_daemon_rss_bytes(193ull << 20);
+  (void)tracker.Update(a, 10.0);
+  t->set_stack_samples(1304);
+  t->set_windows(111);
+  v1::DropCount* d = t->add_drops();
+  d->set_reason("broken-window");
+  d->set_count(3);
+  a.set_daemon_cpu_seconds(0.028);
+  return tracker.Update(a, 11.0);
+}
+
+TEST(Model, TheHeaderIsOneLineAndIShowsItWhole) {
+  Model m;
+  m.SetTargetLabel("pid 5243 (example_hotloop)");
+  m.SetSession(RunningSession(v1::BRANCH_SOURCE_PTRACE,
+                              "ptrace bursts: no LBR or Intel PT on this host (emulated windows, "
+                              "one stop each)"));
+  m.SetStats(BusyStats());
+  m.SetHotPaths(KnownHotPaths("s1"));
+  // What fits, whole fields only, most important first: drops before stacks when there are
+  // any, the daemon's own use last.
+  const std::vector<ScreenLine> wide = m.Layout(120, 24);
+  EXPECT_EQ(wide[0].text,
+            "pid 5243 (example_hotloop)  s1-a9bd running  ptrace  win 11/s  drops 3  "
+            "stacks 304/s  pathprofd 2.8% 193.0M");
+  const std::vector<ScreenLine> hundred = m.Layout(100, 24);
+  EXPECT_EQ(hundred[0].text,
+            "pid 5243 (example_hotloop)  s1-a9bd running  ptrace  win 11/s  drops 3  stacks 304/s");
+  const std::vector<ScreenLine> eighty = m.Layout(80, 24);
+  EXPECT_EQ(eighty[0].text,
+            "pid 5243 (example_hotloop)  s1-a9bd running  ptrace  win 11/s  drops 3");
+  for (const auto* lines : {&wide, &hundred, &eighty}) {
+    EXPECT_EQ((*lines)[0].style, ScreenLine::kTitle);
+    EXPECT_NE((*lines)[1].text.find("[1 Paths]"), std::string::npos) << (*lines)[1].text;
+    EXPECT_EQ((*lines)[2].style, ScreenLine::kColumnHeader);
+  }
+  // `i`: everything the header leaves out, the daemon's reason whole, wrapped, never cut.
+  EXPECT_EQ(m.HandleKey('i'), Action::kRedraw);
+  EXPECT_TRUE(m.details_visible());
+  const std::vector<ScreenLine> details = m.Layout(80, 24);
+  ExpectNoCutLines(details, 80);
+  std::string text;
+  for (const auto& l : details) text += l.text + "\n";
+  EXPECT_NE(text.find("branches   ptrace: ptrace bursts: no LBR or Intel PT on this host"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("one stop each)"), std::string::npos) << text;
+  EXPECT_NE(text.find("drops      3 (largest: broken-window 3)  decode errors 0"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rates      stacks 304/s  windows 11/s"), std::string::npos) << text;
+  EXPECT_EQ(m.HandleKey('x'), Action::kRedraw);  // any key returns
+  EXPECT_FALSE(m.details_visible());
+}
+
+// main (100) calls hot (62: self 60.6, inner 1.4), warm (37.5) and tiny (0.5); context ids are
+// the node ids x 100, but tiny's is 0 (a daemon that gave none).
+v1::CallingContextTree FlameTree() {
+  v1::CallingContextTree t;
+  auto node = [&](int64_t id, int64_t parent, const char* fn, double self, double total) {
+    v1::CctNode* n = t.add_nodes();
+    n->set_id(id);
+    n->set_parent_id(parent);
+    *n->mutable_function() = Loc(fn, 0x401000 + id * 0x100, 0);
+    if (parent != 0) *n->mutable_call_site() = Loc("caller", 0x400000, id * 4);
+    n->set_self_weight(self);
+    n->set_total_weight(total);
+    n->set_edge_weight(total / 2);
+    n->set_context_id(std::string(fn) == "tiny" ? 0 : id * 100);
+    n->set_pid(42);
+  };
+  node(1, 0, "main", 0, 100);
+  node(2, 1, "hot", 60.6, 62);
+  node(3, 2, "inner", 1.4, 1.4);
+  node(4, 1, "warm", 37.5, 37.5);
+  node(5, 1, "tiny", 0.5, 0.5);
+  t.set_total_weight(100);
+  return t;
+}
+
+TEST(FlameGraph, FramesAsWideAsTheirShareInNameOrder) {
+  FlameGraph g;
+  g.Replace(FlameTree());
+  std::vector<FlameGraph::Line> lines = g.Render(80, 20);
+  ASSERT_EQ(lines.size(), 4u);
+  // all and main span the width; all is selected at first.
+  EXPECT_EQ(lines[0].text.substr(0, 12), ">all 100.0% ");
+  EXPECT_EQ(lines[0].text.back(), '<');
+  EXPECT_EQ(lines[1].text.substr(0, 13), "[main 100.0% ");
+  // hot: 62% of 80 = 49.6 columns, rounded to 0..50; tiny (0.4 of a column) is not drawn; warm
+  // takes 50..80.
+  EXPECT_EQ(lines[2].text.substr(0, 11), "[hot 62.0% ");
+  EXPECT_EQ(lines[2].text[49], ']');
+  EXPECT_EQ(lines[2].text.substr(50, 12), "[warm 37.5% ");
+  EXPECT_EQ(lines[2].text[79], ']');
+  ASSERT_EQ(lines[2].cells.size(), 2u);
+  EXPECT_EQ(lines[2].cells[0].end, 50);
+  EXPECT_EQ(lines[2].cells[1].begin, 50);
+  // inner: 1.4% of hot's 49.6 columns is one column, a bar.
+  EXPECT_EQ(lines[3].text[0], '|');
+  EXPECT_EQ(lines[3].text.find_first_not_of(' ', 1), std::string::npos);
+
+  // Arrows walk what is drawn: down to the widest callee, across the line, up to the caller.
+  g.SelectChild();
+  EXPECT_EQ(g.selected().name, "main");
+  g.SelectChild();
+  EXPECT_EQ(g.selected().name, "hot");
+  g.SelectSibling(+1);
+  EXPECT_EQ(g.selected().name, "warm");  // tiny, not drawn, is skipped
+  g.SelectSibling(+1);
+  EXPECT_EQ(g.selected().name, "warm");
+  g.SelectSibling(-1);
+  g.SelectParent();
+  EXPECT_EQ(g.selected().name, "main");
+}
+
+TEST(FlameGraph, ZoomSelectionAndSearchSurviveRefreshes) {
+  FlameGraph g;
+  g.Replace(FlameTree());
+  (void)g.Render(80, 20);
+  g.SelectChild();
+  g.SelectChild();
+  g.ZoomIn();
+  std::vector<FlameGraph::Line> lines = g.Render(80, 20);
+  ASSERT_EQ(lines.size(), 4u);
+  // hot fills the width under its callers; inner is now 1.8 columns: a box too small to name.
+  EXPECT_EQ(lines[1].text.substr(0, 13), "[main 100.0% ");
+  EXPECT_EQ(lines[2].text.substr(0, 11), ">hot 62.0% ");
+  EXPECT_EQ(lines[2].text[79], '<');
+  EXPECT_EQ(lines[3].text.substr(0, 3), "[] ");
+  // A refresh keeps zoom and selection on their contexts.
+  g.Replace(FlameTree());
+  EXPECT_TRUE(g.zoomed());
+  EXPECT_EQ(g.zoom().name, "hot");
+  EXPECT_EQ(g.selected().name, "hot");
+  // One without hot moves both to its caller.
+  v1::CallingContextTree without_hot = FlameTree();
+  without_hot.mutable_nodes()->DeleteSubrange(1, 2);
+  g.Replace(without_hot);
+  EXPECT_EQ(g.zoom().name, "main");
+  EXPECT_EQ(g.selected().name, "main");
+  EXPECT_TRUE(g.ZoomOut());
+  EXPECT_FALSE(g.ZoomOut());
+
+  g.Replace(FlameTree());
+  g.SetSearch("WARM");
+  EXPECT_EQ(g.matched_frames(), 1);
+  EXPECT_DOUBLE_EQ(g.MatchedShare(), 0.375);
+  EXPECT_NE(g.Render(80, 20)[2].text.find("[*warm 37.5% "), std::string::npos);
+  // "in" matches main, inner and tiny: inner and tiny lie inside main, counted once.
+  g.SetSearch("in");
+  EXPECT_EQ(g.matched_frames(), 3);
+  EXPECT_DOUBLE_EQ(g.MatchedShare(), 1.0);
+  g.SetSearch("");
+  EXPECT_EQ(g.matched_frames(), 0);
+  // A deep graph in few lines keeps the selected frame's line on screen.
+  g.SelectRoot();
+  (void)g.Render(80, 20);
+  g.SelectChild();
+  g.SelectChild();
+  g.SelectChild();
+  EXPECT_EQ(g.selected().name, "inner");
+  lines = g.Render(80, 2);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].text[0], '>');
+}
+
+TEST(Model, TheFlameViewZoomsAndSearches) {
+  Model m;
+  ConnectionState c;
+  c.connected = true;
+  c.target = "unix:/tmp/p.sock";
+  m.SetConnection(c);
+  m.SetCct(FlameTree());
+  EXPECT_EQ(m.HandleKey('6'), Action::kViewChanged);
+  EXPECT_EQ(m.view(), View::kFlame);
+  std::vector<ScreenLine> lines = m.Layout(80, 24);
+  EXPECT_NE(lines[1].text.find("[6 Flame]"), std::string::npos) << lines[1].text;
+  EXPECT_EQ(lines[2].style, ScreenLine::kColumnHeader);
+  EXPECT_EQ(lines[2].text.rfind("all  total 100.0%", 0), 0u) << lines[2].text;
+  EXPECT_EQ(lines[3].text.rfind(">all 100.0% ", 0), 0u) << lines[3].text;
+  ASSERT_EQ(lines[3].spans.size(), 1u);
+  EXPECT_EQ(lines[3].spans[0].style, ScreenLine::kSelected);
+  EXPECT_EQ(lines[3].spans[0].end, 80);
+  EXPECT_EQ(lines[5].text.rfind("[hot 62.0% ", 0), 0u) << lines[5].text;
+
+  m.HandleKey(key::kDown);
+  m.HandleKey(key::kDown);
+  lines = m.Layout(80, 24);
+  EXPECT_EQ(lines[2].text.rfind("hot  total 62.0%  self 60.6%  calls 31  pid 42", 0), 0u)
+      << lines[2].text;
+  EXPECT_EQ(m.HandleKey('>'), Action::kNone);  // no sort column in a graph
+  EXPECT_EQ(m.HandleKey(key::kEnter), Action::kRedraw);
+  EXPECT_NE(m.Layout(80, 24)[1].text.find("zoom hot"), std::string::npos);
+
+  // `/` marks matches as you type and says how much of the total they cover.
+  m.HandleKey('/');
+  for (char ch : std::string("warm")) m.HandleKey(ch);
+  lines = m.Layout(80, 24);
+  EXPECT_NE(lines[23].text.find("search: warm_"), std::string::npos) << lines[23].text;
+  EXPECT_NE(lines[23].text.find("1 frames, 37.5% of the total"), std::string::npos)
+      << lines[23].text;
+  m.HandleKey(key::kEnter);
+  EXPECT_FALSE(m.searching());
+  EXPECT_NE(m.Layout(80, 24)[1].text.find("*warm"), std::string::npos);
+  // Esc zooms out a level at a time (hot, main, all), then clears the search.
+  m.HandleKey(key::kEscape);
+  EXPECT_EQ(m.flame().zoom().name, "main");
+  m.HandleKey(key::kEscape);
+  EXPECT_FALSE(m.flame().zoomed());
+  EXPECT_EQ(m.flame().search(), "warm");
+  m.HandleKey(key::kEscape);
+  EXPECT_EQ(m.flame().search(), "");
+  // Matches are painted as such in colour: warm's frame is a span of its own.
+  m.HandleKey('/');
+  m.HandleKey('w');
+  m.HandleKey(key::kEnter);
+  bool painted = false;
+  for (const ScreenLine& l : m.Layout(80, 24))
+    for (const ScreenLine::Span& sp : l.spans) painted |= sp.style == ScreenLine::kAlert;
+  EXPECT_TRUE(painted);
+  EXPECT_EQ(m.HandleKey('\t'), Action::kViewChanged);  // Tab wraps to the first view
+  EXPECT_EQ(m.view(), View::kHotPaths);
+}
+
+TEST(Model, EnterOnATreeNodeShowsTheHotPathsOfThatContext) {
+  Model m;
+  ConnectionState c;
+  c.connected = true;
+  c.target = "unix:/tmp/p.sock";
+  m.SetConnection(c);
+  m.SetCct(FlameTree());
+  m.HandleKey('3');
+  m.HandleKey(key::kDown);  // main, then hot (the heaviest child)
+  ASSERT_EQ(m.table(View::kCct).selected_row()->cells.back(), "hot");
+  EXPECT_EQ(m.HandleKey(key::kEnter), Action::kViewChanged);
+  EXPECT_EQ(m.view(), View::kContextPaths);
+  EXPECT_EQ(m.context().node, 200);
+  EXPECT_EQ(m.context().pid, 42);
+  EXPECT_EQ(m.context().chain, "main > hot");
+  std::vector<ScreenLine> lines = m.Layout(80, 24);
+  EXPECT_NE(lines[1].text.find(" 2 Subpaths [3 paths: hot] 4 Calls "), std::string::npos)
+      << lines[1].text;
+  EXPECT_EQ(lines[3].text, "waiting for the first answer...");
+
+  // No window attributed to the context yet: said so, with what a window counts for.
+  v1::HotPaths none;
+  none.set_contexts_matched(0);
+  m.SetContextPaths(none);
+  EXPECT_EQ(m.Layout(80, 24)[3].text.rfind("no branch window attributed to main > hot yet", 0), 0u)
+      << m.Layout(80, 24)[3].text;
+  v1::HotPaths paths = KnownHotPaths("s1");
+  paths.set_contexts_matched(1);
+  paths.set_context_windows(40);
+  m.SetContextPaths(paths);
+  lines = m.Layout(80, 24);
+  EXPECT_EQ(lines[3].text.substr(0, 40), "  62.0     620     31   3 hot_loop+0x10 ");
+  EXPECT_NE(lines[23].text.find("main > hot: 40 windows"), std::string::npos) << lines[23].text;
+  // Esc (no filter) goes back to the tree, the selection where it was.
+  EXPECT_EQ(m.HandleKey(key::kEscape), Action::kViewChanged);
+  EXPECT_EQ(m.view(), View::kCct);
+  EXPECT_EQ(m.table(View::kCct).selected_row()->cells.back(), "hot");
+
+  // A node without a context id says why instead of asking.
+  m.HandleKey(key::kEnd);
+  ASSERT_EQ(m.table(View::kCct).selected_row()->cells.back(), "tiny");
+  m.HandleKey(key::kEnter);
+  EXPECT_EQ(m.context().node, 0);
+  std::string screen;
+  for (const ScreenLine& l : m.Layout(80, 24)) screen += l.text + "\n";
+  EXPECT_NE(screen.find("\nthis tree node has no context id"), std::string::npos) << screen;
+  EXPECT_EQ(m.HandleKey(key::kLeft), Action::kViewChanged);
+  EXPECT_EQ(m.view(), View::kCct);
 }
 
 }  // namespace
