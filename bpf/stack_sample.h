@@ -6,9 +6,13 @@
 #define PATHPROF_MAX_FRAMES 127  // the kernel's default perf_event_max_stack
 #define PATHPROF_MAX_TARGET_PIDS 4096
 // Pages of user stack copied per sample for unwinding with DWARF CFI in user space, starting at
-// the page that holds the stack pointer (so 12-16 KiB above it). perf's --call-graph dwarf
-// copies 8 KiB by default; frames of -O2 C programs rarely take more than a few hundred bytes.
+// the page that holds the stack pointer (so 12-16 KiB above it by default). perf's
+// --call-graph dwarf copies 8 KiB by default; frames of -O2 C programs rarely take more than a
+// few hundred bytes, but deep recursions and big locals (Debian's sqlite3) need more. A session
+// chooses 1..PATHPROF_STACK_COPY_MAX_PAGES (the sampler's stack_copy_pages); the record in the
+// ring is as long as that copy, not the maximum.
 #define PATHPROF_STACK_COPY_PAGES 4
+#define PATHPROF_STACK_COPY_MAX_PAGES 16
 #define PATHPROF_STACK_PAGE 4096
 #define PATHPROF_UNWIND_REGS \
   17  // x86-64 DWARF registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip
@@ -41,12 +45,12 @@ struct stack_sample {
   __u64 user[PATHPROF_MAX_FRAMES];
   __u64 kernel[PATHPROF_MAX_FRAMES];
   // Filled only when the sampler copies stacks (copy_user_stack); the record is then reserved
-  // with this tail, otherwise without it.
+  // with this tail up to the stack pages copied (record_bytes), otherwise without it.
   __u64 regs[PATHPROF_UNWIND_REGS];  // user registers in DWARF numbering
   __u64 stack_base;                  // user address of stack[0] (page of the stack pointer)
   __u32 stack_bytes;                 // bytes of stack[] filled
   __u32 pad2;
-  __u8 stack[PATHPROF_STACK_COPY_PAGES * PATHPROF_STACK_PAGE];
+  __u8 stack[PATHPROF_STACK_COPY_MAX_PAGES * PATHPROF_STACK_PAGE];
 };
 
 #endif

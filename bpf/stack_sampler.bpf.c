@@ -21,8 +21,14 @@ const volatile bool want_kernel_stacks = true;
 // capability, so that a target that execs a setuid program is not sampled from then on.
 const volatile bool filter_by_uid = false;
 const volatile __u32 filter_uid = 0;
-// Copy the user registers and the top of the user stack for DWARF unwinding in user space.
+// Copy the user registers and the top of the user stack for DWARF unwinding in user space:
+// stack_copy_pages pages from the stack pointer's, in records of record_bytes (set together by
+// user space: offsetof(stack) + the pages, or offsetof(regs) without a copy). Read-only data
+// the verifier sees as constants, so the reservation has a fixed size and every page written
+// is proved inside it.
 const volatile bool copy_user_stack = false;
+const volatile __u32 stack_copy_pages = PATHPROF_STACK_COPY_PAGES;
+const volatile __u32 record_bytes = __builtin_offsetof(struct stack_sample, regs);
 // A target's fork adds the child to target_pids (process trees: sh -c, make -j, workers).
 const volatile bool follow_children = false;
 
@@ -88,7 +94,8 @@ static __always_inline void copy_user_stack_pages(struct stack_sample* s) {
   const __u64 base = s->regs[7] & ~(__u64)(PATHPROF_STACK_PAGE - 1);
   s->stack_base = base;
 #pragma unroll
-  for (int i = 0; i < PATHPROF_STACK_COPY_PAGES; ++i) {
+  for (int i = 0; i < PATHPROF_STACK_COPY_MAX_PAGES; ++i) {
+    if (i >= stack_copy_pages) break;
     if (bpf_probe_read_user(s->stack + i * PATHPROF_STACK_PAGE, PATHPROF_STACK_PAGE,
                             (const void*)(base + (__u64)i * PATHPROF_STACK_PAGE)) != 0) {
       if (i == 0)
@@ -143,10 +150,7 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
       return 0;
     }
   }
-  struct stack_sample* s =
-      copy_user_stack
-          ? bpf_ringbuf_reserve(&samples, sizeof(*s), 0)
-          : bpf_ringbuf_reserve(&samples, __builtin_offsetof(struct stack_sample, regs), 0);
+  struct stack_sample* s = bpf_ringbuf_reserve(&samples, record_bytes, 0);
   if (!s) {
     count(PATHPROF_COUNTER_RINGBUF_FULL);
     return 0;

@@ -8,6 +8,7 @@
 #include "pathprof/api/convert.h"
 #include "pathprof/api/grpc_status.h"
 #include "pathprof/api/queries.h"
+#include "pathprof/collectors/ebpf_stack_sampler.h"
 
 namespace pathprof::api {
 namespace {
@@ -79,6 +80,14 @@ grpc::Status ToSessionConfig(const v1::SessionSettings& settings, const SessionB
                            f("sampling.max_stopped_fraction"));
   if (sm.max_stopped_fraction() > 0) c.sampling.max_stopped_fraction = sm.max_stopped_fraction();
   c.sampling.call_graph = FromProto(sm.call_graph());
+  if (sm.stack_copy_bytes() != 0) {
+    if (sm.stack_copy_bytes() < static_cast<int32_t>(collectors::kMinStackCopyBytes) ||
+        sm.stack_copy_bytes() > static_cast<int32_t>(collectors::kMaxStackCopyBytes))
+      return InvalidArgument(f("sampling.stack_copy_bytes must be 0 (the default, 16384) or "
+                               "4096..65536"),
+                             f("sampling.stack_copy_bytes"));
+    c.sampling.stack_copy_bytes = static_cast<uint32_t>(sm.stack_copy_bytes());
+  }
   c.sampling.step_mode = FromProto(sm.step_mode(), b.default_step_mode);
   c.follow_children = settings.follow_children();
   // Unset: pipeline::kSessionDefaults' value, which pathctl run and start show too.
@@ -121,6 +130,7 @@ void ToProto(const pipeline::SessionConfig& c, v1::SessionSettings* out) {
   sm->set_max_stopped_fraction(c.sampling.max_stopped_fraction);
   sm->set_step_mode(ToProto(c.sampling.step_mode));
   sm->set_call_graph(ToProto(c.sampling.call_graph));
+  sm->set_stack_copy_bytes(static_cast<int32_t>(c.sampling.stack_copy_bytes));
   v1::OspSettings* o = out->mutable_osp();
   o->set_memory_entries(static_cast<int32_t>(c.osp.memory_entries));
   o->set_max_length(static_cast<int32_t>(c.osp.max_length));

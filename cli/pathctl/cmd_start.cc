@@ -3,6 +3,7 @@
 
 #include "pathctl/client.h"
 #include "pathctl/session_flags.h"
+#include "pathprof/api/convert.h"
 #include "pathprof/api/resource_names.h"
 #include "pathprof/api/v1_enums.h"
 
@@ -22,10 +23,6 @@ bool ParseKind(const std::string& s, v1::PathKind* out) {
 // "auto" is STEP_MODE_AUTO: the step probe's choice, whatever the daemon's default.
 bool ParseStepMode(const std::string& s, v1::StepMode* out) {
   return pathprof::api::ParseStepModeWord(s, out);
-}
-
-bool ParseCallGraph(const std::string& s, v1::CallGraph* out) {
-  return pathprof::api::ParseCallGraphWord(s, out);
 }
 
 // Each Read* fills its part of the request and appends its usage problems. A session flag not
@@ -66,11 +63,15 @@ void ReadSourceStepAndStacks(Args& args, v1::StartSessionRequest* req,
   if (args.Has("step-mode") && !ParseStepMode(args.Get("step-mode"), &step))
     problems->push_back("--step-mode is auto, emulate, breakpoints, int3 or step");
   req->mutable_sampling()->set_step_mode(step);
-  v1::CallGraph call_graph = v1::CALL_GRAPH_DWARF;
-  if (ParseCallGraph(args.Get("call-graph"), &call_graph))
-    req->mutable_sampling()->set_call_graph(call_graph);
-  else
-    problems->push_back("--call-graph is dwarf or fp");
+  pathprof::pipeline::CallGraph call_graph = pathprof::pipeline::CallGraph::kDwarf;
+  uint32_t stack_copy_bytes = 0;  // 0: not given, the daemon's default
+  if (pathprof::pipeline::ParseCallGraphSpec(args.Get("call-graph"), &call_graph,
+                                             &stack_copy_bytes)) {
+    req->mutable_sampling()->set_call_graph(pathprof::api::ToProto(call_graph));
+    req->mutable_sampling()->set_stack_copy_bytes(static_cast<int32_t>(stack_copy_bytes));
+  } else {
+    problems->push_back("--call-graph is fp, dwarf or dwarf,SIZE (SIZE 4096..65536 bytes)");
+  }
   req->set_follow_children(FollowChildren(args, problems));
   // Without following children no descendant is profiled: --max-descendants is left unread
   // (reported as not applying).

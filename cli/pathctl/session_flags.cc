@@ -1,6 +1,7 @@
 #include "pathctl/session_flags.h"
 
 #include <cstdio>
+#include <string>
 
 #include "pathprof/pipeline/session_defaults.h"
 
@@ -36,10 +37,14 @@ std::vector<Flag> SessionFlags() {
           })
           .Sets("sampling.step_mode"),
       WordsFlag("call-graph", {"dwarf", "fp"}, "dwarf",
-                "user stacks: DWARF CFI on a copy of the stack, or frame pointers alone")
+                "user stacks: DWARF CFI on a copy of the stack (dwarf,SIZE: copy SIZE bytes, "
+                "4096..65536, default " +
+                    std::to_string(kDefaults.stack_copy_bytes) +
+                    "; deep stacks need more), or frame pointers alone")
           .Accepts([](const std::string& s) {
             pl::CallGraph c;
-            return pl::ParseCallGraph(s, &c);
+            uint32_t bytes = 0;
+            return pl::ParseCallGraphSpec(s, &c, &bytes);
           })
           .Sets("sampling.call_graph"),
       IntFlag("freq", "HZ", std::to_string(kDefaults.stack_hz), 0, 10000,
@@ -108,7 +113,8 @@ void ReadSessionConfig(const Args& args, pl::SessionConfig* config,
   // The words were checked against these parsers when the command line was read.
   pl::ParseSourceChoice(args.Get("source"), &c.source);
   pathprof::stepping::ParseStepRequest(args.Get("step-mode", "auto"), &c.sampling.step_mode);
-  pl::ParseCallGraph(args.Get("call-graph"), &c.sampling.call_graph);
+  pl::ParseCallGraphSpec(args.Get("call-graph"), &c.sampling.call_graph,
+                         &c.sampling.stack_copy_bytes);
   pl::ParsePathKind(args.Get("path-kind"), &c.engine.path_kind);
   c.sampling.stack_hz = static_cast<uint32_t>(args.Int("freq"));
   c.sampling.bursts_per_second = args.Double("burst-rate");

@@ -92,9 +92,11 @@ int EbpfStackSampler::Impl::OnSample(void* ctx, void* data, size_t size) {
   };
   frames(s->user, s->user_bytes, &out.user, &out.user_error);
   frames(s->kernel, s->kernel_bytes, &out.kernel, &out.kernel_error);
-  if (size >= sizeof(stack_sample) && s->stack_bytes > 0) {
+  // The record holds the pages the session asked for (record_bytes), not the struct's maximum.
+  constexpr size_t kStackAt = offsetof(stack_sample, stack);
+  if (size >= kStackAt && s->stack_bytes > 0) {
     const uint64_t sp = s->regs[7];
-    const uint64_t copied = std::min<uint64_t>(s->stack_bytes, sizeof(s->stack));
+    const uint64_t copied = std::min<uint64_t>(s->stack_bytes, size - kStackAt);
     if (sp >= s->stack_base && sp - s->stack_base < copied) {
       out.regs.assign(s->regs, s->regs + PATHPROF_UNWIND_REGS);
       out.stack_start = sp;
@@ -118,6 +120,13 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
     return Error(
         ErrorCode::kInvalidArgument,
         "at most " + std::to_string(PATHPROF_MAX_TARGET_PIDS) + " target pids per sampler");
+  if (cfg.copy_user_stacks &&
+      (cfg.stack_copy_bytes < kMinStackCopyBytes || cfg.stack_copy_bytes > kMaxStackCopyBytes))
+    return Error(ErrorCode::kInvalidArgument,
+                 "stack copy of " + std::to_string(cfg.stack_copy_bytes) +
+                     " bytes is out of range (" + std::to_string(kMinStackCopyBytes) + ".." +
+                     std::to_string(kMaxStackCopyBytes) + ", as perf's --call-graph dwarf,SIZE)");
+  static_assert(kMaxStackCopyBytes == PATHPROF_STACK_COPY_MAX_PAGES * PATHPROF_STACK_PAGE);
   PATHPROF_ASSIGN_OR_RETURN(auto cpus, OnlineCpus());
 
   auto impl = std::make_unique<Impl>();
@@ -129,11 +138,18 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   impl->skel->rodata->filter_by_uid = cfg.only_uid.has_value();
   impl->skel->rodata->filter_uid = cfg.only_uid.value_or(0);
   impl->skel->rodata->copy_user_stack = cfg.copy_user_stacks;
+  const uint32_t pages = (cfg.stack_copy_bytes + PATHPROF_STACK_PAGE - 1) / PATHPROF_STACK_PAGE;
+  const uint32_t record_bytes =
+      cfg.copy_user_stacks
+          ? static_cast<uint32_t>(offsetof(stack_sample, stack)) + pages * PATHPROF_STACK_PAGE
+          : static_cast<uint32_t>(offsetof(stack_sample, regs));
+  impl->skel->rodata->stack_copy_pages = cfg.copy_user_stacks ? pages : 0;
+  impl->skel->rodata->record_bytes = record_bytes;
   impl->skel->rodata->follow_children = cfg.follow_children && !cfg.pids.empty();
   if (cfg.copy_user_stacks) {
-    // Records are ~18.6 KiB with the stack copy: room for a second of samples from every CPU
-    // between drains (a power of two, as ring buffers must be), 4-64 MiB.
-    const uint64_t per_second = uint64_t{sizeof(stack_sample)} * cfg.frequency_hz * cpus.size();
+    // Records are ~18.6 KiB with the default 16 KiB copy (66 KiB with 64): room for a second of
+    // samples from every CPU between drains (a power of two, as ring buffers must be), 4-64 MiB.
+    const uint64_t per_second = uint64_t{record_bytes} * cfg.frequency_hz * cpus.size();
     uint64_t bytes = 4u << 20;
     while (bytes < per_second && bytes < (64u << 20)) bytes <<= 1;
     (void)bpf_map__set_max_entries(impl->skel->maps.samples, static_cast<uint32_t>(bytes));

@@ -35,6 +35,17 @@ namespace {
 // Debian's nogroup: the group a confined open falls back to when the target's is unreadable.
 constexpr uint32_t kNoGroup = 65534;
 
+// True when both maps have a vdso and it moved: a new address space, an exec.
+bool VdsoMoved(const decoders::AddressSpace& before, const decoders::AddressSpace& after) {
+  auto vdso = [](const decoders::AddressSpace& space) -> uint64_t {
+    for (const decoders::Mapping& m : space.mappings())
+      if (m.IsVdso()) return m.start;
+    return 0;
+  };
+  const uint64_t was = vdso(before), is = vdso(after);
+  return was != 0 && is != 0 && was != is;
+}
+
 std::string ReadFirstLine(const std::string& path) {
   std::ifstream in(path);
   std::string line;
@@ -149,6 +160,14 @@ struct ProfileStore::Impl {
       return maps.status();
     }
     maps->set_access(decoders::FileAccess{static_cast<int>(pid), open_as});
+    // An exec nobody reported (a stacks-only session has no tracer to see it; an exec loop
+    // outruns one): the new image's vdso lies elsewhere, as ASLR places it anew at every exec
+    // and never moves it within one. The old image is gone: its mappings must not pile up
+    // beside the new ones, exec after exec.
+    if (!exec_pending && VdsoMoved(space, *maps)) {
+      exec_pending = true;
+      info.execs++;
+    }
     if (exec_pending)
       space.Replace(*maps);
     else

@@ -513,6 +513,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
     // In the kernel: a task whose credentials are not plainly the requester's is never sampled.
     ec.only_uid = config.confine_to_uid;
     ec.copy_user_stacks = config.sampling.call_graph == CallGraph::kDwarf;
+    ec.stack_copy_bytes = config.sampling.stack_copy_bytes;
     ec.follow_children = config.follow_children;
     auto sampler = collectors::EbpfStackSampler::Start(ec);
     if (sampler.ok()) {

@@ -1,8 +1,10 @@
 #include "pathprof/pipeline/session_config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 
+#include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/core/branch.h"
 
 namespace pathprof::pipeline {
@@ -44,6 +46,20 @@ std::string_view CallGraphName(CallGraph c) {
 bool ParseCallGraph(std::string_view name, CallGraph* out) {
   return ParseWord(kCallGraphWords, name, out);
 }
+bool ParseCallGraphSpec(std::string_view spec, CallGraph* out, uint32_t* stack_copy_bytes) {
+  const size_t comma = spec.find(',');
+  if (comma == std::string_view::npos) return ParseCallGraph(spec, out);
+  if (spec.substr(0, comma) != "dwarf") return false;  // only the DWARF walk copies a stack
+  const std::string_view size = spec.substr(comma + 1);
+  uint32_t bytes = 0;
+  const auto [end, err] = std::from_chars(size.data(), size.data() + size.size(), bytes);
+  if (err != std::errc() || end != size.data() + size.size() ||
+      bytes < collectors::kMinStackCopyBytes || bytes > collectors::kMaxStackCopyBytes)
+    return false;
+  *out = CallGraph::kDwarf;
+  *stack_copy_bytes = bytes;
+  return true;
+}
 
 Status SessionConfig::Validate() const {
   auto bad = [](std::string msg) { return Status(ErrorCode::kInvalidArgument, std::move(msg)); };
@@ -63,6 +79,12 @@ Status SessionConfig::Validate() const {
     return bad("engine.extension must be 1..255 for extended path kinds");
   if (sampling.stack_hz > 10000)
     return bad("sampling.stack_hz must be at most 10000, got " + std::to_string(sampling.stack_hz));
+  if (sampling.stack_copy_bytes < collectors::kMinStackCopyBytes ||
+      sampling.stack_copy_bytes > collectors::kMaxStackCopyBytes)
+    return bad("sampling.stack_copy_bytes must be " +
+               std::to_string(collectors::kMinStackCopyBytes) + ".." +
+               std::to_string(collectors::kMaxStackCopyBytes) + ", got " +
+               std::to_string(sampling.stack_copy_bytes));
   if (sampling.window_branches < 1 || sampling.window_branches > 4096)
     return bad("sampling.window_branches must be 1..4096");
   if (!(sampling.bursts_per_second >= 0) || sampling.bursts_per_second > 10000)
@@ -86,7 +108,8 @@ uint64_t SessionConfig::MemoryBoundBytes() const {
                                uint64_t{export_branch_events} * sizeof(BranchEvent) +
                                (1u << 20);  // mappings, symbol caches, accounting
   // One stack queue per session; a queued sample holds its stack copy until it is unwound.
-  const uint64_t stack_entry = 1200 + (sampling.call_graph == CallGraph::kDwarf ? 16384 : 0);
+  const uint64_t stack_entry =
+      1200 + (sampling.call_graph == CallGraph::kDwarf ? sampling.stack_copy_bytes : 0);
   const uint64_t processes =
       std::max<uint64_t>(1, pids.size()) + (follow_children ? max_descendants : 0);
   return per_process * processes + uint64_t{queues.stack_queue} * stack_entry;

@@ -36,6 +36,7 @@
 
 #include "common/run_command.h"
 #include "daemon/daemon_harness.h"
+#include "pathprof/v1/reports.pb.h"
 
 namespace {
 
@@ -144,6 +145,19 @@ double UnixMs(const std::string& rfc3339) {
   google::protobuf::Timestamp t;
   if (!google::protobuf::util::TimeUtil::FromString(rfc3339, &t)) return -1;
   return static_cast<double>(google::protobuf::util::TimeUtil::TimestampToMilliseconds(t));
+}
+
+// The share of a `pathctl run --json` report's tree under `function` (its nodes' totals over
+// the tree's), -1 without a tree.
+double ShareUnder(const std::string& json, const std::string& function) {
+  pathprof::v1::RunReport report;
+  if (!google::protobuf::util::JsonStringToMessage(json, &report).ok()) return -1;
+  const double total = report.cct().total_weight();
+  if (total <= 0) return -1;
+  double under = 0;
+  for (const auto& node : report.cct().nodes())
+    if (node.function().function() == function) under += node.total_weight();
+  return under / total;
 }
 
 // ---------------------------------------------------------------- help texts
@@ -1153,8 +1167,23 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
                                  "a rate shows only as a count over time (a timed assertion)"};
   (*gaps)["run --window"] = {"run --source ptrace --window 16 -- /bin/true",
                              "window length shows only in per-window statistics"};
-  (*gaps)["run --call-graph"] = {"run --source none --call-graph fp -- /bin/true",
-                                 "fp and dwarf differ only in which frames the tree shows"};
+  t["run --call-graph"] = [run] {
+    // example_deep_stack spins under about 35 KiB of stack, built without frame pointers: the
+    // DWARF walk reaches main only when the stack copy holds it; frame pointers never do.
+    const std::string deep = kBin + "/example_deep_stack 1.5";
+    const R small = run("--source none -F 199 --call-graph dwarf,8192 -- " + deep);
+    const R large = run("--source none -F 199 --call-graph dwarf,65536 -- " + deep);
+    const R fp = run("--source none -F 199 --call-graph fp -- " + deep);
+    EXPECT_EQ(Num(large.out, "stack_copy_bytes"), 65536) << large.out.substr(0, 1500);
+    EXPECT_LT(ShareUnder(small.out, "main"), 0.05) << Show("dwarf,8192", small);
+    EXPECT_GT(ShareUnder(large.out, "main"), 0.9) << Show("dwarf,65536", large);
+    EXPECT_LT(ShareUnder(fp.out, "main"), 0.5) << Show("fp", fp);
+    // A size out of perf's range, or on the frame-pointer walk, is refused before anything runs.
+    for (const char* bad : {"dwarf,100", "dwarf,70000", "fp,8192", "dwarf,8k"}) {
+      const R r = Ctl(std::string("run --source none --call-graph ") + bad + " -- /bin/true");
+      EXPECT_EQ(r.rc, 2) << Show(bad, r);
+    }
+  };
   // ------------------------------------------------------------ sim
   // Deterministic: a flag's effect is a different result from the same run without it, or a
   // field that echoes it.

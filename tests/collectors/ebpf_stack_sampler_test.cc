@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "online_cpus.h"
@@ -93,6 +94,66 @@ TEST(EbpfStackSampler, HottestLeafOfASpinningChildIsItsSpinFunction) {
   EXPECT_EQ(st.events, st.idle + st.filtered + st.ringbuf_full + st.submitted);
   EXPECT_GT(st.cpus_attached, 0);
   EXPECT_FALSE(st.event.empty());
+}
+
+// A child that recurses `depth` frames of 256 bytes each (about 40 KiB at 150) and spins at
+// the bottom.
+__attribute__((noinline)) uint64_t DeepThenSpin(int depth) {
+  volatile unsigned char pad[256];
+  pad[0] = static_cast<unsigned char>(depth);
+  if (depth > 0) return DeepThenSpin(depth - 1) + pad[0];
+  volatile uint64_t counter = 1;
+  PathprofTestSpinHere(&counter);
+  return counter;
+}
+
+TEST(EbpfStackSampler, RejectsAStackCopyOutsidePerfsRange) {
+  for (uint32_t bytes : {0u, 4095u, 65537u}) {
+    EbpfSamplerConfig cfg;
+    cfg.copy_user_stacks = true;
+    cfg.stack_copy_bytes = bytes;
+    auto s = EbpfStackSampler::Start(cfg);
+    ASSERT_FALSE(s.ok()) << bytes;
+    EXPECT_EQ(s.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find("4096..65536"), std::string::npos) << s.status().message();
+  }
+}
+
+// The copy is as long as asked, in whole pages from the stack pointer's: at most 4 KiB above the
+// stack pointer with 4096, beyond 32 KiB of a 40 KiB-deep stack with 65536.
+TEST(EbpfStackSampler, CopiesAsMuchStackAsAsked) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(static_cast<int>(DeepThenSpin(150)));
+  for (uint32_t bytes : {4096u, 65536u}) {
+    EbpfSamplerConfig cfg;
+    cfg.frequency_hz = 499;
+    cfg.pids = {static_cast<uint32_t>(child)};
+    cfg.copy_user_stacks = true;
+    cfg.stack_copy_bytes = bytes;
+    auto sampler = EbpfStackSampler::Start(cfg);
+    ASSERT_TRUE(sampler.ok()) << sampler.status().ToString();
+    size_t samples = 0, longest = 0, with_stack = 0;
+    auto sink = [&](const RawStackSample& s) {
+      ++samples;
+      if (!s.stack.empty()) ++with_stack;
+      longest = std::max(longest, s.stack.size());
+      EXPECT_LE(s.stack.size(), bytes);
+    };
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (samples < 100 && std::chrono::steady_clock::now() < deadline)
+      ASSERT_TRUE((*sampler)->Poll(100, sink).ok());
+    ASSERT_TRUE((*sampler)->Drain(sink).ok());
+    EXPECT_GE(samples, 100u);
+    EXPECT_GE(with_stack, samples * 9 / 10) << "stack copies missing";
+    if (bytes == 65536) {
+      EXPECT_GT(longest, 32768u) << "the copy stopped short of what was asked";
+    }
+    EXPECT_EQ((*sampler)->stats().ringbuf_full, 0u);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
 }
 
 }  // namespace

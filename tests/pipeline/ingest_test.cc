@@ -1,9 +1,12 @@
 // Back-pressure, source choice and config checks, without collectors: items are offered to the
 // Ingestor by hand and applied to a ProfileStore of this test process.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pathprof/pipeline/ingestor.h"
+#include "pathprof/pipeline/profile_store.h"
 #include "pathprof/pipeline/session.h"
 
 namespace {
@@ -179,6 +182,55 @@ TEST(SessionConfigTest, ValidateNamesTheBadField) {
   EXPECT_TRUE(pl::ParseSourceChoice("pt", &sc));
   EXPECT_EQ(sc, pl::SourceChoice::kIntelPt);
   EXPECT_FALSE(pl::ParseSourceChoice("perf", &sc));
+  c.osp.max_length = 1024;
+  c.sampling.stack_copy_bytes = 70000;
+  EXPECT_NE(c.Validate().message().find("sampling.stack_copy_bytes must be 4096..65536"),
+            std::string::npos)
+      << c.Validate().message();
+}
+
+// perf's spelling of the stack copy: "dwarf,SIZE" sets both; a size out of range, on "fp", or
+// with a unit is not one.
+TEST(SessionConfigTest, CallGraphSpecTakesPerfsDwarfSize) {
+  pl::CallGraph g = pl::CallGraph::kFramePointers;
+  uint32_t bytes = 0;
+  EXPECT_TRUE(pl::ParseCallGraphSpec("dwarf,65536", &g, &bytes));
+  EXPECT_EQ(g, pl::CallGraph::kDwarf);
+  EXPECT_EQ(bytes, 65536u);
+  bytes = 7;
+  EXPECT_TRUE(pl::ParseCallGraphSpec("fp", &g, &bytes));
+  EXPECT_EQ(g, pl::CallGraph::kFramePointers);
+  EXPECT_EQ(bytes, 7u);  // no size given: left as it was
+  for (const char* bad :
+       {"dwarf,", "dwarf,4095", "dwarf,65537", "fp,8192", "dwarf,8k", "dwarf,-1", "lbr"})
+    EXPECT_FALSE(pl::ParseCallGraphSpec(bad, &g, &bytes)) << bad;
+}
+
+// An exec nobody reported (no tracer: a stacks-only session) is seen in the maps: the vdso moved.
+// The old image's mappings are then replaced, not kept beside the new ones (an exec loop would
+// pile them up), and the process's executable is read again.
+TEST(ProfileStoreTest, AnExecNobodyReportedIsSeenInTheMaps) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    usleep(300'000);
+    execl("/bin/sleep", "sleep", "5", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  pl::SessionConfig c;
+  c.pids = {static_cast<uint32_t>(child)};
+  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(child), c, pl::BranchWindows::kNone,
+                                        std::make_shared<pl::SymbolService>());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->RefreshMappings().ok());
+  EXPECT_EQ((*store)->Info().execs, 0u);
+  usleep(800'000);
+  ASSERT_TRUE((*store)->RefreshMappings().ok());
+  const pl::TargetInfo info = (*store)->Info();
+  EXPECT_EQ(info.execs, 1u);
+  EXPECT_EQ(info.executable, "/usr/bin/sleep");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
 }
 
 }  // namespace

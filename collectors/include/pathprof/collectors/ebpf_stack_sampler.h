@@ -33,6 +33,12 @@ struct RawStackSample {
   std::vector<uint8_t> stack;
 };
 
+// The stack copy's bounds (whole 4 KiB pages): perf's --call-graph dwarf,SIZE takes up to 64 KiB
+// too. 16 KiB reaches main in -O2 C programs; deep recursions need more.
+inline constexpr uint32_t kMinStackCopyBytes = 4096;
+inline constexpr uint32_t kMaxStackCopyBytes = 65536;
+inline constexpr uint32_t kDefaultStackCopyBytes = 16384;
+
 struct EbpfSamplerConfig {
   int frequency_hz = 99;
   std::vector<uint32_t> pids;  // empty: every process (unless cgroup_id is set)
@@ -42,9 +48,11 @@ struct EbpfSamplerConfig {
   // Set: only tasks whose real, effective, saved and filesystem uids are all this one and that
   // hold no capability are sampled, decided in the kernel at each sample (a non-admin's session).
   std::optional<uint32_t> only_uid;
-  // Copy registers and the top 12-16 KiB of the user stack with each sample (perf's
-  // --call-graph dwarf), for programs built without frame pointers.
+  // Copy registers and the top of the user stack with each sample (perf's --call-graph dwarf),
+  // for programs built without frame pointers: stack_copy_bytes rounded up to whole pages from
+  // the stack pointer's page, so SIZE - 4 KiB to SIZE above the stack pointer.
   bool copy_user_stacks = false;
+  uint32_t stack_copy_bytes = kDefaultStackCopyBytes;
   // A target's fork adds the child to the pid filter, in the kernel, before the child runs.
   bool follow_children = false;
 };

@@ -44,6 +44,9 @@ inline constexpr EnumWords<CallGraph, 2> kCallGraphWords{{
 }};
 std::string_view CallGraphName(CallGraph c);  // "dwarf", "fp"
 bool ParseCallGraph(std::string_view name, CallGraph* out);
+// The command line's spelling, as perf's: "fp", "dwarf" or "dwarf,SIZE" (SIZE in bytes,
+// 4096..65536). `stack_copy_bytes` is set only when SIZE is given.
+bool ParseCallGraphSpec(std::string_view spec, CallGraph* out, uint32_t* stack_copy_bytes);
 
 enum class PathKind : uint8_t {
   kBallLarus = 0,  // acyclic, intra-procedural (thesis table 5.1)
@@ -87,6 +90,8 @@ struct SamplingSettings {
   uint64_t lbr_period = 100003;     // LBR: cycles between samples
   bool kernel_stacks = true;
   CallGraph call_graph = CallGraph::kDwarf;
+  // kDwarf: user stack bytes copied with each sample (whole pages from the stack pointer's).
+  uint32_t stack_copy_bytes = kSessionDefaults.stack_copy_bytes;
 };
 
 struct OspSettings {

@@ -17,7 +17,10 @@ struct SessionDefaults {
   // The daemon's admission charges a session for every store it may make (MemoryBoundBytes), so
   // 64 put `start --inherit` above the default per-session memory quota; 4 was the daemon's.
   uint32_t max_descendants = 4;
-  uint32_t stack_hz = 99;               // eBPF stack samples per second; 0: no stacks
+  uint32_t stack_hz = 99;  // eBPF stack samples per second; 0: no stacks
+  // --call-graph dwarf: user stack bytes copied per sample for the DWARF walk (perf's
+  // --call-graph dwarf,SIZE; collectors::kMin/kMaxStackCopyBytes bound it).
+  uint32_t stack_copy_bytes = 16384;
   uint32_t window_branches = 32;        // taken branches per window, like an LBR stack
   double max_stopped_fraction = 0.04;   // ptrace bursts: cap on any second threads spend stopped
   uint32_t extension = 2;               // N for the extended path kinds
