@@ -102,8 +102,10 @@ __attribute__((noinline)) uint64_t DeepThenSpin(int depth) {
   volatile unsigned char pad[256];
   pad[0] = static_cast<unsigned char>(depth);
   if (depth > 0) return DeepThenSpin(depth - 1) + pad[0];
+  // Until killed; the flag (never set) gives the recursion a way back, as the compiler wants.
+  static volatile bool stop = false;
   volatile uint64_t counter = 1;
-  PathprofTestSpinHere(&counter);
+  while (!stop) counter = counter * 6364136223846793005ull + 1442695040888963407ull;
   return counter;
 }
 
