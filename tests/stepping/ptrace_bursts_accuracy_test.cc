@@ -344,11 +344,21 @@ TEST(PtraceBurstsAccuracy, ZstdHotPathsMatchTheExactTrace) {
   };
   const Shares exact = ExactRoundShares(zstd(2), zstd(1));
   ASSERT_FALSE(exact.empty());
+  // The windows' process compresses the same file 200,000 times (~25 s here), named in a list
+  // (--filelist): a command line holds at most 128 KiB, which 60,000 names (~7 s) nearly fill.
+  {
+    std::ofstream list(std::string(dir) + "/list");
+    for (int i = 0; i < 200000; ++i) list << "x\n";
+  }
+  const std::vector<std::string> long_run = {
+      "/bin/sh", "-c",
+      "cd " + std::string(dir) +
+          " && exec setarch -R /usr/bin/zstd -3 --single-thread -q -c --filelist list > /dev/null"};
   // 20 s of windows: the exact profile's top five are flat (4.6-4.7% each) and the windows
   // weight the loops by time, so one of the five falling under its exact share decides the
-  // figure. In this sanitizer build 10 s gave 350-430 windows and 94.1-100% from run to run
-  // (2-vCPU AMD EPYC KVM guest, 2026-11-28); twice the windows halve that spread's variance.
-  BurstRun bursts = BurstShares(zstd(60000), "", 20, std::nullopt);
+  // figure. In this sanitizer build ~7 s (the 60,000 names a command line held) gave 350-460
+  // windows and 94.1-100% from run to run (2-vCPU AMD EPYC KVM guest, 2026-11-28).
+  BurstRun bursts = BurstShares(long_run, "", 20, std::nullopt);
   std::filesystem::remove_all(dir);
   ASSERT_GT(bursts.stats.windows, 0u);
   PrintTop5(exact, bursts.shares);
