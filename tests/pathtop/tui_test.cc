@@ -281,6 +281,19 @@ TEST_F(PathtopTui, FlameGraphContextPathsAndDetails) {
   EXPECT_EQ(Line(s, 6).find("[mix 30.0%"), 50u) << s;
   // checksum's 9% is 7 columns: too narrow for its share, its name shows cut.
   EXPECT_EQ(Line(s, 7).find("[chec~]"), 50u) << s;
+  // The selected frame is painted in reverse video (a span of its line), the others not: the
+  // last attribute change before each (tmux writes one only where the attribute changes).
+  const std::string attrs = tmux.CaptureWithAttributes();
+  auto attribute_before = [&](const std::string& text) {
+    const size_t at = attrs.find(text);
+    if (at == std::string::npos) return std::string("not on screen");
+    const size_t esc = attrs.rfind("\x1b[", at);
+    return esc == std::string::npos ? std::string()
+                                    : attrs.substr(esc, attrs.find('m', esc) - esc + 1);
+  };
+  EXPECT_EQ(attribute_before(">all 100.0%"), "\x1b[7m") << attrs;
+  EXPECT_NE(attribute_before("[_start 100.0%"), "\x1b[7m") << attrs;
+  EXPECT_NE(attribute_before("[_start 100.0%"), "not on screen") << attrs;
 
   tmux.Keys("/ c h e c k");
   s = tmux.WaitForText("search: check_");
