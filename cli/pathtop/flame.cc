@@ -188,14 +188,14 @@ void FlameGraph::Lay(int frame, double x0, double x1) {
 }
 
 std::vector<FlameGraph::Line> FlameGraph::Render(int width, int height) {
-  width_ = std::max(width, 1);
+  width = std::max(width, 1);
   drawn_.clear();
   // The zoomed frame's callers, each across the whole width above it.
   for (int a = frames_[zoom_].parent; a >= 0; a = frames_[a].parent) {
     if (drawn_.size() <= static_cast<size_t>(frames_[a].depth)) drawn_.resize(frames_[a].depth + 1);
-    drawn_[frames_[a].depth].push_back({0, width_, a});
+    drawn_[frames_[a].depth].push_back({0, width, a});
   }
-  Lay(zoom_, 0, width_);
+  Lay(zoom_, 0, width);
   // A selection the new layout does not draw (too narrow now) moves to its nearest drawn caller.
   auto is_drawn = [&](int frame) {
     const size_t d = static_cast<size_t>(frames_[frame].depth);
@@ -212,7 +212,7 @@ std::vector<FlameGraph::Line> FlameGraph::Render(int width, int height) {
   std::vector<Line> out;
   for (int d = first; d < depths && d < first + rows; ++d) {
     Line line;
-    line.text.assign(width_, ' ');
+    line.text.assign(width, ' ');
     for (const Cell& c : drawn_[d]) {
       const Frame& f = frames_[c.frame];
       const bool sel = c.frame == selected_;

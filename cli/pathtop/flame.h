@@ -51,7 +51,6 @@ class FlameGraph {
   bool has_data() const { return has_data_; }
   bool empty() const { return frames_.size() <= 1; }
 
-  const std::vector<Frame>& frames() const { return frames_; }
   const Frame& selected() const { return frames_[selected_]; }
   int selected_index() const { return selected_; }
   const Frame& zoom() const { return frames_[zoom_]; }
@@ -91,7 +90,6 @@ class FlameGraph {
   std::vector<std::string> lower_text_;  // per frame, Frame::search_text lowercased
   // What the last Render() laid out: each depth's drawn cells, left to right.
   std::vector<std::vector<Cell>> drawn_;
-  int width_ = 80;
 };
 
 }  // namespace pathtop

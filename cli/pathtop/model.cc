@@ -26,6 +26,18 @@ std::string StateWord(v1::SessionState state) {
   return std::string(pathprof::api::SessionStateWord(state));
 }
 
+// A key typed into a text field (filter, search): Backspace deletes, printable ASCII appends.
+// False for any other key, which the field ignores.
+bool EditText(int k, std::string* text) {
+  if (k == key::kBackspace) {
+    if (!text->empty()) text->pop_back();
+    return true;
+  }
+  if (k < 0x20 || k >= 0x7f) return false;
+  *text += static_cast<char>(k);
+  return true;
+}
+
 std::string Percent1(double p) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", p);
@@ -254,13 +266,7 @@ Action Model::HandleEditKey(int k) {
     search_missed_ = !t.SelectMatch(search_, true);
     return Action::kRedraw;
   }
-  if (k == key::kBackspace) {
-    if (!text.empty()) text.pop_back();
-  } else if (k >= 0x20 && k < 0x7f) {
-    text += static_cast<char>(k);
-  } else {
-    return Action::kNone;
-  }
+  if (!EditText(k, &text)) return Action::kNone;
   if (filter) {
     t.SetFilter(filter_draft_);
   } else {
@@ -280,11 +286,7 @@ Action Model::HandleFlameEditKey(int k) {
   if (k == key::kEscape) {
     edit_ = Edit::kNone;
     text.clear();
-  } else if (k == key::kBackspace) {
-    if (!text.empty()) text.pop_back();
-  } else if (k >= 0x20 && k < 0x7f) {
-    text += static_cast<char>(k);
-  } else {
+  } else if (!EditText(k, &text)) {
     return Action::kNone;
   }
   flame_.SetSearch(text);
@@ -499,18 +501,15 @@ Action Model::OpenContext() {
   context_ = ContextPick();
   context_.node = row->context_id;
   context_.pid = row->pid;
-  // The chain from the root: the names of the selected row's ancestors, found by their keys.
-  std::vector<std::string> names;
-  for (const Row* r = row; r != nullptr;) {
-    names.push_back(r->cells.back());
-    const Row* parent = nullptr;
-    for (const VisibleRow& v : tree.visible()) {
-      if (v.row->key == r->parent_key) parent = v.row;
-    }
-    r = r->parent_key.empty() ? nullptr : parent;
-  }
-  for (auto it = names.rbegin(); it != names.rend(); ++it) {
-    context_.chain += (context_.chain.empty() ? "" : " > ") + *it;
+  // The chain from the root: in the flattened tree each ancestor is the nearest row above
+  // with a smaller depth.
+  const std::vector<VisibleRow>& rows = tree.visible();
+  int depth = rows[tree.selected()].depth + 1;
+  for (int i = tree.selected(); i >= 0 && depth > 0; --i) {
+    if (rows[i].depth >= depth) continue;
+    depth = rows[i].depth;
+    const std::string& name = rows[i].row->cells.back();
+    context_.chain = context_.chain.empty() ? name : name + " > " + context_.chain;
   }
   table(View::kContextPaths).Clear();
   contexts_matched_ = -1;

@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "common/run_command.h"
+#include "common/run_report.h"
 #include "daemon/daemon_harness.h"
-#include "pathprof/v1/reports.pb.h"
 
 namespace {
 
@@ -145,19 +145,6 @@ double UnixMs(const std::string& rfc3339) {
   google::protobuf::Timestamp t;
   if (!google::protobuf::util::TimeUtil::FromString(rfc3339, &t)) return -1;
   return static_cast<double>(google::protobuf::util::TimeUtil::TimestampToMilliseconds(t));
-}
-
-// The share of a `pathctl run --json` report's tree under `function` (its nodes' totals over
-// the tree's), -1 without a tree.
-double ShareUnder(const std::string& json, const std::string& function) {
-  pathprof::v1::RunReport report;
-  if (!google::protobuf::util::JsonStringToMessage(json, &report).ok()) return -1;
-  const double total = report.cct().total_weight();
-  if (total <= 0) return -1;
-  double under = 0;
-  for (const auto& node : report.cct().nodes())
-    if (node.function().function() == function) under += node.total_weight();
-  return under / total;
 }
 
 // ---------------------------------------------------------------- help texts
@@ -1175,6 +1162,7 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     const R large = run("--source none -F 199 --call-graph dwarf,65536 -- " + deep);
     const R fp = run("--source none -F 199 --call-graph fp -- " + deep);
     EXPECT_EQ(Num(large.out, "stack_copy_bytes"), 65536) << large.out.substr(0, 1500);
+    using pathprof::testing::ShareUnder;
     EXPECT_LT(ShareUnder(small.out, "main"), 0.05) << Show("dwarf,8192", small);
     EXPECT_GT(ShareUnder(large.out, "main"), 0.9) << Show("dwarf,65536", large);
     EXPECT_LT(ShareUnder(fp.out, "main"), 0.5) << Show("fp", fp);

@@ -17,10 +17,12 @@
 #include "pathprof/v1/reports.pb.h"
 
 #include "common/run_command.h"
+#include "common/run_report.h"
 
 namespace {
 
 using CmdResult = pathprof::testing::CommandResult;
+using pathprof::testing::ShareUnder;
 namespace fs = std::filesystem;
 
 CmdResult Pathctl(const std::string& args) {
@@ -28,28 +30,11 @@ CmdResult Pathctl(const std::string& args) {
                                        " 2>/dev/null");
 }
 
-// pathctl run's JSON report (pathprof.v1.RunReport); an empty report if it does not parse.
-pathprof::v1::RunReport Report(const std::string& json) {
-  pathprof::v1::RunReport report;
-  if (!google::protobuf::util::JsonStringToMessage(json, &report).ok()) report.Clear();
-  return report;
-}
-
-// The share of the calling context tree's weight under every node named `function`.
-double ShareUnder(const std::string& json, const std::string& function) {
-  const pathprof::v1::RunReport report = Report(json);
-  const double total = report.cct().total_weight();
-  if (total <= 0) return -1;
-  double under = 0;
-  for (const auto& node : report.cct().nodes())
-    if (node.function().function() == function) under += node.total_weight();
-  return under / total;
-}
-
 // The pids in the report's accounting with at least one stack sample.
 std::set<long> PidsWithStacks(const std::string& json) {
   std::set<long> pids;
-  const pathprof::v1::RunReport report = Report(json);  // (alive for the loop)
+  const pathprof::v1::RunReport report =
+      pathprof::testing::ParseRunReport(json);  // (alive for the loop)
   for (const auto& t : report.stats())
     if (t.stack_samples() > 0) pids.insert(t.pid());
   return pids;
@@ -57,7 +42,7 @@ std::set<long> PidsWithStacks(const std::string& json) {
 
 // Whether some process of the report has a pid of its own in a pid namespace.
 bool AnyNamespacePid(const std::string& json) {
-  const pathprof::v1::RunReport report = Report(json);
+  const pathprof::v1::RunReport report = pathprof::testing::ParseRunReport(json);
   for (const auto& t : report.stats())
     if (t.namespace_pid() != 0) return true;
   return false;

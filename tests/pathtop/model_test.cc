@@ -610,6 +610,14 @@ v1::CallingContextTree FlameTree() {
   return t;
 }
 
+// Connected to a daemon, as the fetcher reports it.
+void Connect(Model* m) {
+  ConnectionState c;
+  c.connected = true;
+  c.target = "unix:/tmp/p.sock";
+  m->SetConnection(c);
+}
+
 TEST(FlameGraph, FramesAsWideAsTheirShareInNameOrder) {
   FlameGraph g;
   g.Replace(FlameTree());
@@ -699,10 +707,7 @@ TEST(FlameGraph, ZoomSelectionAndSearchSurviveRefreshes) {
 
 TEST(Model, TheFlameViewZoomsAndSearches) {
   Model m;
-  ConnectionState c;
-  c.connected = true;
-  c.target = "unix:/tmp/p.sock";
-  m.SetConnection(c);
+  Connect(&m);
   m.SetCct(FlameTree());
   EXPECT_EQ(m.HandleKey('6'), Action::kViewChanged);
   EXPECT_EQ(m.view(), View::kFlame);
@@ -757,10 +762,7 @@ TEST(Model, TheFlameViewZoomsAndSearches) {
 
 TEST(Model, EnterOnATreeNodeShowsTheHotPathsOfThatContext) {
   Model m;
-  ConnectionState c;
-  c.connected = true;
-  c.target = "unix:/tmp/p.sock";
-  m.SetConnection(c);
+  Connect(&m);
   m.SetCct(FlameTree());
   m.HandleKey('3');
   m.HandleKey(key::kDown);  // main, then hot (the heaviest child)
