@@ -6,16 +6,17 @@
 #define PATHPROF_MAX_FRAMES 127  // the kernel's default perf_event_max_stack
 #define PATHPROF_MAX_TARGET_PIDS 4096
 // Pages of user stack copied per sample for unwinding with DWARF CFI in user space, starting at
-// the page that holds the stack pointer (so 12-16 KiB above it by default). perf's
-// --call-graph dwarf copies 8 KiB by default; frames of -O2 C programs rarely take more than a
-// few hundred bytes, but deep recursions and big locals (Debian's sqlite3) need more. A session
-// chooses 1..PATHPROF_STACK_COPY_MAX_PAGES (the sampler's stack_copy_pages); the record in the
-// ring is as long as that copy, not the maximum.
-#define PATHPROF_STACK_COPY_PAGES 4
+// the page that holds the stack pointer. perf's --call-graph dwarf copies 8 KiB by default;
+// frames of -O2 C programs rarely take more than a few hundred bytes, but deep recursions and
+// big locals (Debian's sqlite3) need more. Each target chooses 1..PATHPROF_STACK_COPY_MAX_PAGES
+// (stack_target.stack_pages); a record in the ring is as long as what was copied.
 #define PATHPROF_STACK_COPY_MAX_PAGES 16
 #define PATHPROF_STACK_PAGE 4096
 #define PATHPROF_UNWIND_REGS \
   17  // x86-64 DWARF registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip
+#define PATHPROF_KEEP_ALL 0xffffffffu      // stack_target.keep: every sample of the target
+#define PATHPROF_UID_NOT_PLAIN 0xffffffffu  // stack_sample.plain_uid: uids differ, or capabilities
+#define PATHPROF_EVERY_PROCESS 0u           // the targets key that stands for every process
 
 enum pathprof_counter {
   PATHPROF_COUNTER_EVENTS = 0,            // perf events that ran the program
@@ -29,7 +30,33 @@ enum pathprof_counter {
   PATHPROF_COUNTER_STACK_COPY_SHORT,      // fewer stack pages readable than asked (top of stack)
   PATHPROF_COUNTER_STACK_COPY_FAILED,     // no user stack bytes or registers could be read
   PATHPROF_COUNTER_FOLLOWED_CHILDREN,     // processes added to the filter by a target's fork
+  PATHPROF_COUNTER_THINNED,               // a target sampled slower than the events run
   PATHPROF_COUNTER_COUNT,
+};
+
+// What the one sampler of the host does for one process, set by user space from every session
+// that wants it (key: its pid; PATHPROF_EVERY_PROCESS: any process without an entry of its own).
+struct stack_target {
+  __u32 root;  // the pid the sessions asked for; a followed child keeps its ancestor's
+  __u32 hz;    // the rate the target is sampled at (the events' rate, thinned by keep)
+  __u32 keep;  // a sample is kept when bpf_get_prandom_u32() < keep; PATHPROF_KEEP_ALL: always
+  __u32 only_uid;
+  __u64 cgroup_id;        // 0: any cgroup
+  __u8 confined;          // only tasks whose every uid is only_uid and that hold no capability
+  __u8 kernel_stacks;     // copy the kernel stack too
+  __u8 stack_pages;       // user stack pages copied for DWARF unwinding (0: none)
+  __u8 follow_children;   // a fork adds the child with this entry (same root)
+  __u32 pad;
+};
+
+// Losses and deliveries of one root's samples (a per-CPU hash keyed by stack_target.root), so
+// that each session is told its own, not the host's.
+struct target_counters {
+  __u64 submitted;
+  __u64 ringbuf_full;
+  __u64 filtered_credentials;
+  __u64 stack_copy_failed;
+  __u64 stack_copy_short;
 };
 
 struct stack_sample {
@@ -38,14 +65,17 @@ struct stack_sample {
   __u32 cpu;
   __s32 user_bytes;    // bytes of user[] filled, or a negative errno
   __s32 kernel_bytes;  // bytes of kernel[] filled, or a negative errno
-  __u32 pad;
+  __u32 root;          // the target entry's root: the pid a session asked for (0: every process)
   __u64 time_ns;  // bpf_ktime_get_ns (CLOCK_MONOTONIC)
   __u64 period;
+  __u64 cgroup_id;  // the task's cgroup v2 id
+  __u32 hz;         // the rate this target was sampled at
+  __u32 plain_uid;  // the uid when uid, euid, suid and fsuid agree and no capability is held
   char comm[16];
   __u64 user[PATHPROF_MAX_FRAMES];
   __u64 kernel[PATHPROF_MAX_FRAMES];
-  // Filled only when the sampler copies stacks (copy_user_stack); the record is then reserved
-  // with this tail up to the stack pages copied (record_bytes), otherwise without it.
+  // Filled only when the target's stack is copied; the record then ends after the stack bytes
+  // copied, otherwise before regs.
   __u64 regs[PATHPROF_UNWIND_REGS];  // user registers in DWARF numbering
   __u64 stack_base;                  // user address of stack[0] (page of the stack pointer)
   __u32 stack_bytes;                 // bytes of stack[] filled

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-// Stack sampler: a perf_event program (cpu-clock or cycles, one event per CPU) that copies the
-// user and kernel stacks of the interrupted task into a ring buffer. bpf_get_stack writes the
-// frames straight into the reserved record, so there is no STACK_TRACE map to fill up or to
-// collide in; every sample that cannot be delivered is counted by reason.
+// Stack sampler: a perf_event program (cpu-clock or cycles, one event per CPU, shared by every
+// session of the host) that copies the user and kernel stacks of the interrupted task into one
+// ring buffer. What it does for a task is its process's entry in `targets`, which user space
+// keeps from the sessions that want that process: filtering happens in the kernel, and each
+// record names its entry's root so user space routes it to those sessions. bpf_get_stack writes
+// the frames straight into the record, so there is no STACK_TRACE map to fill up or to collide
+// in; every sample that cannot be delivered is counted by reason, per root too.
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -13,36 +16,35 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-// Set from user space before load (rodata): filtering happens in the kernel.
-const volatile bool filter_by_pid = false;
-const volatile __u64 filter_cgroup_id = 0;  // 0: any cgroup
-const volatile bool want_kernel_stacks = true;
-// A non-admin's session: sample only tasks whose every uid is this one and that hold no
-// capability, so that a target that execs a setuid program is not sampled from then on.
-const volatile bool filter_by_uid = false;
-const volatile __u32 filter_uid = 0;
-// Copy the user registers and the top of the user stack for DWARF unwinding in user space:
-// stack_copy_pages pages from the stack pointer's, in records of record_bytes (set together by
-// user space: offsetof(stack) + the pages, or offsetof(regs) without a copy). Read-only data
-// the verifier sees as constants, so the reservation has a fixed size and every page written
-// is proved inside it.
-const volatile bool copy_user_stack = false;
-const volatile __u32 stack_copy_pages = PATHPROF_STACK_COPY_PAGES;
-const volatile __u32 record_bytes = __builtin_offsetof(struct stack_sample, regs);
-// A target's fork adds the child to target_pids (process trees: sh -c, make -j, workers).
-const volatile bool follow_children = false;
-
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, PATHPROF_MAX_TARGET_PIDS);
   __type(key, __u32);
-  __type(value, __u8);
-} target_pids SEC(".maps");
+  __type(value, struct stack_target);
+} targets SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, PATHPROF_MAX_TARGET_PIDS);
+  __type(key, __u32);
+  __type(value, struct target_counters);
+} root_counters SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 4 * 1024 * 1024);
 } samples SEC(".maps");
+
+// One record under construction per CPU (user space sizes it to the possible CPUs). A record is
+// as long as the stack it copied, which only bpf_ringbuf_output can submit: bpf_ringbuf_reserve
+// takes a size the verifier knows as a constant, and targets ask for different copies. A
+// perf_event program does not nest on its CPU, so the slot is never shared.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct stack_sample);
+} scratch SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -84,40 +86,65 @@ static __always_inline bool copy_user_registers(struct stack_sample* s) {
 
 // Whole pages from the one holding the stack pointer upwards, so that every read has a constant
 // size and offset; stops at the first page that cannot be read (the top of the stack mapping).
-static __always_inline void copy_user_stack_pages(struct stack_sample* s) {
+// Returns the bytes copied.
+static __always_inline __u32 copy_user_stack_pages(struct stack_sample* s, __u32 pages,
+                                                   struct target_counters* rc) {
   s->stack_bytes = 0;
   s->stack_base = 0;
   if (!copy_user_registers(s) || s->regs[7] == 0) {
     count(PATHPROF_COUNTER_STACK_COPY_FAILED);
-    return;
+    if (rc) rc->stack_copy_failed += 1;
+    return 0;
   }
   const __u64 base = s->regs[7] & ~(__u64)(PATHPROF_STACK_PAGE - 1);
   s->stack_base = base;
-#pragma unroll
+  __u32 copied = 0;
+  // A bounded loop (Linux 5.3+): the verifier walks its 16 iterations.
   for (int i = 0; i < PATHPROF_STACK_COPY_MAX_PAGES; ++i) {
-    if (i >= stack_copy_pages) break;
+    if (i >= pages) break;
     if (bpf_probe_read_user(s->stack + i * PATHPROF_STACK_PAGE, PATHPROF_STACK_PAGE,
                             (const void*)(base + (__u64)i * PATHPROF_STACK_PAGE)) != 0) {
-      if (i == 0)
+      if (i == 0) {
         count(PATHPROF_COUNTER_STACK_COPY_FAILED);
-      else
+        if (rc) rc->stack_copy_failed += 1;
+      } else {
         count(PATHPROF_COUNTER_STACK_COPY_SHORT);
-      return;
+        if (rc) rc->stack_copy_short += 1;
+      }
+      break;
     }
-    s->stack_bytes = (i + 1) * PATHPROF_STACK_PAGE;
+    copied = (i + 1) * PATHPROF_STACK_PAGE;
   }
+  s->stack_bytes = copied;
+  return copied;
 }
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(follow_fork, struct task_struct* parent, struct task_struct* child) {
-  if (!follow_children) return 0;
   __u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
   // A new thread shares its parent's tgid; only a new process needs adding.
-  if (parent_tgid == child_tgid || !bpf_map_lookup_elem(&target_pids, &parent_tgid)) return 0;
-  __u8 descendant = 2;
-  if (bpf_map_update_elem(&target_pids, &child_tgid, &descendant, BPF_NOEXIST) == 0)
+  if (parent_tgid == child_tgid) return 0;
+  struct stack_target* t = bpf_map_lookup_elem(&targets, &parent_tgid);
+  if (!t || !t->follow_children) return 0;
+  struct stack_target inherited = *t;  // same root: the child's samples go to the same sessions
+  if (bpf_map_update_elem(&targets, &child_tgid, &inherited, BPF_NOEXIST) == 0)
     count(PATHPROF_COUNTER_FOLLOWED_CHILDREN);
   return 0;
+}
+
+// The task's uid when its real, effective, saved and filesystem uids agree and it holds no
+// capability; PATHPROF_UID_NOT_PLAIN otherwise (after an exec of a setuid program, say).
+static __always_inline __u32 plain_uid(void) {
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+  const struct cred* cred = BPF_CORE_READ(task, cred);
+  // kernel_cap_t is 8 bytes whether it is a u64 (6.3+) or two u32s (before).
+  __u64 caps = 0;
+  bpf_core_read(&caps, sizeof(caps), &cred->cap_effective);
+  const __u32 uid = BPF_CORE_READ(cred, uid.val);
+  if (BPF_CORE_READ(cred, euid.val) != uid || BPF_CORE_READ(cred, suid.val) != uid ||
+      BPF_CORE_READ(cred, fsuid.val) != uid || caps != 0)
+    return PATHPROF_UID_NOT_PLAIN;
+  return uid;
 }
 
 SEC("perf_event")
@@ -129,50 +156,69 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
     count(PATHPROF_COUNTER_IDLE);
     return 0;
   }
-  if (filter_by_pid && !bpf_map_lookup_elem(&target_pids, &pid)) {
+  struct stack_target* t = bpf_map_lookup_elem(&targets, &pid);
+  if (!t) {
+    __u32 every = PATHPROF_EVERY_PROCESS;
+    t = bpf_map_lookup_elem(&targets, &every);
+  }
+  if (!t) {
     count(PATHPROF_COUNTER_FILTERED);
     return 0;
   }
-  if (filter_cgroup_id && bpf_get_current_cgroup_id() != filter_cgroup_id) {
+  const __u64 cgroup_id = bpf_get_current_cgroup_id();
+  if (t->cgroup_id && cgroup_id != t->cgroup_id) {
     count(PATHPROF_COUNTER_FILTERED);
     return 0;
   }
-  if (filter_by_uid) {
-    struct task_struct* task = (struct task_struct*)bpf_get_current_task();
-    const struct cred* cred = BPF_CORE_READ(task, cred);
-    // kernel_cap_t is 8 bytes whether it is a u64 (6.3+) or two u32s (before).
-    __u64 caps = 0;
-    bpf_core_read(&caps, sizeof(caps), &cred->cap_effective);
-    if (BPF_CORE_READ(cred, uid.val) != filter_uid || BPF_CORE_READ(cred, euid.val) != filter_uid ||
-        BPF_CORE_READ(cred, suid.val) != filter_uid ||
-        BPF_CORE_READ(cred, fsuid.val) != filter_uid || caps != 0) {
-      count(PATHPROF_COUNTER_FILTERED_CREDENTIALS);
-      return 0;
-    }
-  }
-  struct stack_sample* s = bpf_ringbuf_reserve(&samples, record_bytes, 0);
-  if (!s) {
-    count(PATHPROF_COUNTER_RINGBUF_FULL);
+  if (t->keep != PATHPROF_KEEP_ALL && bpf_get_prandom_u32() >= t->keep) {
+    count(PATHPROF_COUNTER_THINNED);
     return 0;
   }
+  const __u32 root = t->root;
+  struct target_counters* rc = bpf_map_lookup_elem(&root_counters, &root);
+  // A non-admin's target: a task whose credentials are not plainly the requester's (it exec'd a
+  // setuid program) is not sampled from then on.
+  const __u32 uid = plain_uid();
+  if (t->confined && uid != t->only_uid) {
+    count(PATHPROF_COUNTER_FILTERED_CREDENTIALS);
+    if (rc) rc->filtered_credentials += 1;
+    return 0;
+  }
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct stack_sample* s = bpf_map_lookup_elem(&scratch, &cpu);
+  if (!s) return 0;
   s->pid = pid;
   s->tid = tid;
-  s->cpu = bpf_get_smp_processor_id();
+  s->cpu = cpu;
+  s->root = root;
   s->time_ns = bpf_ktime_get_ns();
   s->period = ctx->sample_period;
+  s->cgroup_id = cgroup_id;
+  s->hz = t->hz;
+  s->plain_uid = uid;
   bpf_get_current_comm(s->comm, sizeof(s->comm));
   s->user_bytes = bpf_get_stack(ctx, s->user, sizeof(s->user), BPF_F_USER_STACK);
   if (s->user_bytes < 0) count(PATHPROF_COUNTER_USER_STACK_ERROR);
-  s->kernel_bytes = want_kernel_stacks ? bpf_get_stack(ctx, s->kernel, sizeof(s->kernel), 0) : 0;
+  s->kernel_bytes = t->kernel_stacks ? bpf_get_stack(ctx, s->kernel, sizeof(s->kernel), 0) : 0;
   if (s->kernel_bytes < 0) count(PATHPROF_COUNTER_KERNEL_STACK_ERROR);
-  if (copy_user_stack) copy_user_stack_pages(s);
+  __u64 size = __builtin_offsetof(struct stack_sample, regs);
+  if (t->stack_pages > 0)
+    size = __builtin_offsetof(struct stack_sample, stack) +
+           copy_user_stack_pages(s, t->stack_pages, rc);
+  if (size > sizeof(struct stack_sample)) size = sizeof(struct stack_sample);
   // The reader drains the ring at its poll interval (50 ms) and is woken early only when the ring
   // is an eighth full: a wake-up per sample cost the reader two context switches per sample
-  // (about a tenth of pathctl's CPU on a 100 Hz run), and the ring holds a second of samples.
+  // (about a tenth of pathctl's CPU on a 100 Hz run).
   const __u64 wake_at = bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 8;
-  bpf_ringbuf_submit(s, bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wake_at
-                            ? BPF_RB_FORCE_WAKEUP
-                            : BPF_RB_NO_WAKEUP);
+  const __u64 flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) + size >= wake_at
+                          ? BPF_RB_FORCE_WAKEUP
+                          : BPF_RB_NO_WAKEUP;
+  if (bpf_ringbuf_output(&samples, s, size, flags) != 0) {
+    count(PATHPROF_COUNTER_RINGBUF_FULL);
+    if (rc) rc->ringbuf_full += 1;
+    return 0;
+  }
   count(PATHPROF_COUNTER_SUBMITTED);
+  if (rc) rc->submitted += 1;
   return 0;
 }

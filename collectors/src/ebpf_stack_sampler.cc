@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <linux/types.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +27,8 @@ struct EbpfStackSampler::Impl {
   std::vector<int> perf_fds;
   const Sink* sink = nullptr;  // valid only during Poll/Drain
   uint64_t delivered = 0;
+  int frequency_hz = 0;
+  StackTarget config_target;  // what AddPid gives a pid (root = the pid)
   int cpus_skipped = 0;
   std::string event;
   std::vector<std::string> warnings;
@@ -81,6 +84,10 @@ int EbpfStackSampler::Impl::OnSample(void* ctx, void* data, size_t size) {
   out.cpu = s->cpu;
   out.time_ns = s->time_ns;
   out.period = s->period;
+  out.root = s->root;
+  out.hz = s->hz;
+  out.cgroup_id = s->cgroup_id;
+  out.plain_uid = s->plain_uid;
   out.comm.assign(s->comm, strnlen(s->comm, sizeof(s->comm)));
   auto frames = [](const __u64* ips, int bytes, std::vector<uint64_t>* v, int* err) {
     if (bytes < 0) {
@@ -92,7 +99,7 @@ int EbpfStackSampler::Impl::OnSample(void* ctx, void* data, size_t size) {
   };
   frames(s->user, s->user_bytes, &out.user, &out.user_error);
   frames(s->kernel, s->kernel_bytes, &out.kernel, &out.kernel_error);
-  // The record holds the pages the session asked for (record_bytes), not the struct's maximum.
+  // The record ends after the stack bytes copied, not at the struct's maximum.
   constexpr size_t kStackAt = offsetof(stack_sample, stack);
   if (size >= kStackAt && s->stack_bytes > 0) {
     const uint64_t sp = s->regs[7];
@@ -132,34 +139,42 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   auto impl = std::make_unique<Impl>();
   impl->skel = stack_sampler_bpf__open();
   if (!impl->skel) return LoadError(errno);
-  impl->skel->rodata->filter_by_pid = !cfg.pids.empty();
-  impl->skel->rodata->filter_cgroup_id = cfg.cgroup_id;
-  impl->skel->rodata->want_kernel_stacks = cfg.kernel_stacks;
-  impl->skel->rodata->filter_by_uid = cfg.only_uid.has_value();
-  impl->skel->rodata->filter_uid = cfg.only_uid.value_or(0);
-  impl->skel->rodata->copy_user_stack = cfg.copy_user_stacks;
-  const uint32_t pages = (cfg.stack_copy_bytes + PATHPROF_STACK_PAGE - 1) / PATHPROF_STACK_PAGE;
-  const uint32_t record_bytes =
-      cfg.copy_user_stacks
-          ? static_cast<uint32_t>(offsetof(stack_sample, stack)) + pages * PATHPROF_STACK_PAGE
-          : static_cast<uint32_t>(offsetof(stack_sample, regs));
-  impl->skel->rodata->stack_copy_pages = cfg.copy_user_stacks ? pages : 0;
-  impl->skel->rodata->record_bytes = record_bytes;
-  impl->skel->rodata->follow_children = cfg.follow_children && !cfg.pids.empty();
-  if (cfg.copy_user_stacks) {
-    // Records are ~18.6 KiB with the default 16 KiB copy (66 KiB with 64): room for a second of
-    // samples from every CPU between drains (a power of two, as ring buffers must be), 4-64 MiB.
-    const uint64_t per_second = uint64_t{record_bytes} * cfg.frequency_hz * cpus.size();
-    uint64_t bytes = 4u << 20;
-    while (bytes < per_second && bytes < (64u << 20)) bytes <<= 1;
-    (void)bpf_map__set_max_entries(impl->skel->maps.samples, static_cast<uint32_t>(bytes));
+  StackTarget& target = impl->config_target;
+  target.hz = cfg.frequency_hz;
+  target.kernel_stacks = cfg.kernel_stacks;
+  target.only_uid = cfg.only_uid;
+  target.stack_copy_bytes = cfg.copy_user_stacks ? cfg.stack_copy_bytes : 0;
+  target.follow_children = cfg.follow_children && !cfg.pids.empty();
+  target.cgroup_id = cfg.cgroup_id;
+  impl->frequency_hz = cfg.frequency_hz;
+  uint64_t ring = cfg.ring_bytes;
+  if (ring == 0) {
+    // A second of samples from every CPU between drains (the default stack copy's records are
+    // ~18.6 KiB; without a copy ~2.1 KiB), a power of two as ring buffers must be, 4-64 MiB.
+    const uint64_t record =
+        cfg.copy_user_stacks ? offsetof(stack_sample, stack) + cfg.stack_copy_bytes
+                             : offsetof(stack_sample, regs);
+    const uint64_t per_second = record * cfg.frequency_hz * cpus.size();
+    ring = 4u << 20;
+    while (ring < per_second && ring < (64u << 20)) ring <<= 1;
   }
-  (void)bpf_program__set_autoload(impl->skel->progs.follow_fork,
-                                  impl->skel->rodata->follow_children);
+  if (ring < 4096 || (ring & (ring - 1)) != 0 || ring > (1u << 30))
+    return Error(ErrorCode::kInvalidArgument, "ring buffer of " + std::to_string(ring) +
+                                                  " bytes: it must be a power of two of at "
+                                                  "least 4096 bytes and at most 1 GiB");
+  (void)bpf_map__set_max_entries(impl->skel->maps.samples, static_cast<uint32_t>(ring));
+  const int possible = libbpf_num_possible_cpus();
+  if (possible <= 0) return LoadError(-possible);
+  (void)bpf_map__set_max_entries(impl->skel->maps.scratch, static_cast<uint32_t>(possible));
   if (int err = stack_sampler_bpf__load(impl->skel)) return LoadError(-err);
 
   EbpfStackSampler sampler(std::move(impl));
   for (uint32_t pid : cfg.pids) PATHPROF_RETURN_IF_ERROR(sampler.AddPid(pid));
+  if (cfg.pids.empty()) {
+    StackTarget every = sampler.impl_->config_target;
+    every.root = kEveryProcess;
+    PATHPROF_RETURN_IF_ERROR(sampler.SetTarget(kEveryProcess, every));
+  }
   Impl& m = *sampler.impl_;
 
   bool cycles = cfg.prefer_cycles;
@@ -185,14 +200,14 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
     m.links.push_back(link);
   }
   m.event = cycles ? "cycles" : "cpu-clock";
-  if (m.skel->rodata->follow_children) {
-    m.fork_link = bpf_program__attach(m.skel->progs.follow_fork);
-    if (!m.fork_link)
-      return Error(ErrorCode::kUnavailable,
-                   std::string("following a target's children needs the sched_process_fork BTF "
-                               "tracepoint (Linux 5.5 or newer): ") +
-                       std::strerror(errno));
-  }
+  // Always attached: a target may ask to follow its children at any time. A fork that does not
+  // come from such a target costs one hash lookup.
+  m.fork_link = bpf_program__attach(m.skel->progs.follow_fork);
+  if (!m.fork_link)
+    return Error(ErrorCode::kUnavailable,
+                 std::string("following a target's children needs the sched_process_fork BTF "
+                             "tracepoint (Linux 5.5 or newer): ") +
+                     std::strerror(errno));
   if (m.links.empty()) {
     std::string why = m.warnings.empty() ? "no online CPU" : m.warnings.front();
     return Error(ErrorCode::kUnavailable, "the stack sampler could not attach to any CPU (" + why +
@@ -204,21 +219,122 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
 }
 
 Status EbpfStackSampler::AddPid(uint32_t pid) {
-  __u8 one = 1;
-  if (bpf_map__update_elem(impl_->skel->maps.target_pids, &pid, sizeof(pid), &one, sizeof(one),
+  StackTarget target = impl_->config_target;
+  target.root = pid;
+  return SetTarget(pid, target);
+}
+
+Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
+  if (t.hz < 1 || t.hz > impl_->frequency_hz)
+    return Error(ErrorCode::kInvalidArgument,
+                 "a target sampled at " + std::to_string(t.hz) + " Hz: the sampler's events run at " +
+                     std::to_string(impl_->frequency_hz) + " Hz (raise it first)");
+  if (t.stack_copy_bytes != 0 &&
+      (t.stack_copy_bytes < kMinStackCopyBytes || t.stack_copy_bytes > kMaxStackCopyBytes))
+    return Error(ErrorCode::kInvalidArgument,
+                 "stack copy of " + std::to_string(t.stack_copy_bytes) +
+                     " bytes is out of range (" + std::to_string(kMinStackCopyBytes) + ".." +
+                     std::to_string(kMaxStackCopyBytes) + ", as perf's --call-graph dwarf,SIZE)");
+  stack_target v{};
+  v.root = t.root;
+  v.hz = static_cast<__u32>(t.hz);
+  v.keep = t.hz >= impl_->frequency_hz
+               ? PATHPROF_KEEP_ALL
+               : static_cast<__u32>((static_cast<uint64_t>(t.hz) << 32) / static_cast<uint64_t>(impl_->frequency_hz));
+  v.only_uid = t.only_uid.value_or(0);
+  v.confined = t.only_uid.has_value();
+  v.cgroup_id = t.cgroup_id;
+  v.kernel_stacks = t.kernel_stacks;
+  v.stack_pages =
+      static_cast<__u8>((t.stack_copy_bytes + PATHPROF_STACK_PAGE - 1) / PATHPROF_STACK_PAGE);
+  v.follow_children = t.follow_children;
+  // The root's counters first, so that no sample of the new target finds none.
+  const int ncpus = libbpf_num_possible_cpus();
+  std::vector<target_counters> zero(ncpus > 0 ? ncpus : 1);
+  const __u32 root = t.root;
+  (void)bpf_map__update_elem(impl_->skel->maps.root_counters, &root, sizeof(root), zero.data(),
+                             zero.size() * sizeof(target_counters), BPF_NOEXIST);
+  if (bpf_map__update_elem(impl_->skel->maps.targets, &pid, sizeof(pid), &v, sizeof(v),
                            BPF_ANY) != 0)
     return Error(ErrorCode::kResourceExhausted,
-                 "cannot add pid " + std::to_string(pid) +
-                     " to the sampler filter: " + std::strerror(errno));
+                 "cannot add pid " + std::to_string(pid) + " to the sampler's targets (at most " +
+                     std::to_string(PATHPROF_MAX_TARGET_PIDS) + "): " + std::strerror(errno));
   return Status::Ok();
 }
 
 Status EbpfStackSampler::RemovePid(uint32_t pid) {
-  if (bpf_map__delete_elem(impl_->skel->maps.target_pids, &pid, sizeof(pid), 0) != 0 &&
+  if (bpf_map__delete_elem(impl_->skel->maps.targets, &pid, sizeof(pid), 0) != 0 &&
       errno != ENOENT)
     return Error(ErrorCode::kInternal, "cannot remove pid " + std::to_string(pid) +
-                                           " from the sampler filter: " + std::strerror(errno));
+                                           " from the sampler's targets: " + std::strerror(errno));
   return Status::Ok();
+}
+
+Status EbpfStackSampler::RemoveRoot(uint32_t root) {
+  for (const auto& [pid, target] : Targets())
+    if (target.root == root) PATHPROF_RETURN_IF_ERROR(RemovePid(pid));
+  (void)bpf_map__delete_elem(impl_->skel->maps.root_counters, &root, sizeof(root), 0);
+  return Status::Ok();
+}
+
+std::vector<std::pair<uint32_t, StackTarget>> EbpfStackSampler::Targets() const {
+  std::vector<std::pair<uint32_t, StackTarget>> out;
+  bpf_map* map = impl_->skel->maps.targets;
+  __u32 key = 0, next = 0;
+  const __u32* prev = nullptr;
+  // Bounded by the map's size: a map that changes under the walk cannot make it loop forever.
+  for (int i = 0; i <= PATHPROF_MAX_TARGET_PIDS; ++i) {
+    if (bpf_map__get_next_key(map, prev, &next, sizeof(next)) != 0) break;
+    key = next;
+    prev = &key;
+    stack_target v{};
+    if (bpf_map__lookup_elem(map, &key, sizeof(key), &v, sizeof(v), 0) != 0) continue;
+    StackTarget t;
+    t.root = v.root;
+    t.hz = static_cast<int>(v.hz);
+    t.kernel_stacks = v.kernel_stacks;
+    if (v.confined) t.only_uid = v.only_uid;
+    t.stack_copy_bytes = uint32_t{v.stack_pages} * PATHPROF_STACK_PAGE;
+    t.follow_children = v.follow_children;
+    t.cgroup_id = v.cgroup_id;
+    out.emplace_back(key, t);
+  }
+  return out;
+}
+
+StackTargetCounters EbpfStackSampler::CountersOf(uint32_t root) const {
+  const int ncpus = libbpf_num_possible_cpus();
+  std::vector<target_counters> per_cpu(ncpus > 0 ? ncpus : 1);
+  StackTargetCounters out;
+  if (bpf_map__lookup_elem(impl_->skel->maps.root_counters, &root, sizeof(root), per_cpu.data(),
+                           per_cpu.size() * sizeof(target_counters), 0) != 0)
+    return out;
+  for (const target_counters& c : per_cpu) {
+    out.submitted += c.submitted;
+    out.ringbuf_full += c.ringbuf_full;
+    out.filtered_credentials += c.filtered_credentials;
+    out.stack_copies_failed += c.stack_copy_failed;
+    out.stack_copies_short += c.stack_copy_short;
+  }
+  return out;
+}
+
+Status EbpfStackSampler::SetFrequency(int hz) {
+  if (hz < 1 || hz > 100000)
+    return Error(ErrorCode::kInvalidArgument, "stack sampling frequency " + std::to_string(hz) +
+                                                  " Hz is out of range (1..100000)");
+  // In frequency mode the kernel takes the new value as sample_freq.
+  uint64_t freq = static_cast<uint64_t>(hz);
+  for (int fd : impl_->perf_fds)
+    if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &freq) != 0)
+      return Error(ErrorCode::kInternal,
+                   std::string("changing the stack sampler's rate: ") + std::strerror(errno));
+  impl_->frequency_hz = hz;
+  return Status::Ok();
+}
+
+int EbpfStackSampler::frequency_hz() const {
+  return impl_->frequency_hz;
 }
 
 Result<int> EbpfStackSampler::Poll(int timeout_ms, const Sink& sink) {
@@ -273,6 +389,7 @@ EbpfSamplerStats EbpfStackSampler::stats() const {
   st.stack_copies_short = sum(PATHPROF_COUNTER_STACK_COPY_SHORT);
   st.stack_copies_failed = sum(PATHPROF_COUNTER_STACK_COPY_FAILED);
   st.followed_children = sum(PATHPROF_COUNTER_FOLLOWED_CHILDREN);
+  st.thinned = sum(PATHPROF_COUNTER_THINNED);
   st.delivered = impl_->delivered;
   st.cpus_attached = static_cast<int>(impl_->links.size());
   st.cpus_skipped = impl_->cpus_skipped;

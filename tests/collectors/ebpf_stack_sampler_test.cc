@@ -91,7 +91,8 @@ TEST(EbpfStackSampler, HottestLeafOfASpinningChildIsItsSpinFunction) {
   EXPECT_EQ(st.delivered, static_cast<uint64_t>(total));
   EXPECT_EQ(st.submitted, st.delivered) << "every submitted sample must reach user space";
   EXPECT_EQ(st.ringbuf_full, 0u);
-  EXPECT_EQ(st.events, st.idle + st.filtered + st.ringbuf_full + st.submitted);
+  EXPECT_EQ(st.events, st.idle + st.filtered + st.thinned + st.filtered_credentials +
+                           st.ringbuf_full + st.submitted);
   EXPECT_GT(st.cpus_attached, 0);
   EXPECT_FALSE(st.event.empty());
 }

@@ -1,6 +1,7 @@
 // The eBPF stack sampler: a perf_event program on every online CPU (cycles where a PMU exists,
-// cpu-clock otherwise) copies user and kernel stacks into a ring buffer; this class loads it,
-// keeps its in-kernel filters, and drains the ring buffer into a callback.
+// cpu-clock otherwise) copies user and kernel stacks into one ring buffer; this class loads it,
+// keeps its in-kernel targets (what to do for each process), and drains the ring buffer into a
+// callback. A process holds one sampler for every session (shared_stack_sampler.h routes it).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,12 @@ struct RawStackSample {
   uint32_t cpu = 0;
   uint64_t time_ns = 0;  // CLOCK_MONOTONIC
   uint64_t period = 0;
+  uint32_t root = 0;       // the target the sample was taken for (a followed child's ancestor)
+  uint32_t hz = 0;         // the rate that target was sampled at
+  uint64_t cgroup_id = 0;  // the task's cgroup v2 id
+  // The task's uid when its real, effective, saved and filesystem uids agree and it holds no
+  // capability; kUidNotPlain otherwise.
+  uint32_t plain_uid = 0;
   std::string comm;
   std::vector<uint64_t> user;    // leaf first
   std::vector<uint64_t> kernel;  // leaf first
@@ -38,9 +45,37 @@ struct RawStackSample {
 inline constexpr uint32_t kMinStackCopyBytes = 4096;
 inline constexpr uint32_t kMaxStackCopyBytes = 65536;
 inline constexpr uint32_t kDefaultStackCopyBytes = 16384;
+inline constexpr uint32_t kUidNotPlain = 0xffffffffu;
+inline constexpr uint32_t kEveryProcess = 0;  // the target that stands for every process
 
+// What the sampler does for one process (or, for kEveryProcess, any process without a target of
+// its own).
+struct StackTarget {
+  uint32_t root = 0;  // reported with its samples: the pid a session asked for
+  int hz = 99;        // at most the sampler's rate: the events' samples are thinned to it
+  bool kernel_stacks = true;
+  // Set: only tasks whose uids are all this one and that hold no capability (a non-admin's
+  // target), decided in the kernel at each sample.
+  std::optional<uint32_t> only_uid;
+  uint32_t stack_copy_bytes = 0;  // user stack copied for DWARF unwinding; 0: none
+  bool follow_children = false;   // a fork adds the child with this target (same root)
+  uint64_t cgroup_id = 0;         // 0: any cgroup
+};
+
+// Losses and deliveries of one root's samples.
+struct StackTargetCounters {
+  uint64_t submitted = 0;
+  uint64_t ringbuf_full = 0;
+  uint64_t filtered_credentials = 0;
+  uint64_t stack_copies_failed = 0;
+  uint64_t stack_copies_short = 0;
+};
+
+// The sampler's events and ring, and the targets it starts with: every pid (or every process when
+// pids is empty) gets the target these fields describe.
 struct EbpfSamplerConfig {
   int frequency_hz = 99;
+  uint32_t ring_bytes = 0;     // 0: a second of this config's samples from every CPU, 4-64 MiB
   std::vector<uint32_t> pids;  // empty: every process (unless cgroup_id is set)
   uint64_t cgroup_id = 0;      // 0: any cgroup; else the cgroup v2 id (inode of its directory)
   bool kernel_stacks = true;
@@ -70,6 +105,7 @@ struct EbpfSamplerStats {
   uint64_t stack_copies_short = 0;    // the stack's top came before the copy's end
   uint64_t stack_copies_failed = 0;   // no user registers or stack bytes could be read
   uint64_t followed_children = 0;     // processes added to the filter by a target's fork
+  uint64_t thinned = 0;               // ... on a target sampled slower than the events run
   int cpus_attached = 0;
   int cpus_skipped = 0;  // online but perf_event_open failed (reason in warnings)
   std::string event;     // "cycles" or "cpu-clock"
@@ -85,8 +121,23 @@ class EbpfStackSampler {
   EbpfStackSampler(const EbpfStackSampler&) = delete;
   EbpfStackSampler& operator=(const EbpfStackSampler&) = delete;
 
+  // The config's target for pid (root = pid).
   Status AddPid(uint32_t pid);
+  // pid's own target (children it passed its target to keep theirs).
   Status RemovePid(uint32_t pid);
+
+  // Sets what is done for pid (kEveryProcess: any process without its own target); a root's
+  // counters start at zero the first time it is named.
+  Status SetTarget(uint32_t pid, const StackTarget& target);
+  // Removes every target whose root is `root` (its own and its followed children's) and the
+  // root's counters.
+  Status RemoveRoot(uint32_t root);
+  // The targets in the kernel now, children added by forks included.
+  std::vector<std::pair<uint32_t, StackTarget>> Targets() const;
+  StackTargetCounters CountersOf(uint32_t root) const;
+  // The events' rate on every CPU; targets are thinned from it (SetTarget again after a change).
+  Status SetFrequency(int hz);
+  int frequency_hz() const;
 
   using Sink = std::function<void(const RawStackSample&)>;
   // Waits timeout_ms, or less when the ring buffer fills to an eighth (the BPF program wakes
