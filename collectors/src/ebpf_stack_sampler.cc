@@ -4,7 +4,6 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <linux/types.h>
-#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,14 +32,27 @@ struct EbpfStackSampler::Impl {
   std::string event;
   std::vector<std::string> warnings;
 
+  std::vector<int> cpus;
+  bool cycles = false;
+
   // libbpf's ring buffer callback: converts one record and hands it to the current sink.
   static int OnSample(void* ctx, void* data, size_t size);
 
+  // One event per CPU at hz with the program attached (cycles if asked and the host has a PMU).
+  void OpenEvents(int hz, bool prefer_cycles);
+  void CloseEvents() {
+    for (bpf_link* l : links) bpf_link__destroy(l);
+    links.clear();
+    for (int fd : perf_fds) close(fd);
+    perf_fds.clear();
+    cpus_skipped = 0;
+    warnings.clear();
+  }
+
   ~Impl() {
     if (ring) ring_buffer__free(ring);
-    for (bpf_link* l : links) bpf_link__destroy(l);
+    CloseEvents();
     if (fork_link) bpf_link__destroy(fork_link);
-    for (int fd : perf_fds) close(fd);
     if (skel) stack_sampler_bpf__destroy(skel);
   }
 };
@@ -72,6 +84,32 @@ Status LoadError(int err) {
 }
 
 }  // namespace
+
+void EbpfStackSampler::Impl::OpenEvents(int hz, bool prefer_cycles) {
+  cycles = prefer_cycles;
+  for (int cpu : cpus) {
+    int fd = OpenPerfEvent(cpu, hz, cycles);
+    if (fd < 0 && cycles && (errno == ENOENT || errno == EOPNOTSUPP || errno == ENODEV)) {
+      cycles = false;  // no hardware PMU (a VM): cpu-clock works everywhere
+      fd = OpenPerfEvent(cpu, hz, false);
+    }
+    if (fd < 0) {
+      warnings.push_back("cpu " + std::to_string(cpu) +
+                         ": perf_event_open: " + std::strerror(errno));
+      ++cpus_skipped;
+      continue;
+    }
+    perf_fds.push_back(fd);
+    bpf_link* link = bpf_program__attach_perf_event(skel->progs.sample_stack, fd);
+    if (!link) {
+      warnings.push_back("cpu " + std::to_string(cpu) + ": attach: " + std::strerror(errno));
+      ++cpus_skipped;
+      continue;
+    }
+    links.push_back(link);
+  }
+  event = cycles ? "cycles" : "cpu-clock";
+}
 
 int EbpfStackSampler::Impl::OnSample(void* ctx, void* data, size_t size) {
   auto* impl = static_cast<Impl*>(ctx);
@@ -115,6 +153,20 @@ int EbpfStackSampler::Impl::OnSample(void* ctx, void* data, size_t size) {
   return 0;
 }
 
+Result<uint32_t> EbpfStackSampler::RingBytesFor(const EbpfSamplerConfig& cfg) {
+  PATHPROF_ASSIGN_OR_RETURN(auto cpus, OnlineCpus());
+  // A second of samples from every CPU between drains (the default stack copy's records are
+  // ~18.6 KiB; without a copy ~2.1 KiB), a power of two as ring buffers must be, 4-64 MiB.
+  const uint64_t record = cfg.copy_user_stacks
+                              ? offsetof(stack_sample, stack) + uint64_t{cfg.stack_copy_bytes}
+                              : offsetof(stack_sample, regs);
+  const uint64_t per_second =
+      record * static_cast<uint64_t>(std::max(cfg.frequency_hz, 1)) * cpus.size();
+  uint32_t ring = 4u << 20;
+  while (ring < per_second && ring < (64u << 20)) ring <<= 1;
+  return ring;
+}
+
 EbpfStackSampler::EbpfStackSampler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EbpfStackSampler::~EbpfStackSampler() = default;
 
@@ -149,14 +201,7 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   impl->frequency_hz = cfg.frequency_hz;
   uint64_t ring = cfg.ring_bytes;
   if (ring == 0) {
-    // A second of samples from every CPU between drains (the default stack copy's records are
-    // ~18.6 KiB; without a copy ~2.1 KiB), a power of two as ring buffers must be, 4-64 MiB.
-    const uint64_t record =
-        cfg.copy_user_stacks ? offsetof(stack_sample, stack) + cfg.stack_copy_bytes
-                             : offsetof(stack_sample, regs);
-    const uint64_t per_second = record * cfg.frequency_hz * cpus.size();
-    ring = 4u << 20;
-    while (ring < per_second && ring < (64u << 20)) ring <<= 1;
+    PATHPROF_ASSIGN_OR_RETURN(ring, RingBytesFor(cfg));
   }
   if (ring < 4096 || (ring & (ring - 1)) != 0 || ring > (1u << 30))
     return Error(ErrorCode::kInvalidArgument, "ring buffer of " + std::to_string(ring) +
@@ -177,29 +222,8 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   }
   Impl& m = *sampler.impl_;
 
-  bool cycles = cfg.prefer_cycles;
-  for (int cpu : cpus) {
-    int fd = OpenPerfEvent(cpu, cfg.frequency_hz, cycles);
-    if (fd < 0 && cycles && (errno == ENOENT || errno == EOPNOTSUPP || errno == ENODEV)) {
-      cycles = false;  // no hardware PMU (a VM): cpu-clock works everywhere
-      fd = OpenPerfEvent(cpu, cfg.frequency_hz, false);
-    }
-    if (fd < 0) {
-      m.warnings.push_back("cpu " + std::to_string(cpu) +
-                           ": perf_event_open: " + std::strerror(errno));
-      ++m.cpus_skipped;
-      continue;
-    }
-    m.perf_fds.push_back(fd);
-    bpf_link* link = bpf_program__attach_perf_event(m.skel->progs.sample_stack, fd);
-    if (!link) {
-      m.warnings.push_back("cpu " + std::to_string(cpu) + ": attach: " + std::strerror(errno));
-      ++m.cpus_skipped;
-      continue;
-    }
-    m.links.push_back(link);
-  }
-  m.event = cycles ? "cycles" : "cpu-clock";
+  m.cpus = cpus;
+  m.OpenEvents(cfg.frequency_hz, cfg.prefer_cycles);
   // Always attached: a target may ask to follow its children at any time. A fork that does not
   // come from such a target costs one hash lookup.
   m.fork_link = bpf_program__attach(m.skel->progs.follow_fork);
@@ -226,9 +250,10 @@ Status EbpfStackSampler::AddPid(uint32_t pid) {
 
 Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
   if (t.hz < 1 || t.hz > impl_->frequency_hz)
-    return Error(ErrorCode::kInvalidArgument,
-                 "a target sampled at " + std::to_string(t.hz) + " Hz: the sampler's events run at " +
-                     std::to_string(impl_->frequency_hz) + " Hz (raise it first)");
+    return Error(ErrorCode::kInvalidArgument, "a target sampled at " + std::to_string(t.hz) +
+                                                  " Hz: the sampler's events run at " +
+                                                  std::to_string(impl_->frequency_hz) +
+                                                  " Hz (raise it first)");
   if (t.stack_copy_bytes != 0 &&
       (t.stack_copy_bytes < kMinStackCopyBytes || t.stack_copy_bytes > kMaxStackCopyBytes))
     return Error(ErrorCode::kInvalidArgument,
@@ -240,7 +265,8 @@ Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
   v.hz = static_cast<__u32>(t.hz);
   v.keep = t.hz >= impl_->frequency_hz
                ? PATHPROF_KEEP_ALL
-               : static_cast<__u32>((static_cast<uint64_t>(t.hz) << 32) / static_cast<uint64_t>(impl_->frequency_hz));
+               : static_cast<__u32>((static_cast<uint64_t>(t.hz) << 32) /
+                                    static_cast<uint64_t>(impl_->frequency_hz));
   v.only_uid = t.only_uid.value_or(0);
   v.confined = t.only_uid.has_value();
   v.cgroup_id = t.cgroup_id;
@@ -254,8 +280,8 @@ Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
   const __u32 root = t.root;
   (void)bpf_map__update_elem(impl_->skel->maps.root_counters, &root, sizeof(root), zero.data(),
                              zero.size() * sizeof(target_counters), BPF_NOEXIST);
-  if (bpf_map__update_elem(impl_->skel->maps.targets, &pid, sizeof(pid), &v, sizeof(v),
-                           BPF_ANY) != 0)
+  if (bpf_map__update_elem(impl_->skel->maps.targets, &pid, sizeof(pid), &v, sizeof(v), BPF_ANY) !=
+      0)
     return Error(ErrorCode::kResourceExhausted,
                  "cannot add pid " + std::to_string(pid) + " to the sampler's targets (at most " +
                      std::to_string(PATHPROF_MAX_TARGET_PIDS) + "): " + std::strerror(errno));
@@ -263,8 +289,7 @@ Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
 }
 
 Status EbpfStackSampler::RemovePid(uint32_t pid) {
-  if (bpf_map__delete_elem(impl_->skel->maps.targets, &pid, sizeof(pid), 0) != 0 &&
-      errno != ENOENT)
+  if (bpf_map__delete_elem(impl_->skel->maps.targets, &pid, sizeof(pid), 0) != 0 && errno != ENOENT)
     return Error(ErrorCode::kInternal, "cannot remove pid " + std::to_string(pid) +
                                            " from the sampler's targets: " + std::strerror(errno));
   return Status::Ok();
@@ -323,12 +348,18 @@ Status EbpfStackSampler::SetFrequency(int hz) {
   if (hz < 1 || hz > 100000)
     return Error(ErrorCode::kInvalidArgument, "stack sampling frequency " + std::to_string(hz) +
                                                   " Hz is out of range (1..100000)");
-  // In frequency mode the kernel takes the new value as sample_freq.
-  uint64_t freq = static_cast<uint64_t>(hz);
-  for (int fd : impl_->perf_fds)
-    if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &freq) != 0)
-      return Error(ErrorCode::kInternal,
-                   std::string("changing the stack sampler's rate: ") + std::strerror(errno));
+  if (hz == impl_->frequency_hz) return Status::Ok();
+  // New events at the new rate replace the old ones (a gap of a few hundred microseconds).
+  // PERF_EVENT_IOC_PERIOD would change the rate in place, but on Linux 6.18 with cpu-clock
+  // events it hung the caller in the kernel on this project's 2-vCPU KVM guest.
+  impl_->CloseEvents();
+  impl_->OpenEvents(hz, impl_->cycles);
+  if (impl_->links.empty())
+    return Error(
+        ErrorCode::kUnavailable,
+        "the stack sampler could not reattach at " + std::to_string(hz) + " Hz (" +
+            (impl_->warnings.empty() ? std::string("no online CPU") : impl_->warnings.front()) +
+            ")");
   impl_->frequency_hz = hz;
   return Status::Ok();
 }

@@ -16,9 +16,9 @@
 #include <thread>
 #include <utility>
 
-#include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/collectors/lbr_source.h"
 #include "pathprof/collectors/pt_source.h"
+#include "pathprof/collectors/shared_stack_sampler.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/pipeline/ingestor.h"
@@ -155,10 +155,10 @@ struct Session::Impl {
   std::map<std::string, std::set<PathKey>> baselines;
 
   std::unique_ptr<Ingestor> ingestor;
-  std::unique_ptr<collectors::EbpfStackSampler> sampler;
+  std::unique_ptr<collectors::StackSubscription> sampler;  // on the process's one sampler
   std::map<uint32_t, std::unique_ptr<stepping::PtraceBurstCollector>> bursts;
   std::map<uint32_t, stepping::PtraceBurstStats> burst_seen;  // for drop deltas
-  collectors::EbpfSamplerStats sampler_seen;
+  collectors::StackSubscriptionStats sampler_seen;
   // The live perf sources (one kind per session), polled by `live`.
   std::map<uint32_t, std::unique_ptr<collectors::LbrSource>> lbr;
   std::map<uint32_t, std::unique_ptr<collectors::PtSource>> pt;
@@ -242,8 +242,8 @@ struct Session::Impl {
   // Collector counters -> the targets' drop reasons, as deltas since the last call.
   void AccountCollectors(const std::map<uint32_t, stepping::PtraceBurstStats>* final = nullptr) {
     if (sampler) {
-      const collectors::EbpfSamplerStats st = sampler->stats();
-      // The ring buffer is shared by the session's targets; its losses go to the first target.
+      const collectors::StackSubscriptionStats st = sampler->stats();
+      // The session's losses (its targets' in the host's ring) go to the first target.
       if (ProfileStore* first = Lookup(config.pids.front())) {
         uint64_t over_limit = 0;
         {
@@ -344,8 +344,7 @@ struct Session::Impl {
   }
 
   void DrainSampler() {
-    if (!sampler) return;
-    (void)sampler->Drain([&](const collectors::RawStackSample& s) { ingestor->OfferStack(s); });
+    if (sampler) sampler->Flush();
   }
 
   // Stops the collectors, applies what is queued, records the end. Called once, from the control
@@ -380,12 +379,8 @@ struct Session::Impl {
     auto last_liveness = start;
     for (;;) {
       if (stop_requested.load()) return;  // Stop() tears down
-      if (sampler) {
-        (void)sampler->Poll(50,
-                            [&](const collectors::RawStackSample& s) { ingestor->OfferStack(s); });
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
+      // The host sampler's reader hands stacks to the ingestor on its own thread.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (revoked.load()) {
         {
           std::lock_guard<std::mutex> lock(mu);
@@ -506,16 +501,17 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       std::make_unique<Ingestor>(config.queues, [s](uint32_t pid) { return s->Lookup(pid); });
 
   if (config.sampling.stack_hz > 0) {
-    collectors::EbpfSamplerConfig ec;
-    ec.frequency_hz = static_cast<int>(config.sampling.stack_hz);
-    ec.pids = config.pids;
-    ec.kernel_stacks = config.sampling.kernel_stacks;
-    // In the kernel: a task whose credentials are not plainly the requester's is never sampled.
-    ec.only_uid = config.confine_to_uid;
-    ec.copy_user_stacks = config.sampling.call_graph == CallGraph::kDwarf;
-    ec.stack_copy_bytes = config.sampling.stack_copy_bytes;
-    ec.follow_children = config.follow_children;
-    auto sampler = collectors::EbpfStackSampler::Start(ec);
+    collectors::StackSubscriptionSettings ss;
+    ss.frequency_hz = static_cast<int>(config.sampling.stack_hz);
+    ss.pids = config.pids;
+    ss.kernel_stacks = config.sampling.kernel_stacks;
+    // A task whose credentials are not plainly the requester's never reaches this session.
+    ss.only_uid = config.confine_to_uid;
+    ss.stack_copy_bytes =
+        config.sampling.call_graph == CallGraph::kDwarf ? config.sampling.stack_copy_bytes : 0;
+    ss.follow_children = config.follow_children;
+    auto sampler = collectors::StackSubscription::Start(
+        ss, [s](const collectors::RawStackSample& sample) { s->ingestor->OfferStack(sample); });
     if (sampler.ok()) {
       s->sampler = std::move(*sampler);
       // Children forked before the fork tracepoint was attached (a command that started

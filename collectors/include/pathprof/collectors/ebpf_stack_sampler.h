@@ -117,6 +117,8 @@ class EbpfStackSampler {
   // Loads and attaches. Fails with kPermission / kUnavailable and a message naming the missing
   // capability (CAP_BPF, CAP_PERFMON), BTF or kernel feature.
   static Result<std::unique_ptr<EbpfStackSampler>> Start(const EbpfSamplerConfig& config);
+  // The ring Start makes for `config` when its ring_bytes is 0.
+  static Result<uint32_t> RingBytesFor(const EbpfSamplerConfig& config);
   ~EbpfStackSampler();
   EbpfStackSampler(const EbpfStackSampler&) = delete;
   EbpfStackSampler& operator=(const EbpfStackSampler&) = delete;

@@ -1,0 +1,349 @@
+#include "pathprof/collectors/shared_stack_sampler.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace pathprof::collectors {
+
+struct StackSubscription::Member {
+  StackSubscriptionSettings settings;
+  Sink sink;
+  std::set<uint32_t> roots;  // the pids asked for; empty for an every-process subscription
+  uint64_t credit = 0;       // thinning a faster target's samples to this subscription's rate
+  uint64_t delivered = 0;
+  uint64_t filtered_here = 0;  // credentials checked in user space (the target was shared)
+  // Each root's counters when it joined, and what roots that left had counted.
+  std::map<uint32_t, StackTargetCounters> baseline;
+  StackTargetCounters retired;
+  EbpfSamplerStats host_baseline;  // an every-process subscription counts the host's losses
+
+  bool every() const { return settings.pids.empty(); }
+};
+
+namespace {
+
+StackTargetCounters Minus(const StackTargetCounters& a, const StackTargetCounters& b) {
+  auto d = [](uint64_t x, uint64_t y) { return x > y ? x - y : 0; };
+  return {d(a.submitted, b.submitted), d(a.ringbuf_full, b.ringbuf_full),
+          d(a.filtered_credentials, b.filtered_credentials),
+          d(a.stack_copies_failed, b.stack_copies_failed),
+          d(a.stack_copies_short, b.stack_copies_short)};
+}
+
+void Add(StackTargetCounters* to, const StackTargetCounters& c) {
+  to->submitted += c.submitted;
+  to->ringbuf_full += c.ringbuf_full;
+  to->filtered_credentials += c.filtered_credentials;
+  to->stack_copies_failed += c.stack_copies_failed;
+  to->stack_copies_short += c.stack_copies_short;
+}
+
+}  // namespace
+
+struct StackSubscription::Host {
+  // Guards the members, the sampler's targets and the routing; held while sinks run, so that a
+  // member that leaves is never called again.
+  mutable std::mutex mu;
+  std::unique_ptr<EbpfStackSampler> sampler;
+  std::vector<std::shared_ptr<Member>> members;
+  std::set<uint32_t> roots_in_kernel;
+  std::thread reader;
+  std::atomic<bool> stop{false};
+
+  ~Host() {
+    stop.store(true);
+    if (reader.joinable()) reader.join();
+  }
+
+  // What the sampler does for `root` (kEveryProcess: any other process): what every member that
+  // wants it asks, together. Every-process members want every root too.
+  StackTarget Merge(uint32_t root) const {
+    StackTarget t;
+    t.root = root;
+    t.hz = 0;
+    t.kernel_stacks = false;
+    bool all_confined = true;
+    std::optional<uint32_t> uid;
+    std::optional<uint64_t> cgroup;
+    bool cgroups_differ = false;
+    for (const auto& m : members) {
+      const bool wants = root == kEveryProcess ? m->every() : m->every() || m->roots.contains(root);
+      if (!wants) continue;
+      const StackSubscriptionSettings& s = m->settings;
+      t.hz = std::max(t.hz, s.frequency_hz);
+      t.kernel_stacks |= s.kernel_stacks;
+      t.stack_copy_bytes = std::max(t.stack_copy_bytes, s.stack_copy_bytes);
+      if (!m->every()) t.follow_children |= s.follow_children;
+      if (!s.only_uid || (uid && *uid != *s.only_uid)) all_confined = false;
+      uid = s.only_uid;
+      if (m->every()) {
+        if (cgroup && *cgroup != s.cgroup_id) cgroups_differ = true;
+        cgroup = s.cgroup_id;
+      }
+    }
+    // The kernel filters credentials only when every member would; otherwise each confined
+    // member checks the record's plain uid (Route).
+    if (all_confined && uid) t.only_uid = uid;
+    if (root == kEveryProcess && cgroup && !cgroups_differ) t.cgroup_id = *cgroup;
+    return t;
+  }
+
+  // Brings the sampler's rate and targets to what the members want now. Under mu.
+  Status Reconfigure() {
+    int hz = 1;
+    std::set<uint32_t> roots;
+    bool any_every = false;
+    for (const auto& m : members) {
+      hz = std::max(hz, m->settings.frequency_hz);
+      roots.insert(m->roots.begin(), m->roots.end());
+      any_every |= m->every();
+    }
+    if (hz != sampler->frequency_hz()) PATHPROF_RETURN_IF_ERROR(sampler->SetFrequency(hz));
+    std::map<uint32_t, StackTarget> wanted;
+    for (uint32_t root : roots) wanted[root] = Merge(root);
+    if (any_every) wanted[kEveryProcess] = Merge(kEveryProcess);
+    // Children the kernel added follow their root's target; those of a root nobody wants any
+    // more leave.
+    for (const auto& [pid, target] : sampler->Targets()) {
+      if (wanted.contains(pid)) continue;
+      auto root = wanted.find(target.root);
+      if (root != wanted.end() && target.root != kEveryProcess)
+        PATHPROF_RETURN_IF_ERROR(sampler->SetTarget(pid, root->second));
+      else
+        PATHPROF_RETURN_IF_ERROR(sampler->RemovePid(pid));
+    }
+    for (const auto& [pid, target] : wanted)
+      PATHPROF_RETURN_IF_ERROR(sampler->SetTarget(pid, target));
+    for (uint32_t root : roots_in_kernel)
+      if (!wanted.contains(root)) PATHPROF_RETURN_IF_ERROR(sampler->RemoveRoot(root));
+    roots_in_kernel.clear();
+    for (const auto& [pid, target] : wanted) roots_in_kernel.insert(pid);
+    return Status::Ok();
+  }
+
+  // One record to the members it belongs to. Under mu.
+  void Route(const RawStackSample& sample) {
+    for (const auto& m : members) {
+      const StackSubscriptionSettings& s = m->settings;
+      bool mine;
+      if (m->every())
+        mine = s.cgroup_id == 0 || s.cgroup_id == sample.cgroup_id;
+      else
+        mine =
+            m->roots.contains(sample.pid) || (s.follow_children && m->roots.contains(sample.root));
+      if (!mine) continue;
+      if (s.only_uid && sample.plain_uid != *s.only_uid) {
+        ++m->filtered_here;
+        continue;
+      }
+      if (static_cast<uint32_t>(s.frequency_hz) < sample.hz) {
+        // Evenly thinned: of every sample.hz samples, frequency_hz pass.
+        m->credit += static_cast<uint64_t>(s.frequency_hz);
+        if (m->credit < sample.hz) continue;
+        m->credit -= sample.hz;
+      }
+      ++m->delivered;
+      const bool cut_kernel = !s.kernel_stacks && !sample.kernel.empty();
+      const bool cut_stack = !sample.stack.empty() && Reach(sample) > s.stack_copy_bytes;
+      if (!cut_kernel && !cut_stack) {
+        m->sink(sample);
+        continue;
+      }
+      RawStackSample cut = sample;
+      if (cut_kernel) cut.kernel.clear();
+      if (cut_stack) CutStack(&cut, s.stack_copy_bytes);
+      m->sink(cut);
+    }
+  }
+
+  // How far the copy reaches from the start of the stack pointer's page.
+  static uint32_t Reach(const RawStackSample& s) {
+    return static_cast<uint32_t>((s.stack_start & (kPage - 1)) + s.stack.size());
+  }
+  // What a member that asked for `bytes` would have been given: the same pages, fewer of them.
+  static void CutStack(RawStackSample* s, uint32_t bytes) {
+    const uint64_t offset = s->stack_start & (kPage - 1);
+    if (bytes <= offset) {
+      s->stack.clear();
+      s->regs.clear();
+      s->stack_start = 0;
+      return;
+    }
+    s->stack.resize(std::min<uint64_t>(s->stack.size(), bytes - offset));
+  }
+  static constexpr uint64_t kPage = 4096;
+
+  void Drain() {
+    (void)sampler->Drain([this](const RawStackSample& s) { Route(s); });
+  }
+
+  // Waits (unlocked) for the ring to fill to an eighth or for 50 ms, then routes what it holds.
+  void ReadLoop() {
+    const int fd = sampler->epoll_fd();
+    while (!stop.load()) {
+      pollfd p{fd, POLLIN, 0};
+      (void)poll(&p, 1, 50);
+      std::lock_guard<std::mutex> lock(mu);
+      Drain();
+    }
+  }
+
+  StackTargetCounters CountersOfRoot(uint32_t root) const { return sampler->CountersOf(root); }
+};
+
+namespace {
+
+// The process's sampler while any subscription holds it.
+std::mutex g_host_mu;
+std::weak_ptr<StackSubscription::Host> g_host;
+
+Status ValidateSettings(const StackSubscriptionSettings& s) {
+  if (s.frequency_hz < 1 || s.frequency_hz > 100000)
+    return Error(ErrorCode::kInvalidArgument, "stack sampling frequency " +
+                                                  std::to_string(s.frequency_hz) +
+                                                  " Hz is out of range (1..100000)");
+  if (s.stack_copy_bytes != 0 &&
+      (s.stack_copy_bytes < kMinStackCopyBytes || s.stack_copy_bytes > kMaxStackCopyBytes))
+    return Error(ErrorCode::kInvalidArgument,
+                 "stack copy of " + std::to_string(s.stack_copy_bytes) +
+                     " bytes is out of range (" + std::to_string(kMinStackCopyBytes) + ".." +
+                     std::to_string(kMaxStackCopyBytes) + ", as perf's --call-graph dwarf,SIZE)");
+  if (std::find(s.pids.begin(), s.pids.end(), kEveryProcess) != s.pids.end())
+    return Error(ErrorCode::kInvalidArgument, "pid 0 is not a process to sample");
+  return Status::Ok();
+}
+
+}  // namespace
+
+StackSubscription::StackSubscription(std::shared_ptr<Host> host, std::shared_ptr<Member> member)
+    : host_(std::move(host)), member_(std::move(member)) {}
+
+Result<std::unique_ptr<StackSubscription>> StackSubscription::Start(
+    const StackSubscriptionSettings& settings, Sink sink) {
+  PATHPROF_RETURN_IF_ERROR(ValidateSettings(settings));
+  std::shared_ptr<Host> host;
+  {
+    std::lock_guard<std::mutex> lock(g_host_mu);
+    host = g_host.lock();
+    if (!host) {
+      // The first subscription opens the sampler with its own targets, so nothing else is
+      // sampled even for a moment. The ring is sized for the host: a second of the default
+      // stack copy at 99 Hz or this rate from every CPU (4-64 MiB), whatever the first asks.
+      EbpfSamplerConfig config;
+      config.frequency_hz = settings.frequency_hz;
+      config.pids = settings.pids;
+      config.cgroup_id = settings.cgroup_id;
+      config.kernel_stacks = settings.kernel_stacks;
+      config.only_uid = settings.only_uid;
+      config.copy_user_stacks = settings.stack_copy_bytes != 0;
+      if (config.copy_user_stacks) config.stack_copy_bytes = settings.stack_copy_bytes;
+      config.follow_children = settings.follow_children;
+      EbpfSamplerConfig sizing = config;
+      sizing.frequency_hz = std::max(settings.frequency_hz, 99);
+      sizing.copy_user_stacks = true;
+      sizing.stack_copy_bytes = std::max(config.stack_copy_bytes, kDefaultStackCopyBytes);
+      PATHPROF_ASSIGN_OR_RETURN(config.ring_bytes, EbpfStackSampler::RingBytesFor(sizing));
+      PATHPROF_ASSIGN_OR_RETURN(auto sampler, EbpfStackSampler::Start(config));
+      host = std::make_shared<Host>();
+      host->sampler = std::move(sampler);
+      for (uint32_t pid : settings.pids) host->roots_in_kernel.insert(pid);
+      if (settings.pids.empty()) host->roots_in_kernel.insert(kEveryProcess);
+      Host* h = host.get();
+      host->reader = std::thread([h] { h->ReadLoop(); });
+      g_host = host;
+    }
+  }
+  auto member = std::make_shared<Member>();
+  member->settings = settings;
+  member->sink = std::move(sink);
+  member->roots.insert(settings.pids.begin(), settings.pids.end());
+  std::lock_guard<std::mutex> lock(host->mu);
+  for (uint32_t root : member->roots) member->baseline[root] = host->CountersOfRoot(root);
+  member->host_baseline = host->sampler->stats();
+  host->members.push_back(member);
+  if (Status st = host->Reconfigure(); !st.ok()) {
+    host->members.pop_back();
+    (void)host->Reconfigure();
+    return st;
+  }
+  return std::unique_ptr<StackSubscription>(new StackSubscription(host, std::move(member)));
+}
+
+StackSubscription::~StackSubscription() {
+  std::lock_guard<std::mutex> lock(host_->mu);
+  auto& ms = host_->members;
+  ms.erase(std::remove(ms.begin(), ms.end(), member_), ms.end());
+  if (!ms.empty()) (void)host_->Reconfigure();
+}
+
+Status StackSubscription::AddPid(uint32_t pid) {
+  if (pid == kEveryProcess) return Error(ErrorCode::kInvalidArgument, "pid 0 is not a process");
+  std::lock_guard<std::mutex> lock(host_->mu);
+  if (member_->every()) return Status::Ok();  // it has every process already
+  if (!member_->roots.insert(pid).second) return Status::Ok();
+  member_->baseline[pid] = host_->CountersOfRoot(pid);
+  return host_->Reconfigure();
+}
+
+Status StackSubscription::RemovePid(uint32_t pid) {
+  std::lock_guard<std::mutex> lock(host_->mu);
+  if (member_->roots.erase(pid) == 0) {
+    // A child the kernel added (it exited): its entry goes before its pid can be reused by an
+    // unrelated process, unless another subscription asked for that pid itself.
+    for (const auto& m : host_->members)
+      if (m->roots.contains(pid)) return Status::Ok();
+    return host_->sampler->RemovePid(pid);
+  }
+  Add(&member_->retired, Minus(host_->CountersOfRoot(pid), member_->baseline[pid]));
+  member_->baseline.erase(pid);
+  return host_->Reconfigure();
+}
+
+void StackSubscription::Flush() {
+  std::lock_guard<std::mutex> lock(host_->mu);
+  host_->Drain();
+}
+
+StackSubscriptionStats StackSubscription::stats() const {
+  std::lock_guard<std::mutex> lock(host_->mu);
+  const Member& m = *member_;
+  StackSubscriptionStats out;
+  const EbpfSamplerStats host = host_->sampler->stats();
+  StackTargetCounters c = m.retired;
+  if (m.every()) {
+    // Every process: the host's losses are this subscription's.
+    StackTargetCounters now{host.submitted, host.ringbuf_full, host.filtered_credentials,
+                            host.stack_copies_failed, host.stack_copies_short};
+    StackTargetCounters then{m.host_baseline.submitted, m.host_baseline.ringbuf_full,
+                             m.host_baseline.filtered_credentials,
+                             m.host_baseline.stack_copies_failed,
+                             m.host_baseline.stack_copies_short};
+    Add(&c, Minus(now, then));
+  } else {
+    for (uint32_t root : m.roots) {
+      auto base = m.baseline.find(root);
+      Add(&c, Minus(host_->CountersOfRoot(root),
+                    base == m.baseline.end() ? StackTargetCounters{} : base->second));
+    }
+  }
+  out.delivered = m.delivered;
+  out.ringbuf_full = c.ringbuf_full;
+  // Only a confined subscription was ever filtered by credentials; the kernel filtered for it
+  // only while every member of the target was confined as it is.
+  out.filtered_credentials = m.settings.only_uid ? c.filtered_credentials + m.filtered_here : 0;
+  out.stack_copies_failed = m.settings.stack_copy_bytes ? c.stack_copies_failed : 0;
+  out.stack_copies_short = m.settings.stack_copy_bytes ? c.stack_copies_short : 0;
+  out.event = host.event;
+  out.sampler_hz = host_->sampler->frequency_hz();
+  out.subscriptions = static_cast<int>(host_->members.size());
+  out.cpus_attached = host.cpus_attached;
+  return out;
+}
+
+}  // namespace pathprof::collectors

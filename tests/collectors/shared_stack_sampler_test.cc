@@ -1,0 +1,266 @@
+// Live tests of the process's one stack sampler: real eBPF, real perf events, real children.
+// Several subscriptions share one perf event per CPU and one ring buffer; each gets its own
+// targets' samples, at its own rate, cut to what it asked for.
+#include "pathprof/collectors/shared_stack_sampler.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+namespace pathprof::collectors {
+namespace {
+
+constexpr int kBpfMapTypeRingbuf = 27;  // enum bpf_map_type's BPF_MAP_TYPE_RINGBUF
+
+// A child that spins until killed, as `uid` when set (dropping every capability with root).
+pid_t SpinningChild(std::optional<uid_t> uid = std::nullopt) {
+  pid_t child = fork();
+  if (child == 0) {
+    if (uid && (setgid(*uid) != 0 || setuid(*uid) != 0)) _exit(2);
+    volatile uint64_t counter = 1;
+    for (;;) counter = counter * 6364136223846793005ull + 1442695040888963407ull;
+  }
+  return child;
+}
+
+void EndChild(pid_t child) {
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+}
+
+// This process's perf events and BPF ring buffers, from /proc/self/fd and fdinfo.
+struct OpenKernelObjects {
+  int perf_events = 0;
+  int ring_buffers = 0;
+};
+
+OpenKernelObjects CountOpenKernelObjects() {
+  OpenKernelObjects out;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return out;
+  while (dirent* e = readdir(dir)) {
+    const std::string fd = e->d_name;
+    if (fd == "." || fd == "..") continue;
+    char target[256] = {};
+    const ssize_t n = readlink(("/proc/self/fd/" + fd).c_str(), target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    const std::string link(target, static_cast<size_t>(n));
+    if (link == "anon_inode:[perf_event]") ++out.perf_events;
+    if (link != "anon_inode:bpf-map") continue;
+    std::ifstream info("/proc/self/fdinfo/" + fd);
+    for (std::string line; std::getline(info, line);)
+      if (line.rfind("map_type:", 0) == 0 && std::stoi(line.substr(9)) == kBpfMapTypeRingbuf)
+        ++out.ring_buffers;
+  }
+  closedir(dir);
+  return out;
+}
+
+// What one subscription received.
+struct Received {
+  std::mutex mu;
+  std::vector<RawStackSample> samples;
+  StackSubscription::Sink Sink() {
+    return [this](const RawStackSample& s) {
+      std::lock_guard<std::mutex> lock(mu);
+      samples.push_back(s);
+    };
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return samples.size();
+  }
+};
+
+void WaitFor(const std::function<bool()>& done, int seconds = 20) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!done() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+long OnlineCpuCount() {
+  return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+TEST(SharedStackSampler, RefusesWhatNoSamplerCouldDo) {
+  StackSubscriptionSettings s;
+  s.frequency_hz = 0;
+  EXPECT_EQ(StackSubscription::Start(s, [](const RawStackSample&) {}).status().code(),
+            ErrorCode::kInvalidArgument);
+  s.frequency_hz = 99;
+  s.stack_copy_bytes = 100;
+  EXPECT_EQ(StackSubscription::Start(s, [](const RawStackSample&) {}).status().code(),
+            ErrorCode::kInvalidArgument);
+  s.stack_copy_bytes = 0;
+  s.pids = {0};
+  EXPECT_EQ(StackSubscription::Start(s, [](const RawStackSample&) {}).status().code(),
+            ErrorCode::kInvalidArgument);
+}
+
+// Eight subscriptions on four processes: one perf event per CPU and one ring buffer in all (a
+// sampler each had eight of each per CPU), each subscription gets its own process's samples
+// only, and the last one out closes everything.
+TEST(SharedStackSampler, EightSessionsShareOneEventPerCpuAndOneRing) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
+  const OpenKernelObjects before = CountOpenKernelObjects();
+  std::vector<pid_t> children;
+  for (int i = 0; i < 4; ++i) children.push_back(SpinningChild());
+  std::vector<std::unique_ptr<Received>> got;
+  std::vector<std::unique_ptr<StackSubscription>> subs;
+  for (int i = 0; i < 8; ++i) {
+    StackSubscriptionSettings s;
+    s.pids = {static_cast<uint32_t>(children[i % 4])};
+    s.frequency_hz = 199;
+    got.push_back(std::make_unique<Received>());
+    auto sub = StackSubscription::Start(s, got.back()->Sink());
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    subs.push_back(std::move(*sub));
+  }
+  const OpenKernelObjects open = CountOpenKernelObjects();
+  EXPECT_EQ(open.perf_events - before.perf_events, OnlineCpuCount());
+  EXPECT_EQ(open.ring_buffers - before.ring_buffers, 1);
+  EXPECT_EQ(subs.front()->stats().subscriptions, 8);
+  WaitFor([&] {
+    return std::all_of(got.begin(), got.end(), [](const auto& g) { return g->size() >= 50; });
+  });
+  for (auto& sub : subs) sub->Flush();
+  for (int i = 0; i < 8; ++i) {
+    std::lock_guard<std::mutex> lock(got[i]->mu);
+    EXPECT_GE(got[i]->samples.size(), 50u) << "subscription " << i;
+    for (const RawStackSample& s : got[i]->samples)
+      ASSERT_EQ(s.pid, static_cast<uint32_t>(children[i % 4])) << "subscription " << i;
+    EXPECT_EQ(subs[i]->stats().delivered, got[i]->samples.size());
+    EXPECT_EQ(subs[i]->stats().ringbuf_full, 0u);
+  }
+  subs.clear();
+  const OpenKernelObjects after = CountOpenKernelObjects();
+  EXPECT_EQ(after.perf_events, before.perf_events);
+  EXPECT_EQ(after.ring_buffers, before.ring_buffers);
+  for (pid_t c : children) EndChild(c);
+}
+
+// Two sessions on one process at 499 and 99 Hz: the events run at 499, the slower session gets
+// one in five of the same samples (its sample times are a subset of the faster one's), and once
+// the faster leaves the events slow down to 99 Hz.
+TEST(SharedStackSampler, EachSessionGetsItsOwnRateOfTheSameSamples) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
+  const pid_t child = SpinningChild();
+  Received fast, slow;
+  StackSubscriptionSettings s;
+  s.pids = {static_cast<uint32_t>(child)};
+  s.frequency_hz = 499;
+  auto a = StackSubscription::Start(s, fast.Sink());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  s.frequency_hz = 99;
+  auto b = StackSubscription::Start(s, slow.Sink());
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ((*b)->stats().sampler_hz, 499);
+  WaitFor([&] { return slow.size() >= 60; }, 30);
+  (*a)->Flush();
+  a->reset();
+  EXPECT_EQ((*b)->stats().sampler_hz, 99);
+  EXPECT_EQ((*b)->stats().subscriptions, 1);
+  std::lock_guard<std::mutex> l1(fast.mu), l2(slow.mu);
+  ASSERT_GE(slow.samples.size(), 60u);
+  std::set<uint64_t> fast_times;
+  for (const auto& x : fast.samples) fast_times.insert(x.time_ns);
+  size_t shared = 0;
+  uint64_t fast_end = fast.samples.back().time_ns;
+  size_t slow_in_fast_span = 0;
+  for (const auto& x : slow.samples) {
+    if (x.time_ns > fast_end) continue;
+    ++slow_in_fast_span;
+    shared += fast_times.count(x.time_ns);
+  }
+  EXPECT_EQ(shared, slow_in_fast_span) << "the slower session got samples the faster did not";
+  const double ratio = static_cast<double>(fast.samples.size()) / slow_in_fast_span;
+  EXPECT_GT(ratio, 4.0) << fast.samples.size() << " against " << slow_in_fast_span;
+  EXPECT_LT(ratio, 6.2) << fast.samples.size() << " against " << slow_in_fast_span;
+  EndChild(child);
+}
+
+// Sessions on one process asking different stack copies and kernel stacks: the copy is made
+// once, as large as the largest asks, and each gets what it asked for.
+TEST(SharedStackSampler, EachSessionGetsTheStackCopyItAskedFor) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
+  const pid_t child = SpinningChild();
+  Received big, small, none;
+  StackSubscriptionSettings s;
+  s.pids = {static_cast<uint32_t>(child)};
+  s.frequency_hz = 199;
+  s.stack_copy_bytes = 65536;
+  auto a = StackSubscription::Start(s, big.Sink());
+  s.stack_copy_bytes = 4096;
+  s.kernel_stacks = false;
+  auto b = StackSubscription::Start(s, small.Sink());
+  s.stack_copy_bytes = 0;
+  auto c = StackSubscription::Start(s, none.Sink());
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  WaitFor([&] { return none.size() >= 50; });
+  (*a)->Flush();
+  std::lock_guard<std::mutex> l1(big.mu), l2(small.mu), l3(none.mu);
+  ASSERT_GE(none.samples.size(), 50u);
+  for (const auto& x : small.samples) {
+    EXPECT_LE((x.stack_start & 4095) + x.stack.size(), 4096u) << "more than its one page";
+    EXPECT_TRUE(x.kernel.empty());
+  }
+  for (const auto& x : none.samples) EXPECT_TRUE(x.stack.empty() && x.regs.empty());
+  size_t small_with_stack = std::count_if(small.samples.begin(), small.samples.end(),
+                                          [](const auto& x) { return !x.stack.empty(); });
+  EXPECT_GE(small_with_stack, small.samples.size() * 9 / 10);
+  // The child's stack is its top frames' (main's, libc's start-up: a few KiB): the big copy
+  // reaches its end, beyond the small one's page.
+  size_t longer = std::count_if(big.samples.begin(), big.samples.end(), [](const auto& x) {
+    return (x.stack_start & 4095) + x.stack.size() > 4096;
+  });
+  EXPECT_GT(longer, 0u);
+  EndChild(child);
+}
+
+// A non-admin's session and an admin's on the same process: the process runs as uid 65534, so
+// the session confined to 65534 gets its samples, one confined to another uid gets none (each
+// counted), and the admin's gets them all.
+TEST(SharedStackSampler, ConfinedSessionsGetOnlyTheirUsersSamples) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another user";
+  const pid_t child = SpinningChild(65534);
+  Received own, other, admin;
+  StackSubscriptionSettings s;
+  s.pids = {static_cast<uint32_t>(child)};
+  s.frequency_hz = 199;
+  s.only_uid = 65534;
+  auto a = StackSubscription::Start(s, own.Sink());
+  s.only_uid = 1234;
+  auto b = StackSubscription::Start(s, other.Sink());
+  s.only_uid.reset();
+  auto c = StackSubscription::Start(s, admin.Sink());
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  WaitFor([&] { return own.size() >= 50; });
+  (*a)->Flush();
+  EXPECT_GE(own.size(), 50u);
+  EXPECT_EQ(other.size(), 0u);
+  EXPECT_GE(admin.size(), own.size());
+  EXPECT_GE((*b)->stats().filtered_credentials, 50u);
+  EXPECT_EQ((*a)->stats().filtered_credentials, 0u);
+  // Alone, the wrong user's session is filtered in the kernel: still counted, still nothing.
+  a->reset();
+  c->reset();
+  const uint64_t before = (*b)->stats().filtered_credentials;
+  WaitFor([&] { return (*b)->stats().filtered_credentials >= before + 50; });
+  EXPECT_GE((*b)->stats().filtered_credentials, before + 50);
+  (*b)->Flush();
+  EXPECT_EQ(other.size(), 0u);
+  EndChild(child);
+}
+
+}  // namespace
+}  // namespace pathprof::collectors
