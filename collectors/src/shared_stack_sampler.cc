@@ -15,7 +15,10 @@ struct StackSubscription::Member {
   StackSubscriptionSettings settings;
   Sink sink;
   std::set<uint32_t> roots;  // the pids asked for; empty for an every-process subscription
-  uint64_t credit = 0;       // thinning a faster target's samples to this subscription's rate
+  // Roots whose followed children still come here: a root that exits leaves `roots` (its pid
+  // may be reused) but its children keep their targets until the subscription ends.
+  std::set<uint32_t> lineages;
+  uint64_t credit = 0;  // thinning a faster target's samples to this subscription's rate
   uint64_t delivered = 0;
   uint64_t filtered_here = 0;  // credentials checked in user space (the target was shared)
   // Each root's counters when it joined, and what roots that left had counted.
@@ -73,7 +76,9 @@ struct StackSubscription::Host {
     std::optional<uint64_t> cgroup;
     bool cgroups_differ = false;
     for (const auto& m : members) {
-      const bool wants = root == kEveryProcess ? m->every() : m->every() || m->roots.contains(root);
+      const bool wants = root == kEveryProcess
+                             ? m->every()
+                             : m->every() || m->roots.contains(root) || m->lineages.contains(root);
       if (!wants) continue;
       const StackSubscriptionSettings& s = m->settings;
       t.hz = std::max(t.hz, s.frequency_hz);
@@ -97,33 +102,36 @@ struct StackSubscription::Host {
   // Brings the sampler's rate and targets to what the members want now. Under mu.
   Status Reconfigure() {
     int hz = 1;
-    std::set<uint32_t> roots;
+    std::set<uint32_t> roots, lineages;
     bool any_every = false;
     for (const auto& m : members) {
       hz = std::max(hz, m->settings.frequency_hz);
       roots.insert(m->roots.begin(), m->roots.end());
+      lineages.insert(m->lineages.begin(), m->lineages.end());
       any_every |= m->every();
     }
     if (hz != sampler->frequency_hz()) PATHPROF_RETURN_IF_ERROR(sampler->SetFrequency(hz));
     std::map<uint32_t, StackTarget> wanted;
     for (uint32_t root : roots) wanted[root] = Merge(root);
     if (any_every) wanted[kEveryProcess] = Merge(kEveryProcess);
-    // Children the kernel added follow their root's target; those of a root nobody wants any
-    // more leave.
+    // Children the kernel added follow their root's target, also after the root itself exited;
+    // those of a root no subscription follows any more leave, as does a root's own entry once
+    // it is not wanted (its pid may be reused).
     for (const auto& [pid, target] : sampler->Targets()) {
       if (wanted.contains(pid)) continue;
-      auto root = wanted.find(target.root);
-      if (root != wanted.end() && target.root != kEveryProcess)
-        PATHPROF_RETURN_IF_ERROR(sampler->SetTarget(pid, root->second));
+      const bool child = pid != target.root && target.root != kEveryProcess;
+      if (child && (wanted.contains(target.root) || lineages.contains(target.root)))
+        PATHPROF_RETURN_IF_ERROR(sampler->SetTarget(pid, Merge(target.root)));
       else
         PATHPROF_RETURN_IF_ERROR(sampler->RemovePid(pid));
     }
     for (const auto& [pid, target] : wanted)
       PATHPROF_RETURN_IF_ERROR(sampler->SetTarget(pid, target));
+    std::set<uint32_t> in_use = lineages;
+    for (const auto& [pid, target] : wanted) in_use.insert(pid);
     for (uint32_t root : roots_in_kernel)
-      if (!wanted.contains(root)) PATHPROF_RETURN_IF_ERROR(sampler->RemoveRoot(root));
-    roots_in_kernel.clear();
-    for (const auto& [pid, target] : wanted) roots_in_kernel.insert(pid);
+      if (!in_use.contains(root)) PATHPROF_RETURN_IF_ERROR(sampler->RemoveRoot(root));
+    roots_in_kernel = std::move(in_use);
     return Status::Ok();
   }
 
@@ -135,8 +143,8 @@ struct StackSubscription::Host {
       if (m->every())
         mine = s.cgroup_id == 0 || s.cgroup_id == sample.cgroup_id;
       else
-        mine =
-            m->roots.contains(sample.pid) || (s.follow_children && m->roots.contains(sample.root));
+        mine = m->roots.contains(sample.pid) ||
+               (s.follow_children && m->lineages.contains(sample.root));
       if (!mine) continue;
       if (s.only_uid && sample.plain_uid != *s.only_uid) {
         ++m->filtered_here;
@@ -263,6 +271,7 @@ Result<std::unique_ptr<StackSubscription>> StackSubscription::Start(
   member->settings = settings;
   member->sink = std::move(sink);
   member->roots.insert(settings.pids.begin(), settings.pids.end());
+  if (settings.follow_children) member->lineages = member->roots;
   std::lock_guard<std::mutex> lock(host->mu);
   for (uint32_t root : member->roots) member->baseline[root] = host->CountersOfRoot(root);
   member->host_baseline = host->sampler->stats();
@@ -287,7 +296,8 @@ Status StackSubscription::AddPid(uint32_t pid) {
   std::lock_guard<std::mutex> lock(host_->mu);
   if (member_->every()) return Status::Ok();  // it has every process already
   if (!member_->roots.insert(pid).second) return Status::Ok();
-  member_->baseline[pid] = host_->CountersOfRoot(pid);
+  if (member_->settings.follow_children) member_->lineages.insert(pid);
+  if (!member_->baseline.contains(pid)) member_->baseline[pid] = host_->CountersOfRoot(pid);
   return host_->Reconfigure();
 }
 
@@ -300,8 +310,11 @@ Status StackSubscription::RemovePid(uint32_t pid) {
       if (m->roots.contains(pid)) return Status::Ok();
     return host_->sampler->RemovePid(pid);
   }
-  Add(&member_->retired, Minus(host_->CountersOfRoot(pid), member_->baseline[pid]));
-  member_->baseline.erase(pid);
+  // A followed root's children stay this subscription's, and its counters with them.
+  if (!member_->lineages.contains(pid)) {
+    Add(&member_->retired, Minus(host_->CountersOfRoot(pid), member_->baseline[pid]));
+    member_->baseline.erase(pid);
+  }
   return host_->Reconfigure();
 }
 
@@ -326,11 +339,8 @@ StackSubscriptionStats StackSubscription::stats() const {
                              m.host_baseline.stack_copies_short};
     Add(&c, Minus(now, then));
   } else {
-    for (uint32_t root : m.roots) {
-      auto base = m.baseline.find(root);
-      Add(&c, Minus(host_->CountersOfRoot(root),
-                    base == m.baseline.end() ? StackTargetCounters{} : base->second));
-    }
+    // Its roots and the lineages of followed roots that exited.
+    for (const auto& [root, base] : m.baseline) Add(&c, Minus(host_->CountersOfRoot(root), base));
   }
   out.delivered = m.delivered;
   out.ringbuf_full = c.ringbuf_full;

@@ -262,5 +262,63 @@ TEST(SharedStackSampler, ConfinedSessionsGetOnlyTheirUsersSamples) {
   EndChild(child);
 }
 
+// A session following a process's children and one that does not, on the same process: the child
+// forked after they subscribed reaches only the first (with its parent as root), and keeps
+// reaching it after the parent exited and left the subscription.
+TEST(SharedStackSampler, AFollowedChildOutlivesItsParentAndReachesOnlyItsFollower) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
+  int go[2], child_pid[2];
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(child_pid), 0);
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(1);
+    const pid_t child = SpinningChild();
+    if (write(child_pid[1], &child, sizeof(child)) != sizeof(child)) _exit(1);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    volatile uint64_t counter = 1;
+    while (std::chrono::steady_clock::now() < until) counter = counter * 3 + 1;
+    _exit(0);  // the child lives on, reparented
+  }
+  Received follower, other;
+  StackSubscriptionSettings s;
+  s.pids = {static_cast<uint32_t>(parent)};
+  s.frequency_hz = 199;
+  s.follow_children = true;
+  auto a = StackSubscription::Start(s, follower.Sink());
+  s.follow_children = false;
+  auto b = StackSubscription::Start(s, other.Sink());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  pid_t child = 0;
+  ASSERT_EQ(read(child_pid[0], &child, sizeof(child)), static_cast<ssize_t>(sizeof(child)));
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(parent, nullptr, 0), parent);
+  ASSERT_TRUE((*a)->RemovePid(static_cast<uint32_t>(parent)).ok());
+  ASSERT_TRUE((*b)->RemovePid(static_cast<uint32_t>(parent)).ok());
+  auto from_child = [&](Received& r) {
+    std::lock_guard<std::mutex> lock(r.mu);
+    return std::count_if(r.samples.begin(), r.samples.end(),
+                         [&](const auto& x) { return x.pid == static_cast<uint32_t>(child); });
+  };
+  const long before = from_child(follower);
+  WaitFor([&] { return from_child(follower) >= before + 50; });
+  (*a)->Flush();
+  EXPECT_GE(from_child(follower), before + 50) << "the child stopped being sampled with its parent";
+  EXPECT_EQ(from_child(other), 0);
+  {
+    std::lock_guard<std::mutex> lock(follower.mu);
+    for (const auto& x : follower.samples) {
+      if (x.pid == static_cast<uint32_t>(child)) {
+        ASSERT_EQ(x.root, static_cast<uint32_t>(parent));
+      }
+    }
+  }
+  EndChild(child);  // not ours to reap (reparented), but ours to end: killed by pid
+  for (int fd : {go[0], go[1], child_pid[0], child_pid[1]}) close(fd);
+}
+
 }  // namespace
 }  // namespace pathprof::collectors

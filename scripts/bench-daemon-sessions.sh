@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Daemon memory with many stack sessions (docs/performance.md, "One stack sampler for the host"):
+# for each count N, a fresh pathprofd, eight busy example_hotloop processes and N stacks-only
+# sessions spread over them (DWARF call graphs, 99 Hz, the defaults); after SETTLE seconds the
+# daemon's RSS, its perf events and its BPF ring buffers (from /proc/PID/fd and fdinfo).
+# usage: scripts/bench-daemon-sessions.sh [BUILD_DIR] [N ...]   (default: build, 1 8 64)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="${1:-$root/build}/bin"
+shift || true
+if [ $# -gt 0 ]; then counts=("$@"); else counts=(1 8 64); fi
+settle="${SETTLE:-10}"
+dir="$(mktemp -d /tmp/pathprofd-sessions-XXXXXX)"
+sock="$dir/pathprofd.sock"
+loops=()
+cleanup() {
+  for p in "${loops[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+rss_mib() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+# perf events and BPF ring buffers (map_type 27) the process holds open.
+kernel_objects() {
+  local events=0 rings=0 fd link
+  for fd in /proc/"$1"/fd/*; do
+    link=$(readlink "$fd" 2>/dev/null) || continue
+    [ "$link" = "anon_inode:[perf_event]" ] && events=$((events + 1))
+    if [ "$link" = "anon_inode:bpf-map" ] &&
+      grep -q '^map_type:[[:space:]]*27$' "/proc/$1/fdinfo/${fd##*/}" 2>/dev/null; then
+      rings=$((rings + 1))
+    fi
+  done
+  echo "$events $rings"
+}
+
+for _ in 1 2 3 4 5 6 7 8; do
+  "$bin/example_hotloop" 0 >/dev/null &
+  loops+=($!)
+done
+echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "sessions  idle_rss_mib  rss_mib  per_session_kib  perf_events  ring_buffers"
+for n in "${counts[@]}"; do
+  "$bin/pathprofd" --config /dev/null --socket "$sock" --max-sessions "$((n + 8))" \
+    --max-sessions-per-admin "$((n + 8))" --log-level warning 2>"$dir/log" &
+  daemon=$!
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+  sleep 1
+  idle=$(rss_mib "$daemon")
+  for i in $(seq 0 $((n - 1))); do
+    "$bin/pathctl" start --socket "$sock" --pid "${loops[$((i % 8))]}" --source none >/dev/null
+  done
+  sleep "$settle"
+  rss=$(rss_mib "$daemon")
+  read -r events rings < <(kernel_objects "$daemon")
+  per=$(awk -v a="$rss" -v b="$idle" -v n="$n" 'BEGIN {printf "%.0f", (a - b) * 1024 / n}')
+  echo "$n  $idle  $rss  $per  $events  $rings"
+  kill "$daemon"
+  wait "$daemon" 2>/dev/null || true
+  daemon=
+  rm -f "$sock"
+done
