@@ -4,6 +4,8 @@
 # sessions spread over them (DWARF call graphs, 99 Hz, the defaults); after SETTLE seconds the
 # daemon's RSS, its perf events and its BPF ring buffers (from /proc/PID/fd and fdinfo).
 # usage: scripts/bench-daemon-sessions.sh [BUILD_DIR] [N ...]   (default: build, 1 8 64)
+# PATHPROFD=FILE runs another daemon binary (an older build, to compare); START_FLAGS are added
+# to every `pathctl start` (e.g. "--call-graph fp").
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${1:-$root/build}/bin"
@@ -40,22 +42,23 @@ for _ in 1 2 3 4 5 6 7 8; do
   loops+=($!)
 done
 echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "sessions  idle_rss_mib  rss_mib  per_session_kib  perf_events  ring_buffers"
+echo "sessions  running  idle_rss_mib  rss_mib  per_session_kib  perf_events  ring_buffers"
 for n in "${counts[@]}"; do
-  "$bin/pathprofd" --config /dev/null --socket "$sock" --max-sessions "$((n + 8))" \
-    --max-sessions-per-admin "$((n + 8))" --log-level warning 2>"$dir/log" &
+  "${PATHPROFD:-$bin/pathprofd}" --config /dev/null --socket "$sock" --max-sessions "$((n + 8))" \
+    --max-sessions-per-admin "$((n + 8))" --max-memory-bytes 68719476736 --log-level warning 2>"$dir/log" &
   daemon=$!
   for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
   sleep 1
   idle=$(rss_mib "$daemon")
   for i in $(seq 0 $((n - 1))); do
-    "$bin/pathctl" start --socket "$sock" --pid "${loops[$((i % 8))]}" --source none >/dev/null
+    "$bin/pathctl" start --socket "$sock" --pid "${loops[$((i % 8))]}" --source none ${START_FLAGS:-} >/dev/null 2>&1
   done
   sleep "$settle"
+  running=$("$bin/pathctl" sessions --socket "$sock" 2>/dev/null | grep -c ' running  ' || true)
   rss=$(rss_mib "$daemon")
   read -r events rings < <(kernel_objects "$daemon")
   per=$(awk -v a="$rss" -v b="$idle" -v n="$n" 'BEGIN {printf "%.0f", (a - b) * 1024 / n}')
-  echo "$n  $idle  $rss  $per  $events  $rings"
+  echo "$n  $running  $idle  $rss  $per  $events  $rings"
   kill "$daemon"
   wait "$daemon" 2>/dev/null || true
   daemon=
