@@ -3,7 +3,6 @@
 // targets' samples, at its own rate, cut to what it asked for.
 #include "pathprof/collectors/shared_stack_sampler.h"
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,16 +10,17 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "common/kernel_objects.h"
+
 namespace pathprof::collectors {
 namespace {
 
-constexpr int kBpfMapTypeRingbuf = 27;  // enum bpf_map_type's BPF_MAP_TYPE_RINGBUF
+using ::pathprof::testing::OpenKernelObjects;
 
 // A child that spins until killed, as `uid` when set (dropping every capability with root).
 pid_t SpinningChild(std::optional<uid_t> uid = std::nullopt) {
@@ -38,32 +38,8 @@ void EndChild(pid_t child) {
   waitpid(child, nullptr, 0);
 }
 
-// This process's perf events and BPF ring buffers, from /proc/self/fd and fdinfo.
-struct OpenKernelObjects {
-  int perf_events = 0;
-  int ring_buffers = 0;
-};
-
 OpenKernelObjects CountOpenKernelObjects() {
-  OpenKernelObjects out;
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return out;
-  while (dirent* e = readdir(dir)) {
-    const std::string fd = e->d_name;
-    if (fd == "." || fd == "..") continue;
-    char target[256] = {};
-    const ssize_t n = readlink(("/proc/self/fd/" + fd).c_str(), target, sizeof(target) - 1);
-    if (n <= 0) continue;
-    const std::string link(target, static_cast<size_t>(n));
-    if (link == "anon_inode:[perf_event]") ++out.perf_events;
-    if (link != "anon_inode:bpf-map") continue;
-    std::ifstream info("/proc/self/fdinfo/" + fd);
-    for (std::string line; std::getline(info, line);)
-      if (line.rfind("map_type:", 0) == 0 && std::stoi(line.substr(9)) == kBpfMapTypeRingbuf)
-        ++out.ring_buffers;
-  }
-  closedir(dir);
-  return out;
+  return ::pathprof::testing::CountOpenKernelObjects(getpid());
 }
 
 // What one subscription received.

@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include "common/kernel_objects.h"
 #include "daemon_harness.h"
 
 namespace pathprof::daemon::testing {
@@ -63,6 +64,39 @@ TEST(DaemonOps, SurvivesClientDisconnectMidStreamAndTargetExit) {
   EXPECT_EQ(paths.rc, 0) << paths.out;
   EXPECT_TRUE(d.Alive());
   EXPECT_EQ(d.Ctl("caps").rc, 0);
+}
+
+// Stack sessions share the daemon's one eBPF sampler: six sessions on two processes, one at
+// 499 Hz, hold one perf event per CPU and one ring buffer in all (a sampler each held six of
+// both), and each gets its own process's samples at its own rate.
+TEST(DaemonOps, StackSessionsShareTheDaemonsOneSampler) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to load eBPF";
+  Daemon d;
+  HotLoop a, b;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i)
+    ids.push_back(StartOn(d, i % 2 == 0 ? a.pid() : b.pid(),
+                          i == 0 ? "--source none -F 499" : "--source none"));
+  const auto open = ::pathprof::testing::CountOpenKernelObjects(d.pid());
+  EXPECT_EQ(open.perf_events, sysconf(_SC_NPROCESSORS_ONLN));
+  EXPECT_EQ(open.ring_buffers, 1);
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  for (const std::string& id : ids) EXPECT_EQ(d.Ctl("stop " + id).rc, 0);
+  std::vector<double> samples;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto r = d.Ctl("stats " + ids[i] + " --json");
+    std::smatch m;
+    ASSERT_TRUE(
+        std::regex_search(r.out, m, std::regex(R"re("pid":(\d+),"stack_samples":"(\d+)")re")))
+        << r.out;
+    EXPECT_EQ(std::stoi(m[1]), i % 2 == 0 ? a.pid() : b.pid()) << r.out;
+    samples.push_back(std::stod(m[2]));
+    EXPECT_GT(samples.back(), 100) << r.out;
+  }
+  // Session 0 at 499 Hz against session 2 at 99 Hz on the same process, started up to a second
+  // later (sanitizer builds start pathctl slowly): about five times as many.
+  EXPECT_GT(samples[0] / samples[2], 3.5) << samples[0] << " against " << samples[2];
+  EXPECT_LT(samples[0] / samples[2], 8.0) << samples[0] << " against " << samples[2];
 }
 
 TEST(DaemonOps, SigtermStopsSessionsAndReleasesTracees) {
