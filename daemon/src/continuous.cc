@@ -191,9 +191,13 @@ void ContinuousProfiler::Window(int64_t start_ns) {
   std::vector<Running> running;
   uint64_t seq = 0;
   for (Series& s : series) {
+    // No selector and stacks only: the whole host, each process joining on its first sample
+    // (one born mid-window is in that window), up to max_pids processes.
+    const bool whole_host = s.unit.empty() && s.cgroup.empty() && s.executable.empty() &&
+                            source == pipeline::SourceChoice::kNone;
     std::vector<uint32_t> pids;
     uint64_t over = 0;
-    for (uint32_t pid : s.pids) {
+    for (uint32_t pid : whole_host ? std::vector<uint32_t>{} : s.pids) {
       if (pid == self || kill(static_cast<pid_t>(pid), 0) != 0) continue;  // never ourselves
       if (pids.size() >= config_.max_pids) {
         ++over;
@@ -203,12 +207,17 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     }
     std::lock_guard<std::mutex> lock(mu_);
     pids_over_limit_ += over;
-    if (pids.empty()) {
+    if (pids.empty() && !whole_host) {
       ++empty_series_;
       continue;
     }
     pipeline::SessionConfig sc;
-    sc.pids = pids;
+    if (whole_host) {
+      sc.every_process = true;
+      sc.max_descendants = static_cast<uint32_t>(config_.max_pids);
+    } else {
+      sc.pids = pids;
+    }
     sc.source = source;
     sc.sampling.stack_hz = config_.stack_hz;
     stepping::ParseStepRequest(config_.step_mode, &sc.sampling.step_mode);

@@ -1,6 +1,7 @@
 #include "pathprof/pipeline/session.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -202,9 +203,11 @@ struct Session::Impl {
     std::lock_guard<std::mutex> lock(mu);
     auto it = stores.find(pid);
     if (it != stores.end()) return it->second.get();
-    // Only the sampler's in-kernel filter admits other pids, and with follow_children only
-    // descendants of the targets: the first sample of one makes its store.
-    if (!config.follow_children) return nullptr;
+    // Only the sampler's in-kernel filter admits other pids: with follow_children only
+    // descendants of the targets, with every_process any process but this one. The first sample
+    // of one makes its store.
+    if (!config.follow_children && !config.every_process) return nullptr;
+    if (config.every_process && pid == static_cast<uint32_t>(getpid())) return nullptr;
     if (descendants >= config.max_descendants) {
       ++descendants_over_limit;
       return nullptr;
@@ -216,6 +219,14 @@ struct Session::Impl {
     live_descendants.insert(pid);
     return stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store)))
         .first->second.get();
+  }
+
+  // The session's losses that belong to no one process go to its first (a target, or with
+  // every_process the first process that was sampled); none before any store exists.
+  ProfileStore* FirstStore() {
+    if (!config.pids.empty()) return Lookup(config.pids.front());
+    std::lock_guard<std::mutex> lock(mu);
+    return stores.empty() ? nullptr : stores.begin()->second.get();
   }
 
   // A followed child that exited: its profile is kept; its pid leaves the kernel's filter
@@ -244,13 +255,15 @@ struct Session::Impl {
     if (sampler) {
       const collectors::StackSubscriptionStats st = sampler->stats();
       // The session's losses (its targets' in the host's ring) go to the first target.
-      if (ProfileStore* first = Lookup(config.pids.front())) {
+      if (ProfileStore* first = FirstStore()) {
         uint64_t over_limit = 0;
         {
           std::lock_guard<std::mutex> lock(mu);
           over_limit = std::exchange(descendants_over_limit, 0);
         }
-        if (over_limit > 0) first->accounting().drops.Add("descendant_limit", over_limit);
+        if (over_limit > 0)
+          first->accounting().drops.Add(config.every_process ? "process_limit" : "descendant_limit",
+                                        over_limit);
         if (st.stack_copies_failed > sampler_seen.stack_copies_failed)
           first->accounting().decode_errors.Add(
               "stack_copy_failed", st.stack_copies_failed - sampler_seen.stack_copies_failed);
@@ -261,8 +274,8 @@ struct Session::Impl {
           first->accounting().drops.Add(
               "stack_after_privilege_gain",
               st.filtered_credentials - sampler_seen.filtered_credentials);
+        sampler_seen = st;  // losses before the first store are told to it once it exists
       }
-      sampler_seen = st;
     }
     for (auto& [pid, collector] : bursts) {
       const stepping::PtraceBurstStats st =
@@ -360,7 +373,7 @@ struct Session::Impl {
     DrainSampler();
     AccountCollectors(&final);
     if (const uint64_t late = windows_after_revocation.load(); late > 0)
-      if (ProfileStore* first = Lookup(config.pids.front()))
+      if (ProfileStore* first = FirstStore())
         first->accounting().drops.Add("window_after_privilege_gain", late);
     sampler.reset();
     lbr.clear();
@@ -406,7 +419,7 @@ struct Session::Impl {
         return;
       }
       NoteDescendantExits();
-      bool any_alive = false;
+      bool any_alive = config.every_process;  // runs until stopped
       for (uint32_t pid : config.pids) {
         if (ProcessAlive(pid)) {
           any_alive = true;

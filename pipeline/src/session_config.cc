@@ -63,7 +63,16 @@ bool ParseCallGraphSpec(std::string_view spec, CallGraph* out, uint32_t* stack_c
 
 Status SessionConfig::Validate() const {
   auto bad = [](std::string msg) { return Status(ErrorCode::kInvalidArgument, std::move(msg)); };
-  if (pids.empty()) return bad("session config: no target pid; give at least one process id");
+  if (every_process) {
+    if (!pids.empty()) return bad("session config: every process, or a list of pids, not both");
+    if (source != SourceChoice::kNone)
+      return bad(
+          "session config: every process takes stacks only (source none): branch "
+          "sources trace the processes a session names");
+    if (confine_to_uid) return bad("session config: only an admin profiles every process");
+  } else if (pids.empty()) {
+    return bad("session config: no target pid; give at least one process id");
+  }
   for (uint32_t pid : pids)
     if (pid == 0) return bad("session config: pid 0 is not a process");
   if (engine.max_path_length < 1 || engine.max_path_length > 64)
@@ -111,7 +120,7 @@ uint64_t SessionConfig::MemoryBoundBytes() const {
   const uint64_t stack_entry =
       1200 + (sampling.call_graph == CallGraph::kDwarf ? sampling.stack_copy_bytes : 0);
   const uint64_t processes =
-      std::max<uint64_t>(1, pids.size()) + (follow_children ? max_descendants : 0);
+      std::max<uint64_t>(1, pids.size()) + (follow_children || every_process ? max_descendants : 0);
   return per_process * processes + uint64_t{queues.stack_queue} * stack_entry;
 }
 

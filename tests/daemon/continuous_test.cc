@@ -2,8 +2,10 @@
 // pathprofd rotating short windows into a bounded archive and pushing them to a fake Pyroscope.
 #include <dirent.h>
 #include <gtest/gtest.h>
+
 #include <httplib.h>
 #include <sys/stat.h>
+#include <algorithm>
 
 #include <mutex>
 #include <thread>
@@ -162,6 +164,54 @@ std::vector<std::string> ArchiveFiles(const std::string& dir, const std::string&
     closedir(d);
   }
   return out;
+}
+
+// The whole host, stacks only (no selector, source none): one session over every process, each
+// joining on its first sample, so a process started a second into a window is in that window's
+// profile, not only from the next window on (the pid list of the window's start missed it).
+TEST(ContinuousDaemonTest, AProcessBornMidWindowIsInThatWindow) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to load eBPF";
+  char tmpl[] = "/tmp/pathprof-wholehost-XXXXXX";
+  const std::string work = mkdtemp(tmpl);
+  const std::string name = "born" + std::to_string(getpid());
+  const std::string exe = work + "/" + name;
+  ASSERT_EQ(Sh("cp " + testing::kBin + "/example_hotloop " + exe).rc, 0);
+  const std::string archive = work + "/windows";
+  pid_t loop = -1;
+  int64_t born_ns = 0;
+  {
+    Daemon daemon(
+        "[continuous]\nenabled = true\nwindow_s = 4\nstack_hz = 99\n"
+        "source = \"none\"\narchive_dir = \"" +
+        archive + "\"\nkeep_windows = 10\n");
+    ASSERT_TRUE(daemon.Ready()) << daemon.Log();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    born_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    loop = testing::Spawn({exe, "0"});
+    ASSERT_GT(loop, 0);
+    uint64_t bytes = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (ArchiveFiles(archive, ".pb.gz", &bytes).empty() &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    EXPECT_EQ(daemon.Signal(SIGTERM), 0) << daemon.Log();
+  }
+  kill(loop, SIGKILL);
+  waitpid(loop, nullptr, 0);
+  uint64_t bytes = 0;
+  auto profiles = ArchiveFiles(archive, ".pb.gz", &bytes);
+  ASSERT_FALSE(profiles.empty()) << "no window archived in 60 s";
+  std::sort(profiles.begin(), profiles.end());  // named by start time, zero-padded
+  const std::string first = profiles.front();
+  const std::string stem = first.substr(first.rfind('/') + 1);
+  const int64_t start_ns = std::stoll(stem.substr(0, 20));
+  EXPECT_LT(start_ns, born_ns) << "the first window started after the process did";
+  // The process's executable is a mapping of that window's profile (its string table).
+  auto found = Sh("zcat " + first + " | grep -a -c " + name);
+  EXPECT_GT(std::atoi(found.out.c_str()), 0) << first << " does not name " << exe;
+  Sh("rm -rf " + work);
 }
 
 TEST(ContinuousDaemonTest, RotatesWindowsIntoABoundedArchiveAndPushesThem) {

@@ -191,6 +191,27 @@ TEST(SessionConfigTest, ValidateNamesTheBadField) {
 
 // perf's spelling of the stack copy: "dwarf,SIZE" sets both; a size out of range, on "fp", or
 // with a unit is not one.
+// Every process: no pids, stacks only, an admin's; its memory bound counts max_descendants
+// processes, as many as it may make stores for.
+TEST(SessionConfigTest, EveryProcessIsAnAdminsStacksOnlySessionWithoutPids) {
+  pl::SessionConfig c;
+  c.every_process = true;
+  c.source = pl::SourceChoice::kNone;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  pl::SessionConfig one = c;
+  one.every_process = false;
+  one.pids = {1};
+  EXPECT_GT(c.MemoryBoundBytes(), 2 * one.MemoryBoundBytes());
+  c.pids = {1};
+  EXPECT_NE(c.Validate().message().find("not both"), std::string::npos);
+  c.pids.clear();
+  c.source = pl::SourceChoice::kAuto;
+  EXPECT_NE(c.Validate().message().find("stacks only"), std::string::npos);
+  c.source = pl::SourceChoice::kNone;
+  c.confine_to_uid = 1000;
+  EXPECT_NE(c.Validate().message().find("only an admin"), std::string::npos);
+}
+
 TEST(SessionConfigTest, CallGraphSpecTakesPerfsDwarfSize) {
   pl::CallGraph g = pl::CallGraph::kFramePointers;
   uint32_t bytes = 0;

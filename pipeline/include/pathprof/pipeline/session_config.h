@@ -136,6 +136,10 @@ struct SessionConfig {
   // stores are made; samples of further ones are counted ("descendant_limit").
   bool follow_children = kSessionDefaults.follow_children;
   uint32_t max_descendants = kSessionDefaults.max_descendants;
+  // Every process on the host (stacks only; pids empty): a process joins on its first sample,
+  // with a store of its own, up to max_descendants processes (the rest counted as
+  // process_limit); the session runs until stopped. For the daemon's continuous mode.
+  bool every_process = false;
   // Branches each process keeps, newest windows first, for `pathctl export --format
   // bolt|perf-lbr SESSION`; older windows are dropped and counted ("export_window_evicted").
   uint32_t export_branch_events = 1u << 16;
