@@ -246,13 +246,15 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     for (const auto& t : r.session->Stats()) before_stop += t.stack_samples;
     r.session->Stop();
     uint64_t samples = 0, drops = 0;
-    for (const auto& t : r.session->Stats()) {
+    const auto stats = r.session->Stats();  // one per process sampled (the whole host: joined)
+    for (const auto& t : stats) {
       samples += t.stack_samples;
       for (const auto& [reason, n] : t.drops) drops += n;
     }
     Log(kLogDebug,
-        "continuous: window of %zu pid(s): %llu stack samples (%llu before stop), %llu dropped",
-        r.series.pids.size(), static_cast<unsigned long long>(samples),
+        "continuous: window of %zu process(es): %llu stack samples (%llu before stop), %llu "
+        "dropped",
+        stats.size(), static_cast<unsigned long long>(samples),
         static_cast<unsigned long long>(before_stop), static_cast<unsigned long long>(drops));
     auto pprof = r.session->ExportPprof(source != pipeline::SourceChoice::kNone);
     r.session.reset();

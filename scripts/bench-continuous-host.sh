@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# System-wide continuous mode's cost (docs/performance.md): BUSY example_hotloop processes, and
+# pathprofd profiling the whole host (no selector, stacks only) at HZ in 10 s windows; the
+# daemon's CPU over SECONDS (after a warm-up window), and each window's samples and drops from
+# its debug log.
+# usage: scripts/bench-continuous-host.sh [BUILD_DIR] [BUSY] [HZ] [SECONDS]
+#        (default: build, 50, 19, 40)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="${1:-$root/build}/bin"
+busy="${2:-50}"
+hz="${3:-19}"
+seconds="${4:-40}"
+dir="$(mktemp -d /tmp/pathprofd-host-XXXXXX)"
+loops=()
+cleanup() {
+  for p in "${loops[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+for _ in $(seq "$busy"); do
+  "$bin/example_hotloop" 0 >/dev/null &
+  loops+=($!)
+done
+cat >"$dir/pathprofd.toml" <<TOML
+[continuous]
+enabled = true
+window_s = 10
+stack_hz = $hz
+source = "none"
+archive_dir = "$dir/windows"
+keep_windows = 100
+TOML
+"$bin/pathprofd" --config "$dir/pathprofd.toml" --socket "$dir/sock" --log-level debug \
+  2>"$dir/log" &
+daemon=$!
+sleep 12  # the first window: images loaded, symbols read
+t0=$(cpu_ticks "$daemon")
+sleep "$seconds"
+t1=$(cpu_ticks "$daemon")
+hz_ticks=$(getconf CLK_TCK)
+cpus=$(nproc)
+awk -v d="$((t1 - t0))" -v s="$seconds" -v t="$hz_ticks" -v c="$cpus" -v b="$busy" -v h="$hz" \
+  'BEGIN {cpu = d / t / s * 100;
+          printf "host: %d CPUs; %d busy processes; %d Hz\n", c, b, h;
+          printf "daemon CPU: %.2f%% of one core (%.2f%% per CPU sampled)\n", cpu, cpu / c}'
+grep -o 'continuous: window of [0-9]* process(es): [0-9]* stack samples ([0-9]* before stop), [0-9]* dropped' \
+  "$dir/log" || true
+echo "windows archived: $(ls "$dir/windows" 2>/dev/null | grep -c '\.pb\.gz$' || true)"
