@@ -167,24 +167,32 @@ Result<uint32_t> EbpfStackSampler::RingBytesFor(const EbpfSamplerConfig& cfg) {
   return ring;
 }
 
+Status CheckStackFrequency(int hz) {
+  if (hz < 1 || hz > 100000)
+    return Error(ErrorCode::kInvalidArgument, "stack sampling frequency " + std::to_string(hz) +
+                                                  " Hz is out of range (1..100000)");
+  return Status::Ok();
+}
+
+Status CheckStackCopyBytes(uint32_t bytes) {
+  if (bytes < kMinStackCopyBytes || bytes > kMaxStackCopyBytes)
+    return Error(ErrorCode::kInvalidArgument,
+                 "stack copy of " + std::to_string(bytes) + " bytes is out of range (" +
+                     std::to_string(kMinStackCopyBytes) + ".." +
+                     std::to_string(kMaxStackCopyBytes) + ", as perf's --call-graph dwarf,SIZE)");
+  return Status::Ok();
+}
+
 EbpfStackSampler::EbpfStackSampler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EbpfStackSampler::~EbpfStackSampler() = default;
 
 Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamplerConfig& cfg) {
-  if (cfg.frequency_hz < 1 || cfg.frequency_hz > 100000)
-    return Error(ErrorCode::kInvalidArgument, "stack sampling frequency " +
-                                                  std::to_string(cfg.frequency_hz) +
-                                                  " Hz is out of range (1..100000)");
+  PATHPROF_RETURN_IF_ERROR(CheckStackFrequency(cfg.frequency_hz));
   if (cfg.pids.size() > PATHPROF_MAX_TARGET_PIDS)
     return Error(
         ErrorCode::kInvalidArgument,
         "at most " + std::to_string(PATHPROF_MAX_TARGET_PIDS) + " target pids per sampler");
-  if (cfg.copy_user_stacks &&
-      (cfg.stack_copy_bytes < kMinStackCopyBytes || cfg.stack_copy_bytes > kMaxStackCopyBytes))
-    return Error(ErrorCode::kInvalidArgument,
-                 "stack copy of " + std::to_string(cfg.stack_copy_bytes) +
-                     " bytes is out of range (" + std::to_string(kMinStackCopyBytes) + ".." +
-                     std::to_string(kMaxStackCopyBytes) + ", as perf's --call-graph dwarf,SIZE)");
+  if (cfg.copy_user_stacks) PATHPROF_RETURN_IF_ERROR(CheckStackCopyBytes(cfg.stack_copy_bytes));
   static_assert(kMaxStackCopyBytes == PATHPROF_STACK_COPY_MAX_PAGES * PATHPROF_STACK_PAGE);
   PATHPROF_ASSIGN_OR_RETURN(auto cpus, OnlineCpus());
 
@@ -254,12 +262,7 @@ Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
                                                   " Hz: the sampler's events run at " +
                                                   std::to_string(impl_->frequency_hz) +
                                                   " Hz (raise it first)");
-  if (t.stack_copy_bytes != 0 &&
-      (t.stack_copy_bytes < kMinStackCopyBytes || t.stack_copy_bytes > kMaxStackCopyBytes))
-    return Error(ErrorCode::kInvalidArgument,
-                 "stack copy of " + std::to_string(t.stack_copy_bytes) +
-                     " bytes is out of range (" + std::to_string(kMinStackCopyBytes) + ".." +
-                     std::to_string(kMaxStackCopyBytes) + ", as perf's --call-graph dwarf,SIZE)");
+  if (t.stack_copy_bytes != 0) PATHPROF_RETURN_IF_ERROR(CheckStackCopyBytes(t.stack_copy_bytes));
   stack_target v{};
   v.root = t.root;
   v.hz = static_cast<__u32>(t.hz);
@@ -345,9 +348,7 @@ StackTargetCounters EbpfStackSampler::CountersOf(uint32_t root) const {
 }
 
 Status EbpfStackSampler::SetFrequency(int hz) {
-  if (hz < 1 || hz > 100000)
-    return Error(ErrorCode::kInvalidArgument, "stack sampling frequency " + std::to_string(hz) +
-                                                  " Hz is out of range (1..100000)");
+  PATHPROF_RETURN_IF_ERROR(CheckStackFrequency(hz));
   if (hz == impl_->frequency_hz) return Status::Ok();
   // New events at the new rate replace the old ones (a gap of a few hundred microseconds).
   // PERF_EVENT_IOC_PERIOD would change the rate in place, but on Linux 6.18 with cpu-clock

@@ -212,16 +212,8 @@ std::mutex g_host_mu;
 std::weak_ptr<StackSubscription::Host> g_host;
 
 Status ValidateSettings(const StackSubscriptionSettings& s) {
-  if (s.frequency_hz < 1 || s.frequency_hz > 100000)
-    return Error(ErrorCode::kInvalidArgument, "stack sampling frequency " +
-                                                  std::to_string(s.frequency_hz) +
-                                                  " Hz is out of range (1..100000)");
-  if (s.stack_copy_bytes != 0 &&
-      (s.stack_copy_bytes < kMinStackCopyBytes || s.stack_copy_bytes > kMaxStackCopyBytes))
-    return Error(ErrorCode::kInvalidArgument,
-                 "stack copy of " + std::to_string(s.stack_copy_bytes) +
-                     " bytes is out of range (" + std::to_string(kMinStackCopyBytes) + ".." +
-                     std::to_string(kMaxStackCopyBytes) + ", as perf's --call-graph dwarf,SIZE)");
+  PATHPROF_RETURN_IF_ERROR(CheckStackFrequency(s.frequency_hz));
+  if (s.stack_copy_bytes != 0) PATHPROF_RETURN_IF_ERROR(CheckStackCopyBytes(s.stack_copy_bytes));
   if (std::find(s.pids.begin(), s.pids.end(), kEveryProcess) != s.pids.end())
     return Error(ErrorCode::kInvalidArgument, "pid 0 is not a process to sample");
   return Status::Ok();

@@ -46,6 +46,9 @@ inline constexpr uint32_t kMinStackCopyBytes = 4096;
 inline constexpr uint32_t kMaxStackCopyBytes = 65536;
 inline constexpr uint32_t kDefaultStackCopyBytes = 16384;
 inline constexpr uint32_t kUidNotPlain = 0xffffffffu;
+// The one check of each bound, with the message every caller gives.
+Status CheckStackFrequency(int hz);           // 1..100000 Hz
+Status CheckStackCopyBytes(uint32_t bytes);   // kMinStackCopyBytes..kMaxStackCopyBytes
 inline constexpr uint32_t kEveryProcess = 0;  // the target that stands for every process
 
 // What the sampler does for one process (or, for kEveryProcess, any process without a target of
