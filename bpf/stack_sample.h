@@ -14,7 +14,7 @@
 #define PATHPROF_STACK_PAGE 4096
 #define PATHPROF_UNWIND_REGS \
   17  // x86-64 DWARF registers 0-16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip
-#define PATHPROF_KEEP_ALL 0xffffffffu      // stack_target.keep: every sample of the target
+#define PATHPROF_KEEP_ALL 0xffffffffu       // stack_target.keep: every sample of the target
 #define PATHPROF_UID_NOT_PLAIN 0xffffffffu  // stack_sample.plain_uid: uids differ, or capabilities
 #define PATHPROF_EVERY_PROCESS 0u           // the targets key that stands for every process
 
@@ -41,11 +41,11 @@ struct stack_target {
   __u32 hz;    // the rate the target is sampled at (the events' rate, thinned by keep)
   __u32 keep;  // a sample is kept when bpf_get_prandom_u32() < keep; PATHPROF_KEEP_ALL: always
   __u32 only_uid;
-  __u64 cgroup_id;        // 0: any cgroup
-  __u8 confined;          // only tasks whose every uid is only_uid and that hold no capability
-  __u8 kernel_stacks;     // copy the kernel stack too
-  __u8 stack_pages;       // user stack pages copied for DWARF unwinding (0: none)
-  __u8 follow_children;   // a fork adds the child with this entry (same root)
+  __u64 cgroup_id;       // 0: any cgroup
+  __u8 confined;         // only tasks whose every uid is only_uid and that hold no capability
+  __u8 kernel_stacks;    // copy the kernel stack too
+  __u8 stack_pages;      // user stack pages copied for DWARF unwinding (0: none)
+  __u8 follow_children;  // a fork adds the child with this entry (same root)
   __u32 pad;
 };
 
@@ -66,7 +66,7 @@ struct stack_sample {
   __s32 user_bytes;    // bytes of user[] filled, or a negative errno
   __s32 kernel_bytes;  // bytes of kernel[] filled, or a negative errno
   __u32 root;          // the target entry's root: the pid a session asked for (0: every process)
-  __u64 time_ns;  // bpf_ktime_get_ns (CLOCK_MONOTONIC)
+  __u64 time_ns;       // bpf_ktime_get_ns (CLOCK_MONOTONIC)
   __u64 period;
   __u64 cgroup_id;  // the task's cgroup v2 id
   __u32 hz;         // the rate this target was sampled at
