@@ -24,7 +24,7 @@ struct StackSubscription::Member {
   // Each root's counters when it joined, and what roots that left had counted.
   std::map<uint32_t, StackTargetCounters> baseline;
   StackTargetCounters retired;
-  EbpfSamplerStats host_baseline;  // an every-process subscription counts the host's losses
+  StackTargetCounters host_baseline;  // an every-process subscription counts the host's losses
 
   bool every() const { return settings.pids.empty(); }
 };
@@ -37,6 +37,12 @@ StackTargetCounters Minus(const StackTargetCounters& a, const StackTargetCounter
           d(a.filtered_credentials, b.filtered_credentials),
           d(a.stack_copies_failed, b.stack_copies_failed),
           d(a.stack_copies_short, b.stack_copies_short)};
+}
+
+// The host's counters, for an every-process subscription.
+StackTargetCounters HostCounters(const EbpfSamplerStats& st) {
+  return {st.submitted, st.ringbuf_full, st.filtered_credentials, st.stack_copies_failed,
+          st.stack_copies_short};
 }
 
 void Add(StackTargetCounters* to, const StackTargetCounters& c) {
@@ -137,6 +143,7 @@ struct StackSubscription::Host {
 
   // One record to the members it belongs to. Under mu.
   void Route(const RawStackSample& sample) {
+    const uint32_t reach = sample.stack.empty() ? 0 : Reach(sample);
     for (const auto& m : members) {
       const StackSubscriptionSettings& s = m->settings;
       bool mine;
@@ -158,7 +165,7 @@ struct StackSubscription::Host {
       }
       ++m->delivered;
       const bool cut_kernel = !s.kernel_stacks && !sample.kernel.empty();
-      const bool cut_stack = !sample.stack.empty() && Reach(sample) > s.stack_copy_bytes;
+      const bool cut_stack = reach > s.stack_copy_bytes;
       if (!cut_kernel && !cut_stack) {
         m->sink(sample);
         continue;
@@ -201,8 +208,6 @@ struct StackSubscription::Host {
       Drain();
     }
   }
-
-  StackTargetCounters CountersOfRoot(uint32_t root) const { return sampler->CountersOf(root); }
 };
 
 namespace {
@@ -252,8 +257,6 @@ Result<std::unique_ptr<StackSubscription>> StackSubscription::Start(
       PATHPROF_ASSIGN_OR_RETURN(auto sampler, EbpfStackSampler::Start(config));
       host = std::make_shared<Host>();
       host->sampler = std::move(sampler);
-      for (uint32_t pid : settings.pids) host->roots_in_kernel.insert(pid);
-      if (settings.pids.empty()) host->roots_in_kernel.insert(kEveryProcess);
       Host* h = host.get();
       host->reader = std::thread([h] { h->ReadLoop(); });
       g_host = host;
@@ -265,8 +268,8 @@ Result<std::unique_ptr<StackSubscription>> StackSubscription::Start(
   member->roots.insert(settings.pids.begin(), settings.pids.end());
   if (settings.follow_children) member->lineages = member->roots;
   std::lock_guard<std::mutex> lock(host->mu);
-  for (uint32_t root : member->roots) member->baseline[root] = host->CountersOfRoot(root);
-  member->host_baseline = host->sampler->stats();
+  for (uint32_t root : member->roots) member->baseline[root] = host->sampler->CountersOf(root);
+  member->host_baseline = HostCounters(host->sampler->stats());
   host->members.push_back(member);
   if (Status st = host->Reconfigure(); !st.ok()) {
     host->members.pop_back();
@@ -289,7 +292,7 @@ Status StackSubscription::AddPid(uint32_t pid) {
   if (member_->every()) return Status::Ok();  // it has every process already
   if (!member_->roots.insert(pid).second) return Status::Ok();
   if (member_->settings.follow_children) member_->lineages.insert(pid);
-  if (!member_->baseline.contains(pid)) member_->baseline[pid] = host_->CountersOfRoot(pid);
+  if (!member_->baseline.contains(pid)) member_->baseline[pid] = host_->sampler->CountersOf(pid);
   return host_->Reconfigure();
 }
 
@@ -304,7 +307,7 @@ Status StackSubscription::RemovePid(uint32_t pid) {
   }
   // A followed root's children stay this subscription's, and its counters with them.
   if (!member_->lineages.contains(pid)) {
-    Add(&member_->retired, Minus(host_->CountersOfRoot(pid), member_->baseline[pid]));
+    Add(&member_->retired, Minus(host_->sampler->CountersOf(pid), member_->baseline[pid]));
     member_->baseline.erase(pid);
   }
   return host_->Reconfigure();
@@ -323,16 +326,11 @@ StackSubscriptionStats StackSubscription::stats() const {
   StackTargetCounters c = m.retired;
   if (m.every()) {
     // Every process: the host's losses are this subscription's.
-    StackTargetCounters now{host.submitted, host.ringbuf_full, host.filtered_credentials,
-                            host.stack_copies_failed, host.stack_copies_short};
-    StackTargetCounters then{m.host_baseline.submitted, m.host_baseline.ringbuf_full,
-                             m.host_baseline.filtered_credentials,
-                             m.host_baseline.stack_copies_failed,
-                             m.host_baseline.stack_copies_short};
-    Add(&c, Minus(now, then));
+    Add(&c, Minus(HostCounters(host), m.host_baseline));
   } else {
     // Its roots and the lineages of followed roots that exited.
-    for (const auto& [root, base] : m.baseline) Add(&c, Minus(host_->CountersOfRoot(root), base));
+    for (const auto& [root, base] : m.baseline)
+      Add(&c, Minus(host_->sampler->CountersOf(root), base));
   }
   out.delivered = m.delivered;
   out.ringbuf_full = c.ringbuf_full;

@@ -197,13 +197,15 @@ void ContinuousProfiler::Window(int64_t start_ns) {
                             source == pipeline::SourceChoice::kNone;
     std::vector<uint32_t> pids;
     uint64_t over = 0;
-    for (uint32_t pid : whole_host ? std::vector<uint32_t>{} : s.pids) {
-      if (pid == self || kill(static_cast<pid_t>(pid), 0) != 0) continue;  // never ourselves
-      if (pids.size() >= config_.max_pids) {
-        ++over;
-        continue;
+    if (!whole_host) {  // the whole host has no list: its processes join as they are sampled
+      for (uint32_t pid : s.pids) {
+        if (pid == self || kill(static_cast<pid_t>(pid), 0) != 0) continue;  // never ourselves
+        if (pids.size() >= config_.max_pids) {
+          ++over;
+          continue;
+        }
+        pids.push_back(pid);
       }
-      pids.push_back(pid);
     }
     std::lock_guard<std::mutex> lock(mu_);
     pids_over_limit_ += over;

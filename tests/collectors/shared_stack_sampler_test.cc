@@ -64,6 +64,14 @@ void WaitFor(const std::function<bool()>& done, int seconds = 20) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
+// A subscription to one process at `hz`, the rest as the defaults.
+StackSubscriptionSettings OneProcess(pid_t pid, int hz) {
+  StackSubscriptionSettings s;
+  s.pids = {static_cast<uint32_t>(pid)};
+  s.frequency_hz = hz;
+  return s;
+}
+
 long OnlineCpuCount() {
   return sysconf(_SC_NPROCESSORS_ONLN);
 }
@@ -94,9 +102,7 @@ TEST(SharedStackSampler, EightSessionsShareOneEventPerCpuAndOneRing) {
   std::vector<std::unique_ptr<Received>> got;
   std::vector<std::unique_ptr<StackSubscription>> subs;
   for (int i = 0; i < 8; ++i) {
-    StackSubscriptionSettings s;
-    s.pids = {static_cast<uint32_t>(children[i % 4])};
-    s.frequency_hz = 199;
+    const StackSubscriptionSettings s = OneProcess(children[i % 4], 199);
     got.push_back(std::make_unique<Received>());
     auto sub = StackSubscription::Start(s, got.back()->Sink());
     ASSERT_TRUE(sub.ok()) << sub.status().ToString();
@@ -132,9 +138,7 @@ TEST(SharedStackSampler, EachSessionGetsItsOwnRateOfTheSameSamples) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
   const pid_t child = SpinningChild();
   Received fast, slow;
-  StackSubscriptionSettings s;
-  s.pids = {static_cast<uint32_t>(child)};
-  s.frequency_hz = 499;
+  StackSubscriptionSettings s = OneProcess(child, 499);
   auto a = StackSubscription::Start(s, fast.Sink());
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   s.frequency_hz = 99;
@@ -171,9 +175,7 @@ TEST(SharedStackSampler, EachSessionGetsTheStackCopyItAskedFor) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
   const pid_t child = SpinningChild();
   Received big, small, none;
-  StackSubscriptionSettings s;
-  s.pids = {static_cast<uint32_t>(child)};
-  s.frequency_hz = 199;
+  StackSubscriptionSettings s = OneProcess(child, 199);
   s.stack_copy_bytes = 65536;
   auto a = StackSubscription::Start(s, big.Sink());
   s.stack_copy_bytes = 4096;
@@ -210,9 +212,7 @@ TEST(SharedStackSampler, ConfinedSessionsGetOnlyTheirUsersSamples) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another user";
   const pid_t child = SpinningChild(65534);
   Received own, other, admin;
-  StackSubscriptionSettings s;
-  s.pids = {static_cast<uint32_t>(child)};
-  s.frequency_hz = 199;
+  StackSubscriptionSettings s = OneProcess(child, 199);
   s.only_uid = 65534;
   auto a = StackSubscription::Start(s, own.Sink());
   s.only_uid = 1234;
@@ -259,9 +259,7 @@ TEST(SharedStackSampler, AFollowedChildOutlivesItsParentAndReachesOnlyItsFollowe
     _exit(0);  // the child lives on, reparented
   }
   Received follower, other;
-  StackSubscriptionSettings s;
-  s.pids = {static_cast<uint32_t>(parent)};
-  s.frequency_hz = 199;
+  StackSubscriptionSettings s = OneProcess(parent, 199);
   s.follow_children = true;
   auto a = StackSubscription::Start(s, follower.Sink());
   s.follow_children = false;
