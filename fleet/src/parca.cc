@@ -5,46 +5,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
+#include "grpc_channel.h"
 #include "parca/profilestore/v1alpha1/profilestore.grpc.pb.h"
 
 namespace pathprof::fleet {
 
 namespace pb = parca::profilestore::v1alpha1;
-
-namespace {
-
-Result<std::string> ReadPem(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error(ErrorCode::kNotFound,
-                 std::string("parca ") + what + " '" + path + "' cannot be read: check the path");
-  }
-  std::ostringstream data;
-  data << in.rdbuf();
-  return data.str();
-}
-
-SendOutcome::Kind Classify(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return SendOutcome::Kind::kOk;
-    // Transient: the server is down, overloaded, restarting, or the call ran out of time.
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::ABORTED:
-    case grpc::StatusCode::INTERNAL:
-    case grpc::StatusCode::UNKNOWN:
-      return SendOutcome::Kind::kRetryable;
-    default:  // INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED, UNIMPLEMENTED, ...
-      return SendOutcome::Kind::kPermanent;
-  }
-}
-
-}  // namespace
 
 pb::WriteRawRequest BuildParcaRequest(const ParcaOptions& options, const ProfileWindow& window) {
   LabelSet labels = window.labels;
@@ -75,28 +42,8 @@ Result<std::unique_ptr<ParcaSink>> ParcaSink::Create(ParcaOptions options) {
   if (options.target.empty()) {
     return Error(ErrorCode::kInvalidArgument, "parca target is empty: give host:port");
   }
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (options.use_tls) {
-    grpc::SslCredentialsOptions ssl;
-    if (!options.tls.ca_file.empty()) {
-      PATHPROF_ASSIGN_OR_RETURN(std::string pem, ReadPem(options.tls.ca_file, "CA file"));
-      ssl.pem_root_certs = pem;
-    }
-    if (options.tls.client_cert.empty() != options.tls.client_key.empty()) {
-      return Error(ErrorCode::kInvalidArgument,
-                   "parca mutual TLS needs both client_cert and client_key");
-    }
-    if (!options.tls.client_cert.empty()) {
-      PATHPROF_ASSIGN_OR_RETURN(std::string cert,
-                                ReadPem(options.tls.client_cert, "client certificate"));
-      PATHPROF_ASSIGN_OR_RETURN(std::string key, ReadPem(options.tls.client_key, "client key"));
-      ssl.pem_cert_chain = cert;
-      ssl.pem_private_key = key;
-    }
-    credentials = grpc::SslCredentials(ssl);
-  } else {
-    credentials = grpc::InsecureChannelCredentials();
-  }
+  PATHPROF_ASSIGN_OR_RETURN(auto credentials,
+                            MakeChannelCredentials("parca", options.use_tls, options.tls));
   auto impl = std::make_unique<Impl>();
   impl->stub = pb::ProfileStoreService::NewStub(grpc::CreateChannel(options.target, credentials));
   impl->options = std::move(options);
@@ -107,13 +54,10 @@ SendOutcome ParcaSink::Send(const ProfileWindow& window) {
   const pb::WriteRawRequest request = BuildParcaRequest(impl_->options, window);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + impl_->options.timeout);
-  if (!impl_->options.bearer_token.empty()) {
-    context.AddMetadata("authorization", "Bearer " + impl_->options.bearer_token);
-  }
-  for (const auto& [key, value] : impl_->options.extra_metadata) context.AddMetadata(key, value);
+  AddCallMetadata(context, impl_->options.bearer_token, impl_->options.extra_metadata);
   pb::WriteRawResponse response;
   const grpc::Status status = impl_->stub->WriteRaw(&context, request, &response);
-  const SendOutcome::Kind kind = Classify(status.error_code());
+  const SendOutcome::Kind kind = ClassifyGrpcStatus(status.error_code());
   if (kind == SendOutcome::Kind::kOk) return SendOutcome::Ok();
   return {kind, "WriteRaw failed: gRPC code " + std::to_string(status.error_code()) + ": " +
                     status.error_message()};
