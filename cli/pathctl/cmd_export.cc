@@ -1,12 +1,13 @@
 // pathctl export SESSION -o FILE.pb.gz: the session's profile in pprof format
-// (`go tool pprof FILE.pb.gz`); --format bolt|perf-lbr: the branches of a session or of a
-// recording as an optimizer profile.
+// (`go tool pprof FILE.pb.gz`), or with --format otlp as the OTLP request a collector takes;
+// --format bolt|perf-lbr: the branches of a session or of a recording as an optimizer profile.
 #include <cstdio>
 #include <fstream>
 #include <optional>
 
 #include "pathctl/client.h"
 #include "pathctl/export_recording.h"
+#include "pathprof/fleet/otlp.h"
 #include "pathprof/v1/tools.pb.h"
 
 namespace pathctl {
@@ -61,12 +62,17 @@ bool ExportsBranches(const ExportOptions& o) {
   return o.format == "perf-lbr" || o.format == "bolt";
 }
 
+bool ExportsProfile(const ExportOptions& o) {
+  return o.format == "pprof" || o.format == "otlp";
+}
+
 // The flags that only go with some formats or inputs, named where given with another.
 void AddCombinationProblems(Args& args, const ExportOptions& o,
                             std::vector<std::string>* problems) {
   const bool branches = ExportsBranches(o);
-  if (o.format != "pprof" && !branches) problems->push_back("--format is pprof, perf-lbr or bolt");
-  if (o.format == "pprof" && o.recording)
+  if (!ExportsProfile(o) && !branches)
+    problems->push_back("--format is pprof, otlp, perf-lbr or bolt");
+  if (ExportsProfile(o) && o.recording)
     problems->push_back("a .pbs recording exports as --format perf-lbr or bolt");
   if (!o.binary.empty() && o.format != "bolt")
     problems->push_back("--binary goes with --format bolt");
@@ -74,7 +80,8 @@ void AddCombinationProblems(Args& args, const ExportOptions& o,
     problems->push_back("--entries goes with --format perf-lbr of a recording");
   if (args.Has("pid") && (!branches || o.recording))
     problems->push_back("--pid goes with --format bolt or perf-lbr of a session");
-  if (o.paths && o.format != "pprof") problems->push_back("--paths goes with --format pprof");
+  if (o.paths && !ExportsProfile(o))
+    problems->push_back("--paths goes with --format pprof or otlp");
 }
 
 // The flags into `o` (after Client has read its own); the usage error's exit code where they are
@@ -108,6 +115,23 @@ int ExportBranches(Client* client, const ExportOptions& o) {
   return ExportSessionBranches(*client, e, static_cast<uint32_t>(o.pid));
 }
 
+// The session's pprof re-encoded as the OTLP request a collector's OTLP receiver takes (what
+// continuous mode pushes), for `curl --data-binary @FILE -H 'Content-Type:
+// application/x-protobuf' http://COLLECTOR:4318/v1development/profiles`.
+std::optional<std::string> PprofAsOtlp(const std::string& pprof) {
+  pathprof::fleet::ProfileWindow window;
+  window.pprof = pprof;
+  pathprof::fleet::OtlpOptions options;
+  options.scope_version = PATHPROF_VERSION_STRING;
+  auto request = pathprof::fleet::BuildOtlpRequest(options, window);
+  if (!request.ok()) {
+    std::fprintf(stderr, "pathctl export: the daemon's profile does not convert to OTLP: %s\n",
+                 request.status().message().c_str());
+    return std::nullopt;
+  }
+  return request->SerializeAsString();
+}
+
 int ExportSessionProfile(Client& client, const ExportOptions& o) {
   pathprof::v1::ExportProfileRequest req;
   req.set_session(SessionNameFromUser(o.input));
@@ -116,8 +140,15 @@ int ExportSessionProfile(Client& client, const ExportOptions& o) {
   auto ctx = client.Context();
   grpc::Status s = client.stub().ExportProfile(ctx.get(), req, &resp);
   if (!s.ok()) return client.Fail("export", s);
+  const bool otlp = o.format == "otlp";
+  std::string bytes = std::move(*resp.mutable_pprof_gzip());
+  if (otlp) {
+    std::optional<std::string> converted = PprofAsOtlp(bytes);
+    if (!converted) return kExitError;
+    bytes = std::move(*converted);
+  }
   std::ofstream f(o.output, std::ios::binary);
-  f.write(resp.pprof_gzip().data(), static_cast<std::streamsize>(resp.pprof_gzip().size()));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!f) {
     std::fprintf(stderr, "pathctl export: cannot write %s\n", o.output.c_str());
     return kExitError;
@@ -125,12 +156,15 @@ int ExportSessionProfile(Client& client, const ExportOptions& o) {
   if (o.json) {
     pathprof::v1::ExportReport report;
     report.set_file(o.output);
-    report.set_format(pathprof::v1::EXPORT_FORMAT_PPROF);
-    report.set_bytes(static_cast<int64_t>(resp.pprof_gzip().size()));
+    report.set_format(otlp ? pathprof::v1::EXPORT_FORMAT_OTLP : pathprof::v1::EXPORT_FORMAT_PPROF);
+    report.set_bytes(static_cast<int64_t>(bytes.size()));
     PrintJson(report);
+  } else if (otlp) {
+    std::fprintf(stderr, "wrote %s (%zu bytes, OTLP profiles v%s)\n", o.output.c_str(),
+                 bytes.size(), pathprof::fleet::kOtlpProtoVersion);
   } else {
     std::fprintf(stderr, "wrote %s (%zu bytes); view with: go tool pprof -top %s\n",
-                 o.output.c_str(), resp.pprof_gzip().size(), o.output.c_str());
+                 o.output.c_str(), bytes.size(), o.output.c_str());
   }
   return kExitOk;
 }
@@ -150,21 +184,23 @@ int RunExport(Args& args) {
 PATHCTL_COMMAND(Command{
     "export",
     "write a session's profile as pprof, or branches as an optimizer profile (BOLT, perf.data)",
-    "usage: pathctl export SESSION -o FILE.pb.gz [--paths]\n"
+    "usage: pathctl export SESSION -o FILE.pb.gz [--paths] [--format otlp]\n"
     "       pathctl export --format perf-lbr RECORDING.pbs -o FILE.data [--entries N]\n"
     "       pathctl export --format bolt RECORDING.pbs -o FILE.fdata [--binary PATH]\n"
     "       pathctl export --format bolt|perf-lbr SESSION -o FILE [--binary PATH] [--pid PID]\n\n"
-    "--format pprof is a session's profile (the default); perf-lbr: a recording as a perf.data\n"
-    "of branch-stack samples (MMAP2 with build-ids) that perf script brstack, perf2bolt and\n"
-    "create_llvm_prof read like perf record -b's. An exact trace is cut into consecutive\n"
-    "samples of N taken branches (each taken branch counted once); a ptrace-burst window\n"
-    "becomes one sample; bolt: BOLT's fdata for one binary (llvm-bolt -data), each branch of\n"
-    "the recording counted once: an exact trace's counts are the true counts, a window's\n"
-    "branches count as one LBR sample's do. A session exports its newest windows (each process\n"
-    "keeps its last 65536 branches).\n"
+    "--format pprof is a session's profile (the default); otlp: the same profile as the OTLP\n"
+    "profiles request (v1.11.0, protobuf) a collector's OTLP receiver takes; perf-lbr: a\n"
+    "recording as a perf.data of branch-stack samples (MMAP2 with build-ids) that perf script\n"
+    "brstack, perf2bolt and create_llvm_prof read like perf record -b's. An exact trace is cut\n"
+    "into consecutive samples of N taken branches (each taken branch counted once); a\n"
+    "ptrace-burst window becomes one sample; bolt: BOLT's fdata for one binary (llvm-bolt\n"
+    "-data), each branch of the recording counted once: an exact trace's counts are the true\n"
+    "counts, a window's branches count as one LBR sample's do. A session exports its newest\n"
+    "windows (each process keeps its last 65536 branches).\n"
     "A recording's export reads the file here; a session's asks the daemon (--socket ...).",
     Concat({BoolFlag("paths", "add path counts as a second sample type").Sets("include_paths"),
-            WordsFlag("format", {"pprof", "perf-lbr", "bolt"}, "pprof", "what to write (see above)")
+            WordsFlag("format", {"pprof", "otlp", "perf-lbr", "bolt"}, "pprof",
+                      "what to write (see above)")
                 .Sets("format"),
             IntFlag("entries", "N", "32", 1, 1024,
                     "a recording's branches per sample (the LBR depth)"),

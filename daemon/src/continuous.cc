@@ -9,6 +9,7 @@
 
 #include "pathprof/daemon/log.h"
 #include "pathprof/decoders/elf_image.h"
+#include "pathprof/fleet/otlp.h"
 #include "pathprof/fleet/parca.h"
 #include "pathprof/fleet/pyroscope.h"
 #include "pathprof/pipeline/session.h"
@@ -56,6 +57,13 @@ void Finish(Series& s, const std::vector<const ProcessEntry*>& members, const st
   s.identity.unit = s.unit;
   s.identity.cgroup = !s.cgroup.empty() ? s.cgroup : cgroups.size() == 1 ? *cgroups.begin() : "";
   if (exes.size() == 1) s.identity.executable = *exes.begin();
+}
+
+// A backend's Create result as the pusher takes it.
+template <typename SinkType>
+Result<std::unique_ptr<fleet::Sink>> AsSink(Result<std::unique_ptr<SinkType>> sink) {
+  if (!sink.ok()) return sink.status();
+  return std::unique_ptr<fleet::Sink>(std::move(sink.value()));
 }
 
 }  // namespace
@@ -130,22 +138,26 @@ Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
     o.auth.bearer_token = config.pyroscope.bearer_token;
     o.auth.basic_user = config.pyroscope.basic_user;
     o.auth.basic_password = config.pyroscope.basic_password;
-    auto sink = fleet::PyroscopeSink::Create(std::move(o));
-    Result<std::unique_ptr<fleet::Sink>> as_sink =
-        sink.ok() ? Result<std::unique_ptr<fleet::Sink>>(std::move(sink.value()))
-                  : Result<std::unique_ptr<fleet::Sink>>(sink.status());
-    PATHPROF_RETURN_IF_ERROR(add_pusher(std::move(as_sink), "continuous.pyroscope"));
+    PATHPROF_RETURN_IF_ERROR(
+        add_pusher(AsSink(fleet::PyroscopeSink::Create(std::move(o))), "continuous.pyroscope"));
   }
   if (!config.parca.target.empty()) {
     fleet::ParcaOptions o;
     o.target = config.parca.target;
     o.use_tls = config.parca.use_tls;
     o.bearer_token = config.parca.bearer_token;
-    auto sink = fleet::ParcaSink::Create(std::move(o));
-    Result<std::unique_ptr<fleet::Sink>> as_sink =
-        sink.ok() ? Result<std::unique_ptr<fleet::Sink>>(std::move(sink.value()))
-                  : Result<std::unique_ptr<fleet::Sink>>(sink.status());
-    PATHPROF_RETURN_IF_ERROR(add_pusher(std::move(as_sink), "continuous.parca"));
+    PATHPROF_RETURN_IF_ERROR(
+        add_pusher(AsSink(fleet::ParcaSink::Create(std::move(o))), "continuous.parca"));
+  }
+  if (!config.otlp.target.empty()) {
+    fleet::OtlpOptions o;
+    o.target = config.otlp.target;
+    o.use_tls = config.otlp.use_tls;
+    o.bearer_token = config.otlp.bearer_token;
+    o.include_pprof = config.otlp.include_pprof;
+    o.scope_version = PATHPROF_VERSION_STRING;
+    PATHPROF_RETURN_IF_ERROR(
+        add_pusher(AsSink(fleet::OtlpSink::Create(std::move(o))), "continuous.otlp"));
   }
   return p;
 }

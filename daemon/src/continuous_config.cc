@@ -60,19 +60,22 @@ Status ReadPyroscope(const toml::table& t, PyroscopePushConfig& p) {
   return Status::Ok();
 }
 
-Status ReadParca(const toml::table& t, ParcaPushConfig& p) {
+// [continuous.parca] and [continuous.otlp]: target, use_tls, bearer_token, and for OTLP
+// include_pprof (`include_pprof` null: the key is unknown).
+Status ReadGrpcPush(const toml::table& t, const std::string& table, GrpcPushConfig& p,
+                    bool* include_pprof) {
   for (const auto& [k, n] : t) {
-    std::string key(k.str());
-    if (key == "target") {
-      PATHPROF_RETURN_IF_ERROR(ReadString(n, "parca.target", &p.target));
-    } else if (key == "bearer_token") {
-      PATHPROF_RETURN_IF_ERROR(ReadString(n, "parca.bearer_token", &p.bearer_token));
-    } else if (key == "use_tls") {
+    const std::string key = table + "." + std::string(k.str());
+    if (k.str() == "target") {
+      PATHPROF_RETURN_IF_ERROR(ReadString(n, key, &p.target));
+    } else if (k.str() == "bearer_token") {
+      PATHPROF_RETURN_IF_ERROR(ReadString(n, key, &p.bearer_token));
+    } else if (k.str() == "use_tls" || (k.str() == "include_pprof" && include_pprof)) {
       auto v = n.value<bool>();
-      if (!v) return Bad("parca.use_tls", "expects true or false");
-      p.use_tls = *v;
+      if (!v) return Bad(key, "expects true or false");
+      *(k.str() == "use_tls" ? &p.use_tls : include_pprof) = *v;
     } else {
-      return Bad("parca." + key, "unknown key (see packaging/pathprofd.toml)");
+      return Bad(key, "unknown key (see packaging/pathprofd.toml)");
     }
   }
   return Status::Ok();
@@ -136,7 +139,10 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
       PATHPROF_RETURN_IF_ERROR(ReadPyroscope(*n.as_table(), c.pyroscope));
     } else if (key == "parca") {
       if (!n.as_table()) return Bad(key, "expects a table");
-      PATHPROF_RETURN_IF_ERROR(ReadParca(*n.as_table(), c.parca));
+      PATHPROF_RETURN_IF_ERROR(ReadGrpcPush(*n.as_table(), "parca", c.parca, nullptr));
+    } else if (key == "otlp") {
+      if (!n.as_table()) return Bad(key, "expects a table");
+      PATHPROF_RETURN_IF_ERROR(ReadGrpcPush(*n.as_table(), "otlp", c.otlp, &c.otlp.include_pprof));
     } else {
       return Bad(key, "unknown key (see packaging/pathprofd.toml)");
     }

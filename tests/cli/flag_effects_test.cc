@@ -814,6 +814,14 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     EXPECT_EQ(b.rc, 0) << Show("export --format bolt", b);
     EXPECT_EQ(Str(b.out, "format"), "EXPORT_FORMAT_BOLT_FDATA") << b.out;
     EXPECT_GT(Num(b.out, "lines"), 0) << b.out;
+    // A session's profile as OTLP: a protobuf, not gzip (its first byte is a field tag).
+    const std::string otlp = Tmp("f.otlp");
+    const R o = Ctl("export --format otlp " + S() + " -o " + otlp + " --json" + Sock());
+    EXPECT_EQ(o.rc, 0) << Show("export --format otlp", o);
+    EXPECT_EQ(Str(o.out, "format"), "EXPORT_FORMAT_OTLP") << o.out;
+    const std::string data = ReadFile(otlp);
+    ASSERT_FALSE(data.empty());
+    EXPECT_NE(static_cast<unsigned char>(data[0]), 0x1f);
   };
   t["export --entries"] = [] {
     const R small =

@@ -1,18 +1,23 @@
 // Continuous mode: its [continuous] config, the series a config resolves to, and the real
 // pathprofd rotating short windows into a bounded archive and pushing them to a fake Pyroscope.
 #include <dirent.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <httplib.h>
 #include <sys/stat.h>
 #include <algorithm>
 
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "daemon_harness.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "pathprof/daemon/config.h"
 #include "pathprof/daemon/continuous.h"
+#include "pathprof/profiles/pprof_import.h"
 
 namespace pathprof::daemon {
 namespace {
@@ -45,6 +50,11 @@ tenant_id = "t1"
 [continuous.parca]
 target = "127.0.0.1:7070"
 use_tls = false
+[continuous.otlp]
+target = "127.0.0.1:4317"
+use_tls = true
+bearer_token = "tok"
+include_pprof = true
 )",
                            "test");
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -66,6 +76,10 @@ use_tls = false
   EXPECT_EQ(k.pyroscope.app_name, "svc");
   EXPECT_EQ(k.pyroscope.tenant_id, "t1");
   EXPECT_EQ(k.parca.target, "127.0.0.1:7070");
+  EXPECT_EQ(k.otlp.target, "127.0.0.1:4317");
+  EXPECT_TRUE(k.otlp.use_tls);
+  EXPECT_EQ(k.otlp.bearer_token, "tok");
+  EXPECT_TRUE(k.otlp.include_pprof);
 }
 
 TEST(ContinuousConfigTest, DefaultsAreLowRateStacksOnly) {
@@ -101,7 +115,15 @@ TEST(ContinuousConfigTest, RefusesBadValuesNamingTheKey) {
   auto bad_url = ParseConfigText("[continuous.pyroscope]\nurl = \"ftp://x\"\n", "test");
   EXPECT_FALSE(bad_url.ok());
   auto bad_parca = ParseConfigText("[continuous.parca]\nport = 1\n", "test");
-  EXPECT_FALSE(bad_parca.ok());
+  ASSERT_FALSE(bad_parca.ok());
+  EXPECT_NE(bad_parca.status().message().find("parca.port"), std::string::npos);
+  // include_pprof is OTLP's alone.
+  auto parca_payload = ParseConfigText("[continuous.parca]\ninclude_pprof = true\n", "test");
+  ASSERT_FALSE(parca_payload.ok());
+  EXPECT_NE(parca_payload.status().message().find("parca.include_pprof"), std::string::npos);
+  auto bad_otlp = ParseConfigText("[continuous.otlp]\nuse_tls = \"yes\"\n", "test");
+  ASSERT_FALSE(bad_otlp.ok());
+  EXPECT_NE(bad_otlp.status().message().find("otlp.use_tls"), std::string::npos);
 }
 
 std::vector<ProcessEntry> FakeHost() {
@@ -308,6 +330,110 @@ TEST(ContinuousDaemonTest, RotatesWindowsIntoABoundedArchiveAndPushesThem) {
   }
   kill(loop, SIGKILL);
   waitpid(loop, nullptr, 0);
+  Sh("rm -rf " + work);
+}
+
+namespace otlp_collector = opentelemetry::proto::collector::profiles::v1development;
+
+// An OpenTelemetry collector's OTLP profiles receiver, as far as the daemon can tell: records
+// every request it is sent.
+class RecordingCollector final : public otlp_collector::ProfilesService::Service {
+ public:
+  grpc::Status Export(grpc::ServerContext*, const otlp_collector::ExportProfilesServiceRequest* r,
+                      otlp_collector::ExportProfilesServiceResponse*) override {
+    std::lock_guard<std::mutex> lock(mu);
+    requests.push_back(*r);
+    return grpc::Status::OK;
+  }
+  std::mutex mu;
+  std::vector<otlp_collector::ExportProfilesServiceRequest> requests;
+};
+
+// The real daemon pushes each window to a collector on loopback: decoded with the OTLP schema,
+// each request's sample total is that of the pprof archived for the same window (matched by
+// start time), and its resource names the host and the executable.
+TEST(ContinuousDaemonTest, PushesEachWindowAsOtlpWithThePprofsTotals) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to load eBPF";
+  char tmpl[] = "/tmp/pathprof-otlp-XXXXXX";
+  const std::string work = mkdtemp(tmpl);
+  const std::string name = "ot" + std::to_string(getpid());
+  const std::string exe = work + "/" + name;
+  ASSERT_EQ(Sh("cp " + testing::kBin + "/example_hotloop " + exe).rc, 0);
+  const pid_t loop = testing::Spawn({exe, "0"});
+  ASSERT_GT(loop, 0);
+  RecordingCollector collector;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&collector);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+  const std::string archive = work + "/windows";
+  {
+    Daemon daemon(
+        "[continuous]\nenabled = true\nwindow_s = 1\nstack_hz = 99\n"
+        "executables = [\"" +
+        name +
+        "\"]\nhost = \"otlp-host\"\n"
+        "archive_dir = \"" +
+        archive +
+        "\"\nkeep_windows = 20\n"
+        "[continuous.otlp]\ntarget = \"127.0.0.1:" +
+        std::to_string(port) + "\"\n");
+    ASSERT_TRUE(daemon.Ready()) << daemon.Log();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(collector.mu);
+        if (collector.requests.size() >= 3) break;
+      }
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+          << "fewer than 3 OTLP requests in 60 s\n"
+          << daemon.Log();
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    EXPECT_EQ(daemon.Signal(SIGTERM), 0) << daemon.Log();
+  }
+  server->Shutdown();
+  kill(loop, SIGKILL);
+  waitpid(loop, nullptr, 0);
+
+  // The archived pprof of each window, by its start (the file name's first 20 digits).
+  uint64_t bytes = 0;
+  std::map<uint64_t, int64_t> pprof_samples;
+  for (const std::string& f : ArchiveFiles(archive, ".pb.gz", &bytes)) {
+    std::ifstream in(f, std::ios::binary);
+    auto p = profiles::pprof::ImportProfile(std::string(std::istreambuf_iterator<char>(in), {}));
+    ASSERT_TRUE(p.ok()) << f << ": " << p.status().ToString();
+    const std::string stem = f.substr(f.rfind('/') + 1);
+    pprof_samples[std::stoull(stem.substr(0, 20))] = p->Totals()[0];
+  }
+  std::lock_guard<std::mutex> lock(collector.mu);
+  ASSERT_GE(collector.requests.size(), 3u);
+  size_t matched = 0;
+  int64_t samples_seen = 0;
+  for (const auto& r : collector.requests) {
+    ASSERT_EQ(r.resource_profiles_size(), 1);
+    std::map<std::string, std::string> resource;
+    for (const auto& kv : r.resource_profiles(0).resource().attributes())
+      resource[kv.key()] = kv.value().string_value();
+    EXPECT_EQ(resource["host.name"], "otlp-host");
+    EXPECT_EQ(resource["process.executable.path"], exe);
+    EXPECT_EQ(resource["process.executable.name"], name);
+    const auto& scope = r.resource_profiles(0).scope_profiles(0);
+    ASSERT_GE(scope.profiles_size(), 1);
+    const auto& profile = scope.profiles(0);
+    EXPECT_EQ(r.dictionary().string_table(profile.sample_type().type_strindex()), "samples");
+    int64_t total = 0;
+    for (const auto& sample : profile.samples()) total += sample.values(0);
+    samples_seen += total;
+    auto archived = pprof_samples.find(profile.time_unix_nano());
+    if (archived == pprof_samples.end()) continue;  // evicted from the archive: not compared
+    ++matched;
+    EXPECT_EQ(total, archived->second) << "window at " << profile.time_unix_nano();
+  }
+  EXPECT_EQ(matched, collector.requests.size());  // keep_windows holds them all
+  EXPECT_GT(samples_seen, 0);
   Sh("rm -rf " + work);
 }
 

@@ -7,16 +7,24 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <thread>
 #include <tuple>
 
 #include "daemon_harness.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
+#include "pathprof/profiles/pprof_import.h"
 #include "pathprof/v1/profiler.pb.h"
 
 namespace pathprof::daemon::testing {
 namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 // The "function" of the first hot path in `pathctl paths --json` output.
 std::string FirstFunction(const std::string& json, const std::string& array_key) {
@@ -116,6 +124,43 @@ TEST_F(DaemonSession, ExportPassesGoPprofWithHotFirst) {
   ASSERT_NE(header, std::string::npos) << top.out;
   std::string first_row = FirstLine(top.out.substr(top.out.find('\n', header) + 1));
   EXPECT_NE(first_row.find(" hot"), std::string::npos) << top.out;
+}
+
+// One profile, three views: the tree's sample count, the pprof's and the OTLP request's totals
+// (both sample types) are the same numbers once the session has stopped.
+TEST_F(DaemonSession, TreePprofAndOtlpAgreeOnTotals) {
+  ASSERT_EQ(daemon_.Ctl("stop " + id_).rc, 0);
+  const auto tree = daemon_.Ctl("tree " + id_ + " --json");
+  ASSERT_EQ(tree.rc, 0) << tree.out;
+  const long long tree_samples = Count(tree.out, "samples");
+  ASSERT_GT(tree_samples, 0) << tree.out;
+
+  const std::string pprof_file = daemon_.dir() + "/same.pb.gz";
+  const std::string otlp_file = daemon_.dir() + "/same.otlp";
+  auto r = daemon_.Ctl("export " + id_ + " --paths -o " + pprof_file);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  r = daemon_.Ctl("export " + id_ + " --paths --format otlp -o " + otlp_file + " --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("EXPORT_FORMAT_OTLP"), std::string::npos) << r.out;
+
+  auto pprof = profiles::pprof::ImportProfile(ReadFile(pprof_file));
+  ASSERT_TRUE(pprof.ok()) << pprof.status().ToString();
+  ASSERT_EQ(pprof->sample_types.size(), 2u);
+  ASSERT_EQ(pprof->sample_types[0].type, "samples");
+  const std::vector<int64_t> pprof_totals = pprof->Totals();
+  EXPECT_EQ(pprof_totals[0], tree_samples);
+  EXPECT_GT(pprof_totals[1], 0);  // path counts: the session ran a branch source
+
+  opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest otlp;
+  ASSERT_TRUE(otlp.ParseFromString(ReadFile(otlp_file)));
+  ASSERT_EQ(otlp.resource_profiles_size(), 1);
+  const auto& d = otlp.dictionary();
+  std::map<std::string, int64_t> otlp_totals;
+  for (const auto& p : otlp.resource_profiles(0).scope_profiles(0).profiles())
+    for (const auto& sample : p.samples())
+      otlp_totals[d.string_table(p.sample_type().type_strindex())] += sample.values(0);
+  EXPECT_EQ(otlp_totals["samples"], tree_samples);
+  EXPECT_EQ(otlp_totals["path_count"], pprof_totals[1]);
 }
 
 // pprof's consumers finish what we could not name from the mapping: its runtime range and

@@ -70,10 +70,15 @@ struct PyroscopePushConfig {
   std::string app_name = "pathprof";
   std::string tenant_id, bearer_token, basic_user, basic_password;
 };
-struct ParcaPushConfig {
-  std::string target;  // host:port; empty: no Parca push
+// A backend spoken over gRPC: Parca's profile store, an OTLP receiver.
+struct GrpcPushConfig {
+  std::string target;  // host:port; empty: no push to this backend
   bool use_tls = false;
   std::string bearer_token;
+};
+struct ParcaPushConfig : GrpcPushConfig {};
+struct OtlpPushConfig : GrpcPushConfig {
+  bool include_pprof = false;  // also send each window's pprof as the original payload
 };
 struct ContinuousConfig {
   bool enabled = false;
@@ -94,6 +99,7 @@ struct ContinuousConfig {
   uint32_t push_attempts = 5;              // per window, first try included
   PyroscopePushConfig pyroscope;
   ParcaPushConfig parca;
+  OtlpPushConfig otlp;
 };
 
 struct DaemonConfig {
@@ -120,7 +126,7 @@ struct DaemonConfig {
   ContinuousConfig continuous;
 };
 
-// Reads the [continuous] table (with its [continuous.pyroscope] and [continuous.parca]) into
+// Reads the [continuous] table (with its [continuous.pyroscope], .parca and .otlp) into
 // `c`, checking ranges; unknown keys are errors like everywhere else.
 Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c);
 
