@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "pathprof/api/v1_enums.h"
+#include "pathprof/core/procfs.h"
 #include "pathtop/fetcher.h"
 #include "pathtop/model.h"
 #include "pathtop/terminal.h"
@@ -74,10 +75,8 @@ bool ParseNumber(const char* s, double* out, double lo, double hi) {
 }
 
 std::string CommOf(uint32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string comm;
-  std::getline(in, comm);
-  return comm;
+  auto comm = pathprof::procfs::Procfs::Host().Comm(static_cast<pid_t>(pid));
+  return comm.ok() ? *comm : "";
 }
 
 std::string LabelFor(const pathtop::TargetSpec& t) {

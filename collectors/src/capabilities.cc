@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "pathprof/core/host_quirks.h"
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::collectors {
 namespace {
@@ -23,6 +24,15 @@ int ReadIntFile(const char* path, int fallback) {
   std::ifstream f(path);
   int v;
   return (f >> v) ? v : fallback;
+}
+
+// A sysctl under /proc (RELATIVE, e.g. "sys/kernel/perf_event_paranoid"), or `fallback`.
+int SysctlInt(const char* relative, int fallback) {
+  auto text = procfs::Procfs::Host().ReadGlobal(relative);
+  if (!text.ok()) return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(text->c_str(), &end, 10);
+  return end != text->c_str() ? static_cast<int>(v) : fallback;
 }
 
 bool FileExists(const char* path) {
@@ -188,8 +198,8 @@ HostCapabilities ProbeHostCapabilities() {
   HostCapabilities h;
   utsname u{};
   if (uname(&u) == 0) h.kernel_release = u.release;
-  h.perf_event_paranoid = ReadIntFile("/proc/sys/kernel/perf_event_paranoid", 2);
-  h.yama_ptrace_scope = ReadIntFile("/proc/sys/kernel/yama/ptrace_scope", -1);
+  h.perf_event_paranoid = SysctlInt("sys/kernel/perf_event_paranoid", 2);
+  h.yama_ptrace_scope = SysctlInt("sys/kernel/yama/ptrace_scope", -1);
   h.is_root = geteuid() == 0;
   h.simulated_quirks = SimulatedQuirks().ToString();
   ReadCapabilities(&h);

@@ -25,14 +25,15 @@ Result<ProcessIdentity> ProcessIdentityCache::ReadFull(pid_t pid, uint64_t start
 }
 
 Result<ProcessIdentity> ProcessIdentityCache::Get(pid_t pid) {
-  // The one read every call makes: it tells a reused pid from the process cached under it.
+  // The one read every call makes: its start time tells a reused pid from the process cached
+  // under it, its command name an exec (which keeps the start time) from the same program.
   PATHPROF_ASSIGN_OR_RETURN(const ProcessStat stat, procfs_.ReadStat(pid));
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(pid);
     if (it != entries_.end() && it->second.identity.start_ticks == stat.start_ticks &&
-        now - it->second.read_at < options_.max_age) {
+        it->second.identity.comm == stat.comm && now - it->second.read_at < options_.max_age) {
       ++stats_.hits;
       lru_.splice(lru_.begin(), lru_, it->second.lru);
       return it->second.identity;

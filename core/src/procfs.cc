@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -96,9 +97,27 @@ Result<ProcessStatus> ParseStatus(std::string_view text) {
   auto gid = StatusField(text, "Gid");
   if (!gid || !ParseNumbers(*gid, s.gid, 4)) return Missing("Gid");
   // Optional: absent in some kernels' or containers' views.
-  if (auto v = StatusField(text, "CapEff")) ParseNumber(*v, &s.cap_effective, 16);
+  auto eff = StatusField(text, "CapEff");
+  auto prm = StatusField(text, "CapPrm");
+  s.capabilities_known = eff && prm && ParseNumber(*eff, &s.cap_effective, 16) &&
+                         ParseNumber(*prm, &s.cap_permitted, 16);
   if (auto v = StatusField(text, "SigCgt")) ParseNumber(*v, &s.signals_caught, 16);
   if (auto v = StatusField(text, "Threads")) ParseNumber(*v, &s.threads);
+  if (auto v = StatusField(text, "Groups")) {
+    std::string_view rest = *v;
+    while (!rest.empty() && s.groups.size() < 65536) {
+      rest = Trim(rest);
+      const size_t end = rest.find_first_of(" \t");
+      gid_t g = 0;
+      if (!ParseNumber(rest.substr(0, end), &g)) break;
+      s.groups.push_back(g);
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
+    }
+  }
+  if (auto v = StatusField(text, "NSpid")) {
+    const size_t last = v->find_last_of(" \t");
+    ParseNumber(last == std::string_view::npos ? *v : v->substr(last + 1), &s.innermost_pid);
+  }
   return s;
 }
 
@@ -160,10 +179,13 @@ std::string Procfs::TaskPath(pid_t pid, pid_t tid, std::string_view file) const 
 Result<std::string> Procfs::ReadPath(const std::string& path, size_t max_bytes) const {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return OpenError(path, errno);
+  // Read straight into the string, growing it (kallsyms is megabytes; a status file fits the
+  // first 4 KiB).
   std::string out;
-  char buf[4096];
+  size_t used = 0;
   for (;;) {
-    const ssize_t n = read(fd, buf, sizeof buf);
+    if (out.size() - used < 4096) out.resize(std::max<size_t>(4096, out.size() * 2));
+    const ssize_t n = read(fd, out.data() + used, out.size() - used);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
@@ -172,14 +194,15 @@ Result<std::string> Procfs::ReadPath(const std::string& path, size_t max_bytes) 
       return OpenError(path, err);
     }
     if (n == 0) break;
-    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+    used += static_cast<size_t>(n);
+    if (used > max_bytes) {
       close(fd);
       return Error(ErrorCode::kResourceExhausted,
                    path + ": more than " + std::to_string(max_bytes) + " bytes");
     }
-    out.append(buf, static_cast<size_t>(n));
   }
   close(fd);
+  out.resize(used);
   return out;
 }
 
@@ -263,25 +286,29 @@ bool Procfs::HasEmptyCommandLine(pid_t pid) const {
   return n <= 0;
 }
 
-std::vector<pid_t> Procfs::NumericEntries(const std::string& dir, size_t max) const {
-  std::vector<pid_t> out;
+std::vector<int> Procfs::NumericEntriesOf(const std::string& dir, size_t max) const {
+  std::vector<int> out;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     if (out.size() >= max) break;
-    pid_t id = 0;
-    if (ParseNumber(std::string_view(e->d_name), &id) && id > 0) out.push_back(id);
+    int id = -1;
+    if (ParseNumber(std::string_view(e->d_name), &id) && id >= 0) out.push_back(id);
   }
   closedir(d);
   return out;
 }
 
 std::vector<pid_t> Procfs::Pids(size_t max) const {
-  return NumericEntries(root_, max);
+  return NumericEntriesOf(root_, max);
 }
 
 std::vector<pid_t> Procfs::Tasks(pid_t pid, size_t max) const {
-  return NumericEntries(Path(pid, "task"), max);
+  return NumericEntriesOf(Path(pid, "task"), max);
+}
+
+std::vector<int> Procfs::NumericEntries(pid_t pid, std::string_view dir, size_t max) const {
+  return NumericEntriesOf(Path(pid, dir), max);
 }
 
 }  // namespace pathprof::procfs

@@ -1,30 +1,28 @@
 #include "pathprof/daemon/auth.h"
 
-#include <sys/stat.h>
-
-#include <cstdio>
 #include <cstdlib>
 
 #include "pathprof/api/grpc_status.h"
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::daemon {
 
 std::optional<uint32_t> ProcessOwner(uint32_t pid) {
-  struct stat st;
-  if (pid == 0 || stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0) return std::nullopt;
-  return st.st_uid;
+  if (pid == 0) return std::nullopt;
+  auto owner = procfs::Procfs::Host().Owner(static_cast<pid_t>(pid));
+  if (!owner.ok()) return std::nullopt;
+  return *owner;
 }
 
 namespace {
 
-// The sysctl's integer value, or `fallback` when it cannot be read.
-int SysctlInt(const char* path, int fallback) {
-  std::FILE* f = std::fopen(path, "r");
-  if (f == nullptr) return fallback;
-  int v = fallback;
-  if (std::fscanf(f, "%d", &v) != 1) v = fallback;
-  std::fclose(f);
-  return v;
+// The sysctl's integer value (RELATIVE under /proc), or `fallback` when it cannot be read.
+int SysctlInt(const char* relative, int fallback) {
+  auto text = procfs::Procfs::Host().ReadGlobal(relative);
+  if (!text.ok()) return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(text->c_str(), &end, 10);
+  return end != text->c_str() ? static_cast<int>(v) : fallback;
 }
 
 }  // namespace
@@ -32,8 +30,8 @@ int SysctlInt(const char* path, int fallback) {
 bool Authorizer::KernelAddressesVisible(const Peer& peer) {
   if (peer.admin) return true;
   // As kallsyms_show_value() decides for a task without CAP_SYSLOG; unreadable means hidden.
-  return SysctlInt("/proc/sys/kernel/kptr_restrict", 2) == 0 &&
-         SysctlInt("/proc/sys/kernel/perf_event_paranoid", 2) <= 1;
+  return SysctlInt("sys/kernel/kptr_restrict", 2) == 0 &&
+         SysctlInt("sys/kernel/perf_event_paranoid", 2) <= 1;
 }
 
 void Authorizer::Configure(const DaemonConfig& config) {

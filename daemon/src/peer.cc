@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "pathprof/core/procfs.h"
+
 namespace pathprof::daemon {
 namespace {
 uint64_t SocketInode(int fd) {
@@ -74,16 +76,9 @@ size_t EffectiveTotal(size_t total) {
 }
 
 std::vector<uint32_t> ProcessGroups(int pid) {
-  std::vector<uint32_t> out;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Groups:", 0) != 0) continue;
-    std::istringstream ss(line.substr(7));
-    uint32_t g;
-    while (ss >> g) out.push_back(g);
-  }
-  return out;
+  auto status = procfs::Procfs::Host().ReadStatus(pid);
+  if (!status.ok()) return {};
+  return std::vector<uint32_t>(status->groups.begin(), status->groups.end());
 }
 
 std::optional<uint32_t> GroupId(const std::string& name) {

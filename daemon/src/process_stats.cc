@@ -1,18 +1,22 @@
 #include "process_stats.h"
 
-#include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cstdlib>
+#include <cstring>
+
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::daemon {
 
 uint64_t DaemonRssBytes() {
-  std::ifstream in("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  in >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  // statm: "size resident shared text lib data dt", in pages.
+  auto statm = procfs::Procfs::Host().Read(getpid(), "statm", 4096);
+  if (!statm.ok()) return 0;
+  const char* resident = std::strchr(statm->c_str(), ' ');
+  if (resident == nullptr) return 0;
+  return std::strtoull(resident + 1, nullptr, 10) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 double DaemonCpuSeconds() {
@@ -23,12 +27,8 @@ double DaemonCpuSeconds() {
 }
 
 uint64_t DaemonOpenFds() {
-  uint64_t n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d)) ++n;
-    closedir(d);
-  }
-  return n > 2 ? n - 3 : 0;  // ".", "..", and the fd opendir itself holds
+  const auto fds = procfs::Procfs::Host().NumericEntries(getpid(), "fd", 1 << 20);
+  return fds.empty() ? 0 : fds.size() - 1;  // less the one reading the directory holds
 }
 
 }  // namespace pathprof::daemon

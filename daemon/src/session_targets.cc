@@ -5,7 +5,7 @@
 #include "pathprof/api/grpc_status.h"
 #include "pathprof/api/queries.h"
 #include "pathprof/daemon/auth.h"
-#include "pathprof/daemon/procfs.h"
+#include "pathprof/daemon/host_processes.h"
 
 namespace pathprof::daemon {
 namespace {

@@ -1,13 +1,13 @@
 #include "pathprof/decoders/address_space.h"
 
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
-#include <fstream>
 #include <iterator>
-#include <sstream>
 
-#include <sys/sysmacros.h>
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::decoders {
 
@@ -117,10 +117,10 @@ namespace {
 
 // Whether `pid` sees another file system tree than we do (a container's mount namespace).
 bool InOtherMountNamespace(int pid) {
-  std::error_code a, b;
-  const auto theirs = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/mnt", a);
-  const auto ours = std::filesystem::read_symlink("/proc/self/ns/mnt", b);
-  return !a && !b && theirs != ours;
+  const procfs::Procfs& proc = procfs::Procfs::Host();
+  auto theirs = proc.Namespace(pid, "mnt");
+  auto ours = proc.Namespace(getpid(), "mnt");
+  return theirs.ok() && ours.ok() && *theirs != *ours;
 }
 
 }  // namespace
@@ -169,19 +169,16 @@ Result<AddressSpace> ParseProcMaps(std::string_view text) {
 }
 
 Result<AddressSpace> ReadProcMaps(int pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/maps";
-  std::ifstream in(path);
-  if (!in) {
-    return Error(ErrorCode::kNotFound, path + ": cannot open; is process " + std::to_string(pid) +
-                                           " alive and visible to this user?");
+  auto text = procfs::Procfs::Host().Read(pid, "maps");
+  if (!text.ok()) {
+    return WithContext(text.status(), "reading the maps of process " + std::to_string(pid) +
+                                          " (is it alive and visible to this user?)");
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto space = ParseProcMaps(ss.str());
+  auto space = ParseProcMaps(*text);
   if (!space.ok()) return space;
   space->set_access(FileAccess{pid, std::nullopt});
   if (!InOtherMountNamespace(pid)) return space;
-  const std::string root = "/proc/" + std::to_string(pid) + "/root";
+  const std::string root = procfs::Procfs::Host().Path(pid, "root");
   AddressSpace rooted;
   rooted.set_access(space->access());
   for (Mapping m : space->mappings()) {

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "pathprof/core/procfs.h"
+
 namespace pathprof::decoders {
 namespace {
 
@@ -277,7 +279,7 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::GetMapped(const Mapping& m,
 }
 
 Result<std::shared_ptr<const ElfImage>> ImageStore::GetVdso(int pid, uint64_t start, uint64_t len) {
-  const std::string mem = "/proc/" + std::to_string(pid) + "/mem";
+  const std::string mem = procfs::Procfs::Host().Path(pid, "mem");
   if (len == 0 || len > (64u << 20)) {
     return Error(ErrorCode::kInvalidArgument, "vdso of pid " + std::to_string(pid) +
                                                   ": implausible length " + std::to_string(len));

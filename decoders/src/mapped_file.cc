@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 
 namespace pathprof::decoders {
@@ -74,10 +75,10 @@ Result<UniqueFd> OpenFileAs(const std::string& path, const std::optional<FileCre
 
 Result<UniqueFd> OpenMappedFile(int pid, const Mapping& m,
                                 const std::optional<FileCredentials>& as) {
-  char entry[96];
-  std::snprintf(entry, sizeof entry, "/proc/%d/map_files/%llx-%llx", pid,
-                static_cast<unsigned long long>(m.start), static_cast<unsigned long long>(m.end()));
-  auto direct = OpenFileAs(entry, as);
+  char range[48];
+  std::snprintf(range, sizeof range, "%llx-%llx", static_cast<unsigned long long>(m.start),
+                static_cast<unsigned long long>(m.end()));
+  auto direct = OpenFileAs(procfs::Procfs::Host().Path(pid, std::string("map_files/") + range), as);
   if (direct.ok() || direct.status().code() == ErrorCode::kPermission) return direct;
   // The entry is gone (the process exited, or unmapped the range since its maps were read).
   // The path is a name only: it counts only if it still names the inode that was mapped.

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -14,6 +13,7 @@
 
 #include "engine_config.h"
 #include "pathprof/core/clock.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/hwmodel/hwmodel.h"
@@ -46,13 +46,6 @@ bool VdsoMoved(const decoders::AddressSpace& before, const decoders::AddressSpac
   return was != 0 && is != 0 && was != is;
 }
 
-std::string ReadFirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 uint32_t FloorPowerOfTwo(uint32_t v) {
   uint32_t p = 1;
   while (p * 2 <= v) p *= 2;
@@ -67,15 +60,10 @@ constexpr size_t kMaxLeafAddresses = kLeafAddressEntries;  // in SessionConfig's
 // The last NSpid of /proc/PID/status: the pid in the process's innermost pid namespace; 0 when
 // it is the pid itself (no container) or unreadable.
 uint32_t NamespacePid(uint32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.starts_with("NSpid:")) continue;
-    const size_t last = line.find_last_of(" \t");
-    const auto inner = static_cast<uint32_t>(std::strtoul(line.c_str() + last + 1, nullptr, 10));
-    return inner == pid ? 0 : inner;
-  }
-  return 0;
+  auto status = procfs::Procfs::Host().ReadStatus(static_cast<pid_t>(pid));
+  if (!status.ok()) return 0;
+  const auto inner = static_cast<uint32_t>(status->innermost_pid);
+  return inner == pid ? 0 : inner;
 }
 
 }  // namespace
@@ -176,11 +164,11 @@ struct ProfileStore::Impl {
     maps_read = true;
     maps_stale = false;
     if (info.executable.empty() || info.execs > 0) {
-      char buf[4096];
-      const std::string link = "/proc/" + std::to_string(pid) + "/exe";
-      const ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
-      if (n > 0) info.executable.assign(buf, static_cast<size_t>(n));
-      info.comm = ReadFirstLine("/proc/" + std::to_string(pid) + "/comm");
+      const procfs::Procfs& proc = procfs::Procfs::Host();
+      if (auto exe = proc.Executable(static_cast<pid_t>(pid)); exe.ok())
+        info.executable = std::move(*exe);
+      auto comm = proc.Comm(static_cast<pid_t>(pid));
+      info.comm = comm.ok() ? std::move(*comm) : "";
       info.namespace_pid = NamespacePid(pid);
     }
     return Status::Ok();

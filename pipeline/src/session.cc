@@ -8,7 +8,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -21,6 +20,7 @@
 #include "pathprof/collectors/pt_source.h"
 #include "pathprof/collectors/shared_stack_sampler.h"
 #include "pathprof/core/clock.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/pipeline/kernel_frames.h"
@@ -32,31 +32,15 @@
 namespace pathprof::pipeline {
 namespace {
 
-// The state letter and parent pid from /proc/PID/stat ("pid (comm) state ppid ..."; comm may
-// hold spaces and parentheses, the last ')' ends it); false when the process is gone.
-bool ReadStat(const std::string& stat_path, char* state, uint32_t* ppid) {
-  std::ifstream in(stat_path);
-  std::string stat;
-  if (!std::getline(in, stat)) return false;
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 4 > stat.size()) return false;
-  *state = stat[paren + 2];
-  *ppid = static_cast<uint32_t>(std::strtoul(stat.c_str() + paren + 4, nullptr, 10));
-  return true;
-}
-
 // Every live descendant of `roots` now, from the parent pids in /proc/*/stat (bounded by what
 // the sampler's filter can hold).
 std::vector<uint32_t> Descendants(const std::vector<uint32_t>& roots) {
   std::map<uint32_t, std::vector<uint32_t>> children;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    char state = 0;
-    uint32_t ppid = 0;
-    if (!ReadStat((entry.path() / "stat").string(), &state, &ppid)) continue;
-    children[ppid].push_back(static_cast<uint32_t>(std::strtoul(name.c_str(), nullptr, 10)));
+  const procfs::Procfs& proc = procfs::Procfs::Host();
+  for (pid_t pid : proc.Pids()) {
+    auto stat = proc.ReadStat(pid);
+    if (stat.ok())
+      children[static_cast<uint32_t>(stat->ppid)].push_back(static_cast<uint32_t>(pid));
   }
   std::vector<uint32_t> out;
   std::vector<uint32_t> todo(roots.begin(), roots.end());
@@ -73,10 +57,8 @@ std::vector<uint32_t> Descendants(const std::vector<uint32_t>& roots) {
 
 // True while the process exists and is not a zombie.
 bool ProcessAlive(uint32_t pid) {
-  char state = 0;
-  uint32_t ppid = 0;
-  if (!ReadStat("/proc/" + std::to_string(pid) + "/stat", &state, &ppid)) return false;
-  return state != 'Z' && state != 'X';
+  auto stat = procfs::Procfs::Host().ReadStat(static_cast<pid_t>(pid));
+  return stat.ok() && stat->state != 'Z' && stat->state != 'X';
 }
 
 // The mode the tracer reported using, with the reason from the decision it made

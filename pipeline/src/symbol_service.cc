@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/image_store.h"
 #include "pathprof/decoders/symbolizer.h"
 
@@ -41,14 +42,9 @@ std::string_view NextField(std::string_view line, size_t* pos) {
 std::vector<KernelSymbol> ReadKallsyms() {
   constexpr size_t kMaxBytes = 64u << 20;
   std::vector<KernelSymbol> out;
-  std::ifstream in("/proc/kallsyms", std::ios::binary);
-  std::string text;
-  char chunk[1 << 16];
-  while (in && text.size() < kMaxBytes) {
-    in.read(chunk, sizeof chunk);
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-  }
-  std::string_view rest(text);
+  auto text = procfs::Procfs::Host().ReadGlobal("kallsyms", kMaxBytes);
+  if (!text.ok()) return out;  // unreadable or absurdly large: kernel frames stay addresses
+  std::string_view rest(*text);
   while (!rest.empty()) {
     const size_t nl = rest.find('\n');
     const std::string_view line = rest.substr(0, nl);

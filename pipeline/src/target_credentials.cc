@@ -1,13 +1,11 @@
 #include "target_credentials.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <iterator>
 
 #include "pathprof/core/hex.h"
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::pipeline {
 namespace {
@@ -17,34 +15,18 @@ constexpr const char* kIdNames[4] = {"real", "effective", "saved", "filesystem"}
 }  // namespace
 
 Result<TargetCredentials> ReadTargetCredentials(uint32_t pid) {
-  const std::string dir = "/proc/" + std::to_string(pid);
-  std::ifstream in(dir + "/status");
-  if (!in) return Error(ErrorCode::kNotFound, "no process " + std::to_string(pid));
+  const procfs::Procfs& proc = procfs::Procfs::Host();
+  auto status = proc.ReadStatus(static_cast<pid_t>(pid));
+  if (!status.ok()) return WithContext(status.status(), "process " + std::to_string(pid));
+  if (!status->capabilities_known)
+    return Error(ErrorCode::kCorrupt,
+                 proc.Path(static_cast<pid_t>(pid), "status") + " lacks CapEff or CapPrm");
   TargetCredentials c;
-  int found = 0;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(
-        line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
-    if (line.rfind("Uid:", 0) == 0) {
-      for (uint32_t& u : c.uids) ls >> u;
-      found += ls ? 1 : 0;
-    } else if (line.rfind("Gid:", 0) == 0) {
-      for (uint32_t& g : c.gids) ls >> g;
-      found += ls ? 1 : 0;
-    } else if (line.rfind("CapEff:", 0) == 0) {
-      ls >> std::hex >> c.cap_effective;
-      found += ls ? 1 : 0;
-    } else if (line.rfind("CapPrm:", 0) == 0) {
-      ls >> std::hex >> c.cap_permitted;
-      found += ls ? 1 : 0;
-    }
-  }
-  if (found != 4)
-    return Error(ErrorCode::kCorrupt, dir + "/status lacks Uid, Gid, CapEff or CapPrm");
-  struct stat st {};
-  if (stat(dir.c_str(), &st) != 0) return Error(ErrorCode::kNotFound, "no process " + dir);
-  c.proc_owner = st.st_uid;
+  std::copy(std::begin(status->uid), std::end(status->uid), c.uids.begin());
+  std::copy(std::begin(status->gid), std::end(status->gid), c.gids.begin());
+  c.cap_effective = status->cap_effective;
+  c.cap_permitted = status->cap_permitted;
+  PATHPROF_ASSIGN_OR_RETURN(c.proc_owner, proc.Owner(static_cast<pid_t>(pid)));
   return c;
 }
 

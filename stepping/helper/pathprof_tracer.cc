@@ -22,6 +22,7 @@
 
 #include "../src/burst_tracer.h"
 #include "../src/burst_wire.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/stepping/step_probe.h"
 
 namespace {
@@ -59,16 +60,14 @@ std::string DropTo(uid_t uid, gid_t gid) {
   if (getresuid(&r, &e, &s) != 0 || r != uid || e != uid || s != uid)
     return "the uid did not change to " + std::to_string(uid);
   // Capabilities left after this would mean a way back: refuse to run then.
-  {
-    std::FILE* f = std::fopen("/proc/thread-self/status", "r");
-    char line[256];
-    while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr)
-      if ((std::strncmp(line, "CapPrm:", 7) == 0 || std::strncmp(line, "CapEff:", 7) == 0) &&
-          std::strtoull(line + 7, nullptr, 16) != 0) {
-        std::fclose(f);
-        return "capabilities survived the uid change";
-      }
-    if (f != nullptr) std::fclose(f);
+  // This thread's status: capabilities are per thread. Unreadable counts as a failure.
+  auto status = pathprof::procfs::Procfs::Host().ReadTask(
+      getpid(), static_cast<pid_t>(syscall(SYS_gettid)), "status", 64 << 10);
+  if (!status.ok()) return "cannot check the capabilities left: " + status.status().message();
+  for (const char* key : {"CapPrm", "CapEff"}) {
+    const auto value = pathprof::procfs::StatusField(*status, key);
+    if (!value || value->find_first_not_of('0') != std::string_view::npos)
+      return "capabilities survived the uid change";
   }
   return "";
 }

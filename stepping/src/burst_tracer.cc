@@ -1,6 +1,5 @@
 #include "burst_tracer.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -25,6 +24,7 @@
 #include "burst_wire.h"
 #include "emulated_windows.h"
 #include "pathprof/core/clock.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/mapped_file.h"
 #include "pathprof/stepping/step_probe.h"
 #include "ptrace_primitives.h"
@@ -63,19 +63,6 @@ bool IsGroupStopSignal(int sig) {
   return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
-// Thread ids under /proc/PID/task, read with plain syscalls.
-std::vector<pid_t> ListTasks(pid_t pid) {
-  std::vector<pid_t> out;
-  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    out.push_back(static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
-  }
-  closedir(d);
-  return out;
-}
-
 // The scheduler state letter of one thread ('R' running, 'S' sleeping, ...) and the CPU it last
 // ran on; state 0 when it is gone.
 struct TaskState {
@@ -87,47 +74,18 @@ struct TaskState {
 TaskState ReadTaskState(pid_t pid, pid_t tid, decoders::UniqueFd* fd) {
   TaskState out;
   if (fd->get() < 0) {
-    const std::string path =
-        "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat";
+    const std::string path = procfs::Procfs::Host().TaskPath(pid, tid, "stat");
     *fd = decoders::UniqueFd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd->get() < 0) return out;
   }
   char buf[1024];
-  const ssize_t n = pread(fd->get(), buf, sizeof buf - 1, 0);
+  const ssize_t n = pread(fd->get(), buf, sizeof buf, 0);
   if (n <= 0) return out;
-  buf[n] = 0;
-  // The command name may hold spaces and parentheses: fields restart after the last ')'.
-  const char* p = std::strrchr(buf, ')');
-  if (!p || p[1] != ' ') return out;
-  out.state = p[2];
-  // state is field 3; "processor" is field 39.
-  int field = 3;
-  for (const char* q = p + 2; *q; ++q) {
-    if (*q != ' ') continue;
-    if (++field == 39) {
-      out.cpu = std::atoi(q + 1);
-      break;
-    }
-  }
+  auto stat = procfs::ParseStat(std::string_view(buf, static_cast<size_t>(n)));
+  if (!stat.ok()) return out;
+  out.state = stat->state;
+  out.cpu = stat->processor;
   return out;
-}
-
-std::string ProcessStatusField(pid_t pid, const char* name) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/status";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  char buf[4096];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return "";
-  buf[n] = 0;
-  const std::string all(buf);
-  const std::string key = std::string("\n") + name + ":";
-  const size_t at = all.find(key);
-  if (at == std::string::npos) return "";
-  size_t i = at + key.size();
-  while (i < all.size() && (all[i] == ' ' || all[i] == '\t')) ++i;
-  return all.substr(i, all.find('\n', i) - i);
 }
 
 // Stopped time of the last second: the cap is held over every one-second interval, not on
@@ -284,7 +242,7 @@ class BurstTracer {
   bool AttachAll(std::string* error, int* err) {
     for (int pass = 0; pass < 100; ++pass) {
       const size_t before = threads_.size();
-      for (pid_t tid : ListTasks(options_.pid)) {
+      for (pid_t tid : procfs::Procfs::Host().Tasks(options_.pid)) {
         if (threads_.count(tid)) continue;
         if (ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(DesiredOptions())) != 0) {
           if (errno == ESRCH) continue;  // exited meanwhile
@@ -315,7 +273,7 @@ class BurstTracer {
   // New threads since the last scan: seized without stopping them. Returns how many.
   size_t ScanThreads() {
     size_t seized = 0;
-    for (pid_t tid : ListTasks(options_.pid)) {
+    for (pid_t tid : procfs::Procfs::Host().Tasks(options_.pid)) {
       if (threads_.count(tid)) continue;
       if (ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(DesiredOptions())) != 0)
         continue;
@@ -328,15 +286,11 @@ class BurstTracer {
 
   static std::string PermissionHint() {
     std::string hint;
-    const int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      char c = 0;
-      if (read(fd, &c, 1) == 1)
-        hint += std::string("Yama kernel.yama.ptrace_scope is ") + c +
-                (c == '3' ? " (ptrace disabled until reboot). "
-                          : "; set it to 0 with 'sysctl -w kernel.yama.ptrace_scope=0', or ");
-      close(fd);
-    }
+    auto scope = procfs::Procfs::Host().ReadGlobal("sys/kernel/yama/ptrace_scope");
+    if (scope.ok() && !scope->empty())
+      hint += "Yama kernel.yama.ptrace_scope is " + *scope +
+              (*scope == "3" ? " (ptrace disabled until reboot). "
+                             : "; set it to 0 with 'sysctl -w kernel.yama.ptrace_scope=0', or ");
     hint +=
         "run pathprof as root or with CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep, or "
         "AmbientCapabilities=CAP_SYS_PTRACE in the unit); in a container add --cap-add "
@@ -572,7 +526,8 @@ class BurstTracer {
   // A stop from a tracee that is not a thread of the target: a child it forked (traced only
   // while int3s are in use). It may stop before its parent's fork event says what it is.
   bool IsOtherProcess(pid_t tid) const {
-    return ProcessStatusField(tid, "Tgid") != std::to_string(options_.pid);
+    auto status = procfs::Procfs::Host().ReadStatus(tid);
+    return !status.ok() || status->tgid != options_.pid;
   }
 
   bool HandleGuest(pid_t tid, int st) {

@@ -20,6 +20,8 @@
 
 #include "exact_block_stepper.h"
 #include "pathprof/core/clock.h"
+#include "pathprof/core/procfs.h"
+#include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/x86_branch.h"
 #include "pathprof/stepping/step_probe.h"
 #include "ptrace_primitives.h"
@@ -58,26 +60,14 @@ struct Mapping {
   std::string path;
 };
 
-// Executable mappings of a process, from /proc/PID/maps.
+// Executable mappings of a process, from /proc/PID/maps (none when it cannot be read: the
+// process exited, and the next stop says so).
 std::vector<Mapping> ReadExecutableMaps(pid_t pid) {
   std::vector<Mapping> out;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string range, perms, offset, dev, inode, path;
-    ls >> range >> perms >> offset >> dev >> inode;
-    std::getline(ls >> std::ws, path);
-    if (perms.size() < 3 || perms[2] != 'x') continue;
-    Mapping m;
-    auto dash = range.find('-');
-    if (dash == std::string::npos) continue;
-    m.start = std::stoull(range.substr(0, dash), nullptr, 16);
-    m.end = std::stoull(range.substr(dash + 1), nullptr, 16);
-    m.offset = std::stoull(offset, nullptr, 16);
-    m.path = path;
-    out.push_back(std::move(m));
-  }
+  auto space = decoders::ReadProcMaps(pid);
+  if (!space.ok()) return out;
+  for (const decoders::Mapping& m : space->mappings())
+    if (m.executable) out.push_back({m.start, m.end(), m.pgoff, m.path});
   return out;
 }
 
@@ -490,15 +480,8 @@ class Tracer {
   }
 
   bool HandlerInstalled(pid_t tid, int sig) {
-    std::ifstream in("/proc/" + std::to_string(tid) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("SigCgt:", 0) == 0) {
-        uint64_t mask = std::stoull(line.substr(7), nullptr, 16);
-        return (mask >> (sig - 1)) & 1;
-      }
-    }
-    return false;
+    auto status = procfs::Procfs::Host().ReadStatus(tid);
+    return status.ok() && (status->signals_caught >> (sig - 1)) & 1;
   }
 
   Status Loop() {
@@ -603,13 +586,8 @@ class Tracer {
   void StopStalledThreads() {
     for (auto& [tid, t] : threads_) {
       if (!t.started || t.forced_stop) continue;
-      std::ifstream in("/proc/" + std::to_string(child_) + "/task/" + std::to_string(tid) +
-                       "/stat");
-      std::string stat;
-      std::getline(in, stat);
-      const size_t paren = stat.rfind(')');
-      if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'R')
-        continue;
+      auto stat = procfs::Procfs::Host().ReadTaskStat(child_, tid);
+      if (!stat.ok() || stat->state != 'R') continue;
       if (syscall(SYS_tgkill, child_, tid, SIGSTOP) == 0) {
         t.forced_stop = true;
         ++stats_.step_timeouts;

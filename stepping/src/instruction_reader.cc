@@ -9,6 +9,7 @@
 #include <string>
 
 #include "pathprof/core/clock.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 
 #include "software_breakpoints.h"
@@ -39,7 +40,7 @@ std::span<const uint8_t> InstructionReader::Bytes(uint64_t ip) {
   if (n <= 0) {
     // The last bytes of a mapping: process_vm_readv fails on the unmapped tail; /proc/PID/mem
     // returns what it can.
-    if (mem_fd_ < 0) mem_fd_ = open(("/proc/" + std::to_string(pid_) + "/mem").c_str(), O_RDONLY);
+    if (mem_fd_ < 0) mem_fd_ = open(procfs::Procfs::Host().Path(pid_, "mem").c_str(), O_RDONLY);
     n = mem_fd_ >= 0 ? pread(mem_fd_, buf_, sizeof buf_, static_cast<off_t>(ip)) : -1;
   }
   if (n <= 0) return {};

@@ -12,10 +12,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "burst_wire.h"
+#include "pathprof/core/procfs.h"
 #include "tracer_helper.h"
 
 namespace pathprof::stepping {
@@ -25,29 +25,14 @@ constexpr int kStartTimeoutMs = 10000;  // probe (first time per boot) and seizi
 constexpr int kQuitTimeoutMs = 600;     // the tracer's own detach is bounded at 400 ms
 constexpr int kKillTimeoutMs = 400;
 
-// "Name:\tvalue" from /proc/PID/status; empty when absent.
-std::string StatusField(pid_t pid, const std::string& name) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name + ":", 0) == 0) {
-      size_t i = name.size() + 1;
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-      return line.substr(i);
-    }
-  }
-  return "";
-}
-
 std::string CommandName(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(in, name);
-  return name.empty() ? "?" : name;
+  auto comm = procfs::Procfs::Host().Comm(pid);
+  return comm.ok() && !comm->empty() ? *comm : "?";
 }
 
 pid_t ParentOf(pid_t pid) {
-  return static_cast<pid_t>(std::strtol(StatusField(pid, "PPid").c_str(), nullptr, 10));
+  auto status = procfs::Procfs::Host().ReadStatus(pid);
+  return status.ok() ? status->ppid : 0;
 }
 
 std::string ExitText(int status) {
@@ -95,16 +80,15 @@ Status PtraceBurstOptions::Validate() const {
 }
 
 Status CheckTraceable(pid_t pid) {
-  const std::string tracer = StatusField(pid, "TracerPid");
-  if (tracer.empty())
+  auto status = procfs::Procfs::Host().ReadStatus(pid);
+  if (!status.ok())
     return Error(ErrorCode::kNotFound, "ptrace bursts: process " + std::to_string(pid) +
-                                           " does not exist (no /proc/" + std::to_string(pid) +
-                                           "/status)");
-  if (StatusField(pid, "Tgid") != std::to_string(pid))
+                                           " does not exist (" + status.status().message() + ")");
+  if (status->tgid != pid)
     return Error(ErrorCode::kInvalidArgument,
                  "ptrace bursts: " + std::to_string(pid) +
                      " is a thread, not a process; give its process id (Tgid " +
-                     StatusField(pid, "Tgid") + ")");
+                     std::to_string(status->tgid) + ")");
   if (pid == getpid())
     return Error(ErrorCode::kInvalidArgument, "ptrace bursts: refusing to trace process " +
                                                   std::to_string(pid) + " (" + CommandName(pid) +
@@ -121,12 +105,12 @@ Status CheckTraceable(pid_t pid) {
     return Error(ErrorCode::kInvalidArgument, "ptrace bursts: refusing to trace process " +
                                                   std::to_string(pid) +
                                                   ": it is one of pathprof's own helper processes");
-  const long tracer_pid = std::strtol(tracer.c_str(), nullptr, 10);
+  const pid_t tracer_pid = status->tracer_pid;
   if (tracer_pid != 0)
     return Error(ErrorCode::kUnavailable,
                  "ptrace bursts: process " + std::to_string(pid) + " (" + CommandName(pid) +
                      ") is already traced by process " + std::to_string(tracer_pid) + " (" +
-                     CommandName(static_cast<pid_t>(tracer_pid)) +
+                     CommandName(tracer_pid) +
                      "); a process has one tracer at a time: detach that debugger or tracer "
                      "first, or profile with the eBPF stack sampler instead");
   return Status::Ok();

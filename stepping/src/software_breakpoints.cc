@@ -3,9 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "pathprof/core/procfs.h"
+#include "pathprof/decoders/address_space.h"
 
 namespace pathprof::stepping {
 namespace {
@@ -23,7 +24,7 @@ SoftwareBreakpoints::~SoftwareBreakpoints() {
 }
 
 bool SoftwareBreakpoints::Open() {
-  if (fd_ < 0) fd_ = open(("/proc/" + std::to_string(pid_) + "/mem").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd_ < 0) fd_ = open(procfs::Procfs::Host().Path(pid_, "mem").c_str(), O_RDWR | O_CLOEXEC);
   return fd_ >= 0;
 }
 
@@ -91,7 +92,7 @@ bool SoftwareBreakpoints::RemoveAll() {
 
 size_t SoftwareBreakpoints::CleanChild(pid_t child) {
   if (ever_.empty()) return 0;
-  const int fd = open(("/proc/" + std::to_string(child) + "/mem").c_str(), O_RDWR | O_CLOEXEC);
+  const int fd = open(procfs::Procfs::Host().Path(child, "mem").c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return 0;
   size_t restored = 0;
   for (const auto& [address, original] : ever_) {
@@ -110,20 +111,13 @@ bool SoftwareBreakpoints::Plantable(uint64_t address) {
       if (address >= m.start && address < m.end) return m.plantable;
     if (pass == 1) break;
     maps_.clear();
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/maps");
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream ls(line);
-      std::string range, perms, offset, dev, inode, path;
-      ls >> range >> perms >> offset >> dev >> inode;
-      std::getline(ls >> std::ws, path);
-      const size_t dash = range.find('-');
-      if (dash == std::string::npos || perms.size() < 4) continue;
-      Mapping m{std::stoull(range.substr(0, dash), nullptr, 16),
-                std::stoull(range.substr(dash + 1), nullptr, 16), false};
-      m.plantable =
-          perms[0] == 'r' && perms[1] == '-' && perms[2] == 'x' && !path.empty() && path[0] == '/';
-      maps_.push_back(m);
+    auto space = decoders::ReadProcMaps(pid_);
+    if (!space.ok()) return false;
+    for (const decoders::Mapping& m : space->mappings()) {
+      // Code of a file, mapped read-only: writing an int3 through /proc/PID/mem makes the
+      // process a private copy of that page and never touches the file.
+      const bool plantable = m.readable && !m.writable && m.executable && m.path.starts_with('/');
+      maps_.push_back({m.start, m.end(), plantable});
     }
   }
   return false;

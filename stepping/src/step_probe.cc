@@ -20,6 +20,7 @@
 #include "emulated_windows.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/core/host_quirks.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/x86_branch.h"
 #include "ptrace_primitives.h"
 #include "software_breakpoints.h"
@@ -455,13 +456,6 @@ void ProbeBlockStep(ProbeChild& child, StepProbeResult* r) {
 #endif
 }
 
-std::string ReadFirstLine(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 // Where the cache lives, or "" for none (see the header).
 std::string CachePath() {
   if (const char* env = std::getenv("PATHPROF_STEP_PROBE_CACHE"))
@@ -504,9 +498,9 @@ std::vector<std::string> Split(const std::string& s) {
 std::string StepProbeCacheKey(const HostQuirks& quirks) {
   utsname u{};
   uname(&u);
-  return "v" + std::to_string(kProbeVersion) + "/" +
-         ReadFirstLine("/proc/sys/kernel/random/boot_id") + "/" + u.release + "/" +
-         quirks.ToString();
+  auto boot_id = procfs::Procfs::Host().ReadGlobal("sys/kernel/random/boot_id");
+  return "v" + std::to_string(kProbeVersion) + "/" + (boot_id.ok() ? *boot_id : "") + "/" +
+         u.release + "/" + quirks.ToString();
 }
 
 bool StepProbeResult::Works(StepMode mode) const {

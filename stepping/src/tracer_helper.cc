@@ -13,6 +13,8 @@
 #include <mutex>
 #include <set>
 
+#include "pathprof/core/procfs.h"
+
 extern char** environ;
 
 namespace pathprof::stepping {
@@ -26,11 +28,9 @@ bool Executable(const std::string& path) {
 }
 
 std::string SelfDir() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  buf[n] = 0;
-  std::string path(buf);
+  auto self = procfs::Procfs::Host().Executable(getpid());
+  if (!self.ok()) return "";
+  const std::string& path = *self;
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "" : path.substr(0, slash);
 }

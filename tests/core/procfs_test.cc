@@ -20,7 +20,9 @@ namespace fs = std::filesystem;
 constexpr const char* kStatus =
     "Name:\tmy prog\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t42\nNgid:\t0\nPid:\t43\n"
     "PPid:\t1\nTracerPid:\t7\nUid:\t1000\t1001\t1002\t1003\nGid:\t100\t101\t102\t103\n"
-    "Threads:\t3\nSigCgt:\t0000000000004002\nCapEff:\t000001ffffffffff\n";
+    "Groups:\t4 24 27 "
+    "\nThreads:\t3\nSigCgt:\t0000000000004002\nCapEff:\t000001ffffffffff\nCapPrm:"
+    "\t0000000000000001\nNSpid:\t42\t7\n";
 
 // A stat line with the fields proc(5) numbers, comm holding spaces and parentheses.
 std::string StatLine(const std::string& comm, uint64_t start, int cpu) {
@@ -42,8 +44,12 @@ TEST(ProcfsParse, StatusFieldsAndTheFourIds) {
   EXPECT_EQ(s->uid[3], 1003u);
   EXPECT_EQ(s->gid[2], 102u);
   EXPECT_EQ(s->threads, 3u);
+  EXPECT_EQ(s->groups, (std::vector<gid_t>{4, 24, 27}));
   EXPECT_EQ(s->signals_caught, 0x4002u);  // signals 2 and 15
   EXPECT_EQ(s->cap_effective, 0x1ffffffffffu);
+  EXPECT_EQ(s->cap_permitted, 1u);
+  EXPECT_TRUE(s->capabilities_known);
+  EXPECT_EQ(s->innermost_pid, 7);  // pid 7 in its container's pid namespace
   EXPECT_EQ(StatusField(kStatus, "Umask").value_or("?"), "0022");
   EXPECT_FALSE(StatusField(kStatus, "Pi").has_value());  // a prefix of "Pid" is not "Pid"
 }
@@ -177,6 +183,13 @@ TEST_F(FakeProcfs, TheCacheReadsOnceAndNeverLendsAReusedPidItsPredecessor) {
   Write("42/cgroup", "0::/elsewhere\n");
   EXPECT_EQ(cache.Get(42)->cgroup, "/system.slice/my.service");
   EXPECT_EQ(cache.stats().hits, 1u);
+  // An exec (same start time, another command name): read again.
+  Write("42/stat", StatLine("exec'd", 1000, 0));
+  Write("42/comm", "exec'd\n");
+  fs::remove(root_ / "42/exe");
+  fs::create_symlink("/usr/bin/other", root_ / "42/exe");
+  EXPECT_EQ(cache.Get(42)->executable, "/usr/bin/other");
+  EXPECT_EQ(cache.stats().misses, 2u);
   // Pid 42 is a new process (another start time): read again.
   Write("42/stat", StatLine("new one", 2000, 0));
   Write("42/comm", "new one\n");
@@ -184,7 +197,7 @@ TEST_F(FakeProcfs, TheCacheReadsOnceAndNeverLendsAReusedPidItsPredecessor) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->comm, "new one");
   EXPECT_EQ(b->cgroup, "/elsewhere");
-  EXPECT_EQ(cache.stats().misses, 2u);
+  EXPECT_EQ(cache.stats().misses, 3u);
   // Gone: not found, nothing cached lent.
   fs::remove_all(root_ / "42");
   EXPECT_EQ(cache.Get(42).status().code(), ErrorCode::kNotFound);

@@ -1,9 +1,10 @@
 // Who a process is — owner, command name, executable, cgroup — remembered for a short while, so
 // that listing every process of the host (the daemon's ListTargets, every continuous-mode window)
 // costs one read of each process's stat instead of six files and links. An entry is used only
-// while the process's start time (from that one read) is unchanged, so a reused pid is never
-// given its predecessor's identity, and only for max_age, so an exec's new executable shows up
-// within it. Bounded: at most max_entries, the least recently used leaving first.
+// while the process's start time and command name (from that one read) are unchanged, so a
+// reused pid is never given its predecessor's identity nor an exec'd program its old one, and
+// only for max_age, so a move to another cgroup (or an exec of a program with the same name)
+// shows within it. Bounded: at most max_entries, the least recently used leaving first.
 #pragma once
 
 #include <sys/types.h>

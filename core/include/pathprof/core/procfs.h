@@ -31,8 +31,12 @@ struct ProcessStatus {
   uid_t uid[4] = {0, 0, 0, 0};  // real, effective, saved, filesystem
   gid_t gid[4] = {0, 0, 0, 0};
   uint64_t cap_effective = 0;
-  uint64_t signals_caught = 0;  // SigCgt: bit n-1 is signal n
+  uint64_t cap_permitted = 0;
+  bool capabilities_known = false;  // both CapEff and CapPrm were read
+  uint64_t signals_caught = 0;      // SigCgt: bit n-1 is signal n
   uint32_t threads = 0;
+  pid_t innermost_pid = 0;    // the last NSpid: the pid in its innermost pid namespace (0: none)
+  std::vector<gid_t> groups;  // supplementary groups (at most NGROUPS_MAX, 65536)
 };
 
 // /proc/PID/stat (or a thread's), the fields pathprof uses.
@@ -100,11 +104,13 @@ class Procfs {
   // directory's order; empty when unreadable.
   std::vector<pid_t> Pids(size_t max = 1 << 22) const;
   std::vector<pid_t> Tasks(pid_t pid, size_t max = 1 << 16) const;
+  // The numeric entries of root/PID/DIR (e.g. "fd": the open file descriptors).
+  std::vector<int> NumericEntries(pid_t pid, std::string_view dir, size_t max) const;
 
  private:
   Result<std::string> ReadPath(const std::string& path, size_t max_bytes) const;
   Result<std::string> ReadLink(const std::string& path) const;
-  std::vector<pid_t> NumericEntries(const std::string& dir, size_t max) const;
+  std::vector<int> NumericEntriesOf(const std::string& dir, size_t max) const;
 
   std::string root_;
 };

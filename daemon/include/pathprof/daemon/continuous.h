@@ -15,7 +15,7 @@
 
 #include "pathprof/core/status.h"
 #include "pathprof/daemon/config.h"
-#include "pathprof/daemon/procfs.h"
+#include "pathprof/daemon/host_processes.h"
 #include "pathprof/fleet/archive.h"
 #include "pathprof/fleet/push_queue.h"
 #include "pathprof/fleet/window.h"

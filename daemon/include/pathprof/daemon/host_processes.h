@@ -1,11 +1,13 @@
-// The processes on this host as /proc shows them: what ListTargets lists and what a session's
-// executable_name / cgroup selector resolves to.
+// The processes on this host as /proc shows them (read through core/procfs.h and its identity
+// cache): what ListTargets lists and what a session's executable_name / cgroup selector and a
+// continuous series resolve to.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "pathprof/core/process_identity_cache.h"
 #include "pathprof/core/status.h"
 
 namespace pathprof::daemon {
@@ -19,9 +21,13 @@ struct ProcessEntry {
 };
 
 // Every process (not thread) now; kernel threads are skipped (nothing to profile in user space).
-std::vector<ProcessEntry> ListProcesses();
+// The host's identity cache by default; a test passes one over a fake /proc.
+std::vector<ProcessEntry> ListProcesses(
+    procfs::ProcessIdentityCache& cache = procfs::ProcessIdentityCache::Host());
 // Processes whose comm or executable basename equals `name`.
-std::vector<ProcessEntry> ProcessesNamed(const std::string& name);
+std::vector<ProcessEntry> ProcessesNamed(
+    const std::string& name,
+    procfs::ProcessIdentityCache& cache = procfs::ProcessIdentityCache::Host());
 // The pids in a cgroup v2 group (cgroup.procs under /sys/fs/cgroup). The path must be absolute
 // and may not contain "..".
 Result<std::vector<uint32_t>> ProcessesInCgroup(const std::string& cgroup);

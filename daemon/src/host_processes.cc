@@ -1,30 +1,10 @@
-#include "pathprof/daemon/procfs.h"
+#include "pathprof/daemon/host_processes.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 
 namespace pathprof::daemon {
 namespace {
-
-std::string ReadLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-std::string CgroupOf(uint32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("0::", 0) == 0) return line.substr(3);
-  return "";
-}
 
 std::string Basename(const std::string& path) {
   auto slash = path.rfind('/');
@@ -33,34 +13,20 @@ std::string Basename(const std::string& path) {
 
 }  // namespace
 
-std::vector<ProcessEntry> ListProcesses() {
+std::vector<ProcessEntry> ListProcesses(procfs::ProcessIdentityCache& cache) {
   std::vector<ProcessEntry> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
-    ProcessEntry p;
-    p.pid = static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10));
-    std::string base = std::string("/proc/") + e->d_name;
-    struct stat st;
-    if (stat(base.c_str(), &st) != 0) continue;  // exited meanwhile
-    p.uid = st.st_uid;
-    char buf[4096];
-    ssize_t n = readlink((base + "/exe").c_str(), buf, sizeof buf - 1);
-    if (n > 0) p.executable.assign(buf, static_cast<size_t>(n));
-    // Kernel threads have an empty cmdline and no exe.
-    if (p.executable.empty() && ReadLine(base + "/cmdline").empty()) continue;
-    p.comm = ReadLine(base + "/comm");
-    p.cgroup = CgroupOf(p.pid);
-    out.push_back(std::move(p));
+  for (procfs::ProcessIdentity& id : cache.All()) {
+    if (id.kernel_thread) continue;
+    out.push_back({static_cast<uint32_t>(id.pid), id.uid, std::move(id.comm),
+                   std::move(id.executable), std::move(id.cgroup)});
   }
-  closedir(d);
   return out;
 }
 
-std::vector<ProcessEntry> ProcessesNamed(const std::string& name) {
+std::vector<ProcessEntry> ProcessesNamed(const std::string& name,
+                                         procfs::ProcessIdentityCache& cache) {
   std::vector<ProcessEntry> out;
-  for (auto& p : ListProcesses()) {
+  for (auto& p : ListProcesses(cache)) {
     std::string exe = Basename(p.executable);
     if (exe.size() > 10 && exe.compare(exe.size() - 10, 10, " (deleted)") == 0)
       exe.resize(exe.size() - 10);
