@@ -23,29 +23,6 @@ int64_t NowNanos() {
       .count();
 }
 
-std::string LastComponent(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-bool CgroupWithin(const std::string& cgroup, const std::string& prefix) {
-  if (prefix == "/") return true;
-  return cgroup == prefix || cgroup.rfind(prefix + "/", 0) == 0;
-}
-
-bool UnitOf(const std::string& cgroup, const std::string& unit) {
-  // A unit's processes sit in .../<unit> or, with delegated sub-groups, .../<unit>/...
-  return cgroup.size() >= unit.size() + 1 &&
-         (LastComponent(cgroup) == unit || cgroup.find("/" + unit + "/") != std::string::npos);
-}
-
-std::string Basename(std::string exe) {
-  exe = LastComponent(exe);
-  if (exe.size() > 10 && exe.compare(exe.size() - 10, 10, " (deleted)") == 0)
-    exe.resize(exe.size() - 10);
-  return exe;
-}
-
 void Finish(Series& s, const std::vector<const ProcessEntry*>& members, const std::string& host) {
   std::set<std::string> exes, cgroups;
   for (const ProcessEntry* p : members) {
@@ -54,8 +31,10 @@ void Finish(Series& s, const std::vector<const ProcessEntry*>& members, const st
     cgroups.insert(p->cgroup);
   }
   s.identity.host = host;
-  s.identity.unit = s.unit;
-  s.identity.cgroup = !s.cgroup.empty() ? s.cgroup : cgroups.size() == 1 ? *cgroups.begin() : "";
+  s.identity.unit = s.match.unit;
+  s.identity.cgroup = !s.match.cgroup.empty() ? s.match.cgroup
+                      : cgroups.size() == 1   ? *cgroups.begin()
+                                              : "";
   if (exes.size() == 1) s.identity.executable = *exes.begin();
 }
 
@@ -72,30 +51,23 @@ std::vector<Series> ResolveSeries(const ContinuousConfig& config,
                                   const std::vector<ProcessEntry>& processes,
                                   const std::string& host) {
   std::vector<Series> out;
-  auto add = [&](Series s, auto&& match) {
+  auto add = [&](Series s) {
     std::vector<const ProcessEntry*> members;
     for (const ProcessEntry& p : processes)
-      if (match(p)) members.push_back(&p);
+      if (s.match.Matches(p.comm, p.executable, p.cgroup)) members.push_back(&p);
     Finish(s, members, host);
     out.push_back(std::move(s));
   };
-  for (const std::string& u : config.units) {
+  auto series_of = [](std::string pipeline::ProcessMatch::*field, const std::string& value) {
     Series s;
-    s.unit = u;
-    add(std::move(s), [&](const ProcessEntry& p) { return UnitOf(p.cgroup, u); });
-  }
-  for (const std::string& g : config.cgroups) {
-    Series s;
-    s.cgroup = g;
-    add(std::move(s), [&](const ProcessEntry& p) { return CgroupWithin(p.cgroup, g); });
-  }
-  for (const std::string& e : config.executables) {
-    Series s;
-    s.executable = e;
-    add(std::move(s),
-        [&](const ProcessEntry& p) { return p.comm == e || Basename(p.executable) == e; });
-  }
-  if (out.empty()) add(Series{}, [](const ProcessEntry&) { return true; });
+    s.match.*field = value;
+    return s;
+  };
+  for (const std::string& u : config.units) add(series_of(&pipeline::ProcessMatch::unit, u));
+  for (const std::string& g : config.cgroups) add(series_of(&pipeline::ProcessMatch::cgroup, g));
+  for (const std::string& e : config.executables)
+    add(series_of(&pipeline::ProcessMatch::executable, e));
+  if (out.empty()) add(Series{});
   return out;
 }
 
@@ -203,13 +175,14 @@ void ContinuousProfiler::Window(int64_t start_ns) {
   std::vector<Running> running;
   uint64_t seq = 0;
   for (Series& s : series) {
-    // No selector and stacks only: the whole host, each process joining on its first sample
-    // (one born mid-window is in that window), up to max_pids processes.
-    const bool whole_host = s.unit.empty() && s.cgroup.empty() && s.executable.empty() &&
-                            source == pipeline::SourceChoice::kNone;
+    // Stacks only: one session on the host sampler's every-process target, each process the
+    // selector names (any, without one) joining on its first sample, so one born or moved into
+    // the unit mid-window is in that window; up to max_pids processes. A branch source traces
+    // the processes named at the window's start.
+    const bool joins = source == pipeline::SourceChoice::kNone;
     std::vector<uint32_t> pids;
     uint64_t over = 0;
-    if (!whole_host) {  // the whole host has no list: its processes join as they are sampled
+    if (!joins) {
       for (uint32_t pid : s.pids) {
         if (pid == self || kill(static_cast<pid_t>(pid), 0) != 0) continue;  // never ourselves
         if (pids.size() >= config_.max_pids) {
@@ -221,13 +194,14 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     }
     std::lock_guard<std::mutex> lock(mu_);
     pids_over_limit_ += over;
-    if (pids.empty() && !whole_host) {
+    if (pids.empty() && !joins) {
       ++empty_series_;
       continue;
     }
     pipeline::SessionConfig sc;
-    if (whole_host) {
+    if (joins) {
       sc.every_process = true;
+      sc.join_match = s.match;
       sc.max_descendants = static_cast<uint32_t>(config_.max_pids);
     } else {
       sc.pids = pids;
@@ -239,8 +213,9 @@ void ContinuousProfiler::Window(int64_t start_ns) {
         pipeline::Session::Start("continuous-" + std::to_string(++seq), sc, caps_, symbols_);
     if (!session.ok()) {
       ++failed_start_;
-      last_error_ = "series " + fleet::PercentEncode(s.unit + s.cgroup + s.executable) + ": " +
-                    session.status().message();
+      last_error_ = "series " +
+                    fleet::PercentEncode(s.match.unit + s.match.cgroup + s.match.executable) +
+                    ": " + session.status().message();
       Log(kLogWarning, "continuous: %s", last_error_.c_str());
       continue;
     }
@@ -270,6 +245,18 @@ void ContinuousProfiler::Window(int64_t start_ns) {
         "dropped",
         stats.size(), static_cast<unsigned long long>(samples),
         static_cast<unsigned long long>(before_stop), static_cast<unsigned long long>(drops));
+    if (stats.empty()) {  // a series whose processes joined: none did
+      std::lock_guard<std::mutex> lock(mu_);
+      ++empty_series_;
+      continue;
+    }
+    if (source == pipeline::SourceChoice::kNone) {
+      // The processes of the window are those that joined: the executable label is theirs,
+      // when they all ran one binary.
+      std::set<std::string> exes;
+      for (const auto& store : r.session->Stores()) exes.insert(store->Info().executable);
+      r.series.identity.executable = exes.size() == 1 ? *exes.begin() : "";
+    }
     auto pprof = r.session->ExportPprof(source != pipeline::SourceChoice::kNone);
     r.session.reset();
     std::lock_guard<std::mutex> lock(mu_);

@@ -1,8 +1,10 @@
 #include "pathprof/pipeline/ingestor.h"
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "pathprof/pipeline/bounded_queue.h"
 
@@ -27,15 +29,25 @@ struct Ingestor::Impl {
   void Consume(BoundedQueue<T>& queue, Apply apply) {
     constexpr size_t kChargeEvery = 64;
     CpuCharger charger;
+    // The stores the charger holds accounting pointers of, kept alive until it flushes (the
+    // session may let go of one meanwhile).
+    std::vector<std::shared_ptr<ProfileStore>> noted;
+    auto flush = [&] {
+      charger.Flush();
+      noted.clear();
+    };
     for (;;) {
       std::optional<T> item = queue.Pop(std::chrono::milliseconds(50));
       if (!item) {
-        charger.Flush();
+        flush();
         if (queue.closed() && queue.size() == 0) return;
         continue;
       }
-      if (ProfileStore* store = apply(*item)) charger.Note(&store->accounting());
-      if (charger.pending() >= kChargeEvery || queue.size() == 0) charger.Flush();
+      if (std::shared_ptr<ProfileStore> store = apply(*item)) {
+        charger.Note(&store->accounting());
+        if (noted.empty() || noted.back() != store) noted.push_back(std::move(store));
+      }
+      if (charger.pending() >= kChargeEvery || queue.size() == 0) flush();
       queue.Done();
     }
   }
@@ -46,7 +58,7 @@ Ingestor::Ingestor(const QueueSettings& queues, StoreLookup lookup)
   Impl* s = impl_.get();
   s->stack_thread = std::thread([s] {
     s->Consume(s->stacks, [s](const collectors::RawStackSample& sample) {
-      ProfileStore* store = s->lookup(sample.pid);
+      std::shared_ptr<ProfileStore> store = s->lookup(sample.pid);
       if (store)
         store->AddStackSample(sample);
       else
@@ -56,7 +68,7 @@ Ingestor::Ingestor(const QueueSettings& queues, StoreLookup lookup)
   });
   s->branch_thread = std::thread([s] {
     s->Consume(s->branches, [s](const BranchBatch& batch) {
-      ProfileStore* store = s->lookup(batch.pid);
+      std::shared_ptr<ProfileStore> store = s->lookup(batch.pid);
       if (store)
         store->AddBranches(batch);
       else
@@ -73,7 +85,7 @@ Ingestor::~Ingestor() {
 bool Ingestor::OfferStack(collectors::RawStackSample sample) {
   const uint32_t pid = sample.pid;
   if (impl_->stacks.TryPush(std::move(sample))) return true;
-  if (ProfileStore* store = impl_->lookup(pid))
+  if (std::shared_ptr<ProfileStore> store = impl_->lookup(pid))
     store->accounting().drops.Add(impl_->stacks.closed() ? "session_closed" : "stack_queue_full");
   else
     impl_->not_a_target.fetch_add(1, std::memory_order_relaxed);
@@ -83,7 +95,7 @@ bool Ingestor::OfferStack(collectors::RawStackSample sample) {
 bool Ingestor::OfferBranches(BranchBatch batch) {
   const uint32_t pid = batch.pid;
   if (impl_->branches.TryPush(std::move(batch))) return true;
-  if (ProfileStore* store = impl_->lookup(pid))
+  if (std::shared_ptr<ProfileStore> store = impl_->lookup(pid))
     store->accounting().drops.Add(impl_->branches.closed() ? "session_closed"
                                                            : "window_queue_full");
   else

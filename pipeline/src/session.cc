@@ -14,12 +14,14 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "pathprof/collectors/lbr_source.h"
 #include "pathprof/collectors/pt_source.h"
 #include "pathprof/collectors/shared_stack_sampler.h"
 #include "pathprof/core/clock.h"
+#include "pathprof/core/process_identity_cache.h"
 #include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/pipeline/ingestor.h"
@@ -131,10 +133,21 @@ struct Session::Impl {
   mutable std::mutex mu;
   std::condition_variable ended_cv;
   SessionInfo info;
-  std::map<uint32_t, std::shared_ptr<ProfileStore>> stores;  // never shrinks while alive
-  uint32_t descendants = 0;                                  // stores made for followed children
-  std::set<uint32_t> live_descendants;                       // ... whose exit was not noted yet
+  // Shrinks only in whole-host mode, where the coldest store leaves for a hotter newcomer:
+  // callers hold a store through its shared_ptr.
+  std::map<uint32_t, std::shared_ptr<ProfileStore>> stores;
+  uint32_t descendants = 0;             // stores made for followed children (or any process)
+  std::set<uint32_t> live_descendants;  // ... whose exit was not noted yet
   uint64_t descendants_over_limit = 0;  // samples of children past max_descendants
+  // Whole-host mode at max_descendants: the samples each process without a store was refused
+  // (bounded: forgotten at 4 x max_descendants entries).
+  std::unordered_map<uint32_t, uint64_t> refused;
+  // With a join_match: processes found not to match, and when (checked again a second later;
+  // bounded: forgotten at 4 x max_descendants entries).
+  std::unordered_map<uint32_t, std::chrono::steady_clock::time_point> unmatched;
+  // Evicted stores, until nothing else holds them (an ingest thread may be applying a sample):
+  // then their samples and losses are counted on the first store, exactly, and they are freed.
+  std::vector<std::shared_ptr<ProfileStore>> retired;
   std::map<std::string, std::set<PathKey>> baselines;
 
   std::unique_ptr<Ingestor> ingestor;
@@ -181,16 +194,17 @@ struct Session::Impl {
     for (const auto& [pid, who] : confinement) CheckConfinement(pid);
   }
 
-  ProfileStore* Lookup(uint32_t pid) {
+  std::shared_ptr<ProfileStore> Lookup(uint32_t pid) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = stores.find(pid);
-    if (it != stores.end()) return it->second.get();
+    if (it != stores.end()) return it->second;
     // Only the sampler's in-kernel filter admits other pids: with follow_children only
     // descendants of the targets, with every_process any process but this one. The first sample
     // of one makes its store.
     if (!config.follow_children && !config.every_process) return nullptr;
     if (config.every_process && pid == static_cast<uint32_t>(getpid())) return nullptr;
-    if (descendants >= config.max_descendants) {
+    if (!JoinsLocked(pid)) return nullptr;
+    if (descendants >= config.max_descendants && !EvictColderThanLocked(pid)) {
       ++descendants_over_limit;
       return nullptr;
     }
@@ -199,16 +213,80 @@ struct Session::Impl {
     if (!store.ok()) return nullptr;
     ++descendants;
     live_descendants.insert(pid);
-    return stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store)))
-        .first->second.get();
+    return stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store))).first->second;
+  }
+
+  // Whether a process without a store may join (under mu): any, unless the whole-host session
+  // has a join_match. A process found not to match is not looked at again for a second (a
+  // unit's process starts in its parent's cgroup and is moved; a shell forks, then execs).
+  bool JoinsLocked(uint32_t pid) {
+    if (!config.every_process || config.join_match.empty()) return true;
+    const auto now = std::chrono::steady_clock::now();
+    if (auto it = unmatched.find(pid); it != unmatched.end()) {
+      if (now - it->second < std::chrono::seconds(1)) return false;
+      unmatched.erase(it);
+    }
+    auto who = procfs::ProcessIdentityCache::Host().Get(static_cast<pid_t>(pid));
+    if (who.ok() && config.join_match.Matches(who->comm, who->executable, who->cgroup)) return true;
+    if (unmatched.size() >= 4 * static_cast<size_t>(config.max_descendants)) unmatched.clear();
+    unmatched[pid] = now;
+    return false;
+  }
+
+  // Whole-host mode at its bound (under mu): the process `pid`, refused a store, gets the place
+  // of the coldest one (the fewest samples applied) once it has been refused more samples than
+  // that store ever received. So the window keeps the processes that are hot in it, a long tail
+  // of one-sample processes does not churn the stores, and the count (hence the memory) stays
+  // bounded; the evicted process's samples are counted as process_evicted (SettleRetired).
+  bool EvictColderThanLocked(uint32_t pid) {
+    if (!config.every_process || stores.empty()) return false;
+    if (refused.size() >= 4 * static_cast<size_t>(config.max_descendants)) refused.clear();
+    const uint64_t mine = ++refused[pid];
+    auto coldest = std::min_element(stores.begin(), stores.end(), [](const auto& a, const auto& b) {
+      return a.second->generation() < b.second->generation();
+    });
+    const uint64_t theirs = coldest->second->generation();
+    if (theirs >= mine) return false;
+    live_descendants.erase(coldest->first);
+    retired.push_back(std::move(coldest->second));
+    stores.erase(coldest);
+    --descendants;
+    refused.erase(pid);
+    // The newcomer's refused samples were counted as process_limit; they stay counted there.
+    return true;
+  }
+
+  // Evicted stores nothing else holds any more: their samples (as process_evicted) and their
+  // losses move to `first`, and they are freed.
+  void SettleRetired(ProfileStore& first) {
+    std::vector<std::shared_ptr<ProfileStore>> done;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto it = retired.begin(); it != retired.end();) {
+        if (it->use_count() == 1) {
+          done.push_back(std::move(*it));
+          it = retired.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (const auto& store : done) {
+      const TargetAccounting& a = store->accounting();
+      if (const uint64_t n = a.stack_samples.load())
+        first.accounting().drops.Add("process_evicted", n);
+      for (const auto& [reason, n] : a.drops.Snapshot()) first.accounting().drops.Add(reason, n);
+      for (const auto& [reason, n] : a.decode_errors.Snapshot())
+        first.accounting().decode_errors.Add(reason, n);
+    }
   }
 
   // The session's losses that belong to no one process go to its first (a target, or with
   // every_process the first process that was sampled); none before any store exists.
-  ProfileStore* FirstStore() {
+  std::shared_ptr<ProfileStore> FirstStore() {
     if (!config.pids.empty()) return Lookup(config.pids.front());
     std::lock_guard<std::mutex> lock(mu);
-    return stores.empty() ? nullptr : stores.begin()->second.get();
+    return stores.empty() ? nullptr : stores.begin()->second;
   }
 
   // A followed child that exited: its profile is kept; its pid leaves the kernel's filter
@@ -237,7 +315,7 @@ struct Session::Impl {
     if (sampler) {
       const collectors::StackSubscriptionStats st = sampler->stats();
       // The session's losses (its targets' in the host's ring) go to the first target.
-      if (ProfileStore* first = FirstStore()) {
+      if (std::shared_ptr<ProfileStore> first = FirstStore()) {
         uint64_t over_limit = 0;
         {
           std::lock_guard<std::mutex> lock(mu);
@@ -246,6 +324,7 @@ struct Session::Impl {
         if (over_limit > 0)
           first->accounting().drops.Add(config.every_process ? "process_limit" : "descendant_limit",
                                         over_limit);
+        SettleRetired(*first);
         if (st.stack_copies_failed > sampler_seen.stack_copies_failed)
           first->accounting().decode_errors.Add(
               "stack_copy_failed", st.stack_copies_failed - sampler_seen.stack_copies_failed);
@@ -263,7 +342,7 @@ struct Session::Impl {
       const stepping::PtraceBurstStats st =
           final != nullptr && final->contains(pid) ? final->at(pid) : collector->stats();
       stepping::PtraceBurstStats& seen = burst_seen[pid];
-      ProfileStore* store = Lookup(pid);
+      std::shared_ptr<ProfileStore> store = Lookup(pid);
       if (store == nullptr) continue;
       auto delta = [&](const char* reason, uint64_t now, uint64_t before) {
         if (now > before) store->accounting().drops.Add(reason, now - before);
@@ -283,7 +362,7 @@ struct Session::Impl {
   }
 
   void AccountLive(uint32_t pid, const collectors::LiveSourceCounters& now) {
-    ProfileStore* store = Lookup(pid);
+    std::shared_ptr<ProfileStore> store = Lookup(pid);
     if (store == nullptr) return;
     collectors::LiveSourceCounters& seen = live_seen[pid];
     for (const auto& [reason, n] : now.drops)
@@ -355,13 +434,15 @@ struct Session::Impl {
     DrainSampler();
     AccountCollectors(&final);
     if (const uint64_t late = windows_after_revocation.load(); late > 0)
-      if (ProfileStore* first = FirstStore())
+      if (std::shared_ptr<ProfileStore> first = FirstStore())
         first->accounting().drops.Add("window_after_privilege_gain", late);
     sampler.reset();
     lbr.clear();
     pt.clear();
     ingestor->Flush();
     ingestor->Close();
+    // The ingest threads are gone: every evicted store can be settled now.
+    if (std::shared_ptr<ProfileStore> first = FirstStore()) SettleRetired(*first);
     std::lock_guard<std::mutex> lock(mu);
     torn_down = true;
     if (info.state == SessionState::kRunning) info.state = final_state;
@@ -405,7 +486,7 @@ struct Session::Impl {
       for (uint32_t pid : config.pids) {
         if (ProcessAlive(pid)) {
           any_alive = true;
-        } else if (ProfileStore* store = Lookup(pid)) {
+        } else if (std::shared_ptr<ProfileStore> store = Lookup(pid)) {
           store->NoteExit();
           if (sampler) (void)sampler->RemovePid(pid);
         }
@@ -546,7 +627,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       };
       sink.on_exec = [s, pid] {
         s->CheckConfinement(pid);
-        if (ProfileStore* store = s->Lookup(pid)) store->NoteExec();
+        if (std::shared_ptr<ProfileStore> store = s->Lookup(pid)) store->NoteExec();
       };
       auto collector = stepping::PtraceBurstCollector::Start(po, std::move(sink));
       if (!collector.ok()) {
@@ -627,7 +708,7 @@ void Session::Stop() {
 }
 
 void Session::NoteExec(uint32_t pid) {
-  if (ProfileStore* store = impl_->Lookup(pid)) store->NoteExec();
+  if (std::shared_ptr<ProfileStore> store = impl_->Lookup(pid)) store->NoteExec();
 }
 
 void Session::RecheckConfinement() {

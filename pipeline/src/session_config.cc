@@ -70,6 +70,8 @@ Status SessionConfig::Validate() const {
           "session config: every process takes stacks only (source none): branch "
           "sources trace the processes a session names");
     if (confine_to_uid) return bad("session config: only an admin profiles every process");
+  } else if (!join_match.empty()) {
+    return bad("session config: join_match selects among every process: set every_process");
   } else if (pids.empty()) {
     return bad("session config: no target pid; give at least one process id");
   }

@@ -36,11 +36,12 @@ TEST(IngestorTest, SlowConsumerDropsAreCountedByReason) {
                                         pl::BranchWindows::kTakenBranches,
                                         std::make_shared<pl::SymbolService>());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  pl::ProfileStore* s = store->get();
+  std::shared_ptr<pl::ProfileStore> s = std::move(*store);
   pl::QueueSettings q;
   q.stack_queue = 4;
   q.window_queue = 2;
-  pl::Ingestor ingestor(q, [s](uint32_t pid) { return pid == s->pid() ? s : nullptr; });
+  pl::Ingestor ingestor(
+      q, [s](uint32_t pid) { return pid == s->pid() ? s : std::shared_ptr<pl::ProfileStore>(); });
   ingestor.SetPausedForTesting(true);
   const uint64_t leaf = reinterpret_cast<uint64_t>(&pathprof_ingest_marker) + 4;
   int accepted = 0;

@@ -19,6 +19,7 @@
 #include "pathprof/fleet/archive.h"
 #include "pathprof/fleet/push_queue.h"
 #include "pathprof/fleet/window.h"
+#include "pathprof/pipeline/process_match.h"
 #include "pathprof/pipeline/session_manager.h"
 #include "pathprof/v1/profiler.pb.h"
 
@@ -26,14 +27,14 @@ namespace pathprof::daemon {
 
 // One selector of the config and what it resolved to this period.
 struct Series {
-  std::string unit, cgroup, executable;  // the selector (at most one set; none: every process)
-  std::vector<uint32_t> pids;
+  pipeline::ProcessMatch match;  // the selector (at most one field set; none: every process)
+  std::vector<uint32_t> pids;    // what it matched at the window's start
   fleet::WindowIdentity identity;
 };
 
-// Resolves the selectors over `processes` (every process when there is none). A unit matches
-// processes whose cgroup's last component is the unit name; the identity's executable and
-// build_id are filled when every process of the series runs the same executable.
+// Resolves the selectors over `processes` (every process when there is none) with
+// pipeline::ProcessMatch's rule; the identity's executable and build_id are filled when every
+// process of the series runs the same executable.
 std::vector<Series> ResolveSeries(const ContinuousConfig& config,
                                   const std::vector<ProcessEntry>& processes,
                                   const std::string& host);

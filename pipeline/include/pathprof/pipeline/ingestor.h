@@ -19,7 +19,9 @@ class Ingestor {
  public:
   // Finds (or creates, e.g. for a child the target forked) the store of a pid; nullptr: the pid
   // is not a target, and the item is dropped and counted as "not_a_target".
-  using StoreLookup = std::function<ProfileStore*(uint32_t pid)>;
+  // Shared, so a store the session lets go of meanwhile (whole-host mode evicts the coldest)
+  // lives until what is being applied to it is done.
+  using StoreLookup = std::function<std::shared_ptr<ProfileStore>(uint32_t pid)>;
 
   Ingestor(const QueueSettings& queues, StoreLookup lookup);
   ~Ingestor();  // Close()

@@ -13,6 +13,7 @@
 #include "pathprof/core/enum_words.h"
 #include "pathprof/core/status.h"
 #include "pathprof/hwmodel/path_descriptor.h"
+#include "pathprof/pipeline/process_match.h"
 #include "pathprof/pipeline/session_defaults.h"
 #include "pathprof/stepping/step_mode.h"
 
@@ -137,9 +138,15 @@ struct SessionConfig {
   bool follow_children = kSessionDefaults.follow_children;
   uint32_t max_descendants = kSessionDefaults.max_descendants;
   // Every process on the host (stacks only; pids empty): a process joins on its first sample,
-  // with a store of its own, up to max_descendants processes (the rest counted as
-  // process_limit); the session runs until stopped. For the daemon's continuous mode.
+  // with a store of its own, up to max_descendants stores. Past that a process's samples are
+  // counted as process_limit until it has been refused more than the coldest store (the fewest
+  // samples) ever held; that store is then evicted (its samples counted as process_evicted)
+  // and the newcomer takes its place. Runs until stopped. For the daemon's continuous mode.
   bool every_process = false;
+  // With every_process: only the processes this names join (checked on a process's first
+  // sample, and again a second later for one that did not match: it may move into a unit's
+  // cgroup or exec the named program). Empty: every process.
+  ProcessMatch join_match;
   // Branches each process keeps, newest windows first, for `pathctl export --format
   // bolt|perf-lbr SESSION`; older windows are dropped and counted ("export_window_evicted").
   uint32_t export_branch_events = 1u << 16;
