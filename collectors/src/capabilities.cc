@@ -26,15 +26,6 @@ int ReadIntFile(const char* path, int fallback) {
   return (f >> v) ? v : fallback;
 }
 
-// A sysctl under /proc (RELATIVE, e.g. "sys/kernel/perf_event_paranoid"), or `fallback`.
-int SysctlInt(const char* relative, int fallback) {
-  auto text = procfs::Procfs::Host().ReadGlobal(relative);
-  if (!text.ok()) return fallback;
-  char* end = nullptr;
-  const long v = std::strtol(text->c_str(), &end, 10);
-  return end != text->c_str() ? static_cast<int>(v) : fallback;
-}
-
 bool FileExists(const char* path) {
   return access(path, F_OK) == 0;
 }
@@ -198,8 +189,8 @@ HostCapabilities ProbeHostCapabilities() {
   HostCapabilities h;
   utsname u{};
   if (uname(&u) == 0) h.kernel_release = u.release;
-  h.perf_event_paranoid = SysctlInt("sys/kernel/perf_event_paranoid", 2);
-  h.yama_ptrace_scope = SysctlInt("sys/kernel/yama/ptrace_scope", -1);
+  h.perf_event_paranoid = procfs::Procfs::Host().ReadSysctlInt("sys/kernel/perf_event_paranoid", 2);
+  h.yama_ptrace_scope = procfs::Procfs::Host().ReadSysctlInt("sys/kernel/yama/ptrace_scope", -1);
   h.is_root = geteuid() == 0;
   h.simulated_quirks = SimulatedQuirks().ToString();
   ReadCapabilities(&h);

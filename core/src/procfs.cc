@@ -231,6 +231,14 @@ Result<std::string> Procfs::ReadGlobal(std::string_view relative, size_t max_byt
   return text;
 }
 
+int Procfs::ReadSysctlInt(std::string_view relative, int fallback) const {
+  auto text = ReadGlobal(relative);
+  if (!text.ok()) return fallback;
+  int value = fallback;
+  const char* begin = text->data();
+  return std::from_chars(begin, begin + text->size(), value).ec == std::errc() ? value : fallback;
+}
+
 Result<ProcessStatus> Procfs::ReadStatus(pid_t pid) const {
   PATHPROF_ASSIGN_OR_RETURN(std::string text, Read(pid, "status", 64 << 10));
   return Contextual(ParseStatus(text), Path(pid, "status"));

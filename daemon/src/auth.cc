@@ -14,24 +14,12 @@ std::optional<uint32_t> ProcessOwner(uint32_t pid) {
   return *owner;
 }
 
-namespace {
-
-// The sysctl's integer value (RELATIVE under /proc), or `fallback` when it cannot be read.
-int SysctlInt(const char* relative, int fallback) {
-  auto text = procfs::Procfs::Host().ReadGlobal(relative);
-  if (!text.ok()) return fallback;
-  char* end = nullptr;
-  const long v = std::strtol(text->c_str(), &end, 10);
-  return end != text->c_str() ? static_cast<int>(v) : fallback;
-}
-
-}  // namespace
-
 bool Authorizer::KernelAddressesVisible(const Peer& peer) {
   if (peer.admin) return true;
   // As kallsyms_show_value() decides for a task without CAP_SYSLOG; unreadable means hidden.
-  return SysctlInt("sys/kernel/kptr_restrict", 2) == 0 &&
-         SysctlInt("sys/kernel/perf_event_paranoid", 2) <= 1;
+  const procfs::Procfs& proc = procfs::Procfs::Host();
+  return proc.ReadSysctlInt("sys/kernel/kptr_restrict", 2) == 0 &&
+         proc.ReadSysctlInt("sys/kernel/perf_event_paranoid", 2) <= 1;
 }
 
 void Authorizer::Configure(const DaemonConfig& config) {

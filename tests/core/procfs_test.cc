@@ -132,6 +132,8 @@ TEST_F(FakeProcfs, ReadsEachFileOfAProcess) {
   EXPECT_EQ(*p.Cgroup(42), "/system.slice/my.service");
   EXPECT_EQ(*p.Namespace(42, "mnt"), "mnt:[4026531841]");
   EXPECT_EQ(*p.ReadGlobal("sys/kernel/perf_event_paranoid"), "2");
+  EXPECT_EQ(p.ReadSysctlInt("sys/kernel/perf_event_paranoid", 9), 2);
+  EXPECT_EQ(p.ReadSysctlInt("sys/kernel/absent", 9), 9);
   EXPECT_FALSE(p.HasEmptyCommandLine(42));
   EXPECT_EQ(p.Pids(), std::vector<pid_t>{42});
   auto tasks = p.Tasks(42);

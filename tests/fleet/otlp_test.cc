@@ -12,6 +12,7 @@
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "pathprof/profiles/pprof_export.h"
+#include "push_test_support.h"
 
 namespace pathprof::fleet {
 namespace {
@@ -19,14 +20,8 @@ namespace {
 namespace otlp = opentelemetry::proto::profiles::v1development;
 namespace collector = opentelemetry::proto::collector::profiles::v1development;
 namespace pp = profiles::pprof;
-using std::chrono::milliseconds;
-constexpr milliseconds kForever{60'000};
-
-std::string Bytes(std::initializer_list<int> bytes) {
-  std::string s;
-  for (int b : bytes) s.push_back(static_cast<char>(b));
-  return s;
-}
+using testing::Bytes;
+using testing::PushOne;
 
 // Proves the field numbers and wire types of the messages a receiver reads first (tag = field
 // << 3 | wire type: 0 varint, 1 fixed64, 2 length-delimited; repeated scalars are packed).
@@ -331,14 +326,6 @@ struct RunningCollector {
   std::unique_ptr<grpc::Server> server;
 };
 
-PushOptions FastRetries(uint32_t attempts) {
-  PushOptions o;
-  o.max_attempts = attempts;
-  o.backoff = {.initial = milliseconds(1), .max = milliseconds(4), .multiplier = 2, .jitter = 0.5};
-  o.jitter_seed = 3;
-  return o;
-}
-
 TEST(OtlpSinkTest, RetriesUnavailableThenExportsTheWindow) {
   RunningCollector collector({grpc::StatusCode::UNAVAILABLE});
   ASSERT_NE(collector.port, 0);
@@ -349,11 +336,7 @@ TEST(OtlpSinkTest, RetriesUnavailableThenExportsTheWindow) {
   auto sink = OtlpSink::Create(o);
   ASSERT_TRUE(sink.ok()) << sink.status().ToString();
   EXPECT_EQ((*sink)->Describe(), "otlp " + collector.Target());
-  auto pusher = Pusher::Start(std::move(sink).value(), FastRetries(3));
-  ASSERT_TRUE(pusher.ok());
-  ASSERT_TRUE((*pusher)->Enqueue(t.window).ok());
-  ASSERT_TRUE((*pusher)->WaitIdle(kForever));
-  const PushStats stats = (*pusher)->stats();
+  const PushStats stats = PushOne(std::move(sink).value(), t.window, 3);
   EXPECT_EQ(stats.sent, 1u);
   EXPECT_EQ(stats.retries, 1u);
   EXPECT_EQ(collector.service.authorization(),
@@ -374,11 +357,7 @@ TEST(OtlpSinkTest, APartialSuccessIsARejectionNamingTheReceiversReason) {
   o.target = collector.Target();
   auto sink = OtlpSink::Create(o);
   ASSERT_TRUE(sink.ok());
-  auto pusher = Pusher::Start(std::move(sink).value(), FastRetries(5));
-  ASSERT_TRUE(pusher.ok());
-  ASSERT_TRUE((*pusher)->Enqueue(MakeWindow().window).ok());
-  ASSERT_TRUE((*pusher)->WaitIdle(kForever));
-  const PushStats stats = (*pusher)->stats();
+  const PushStats stats = PushOne(std::move(sink).value(), MakeWindow().window, 5);
   EXPECT_EQ(stats.attempts, 1u);
   EXPECT_EQ(stats.dropped_rejected, 1u);
   EXPECT_NE(stats.last_error.find("rejected 1 of 2 profiles: path_count is not a known type"),
@@ -392,13 +371,9 @@ TEST(OtlpSinkTest, AWindowThatDoesNotConvertIsRefusedWithoutASend) {
   o.target = collector.Target();
   auto sink = OtlpSink::Create(o);
   ASSERT_TRUE(sink.ok());
-  auto pusher = Pusher::Start(std::move(sink).value(), FastRetries(5));
-  ASSERT_TRUE(pusher.ok());
   ProfileWindow w = MakeWindow().window;
   w.pprof = "garbage";
-  ASSERT_TRUE((*pusher)->Enqueue(w).ok());
-  ASSERT_TRUE((*pusher)->WaitIdle(kForever));
-  EXPECT_EQ((*pusher)->stats().dropped_rejected, 1u);
+  EXPECT_EQ(PushOne(std::move(sink).value(), w, 5).dropped_rejected, 1u);
   EXPECT_TRUE(collector.service.requests().empty());
 }
 

@@ -6,20 +6,15 @@
 #include <mutex>
 
 #include "parca/profilestore/v1alpha1/profilestore.grpc.pb.h"
+#include "push_test_support.h"
 #include "test_profiles.h"
 
 namespace pathprof::fleet {
 namespace {
 
 namespace pb = parca::profilestore::v1alpha1;
-using std::chrono::milliseconds;
-constexpr milliseconds kForever{60'000};
-
-std::string Bytes(std::initializer_list<int> bytes) {
-  std::string s;
-  for (int b : bytes) s.push_back(static_cast<char>(b));
-  return s;
-}
+using testing::Bytes;
+using testing::PushOne;
 
 // Proves the field numbers and wire types: the encoding below is computed by hand from the
 // protobuf wire format (tag = field << 3 | wire type; 2 = length-delimited, 0 = varint).
@@ -119,14 +114,6 @@ ProfileWindow Window(std::string pprof) {
   return w;
 }
 
-PushOptions FastRetries(uint32_t attempts) {
-  PushOptions o;
-  o.max_attempts = attempts;
-  o.backoff = {.initial = milliseconds(1), .max = milliseconds(4), .multiplier = 2, .jitter = 0.5};
-  o.jitter_seed = 3;
-  return o;
-}
-
 TEST(ParcaSinkTest, RetriesUnavailableThenStoresExactBytesAndLabels) {
   RunningServer server({grpc::StatusCode::UNAVAILABLE});
   ASSERT_NE(server.port, 0);
@@ -138,12 +125,7 @@ TEST(ParcaSinkTest, RetriesUnavailableThenStoresExactBytesAndLabels) {
   o.profile_name = "pathprof_cpu";
   auto sink = ParcaSink::Create(o);
   ASSERT_TRUE(sink.ok()) << sink.status().ToString();
-  auto pusher = Pusher::Start(std::move(sink).value(), FastRetries(3));
-  ASSERT_TRUE(pusher.ok());
-  ASSERT_TRUE((*pusher)->Enqueue(Window(pprof)).ok());
-  ASSERT_TRUE((*pusher)->WaitIdle(kForever));
-
-  const PushStats stats = (*pusher)->stats();
+  const PushStats stats = PushOne(std::move(sink).value(), Window(pprof), 3);
   EXPECT_EQ(stats.sent, 1u);
   EXPECT_EQ(stats.attempts, 2u);
   EXPECT_EQ(stats.retries, 1u);
@@ -173,11 +155,7 @@ TEST(ParcaSinkTest, InvalidArgumentIsARejection) {
   o.target = server.Target();
   auto sink = ParcaSink::Create(o);
   ASSERT_TRUE(sink.ok());
-  auto pusher = Pusher::Start(std::move(sink).value(), FastRetries(5));
-  ASSERT_TRUE(pusher.ok());
-  ASSERT_TRUE((*pusher)->Enqueue(Window("p")).ok());
-  ASSERT_TRUE((*pusher)->WaitIdle(kForever));
-  const PushStats stats = (*pusher)->stats();
+  const PushStats stats = PushOne(std::move(sink).value(), Window("p"), 5);
   EXPECT_EQ(stats.attempts, 1u);
   EXPECT_EQ(stats.dropped_rejected, 1u);
   EXPECT_EQ(server.store.authorization(), (std::vector<std::string>{"<absent>"}));

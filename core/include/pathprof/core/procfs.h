@@ -83,6 +83,9 @@ class Procfs {
                                size_t max_bytes = kMaxFileBytes) const;
   // root/RELATIVE (e.g. "sys/kernel/perf_event_paranoid"), trimmed of its trailing newline.
   Result<std::string> ReadGlobal(std::string_view relative, size_t max_bytes = 4096) const;
+  // An integer sysctl (RELATIVE, e.g. "sys/kernel/perf_event_paranoid"); `fallback` when it
+  // cannot be read or does not start with a number.
+  int ReadSysctlInt(std::string_view relative, int fallback) const;
 
   Result<ProcessStatus> ReadStatus(pid_t pid) const;
   Result<ProcessStatus> ReadTaskStatus(pid_t pid, pid_t tid) const;
