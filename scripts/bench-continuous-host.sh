@@ -11,20 +11,11 @@ bin="${1:-$root/build}/bin"
 busy="${2:-50}"
 hz="${3:-19}"
 seconds="${4:-40}"
-dir="$(mktemp -d /tmp/pathprofd-host-XXXXXX)"
-loops=()
-cleanup() {
-  for p in "${loops[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+. "$root/scripts/bench-daemon-lib.sh"
+bench_scratch pathprofd-host
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-for _ in $(seq "$busy"); do
-  "$bin/example_hotloop" 0 >/dev/null &
-  loops+=($!)
-done
+start_busy "$busy"
 cat >"$dir/pathprofd.toml" <<TOML
 [continuous]
 enabled = true

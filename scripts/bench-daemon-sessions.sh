@@ -12,15 +12,9 @@ bin="${1:-$root/build}/bin"
 shift || true
 if [ $# -gt 0 ]; then counts=("$@"); else counts=(1 8 64); fi
 settle="${SETTLE:-10}"
-dir="$(mktemp -d /tmp/pathprofd-sessions-XXXXXX)"
+. "$root/scripts/bench-daemon-lib.sh"
+bench_scratch pathprofd-sessions
 sock="$dir/pathprofd.sock"
-loops=()
-cleanup() {
-  for p in "${loops[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
 
 rss_mib() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 # perf events and BPF ring buffers (map_type 27) the process holds open.
@@ -37,10 +31,7 @@ kernel_objects() {
   echo "$events $rings"
 }
 
-for _ in 1 2 3 4 5 6 7 8; do
-  "$bin/example_hotloop" 0 >/dev/null &
-  loops+=($!)
-done
+start_busy 8
 echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "sessions  running  idle_rss_mib  rss_mib  per_session_kib  perf_events  ring_buffers"
 for n in "${counts[@]}"; do
