@@ -7,6 +7,8 @@
 
 #include <array>
 #include <bit>
+#include <cstring>
+#include <algorithm>
 
 #include "host_integer.h"
 #include "integer_arithmetic.h"
@@ -76,6 +78,53 @@ Step Alu(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
   return Step::kNext;
 }
 
+// Forward rep movs / rep stos over the part of the operands that lies within one page each: a
+// page-sized memcpy or fill instead of an overlay access per element (glibc's memcpy and memset
+// use them for large sizes; element by element they were most of the emulator's time on zstd).
+// Returns the elements done; 0 where the next element crosses a page or a forward copy would
+// read bytes it has just written (the caller then runs one element at a time). *st is not kOk
+// where the first element's access fails, as it would one element at a time.
+uint64_t BulkStringElements(Machine& m, bool movs, unsigned size, uint64_t max_elements,
+                            MemoryStatus* st) {
+  const size_t want = max_elements * size;
+  const uint8_t* src = nullptr;
+  size_t src_bytes = want;
+  // The source first, as the element loop reads before it writes (the same status on failure).
+  if (movs && (*st = m.memory->ReadableSpan(m.s.gpr[kRsi], want, &src, &src_bytes)) !=
+                  MemoryStatus::kOk)
+    return 0;
+  uint8_t* dst = nullptr;
+  size_t dst_bytes = 0;
+  if ((*st = m.memory->WritableSpan(m.s.gpr[kRdi], src_bytes, &dst, &dst_bytes)) !=
+      MemoryStatus::kOk)
+    return 0;
+  if (movs) {
+    // Read again: making the destination writable may have copied the source's page.
+    if ((*st = m.memory->ReadableSpan(m.s.gpr[kRsi], dst_bytes, &src, &src_bytes)) !=
+        MemoryStatus::kOk)
+      return 0;
+  }
+  const uint64_t n = std::min(src_bytes, dst_bytes) / size;
+  if (n == 0) return 0;
+  const size_t bytes = n * size;
+  if (movs) {
+    const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+    if (d > s && d < s + bytes) return 0;  // element order shows: not a memmove
+    std::memmove(dst, src, bytes);
+    m.s.gpr[kRsi] += bytes;
+  } else {
+    const uint64_t v = m.s.gpr[kRax];
+    if (size == 1) {
+      std::memset(dst, static_cast<uint8_t>(v), bytes);
+    } else {
+      for (uint64_t i = 0; i < n; ++i) std::memcpy(dst + i * size, &v, size);
+    }
+  }
+  m.s.gpr[kRdi] += bytes;
+  m.s.gpr[kRcx] -= n;
+  return n;
+}
+
 // movs, stos, lods, cmps, scas with their REP prefixes: every iteration is emulated; the
 // instruction retires once (as the stepper counts it). When the window ends at one (an
 // iteration would fault, or too many of them), it ends before the instruction: rax, rcx, rsi,
@@ -99,11 +148,29 @@ Step StringOp(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn, unsigne
                         mn == ZYDIS_MNEMONIC_SCASB || mn == ZYDIS_MNEMONIC_SCASW ||
                         mn == ZYDIS_MNEMONIC_SCASD || mn == ZYDIS_MNEMONIC_SCASQ;
   const RegRef acc{RegClass::kGpr, kRax, static_cast<uint8_t>(size), 0};
+  const bool movs = mn == ZYDIS_MNEMONIC_MOVSB || mn == ZYDIS_MNEMONIC_MOVSW ||
+                    mn == ZYDIS_MNEMONIC_MOVSD || mn == ZYDIS_MNEMONIC_MOVSQ;
+  const bool stos = mn == ZYDIS_MNEMONIC_STOSB || mn == ZYDIS_MNEMONIC_STOSW ||
+                    mn == ZYDIS_MNEMONIC_STOSD || mn == ZYDIS_MNEMONIC_STOSQ;
+  const bool bulk = counted && (movs || stos) && !(m.s.rflags & kDF);
+  constexpr uint64_t kMaxIterations = (1u << 20) + 1;  // then the window ends
   for (uint64_t iterations = 0;; ++iterations) {
     if (counted && m.s.gpr[kRcx] == 0) break;
-    if (iterations > (1u << 20)) return end(EmulationEnd::kInstructionLimit);
-    uint64_t v = 0, w = 0;
+    if (iterations >= kMaxIterations) return end(EmulationEnd::kInstructionLimit);
     MemoryStatus st = MemoryStatus::kOk;
+    if (bulk) {
+      const uint64_t done = BulkStringElements(
+          m, movs, size, std::min<uint64_t>(m.s.gpr[kRcx], kMaxIterations - iterations), &st);
+      if (st != MemoryStatus::kOk) {
+        m.MemoryEnd(st);
+        return end(m.end);
+      }
+      if (done > 0) {
+        iterations += done - 1;
+        continue;
+      }
+    }
+    uint64_t v = 0, w = 0;
     switch (mn) {
       case ZYDIS_MNEMONIC_MOVSB:
       case ZYDIS_MNEMONIC_MOVSW:

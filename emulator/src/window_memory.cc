@@ -121,6 +121,26 @@ MemoryStatus WindowMemory::WriteSlow(uint64_t address, const void* in, size_t si
   return MemoryStatus::kOk;
 }
 
+MemoryStatus WindowMemory::WritableSpan(uint64_t address, size_t size, uint8_t** out, size_t* n) {
+  Page* p = nullptr;
+  if (const MemoryStatus st = Get(address & ~kPageMask, &p); st != MemoryStatus::kOk) return st;
+  if (const MemoryStatus w = MakeWritable(address, p); w != MemoryStatus::kOk) return w;
+  const size_t offset = address & kPageMask;
+  *out = p->own + offset;
+  *n = std::min(size, Guest::kPageSize - offset);
+  return MemoryStatus::kOk;
+}
+
+MemoryStatus WindowMemory::ReadableSpan(uint64_t address, size_t size, const uint8_t** out,
+                                        size_t* n) {
+  Page* p = nullptr;
+  if (const MemoryStatus st = Get(address & ~kPageMask, &p); st != MemoryStatus::kOk) return st;
+  const size_t offset = address & kPageMask;
+  *out = p->bytes + offset;
+  *n = std::min(size, Guest::kPageSize - offset);
+  return MemoryStatus::kOk;
+}
+
 MemoryStatus WindowMemory::Fetch(uint64_t address, uint8_t* out, size_t size, size_t* got,
                                  bool* stable, bool* written) {
   *got = 0;

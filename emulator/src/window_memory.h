@@ -62,6 +62,11 @@ class WindowMemory {
   // from a stable page that this window did not write; *written whether any did.
   MemoryStatus Fetch(uint64_t address, uint8_t* out, size_t size, size_t* got, bool* stable,
                      bool* written);
+  // The bytes from `address` to the end of its page, at most `size`, for a string
+  // instruction to copy or fill in one go: *n is how many. The writable span is the window's
+  // own copy (made as a store would make it); the readable one may be the stable cache's.
+  MemoryStatus WritableSpan(uint64_t address, size_t size, uint8_t** out, size_t* n);
+  MemoryStatus ReadableSpan(uint64_t address, size_t size, const uint8_t** out, size_t* n);
   uint32_t pages_read() const { return pages_read_; }
   // A store went to a page that was stable (code or read-only data): cached decodes of stable
   // code must be checked against this window's bytes from now on.

@@ -578,6 +578,107 @@ TEST(GlibcStrings, Memset) {
   }
 }
 
+// Large copies and fills: glibc's memcpy and memset turn to `rep movsb` / `rep stosb` above a
+// threshold of a few KiB, and the emulator copies those a page at a time (integer_ops.cc,
+// BulkStringElements). Every length here crosses pages, at starts on and off a page boundary.
+TEST(GlibcStrings, LargeMemcpyAndMemsetAcrossPages) {
+  auto copy = Function<void* (*)(void*, const void*, size_t)>("memcpy");
+  auto fill = Function<void* (*)(void*, int, size_t)>("memset");
+  ASSERT_TRUE(copy && fill);
+  FunctionCheck check("memcpy/set");
+  std::mt19937 rng(15);
+  static constexpr size_t kLengths[] = {2048, 4095, 4096, 4097, 8192, 9000, 12288, 16000};
+  static constexpr size_t kStarts[] = {0, 1, 63, 4093, 4096};
+  for (size_t n : kLengths)
+    for (size_t start : kStarts) {
+      if (start + n > kRegionBytes) continue;
+      uint8_t* dst = Harness().Region(0) + start;
+      uint8_t* src = Harness().Region(1) + (kRegionBytes - n) / 2;
+      Fill(Harness().Region(0), kRegionBytes, rng);
+      Fill(src, n, rng);
+      const auto [lo, size] = CheckRange(dst, n);
+      check.Store(reinterpret_cast<const void*>(copy), reinterpret_cast<uint64_t>(dst),
+                  reinterpret_cast<uint64_t>(src), n, 0b011, true, lo, size,
+                  Describe("memcpy dst", dst, n));
+      check.Store(reinterpret_cast<const void*>(fill), reinterpret_cast<uint64_t>(dst), 0x3c, n,
+                  0b001, true, lo, size, Describe("memset dst", dst, n));
+    }
+  EXPECT_EQ(check.inputs(), 80);  // 40 placements, two calls each
+}
+
+// The string instructions themselves, where glibc would not choose them: element sizes 1 and 8,
+// DF set (backwards, one element at a time in the emulator), and forward copies whose
+// destination overlaps the source ahead of it (the CPU repeats the first bytes: not a
+// memmove). Each returns where rdi ended, in rax.
+NATIVE uint64_t RepMovsb(uint64_t dst, uint64_t src, uint64_t n) {
+  asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
+  return dst;
+}
+NATIVE uint64_t RepMovsq(uint64_t dst, uint64_t src, uint64_t n) {
+  asm volatile("rep movsq" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
+  return dst;
+}
+NATIVE uint64_t RepMovsbBackwards(uint64_t dst, uint64_t src, uint64_t n) {
+  dst += n - 1;
+  src += n - 1;
+  asm volatile("std\n\trep movsb\n\tcld" : "+D"(dst), "+S"(src), "+c"(n) : : "memory", "cc");
+  return dst;
+}
+NATIVE uint64_t RepStosb(uint64_t dst, uint64_t value, uint64_t n) {
+  asm volatile("rep stosb" : "+D"(dst), "+c"(n) : "a"(value) : "memory");
+  return dst;
+}
+NATIVE uint64_t RepStosd(uint64_t dst, uint64_t value, uint64_t n) {
+  asm volatile("rep stosl" : "+D"(dst), "+c"(n) : "a"(value) : "memory");
+  return dst;
+}
+
+TEST(GlibcStrings, RepMovsAndStosMatchTheCpu) {
+  FunctionCheck check("rep movs/stos");
+  std::mt19937 rng(16);
+  struct Copy {
+    Fn3 fn;
+    size_t element;
+    const char* name;
+  };
+  const Copy copies[] = {{&RepMovsb, 1, "rep movsb"},
+                         {&RepMovsq, 8, "rep movsq"},
+                         {&RepMovsbBackwards, 1, "std; rep movsb"}};
+  // (destination, source) offsets in one region, and byte counts.
+  static constexpr std::pair<size_t, size_t> kOffsets[] = {
+      {100, 9000}, {4093, 10}, {5000, 4999}, {5000, 4997}, {3, 4096 + 3}, {4096 + 11, 8},
+      {6000, 6000 - 4096 - 5}};
+  static constexpr size_t kBytes[] = {0, 8, 4088, 4096, 4104, 8200};
+  uint8_t* region = Harness().Region(0);
+  for (const Copy& c : copies)
+    for (const auto& [d, s] : kOffsets)
+      for (size_t bytes : kBytes) {
+        if (std::max(d, s) + bytes > kRegionBytes) continue;
+        Fill(region, kRegionBytes, rng);
+        const size_t lo_off = std::min(d, s);
+        const auto [lo, size] = CheckRange(region + lo_off, std::max(d, s) + bytes - lo_off);
+        check.Store(reinterpret_cast<const void*>(c.fn), reinterpret_cast<uint64_t>(region + d),
+                    reinterpret_cast<uint64_t>(region + s), bytes / c.element, 0b011, true, lo,
+                    size,
+                    std::string(c.name) + " dst +" + std::to_string(d) + " src +" +
+                        std::to_string(s) + " bytes " + std::to_string(bytes));
+      }
+  for (size_t start : {0ul, 2ul, 4094ul, 8192ul})
+    for (size_t bytes : {4ul, 4092ul, 4100ul, 12000ul}) {
+      if (start + bytes > kRegionBytes) continue;
+      Fill(region, kRegionBytes, rng);
+      uint8_t* dst = region + start;
+      const auto [lo, size] = CheckRange(dst, bytes);
+      check.Store(reinterpret_cast<const void*>(&RepStosb), reinterpret_cast<uint64_t>(dst),
+                  0x1234567890abcdefull, bytes, 0b001, true, lo, size,
+                  Describe("rep stosb", dst, bytes));
+      check.Store(reinterpret_cast<const void*>(&RepStosd), reinterpret_cast<uint64_t>(dst),
+                  0x1234567890abcdefull, bytes / 4, 0b001, true, lo, size,
+                  Describe("rep stosd", dst, bytes));
+    }
+  EXPECT_GT(check.inputs(), 150);
+}
+
 void CheckCopyLike(const char* name, bool concatenate, int seed) {
   auto fn = Function<char* (*)(char*, const char*)>(name);
   ASSERT_TRUE(fn);
