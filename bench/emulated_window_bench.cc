@@ -139,6 +139,7 @@ void Windows(benchmark::State& state, const std::string& name, bool whole_stop) 
   state.counters["prefetched"] = static_cast<double>(prefetch.prefetched()) / n;
   state.counters["prefetch_used"] = static_cast<double>(prefetch.taken()) / n;
   state.counters["read_one_by_one"] = static_cast<double>(windows.pages().page_reads()) / n;
+  state.counters["maps_queries"] = static_cast<double>(windows.pages().queries()) / n;
   // The figure is the median window; the mean above is pulled up by cold windows.
   if (!times.empty()) {
     std::sort(times.begin(), times.end());

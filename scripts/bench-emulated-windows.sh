@@ -10,7 +10,9 @@
 # median of REPEATS pairs. The target and the collector are not pinned: both CPUs of a 2-CPU VM
 # are theirs, as on a user's host; run it on a quiet host.
 #   usage: scripts/bench-emulated-windows.sh [BUILD_DIR] [REPEATS] [COMMAND] [PROGRAMS...]
-#   COMMAND: bursts (default) or run; PROGRAMS: hotloop zstd python3 (default: all three)
+#   COMMAND: bursts (default) or run; PROGRAMS: hotloop zstd python3 (default: all three), and
+#   lua: Debian's lua5.4 as scripts/bench-bolt-loop.sh builds it (LUA=path, default that
+#   script's $WORK/lua.plain) on bench/workloads/lua_mixed.lua, the optimizer loop's workload
 set -euo pipefail
 BUILD=${1:-build}
 REPEATS=${2:-5}
@@ -18,6 +20,8 @@ COMMAND=${3:-bursts}
 shift $(( $# < 3 ? $# : 3 ))
 PROGRAMS=${*:-"hotloop zstd python3"}
 PATHCTL=$BUILD/bin/pathctl
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+LUA=${LUA:-${WORK:-/tmp/pathprof-bolt-loop}/lua.plain}
 [[ -x $PATHCTL ]] || { echo "missing $PATHCTL: cmake --build $BUILD --target pathctl" >&2; exit 2; }
 command -v perf >/dev/null || { echo "perf not installed (Debian: linux-perf)" >&2; exit 2; }
 TMP=$(mktemp -d)
@@ -41,11 +45,13 @@ argv_of() {
     hotloop) echo "$BUILD/bin/example_hotloop_static 1500000" ;;
     zstd) echo "/usr/bin/zstd -q -19 --single-thread -c -f $TMP/input.txt -o /dev/null" ;;
     python3) echo "/usr/bin/python3 $TMP/work.py" ;;
+    lua) echo "$LUA $REPO/bench/workloads/lua_mixed.lua 800" ;;
   esac
 }
 comm_of() {
   case $1 in
     hotloop) echo example_hotloop ;;
+    lua) basename "$LUA" | cut -c1-15 ;;
     *) echo "$1" ;;
   esac
 }

@@ -5,10 +5,10 @@
 // register or flag changes.
 #include <Zydis/Zydis.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
-#include <algorithm>
 
 #include "host_integer.h"
 #include "integer_arithmetic.h"
@@ -90,8 +90,8 @@ uint64_t BulkStringElements(Machine& m, bool movs, unsigned size, uint64_t max_e
   const uint8_t* src = nullptr;
   size_t src_bytes = want;
   // The source first, as the element loop reads before it writes (the same status on failure).
-  if (movs && (*st = m.memory->ReadableSpan(m.s.gpr[kRsi], want, &src, &src_bytes)) !=
-                  MemoryStatus::kOk)
+  if (movs &&
+      (*st = m.memory->ReadableSpan(m.s.gpr[kRsi], want, &src, &src_bytes)) != MemoryStatus::kOk)
     return 0;
   uint8_t* dst = nullptr;
   size_t dst_bytes = 0;

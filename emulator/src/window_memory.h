@@ -77,11 +77,21 @@ class WindowMemory {
   // memcpy with the sizes spelled out, so the compiler moves them inline.
   static void CopySmall(void* to, const void* from, size_t size) {
     switch (size) {
-      case 1: std::memcpy(to, from, 1); break;
-      case 2: std::memcpy(to, from, 2); break;
-      case 4: std::memcpy(to, from, 4); break;
-      case 8: std::memcpy(to, from, 8); break;
-      default: std::memcpy(to, from, size); break;
+      case 1:
+        std::memcpy(to, from, 1);
+        break;
+      case 2:
+        std::memcpy(to, from, 2);
+        break;
+      case 4:
+        std::memcpy(to, from, 4);
+        break;
+      case 8:
+        std::memcpy(to, from, 8);
+        break;
+      default:
+        std::memcpy(to, from, size);
+        break;
     }
   }
   MemoryStatus ReadSlow(uint64_t address, void* out, size_t size);

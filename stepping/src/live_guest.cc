@@ -27,6 +27,7 @@ namespace {
 
 constexpr uint64_t kPageSize = emulator::Guest::kPageSize;
 constexpr uint64_t kMissRefreshNs = 10'000'000;  // a miss re-reads the maps at most every 10 ms
+constexpr size_t kMaxWritableNow = 16;  // mappings remembered per window (then queried per page)
 
 // Where the XSAVE standard (non-compacted) format that PTRACE_GETREGSET returns puts each
 // component on this CPU: CPUID leaf 0xD, sub-leaf i gives component i's size (EAX) and offset
@@ -176,6 +177,7 @@ bool ProcessPages::Query(uint64_t address, ProcmapQuery* q) {
   if (maps_fd_ < 0) return false;
   q->size = sizeof *q;
   q->query_addr = address;
+  ++queries_;
   if (ioctl(maps_fd_, kProcmapQuery, q) == 0) return true;
   if (errno != ENOENT) query_supported_ = false;  // an older kernel (ENOTTY): the maps it is
   return false;
@@ -197,6 +199,7 @@ const ProcessPages::Range* ProcessPages::Find(uint64_t address) {
 }
 
 void ProcessPages::BeginWindow(uint64_t rsp) {
+  writable_now_.clear();
   prefetch_.Begin(rsp, [this](uint64_t page) {
     const Range* r = Find(page);
     return r != nullptr && r->readable && !r->stable;
@@ -258,8 +261,15 @@ bool ProcessPages::Writable(uint64_t page) {
   // EmulatedWindows::kMapsMaxAgeNs old, and a page made read-only since (a JIT's mprotect
   // after writing its code, a write barrier) must end a window that stores to it, as the CPU
   // would fault.
+  for (const WritableNow& w : writable_now_)
+    if (page >= w.start && page < w.end) return w.writable;
   ProcmapQuery q{};
-  if (Query(page, &q)) return (q.vma_flags & kProcmapWritable) != 0;
+  if (Query(page, &q)) {
+    const bool writable = (q.vma_flags & kProcmapWritable) != 0;
+    if (writable_now_.size() < kMaxWritableNow)
+      writable_now_.push_back({q.vma_start, q.vma_end, writable});
+    return writable;
+  }
   if (query_supported_) return false;  // unmapped since
   const Range* r = Find(page);
   return r != nullptr && r->writable;

@@ -67,9 +67,13 @@ class ProcessPages {
   // A window starts (its thread stopped with its stack pointer at `rsp`) and ends: the pages
   // recent windows kept reading are read at the start in one call (page_prefetch.h).
   void BeginWindow(uint64_t rsp);
-  void EndWindow() { prefetch_.End(); }
+  void EndWindow() {
+    prefetch_.End();
+    writable_now_.clear();
+  }
 
   uint64_t maps_reads() const { return maps_reads_; }
+  uint64_t queries() const { return queries_; }        // PROCMAP_QUERY ioctls
   uint64_t page_reads() const { return page_reads_; }  // one by one
   const PagePrefetch& prefetch() const { return prefetch_; }
 
@@ -96,6 +100,16 @@ class ProcessPages {
   bool query_supported_ = true;       // until the kernel says otherwise
   std::vector<Range> ranges_;         // sorted by start
   std::vector<Range> stable_in_use_;  // stable pages were read from these since the last drop
+  // The mappings the kernel described to Writable in this window, with their permission: one
+  // query per mapping and window answers for every page of it (a window stores to a dozen
+  // pages of one stack or heap). The stopped thread changes no mapping before it runs again;
+  // another thread's mprotect during the window is a race a query per page would not close.
+  struct WritableNow {
+    uint64_t start, end;
+    bool writable;
+  };
+  std::vector<WritableNow> writable_now_;
+  uint64_t queries_ = 0;
   uint64_t read_at_ns_ = 0;
   bool stable_changed_ = false;  // since the last Refresh
   uint64_t maps_reads_ = 0;

@@ -646,8 +646,8 @@ TEST(GlibcStrings, RepMovsAndStosMatchTheCpu) {
                          {&RepMovsbBackwards, 1, "std; rep movsb"}};
   // (destination, source) offsets in one region, and byte counts.
   static constexpr std::pair<size_t, size_t> kOffsets[] = {
-      {100, 9000}, {4093, 10}, {5000, 4999}, {5000, 4997}, {3, 4096 + 3}, {4096 + 11, 8},
-      {6000, 6000 - 4096 - 5}};
+      {100, 9000},   {4093, 10},     {5000, 4999},           {5000, 4997},
+      {3, 4096 + 3}, {4096 + 11, 8}, {6000, 6000 - 4096 - 5}};
   static constexpr size_t kBytes[] = {0, 8, 4088, 4096, 4104, 8200};
   uint8_t* region = Harness().Region(0);
   for (const Copy& c : copies)
