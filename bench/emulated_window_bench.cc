@@ -5,8 +5,9 @@
 //   BM_EmulateWindow/<program>: the emulator alone (the "emulation cost" figure);
 //   BM_WholeStop/<program>:     interrupt to resume, what the target is stopped for.
 // Counters: instructions and pages read from the target per window, and the share of windows
-// that ended early. The programs: example_hotloop_static from this build, and Debian's zstd,
-// xz and python3 where installed (skipped, with the reason, where not).
+// that ended early. The programs: example_hotloop_static from this build, Debian's zstd,
+// xz and python3 where installed (skipped, with the reason, where not), and lua5.4 as the
+// optimizer loop builds it where the environment names it.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -87,6 +88,11 @@ std::vector<std::string> Program(const std::string& name) {
   if (name == "python3")
     return {"/usr/bin/python3", "-c",
             "d={}\nfor i in range(10**9):\n  d[i%1000]=d.get(i%7,0)+len(str(i))"};
+  if (name == "lua") {  // Debian's lua5.4 built by scripts/bench-bolt-loop.sh, on its workload
+    const char* lua = std::getenv("PATHPROF_BENCH_LUA");
+    const char* script = std::getenv("PATHPROF_BENCH_LUA_SCRIPT");
+    if (lua && script) return {lua, script, "100000"};
+  }
   return {};
 }
 
@@ -94,7 +100,10 @@ void Windows(benchmark::State& state, const std::string& name, bool whole_stop) 
   const std::vector<std::string> argv = Program(name);
   if (argv.empty() || access(argv[0].c_str(), X_OK) != 0) {
     static std::string why;  // the library may keep the pointer past this call
-    why = (argv.empty() ? name : argv[0]) + " is not installed";
+    why = argv.empty() ? name + " is not set up (lua: PATHPROF_BENCH_LUA=lua.plain of "
+                                "scripts/bench-bolt-loop.sh, PATHPROF_BENCH_LUA_SCRIPT="
+                                "bench/workloads/lua_mixed.lua)"
+                       : argv[0] + " is not installed";
     state.SkipWithError(why.c_str());
     return;
   }
@@ -164,5 +173,6 @@ PROGRAM(hotloop);
 PROGRAM(zstd);
 PROGRAM(xz);
 PROGRAM(python3);
+PROGRAM(lua);
 
 BENCHMARK_MAIN();
