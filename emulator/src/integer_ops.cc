@@ -81,11 +81,12 @@ Step Alu(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
 // Forward rep movs / rep stos over the part of the operands that lies within one page each: a
 // page-sized memcpy or fill instead of an overlay access per element (glibc's memcpy and memset
 // use them for large sizes; element by element they were most of the emulator's time on zstd).
-// Returns the elements done; 0 where the next element crosses a page or a forward copy would
-// read bytes it has just written (the caller then runs one element at a time). *st is not kOk
-// where the first element's access fails, as it would one element at a time.
+// Returns the elements done; 0 where the next element crosses a page, or where a forward copy
+// would read bytes it has just written (*overlapping set: the caller then runs the rest one
+// element at a time). *st is not kOk where the first element's access fails, as it would one
+// element at a time.
 uint64_t BulkStringElements(Machine& m, bool movs, unsigned size, uint64_t max_elements,
-                            MemoryStatus* st) {
+                            MemoryStatus* st, bool* overlapping) {
   const size_t want = max_elements * size;
   const uint8_t* src = nullptr;
   size_t src_bytes = want;
@@ -109,7 +110,10 @@ uint64_t BulkStringElements(Machine& m, bool movs, unsigned size, uint64_t max_e
   const size_t bytes = n * size;
   if (movs) {
     const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
-    if (d > s && d < s + bytes) return 0;  // element order shows: not a memmove
+    if (d > s && d < s + bytes) {  // element order shows: not a memmove
+      *overlapping = true;
+      return 0;
+    }
     std::memmove(dst, src, bytes);
     m.s.gpr[kRsi] += bytes;
   } else {
@@ -152,15 +156,18 @@ Step StringOp(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn, unsigne
                     mn == ZYDIS_MNEMONIC_MOVSD || mn == ZYDIS_MNEMONIC_MOVSQ;
   const bool stos = mn == ZYDIS_MNEMONIC_STOSB || mn == ZYDIS_MNEMONIC_STOSW ||
                     mn == ZYDIS_MNEMONIC_STOSD || mn == ZYDIS_MNEMONIC_STOSQ;
-  const bool bulk = counted && (movs || stos) && !(m.s.rflags & kDF);
+  bool bulk = counted && (movs || stos) && !(m.s.rflags & kDF);
   constexpr uint64_t kMaxIterations = (1u << 20) + 1;  // then the window ends
   for (uint64_t iterations = 0;; ++iterations) {
     if (counted && m.s.gpr[kRcx] == 0) break;
     if (iterations >= kMaxIterations) return end(EmulationEnd::kInstructionLimit);
     MemoryStatus st = MemoryStatus::kOk;
     if (bulk) {
+      bool overlapping = false;
       const uint64_t done = BulkStringElements(
-          m, movs, size, std::min<uint64_t>(m.s.gpr[kRcx], kMaxIterations - iterations), &st);
+          m, movs, size, std::min<uint64_t>(m.s.gpr[kRcx], kMaxIterations - iterations), &st,
+          &overlapping);
+      if (overlapping) bulk = false;  // the distance stays: the next chunks would overlap too
       if (st != MemoryStatus::kOk) {
         m.MemoryEnd(st);
         return end(m.end);
