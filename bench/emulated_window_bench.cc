@@ -100,10 +100,12 @@ void Windows(benchmark::State& state, const std::string& name, bool whole_stop) 
   const std::vector<std::string> argv = Program(name);
   if (argv.empty() || access(argv[0].c_str(), X_OK) != 0) {
     static std::string why;  // the library may keep the pointer past this call
-    why = argv.empty() ? name + " is not set up (lua: PATHPROF_BENCH_LUA=lua.plain of "
-                                "scripts/bench-bolt-loop.sh, PATHPROF_BENCH_LUA_SCRIPT="
-                                "bench/workloads/lua_mixed.lua)"
-                       : argv[0] + " is not installed";
+    if (!argv.empty())
+      why = argv[0] + " is not installed";
+    else  // only lua has no fixed place
+      why =
+          "lua is not set up: PATHPROF_BENCH_LUA=the lua.plain of scripts/bench-bolt-loop.sh, "
+          "PATHPROF_BENCH_LUA_SCRIPT=bench/workloads/lua_mixed.lua";
     state.SkipWithError(why.c_str());
     return;
   }

@@ -4,13 +4,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <thread>
 
+#include "gated_child.h"
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/pipeline/session.h"
 #include "pathprof/pipeline/session_manager.h"
@@ -18,13 +18,9 @@
 namespace {
 
 namespace pl = pathprof::pipeline;
-
-// CPU time, not wall time: the machine is shared, and cpu-clock samples follow CPU time.
-double CpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
-}
+using pathprof::testing::CpuSeconds;
+using pathprof::testing::GatedChild;
+using pathprof::testing::SpawnGated;
 
 // The known hot function: the child spends its whole life here.
 extern "C" __attribute__((noinline)) void pathprof_test_spin(double seconds) {
@@ -35,30 +31,10 @@ extern "C" __attribute__((noinline)) void pathprof_test_spin(double seconds) {
   }
 }
 
-// Forks a child that waits for Release(), spins in pathprof_test_spin for `seconds` of CPU time
-// and exits.
-struct Spinner {
-  pid_t pid = -1;
-  int gate = -1;
-  void Release() {
-    close(gate);
-    gate = -1;
-  }
-};
-Spinner SpawnSpinner(double seconds) {
-  int fds[2];
-  if (pipe(fds) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[1]);
-    char c;
-    while (read(fds[0], &c, 1) > 0) {
-    }
-    pathprof_test_spin(seconds);
-    _exit(0);
-  }
-  close(fds[0]);
-  return {pid, fds[1]};
+// A child that waits for Release(), spins in pathprof_test_spin for `seconds` of CPU time and
+// exits.
+GatedChild SpawnSpinner(double seconds) {
+  return SpawnGated(pathprof_test_spin, seconds, /*park=*/false);
 }
 
 // Waits until the session has applied `n` stack samples (or 60 s pass).
@@ -98,7 +74,7 @@ std::pair<const pl::CctNode*, double> HottestLeaf(const pl::CallingContextTree& 
 }
 
 TEST_F(SessionLiveTest, HottestLeafIsTheSpinningFunction) {
-  Spinner spinner = SpawnSpinner(60);
+  GatedChild spinner = SpawnSpinner(60);
   const pid_t child = spinner.pid;
   ASSERT_GT(child, 0);
   auto session = pl::Session::Start("t1", StacksOnly(child), caps_, nullptr);
@@ -138,7 +114,7 @@ TEST_F(SessionLiveTest, HottestLeafIsTheSpinningFunction) {
 TEST_F(SessionLiveTest, ShortLivedTargetKeepsItsSymbolizedProfileAfterExit) {
   pl::SessionManager manager({}, caps_);
   // Half a second of CPU (about 100 samples at 199 Hz), then gone.
-  Spinner spinner = SpawnSpinner(0.5);
+  GatedChild spinner = SpawnSpinner(0.5);
   const pid_t child = spinner.pid;
   ASSERT_GT(child, 0);
   auto session = manager.Start(StacksOnly(child));
@@ -181,7 +157,7 @@ TEST_F(SessionLiveTest, ManagerBoundsSessionsAndRejectsMissingProcesses) {
   pl::SessionManagerOptions options;
   options.max_sessions = 1;
   pl::SessionManager manager(options, caps_);
-  Spinner spinner = SpawnSpinner(30);
+  GatedChild spinner = SpawnSpinner(30);
   const pid_t child = spinner.pid;
   auto first = manager.Start(StacksOnly(child));
   ASSERT_TRUE(first.ok()) << first.status().ToString();

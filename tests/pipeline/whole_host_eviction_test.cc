@@ -5,58 +5,34 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <string>
 #include <thread>
 
+#include "gated_child.h"
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/pipeline/session.h"
 
 namespace {
 
 namespace pl = pathprof::pipeline;
+using pathprof::testing::CpuSeconds;
+using pathprof::testing::GatedChild;
+using pathprof::testing::SpawnGated;
 
-double CpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+void Spin(double seconds) {
+  const double end = CpuSeconds() + seconds;
+  volatile uint64_t x = 0;
+  while (CpuSeconds() < end)
+    for (int i = 0; i < 1000000; ++i) x = x + uint64_t(i);
 }
-
-// A child that spins for `seconds` of CPU time once `go` closes, then blocks until killed.
-struct Child {
-  pid_t pid = -1;
-  int go = -1;
-};
-Child Spawn(double seconds) {
-  int gate[2], park[2];
-  if (pipe(gate) != 0 || pipe(park) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(gate[1]);
-    close(park[1]);
-    char c;
-    while (read(gate[0], &c, 1) > 0) {
-    }
-    const double end = CpuSeconds() + seconds;
-    volatile uint64_t x = 0;
-    while (CpuSeconds() < end)
-      for (int i = 0; i < 1000000; ++i) x = x + uint64_t(i);
-    while (read(park[0], &c, 1) > 0) {  // never written: parked, taking no CPU
-    }
-    _exit(0);
-  }
-  close(gate[0]);
-  close(park[0]);
-  return {pid, gate[1]};
+// A child that spins for `seconds` of CPU time once released, then parks until killed.
+GatedChild Spawn(double seconds) {
+  return SpawnGated(Spin, seconds, /*park=*/true);
 }
-void Go(Child& c) {
-  close(c.go);
-  c.go = -1;
-}
-void End(const Child& c) {
+void End(const GatedChild& c) {
   kill(c.pid, SIGKILL);
   waitpid(c.pid, nullptr, 0);
 }
@@ -83,13 +59,13 @@ TEST(WholeHostEviction, AHotProcessTakesTheColdestStoresPlace) {
   c.sampling.stack_hz = 199;
   c.max_descendants = 2;
   ASSERT_TRUE(c.Validate().ok()) << c.Validate().ToString();
-  Child cold1 = Spawn(0.3), cold2 = Spawn(0.3), hot = Spawn(60);
+  GatedChild cold1 = Spawn(0.3), cold2 = Spawn(0.3), hot = Spawn(60);
   ASSERT_GT(cold1.pid, 0);
   ASSERT_GT(hot.pid, 0);
   auto session = pl::Session::Start("evict", c, caps, nullptr);
   ASSERT_TRUE(session.ok()) << session.status().ToString();
-  Go(cold1);
-  Go(cold2);
+  cold1.Release();
+  cold2.Release();
   // Both cold children spin their 0.3 s and take the two stores (or, on a busy host, whatever
   // else ran first: the hot one must then be hotter than those).
   std::vector<pl::TargetStats> before;
@@ -105,7 +81,7 @@ TEST(WholeHostEviction, AHotProcessTakesTheColdestStoresPlace) {
   ASSERT_EQ(before.size(), 2u) << "stores:" << held << "; cold children " << cold1.pid << ", "
                                << cold2.pid;
   EXPECT_EQ(StatsOf(before, hot.pid), nullptr);
-  Go(hot);
+  hot.Release();
   const pl::TargetStats* mine = nullptr;
   std::vector<pl::TargetStats> stats;
   for (int i = 0; i < 300; ++i) {
