@@ -5,111 +5,40 @@
 //   BM_EmulateWindow/<program>: the emulator alone (the "emulation cost" figure);
 //   BM_WholeStop/<program>:     interrupt to resume, what the target is stopped for.
 // Counters: instructions and pages read from the target per window, and the share of windows
-// that ended early. The programs: example_hotloop_static from this build, Debian's zstd,
-// xz and python3 where installed (skipped, with the reason, where not), and lua5.4 as the
-// optimizer loop builds it where the environment names it.
+// that ended early. The programs (live_workload.h): example_hotloop_static from this build,
+// Debian's zstd, xz and python3 where installed (skipped, with the reason, where not), and lua5.4
+// as the optimizer loop builds it where the environment names it.
 #include <benchmark/benchmark.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "emulated_windows.h"
 #include "live_guest.h"
+#include "live_workload.h"
 #include "pathprof/core/clock.h"
 
 namespace {
 
 using pathprof::MonotonicNs;
+using pathprof::bench::LiveProgram;
+using pathprof::bench::LiveProgramMissing;
+using pathprof::bench::LiveTarget;
 using pathprof::stepping::EmulatedWindows;
 
-// A workload child, seized (not stopped) by this thread, killed at the end.
-class Target {
- public:
-  explicit Target(std::vector<std::string> argv) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::vector<char*> a;
-      for (std::string& s : argv) a.push_back(s.data());
-      a.push_back(nullptr);
-      const int null = open("/dev/null", O_WRONLY);  // the workloads write their output there
-      dup2(null, 1);
-      execv(a[0], a.data());
-      _exit(127);
-    }
-    usleep(200'000);  // past start-up, into the steady work
-    ok_ = pid_ > 0 && ptrace(PTRACE_SEIZE, pid_, nullptr, nullptr) == 0;
-  }
-  ~Target() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    int st;
-    waitpid(pid_, &st, __WALL);
-  }
-  bool ok() const { return ok_; }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  bool ok_ = false;
-};
-
-std::string BinDir() {
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
-}
-
-// A zstd/xz input: 64 MiB of text-like bytes, written once.
-std::string Input() {
-  const std::string path = "/tmp/pathprof-emulated-window-bench.txt";
-  if (!std::filesystem::exists(path)) {
-    std::ofstream out(path);
-    uint64_t x = 88172645463325252ull;
-    for (int i = 0; i < (64 << 20) / 8; ++i) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      out << "word" << (x % 997) << ' ';
-    }
-  }
-  return path;
-}
-
-std::vector<std::string> Program(const std::string& name) {
-  if (name == "hotloop") return {BinDir() + "/example_hotloop_static", "2000000000"};
-  if (name == "zstd")  // one thread: -T1 would compress in a worker the bench does not seize
-    return {"/usr/bin/zstd", "-19", "--single-thread", "-c", "-f", Input(), "-o", "/dev/null"};
-  if (name == "xz") return {"/usr/bin/xz", "-9", "-T1", "-c", "-k", Input()};
-  if (name == "python3")
-    return {"/usr/bin/python3", "-c",
-            "d={}\nfor i in range(10**9):\n  d[i%1000]=d.get(i%7,0)+len(str(i))"};
-  if (name == "lua") {  // Debian's lua5.4 built by scripts/bench-bolt-loop.sh, on its workload
-    const char* lua = std::getenv("PATHPROF_BENCH_LUA");
-    const char* script = std::getenv("PATHPROF_BENCH_LUA_SCRIPT");
-    if (lua && script) return {lua, script, "100000"};
-  }
-  return {};
-}
-
 void Windows(benchmark::State& state, const std::string& name, bool whole_stop) {
-  const std::vector<std::string> argv = Program(name);
-  if (argv.empty() || access(argv[0].c_str(), X_OK) != 0) {
+  const std::vector<std::string> argv = LiveProgram(name);
+  if (const std::string missing = LiveProgramMissing(argv); !missing.empty()) {
     static std::string why;  // the library may keep the pointer past this call
-    if (!argv.empty())
-      why = argv[0] + " is not installed";
-    else  // only lua has no fixed place
-      why =
-          "lua is not set up: PATHPROF_BENCH_LUA=the lua.plain of scripts/bench-bolt-loop.sh, "
-          "PATHPROF_BENCH_LUA_SCRIPT=bench/workloads/lua_mixed.lua";
+    why = missing;
     state.SkipWithError(why.c_str());
     return;
   }
-  Target target(argv);
+  LiveTarget target(argv);
   if (!target.ok()) {
     static std::string why;
     why = "could not start and seize " + argv[0];
