@@ -64,6 +64,7 @@ enum class Learning : uint8_t { kNone, kStopWindows, kMisses };
 struct Policy {
   SnapshotPolicy snapshot;
   Learning learning = Learning::kNone;
+  bool per_process = false;  // one set of hint pages for the process, not one per code page
 };
 
 std::vector<Policy> Policies() {
@@ -72,12 +73,18 @@ std::vector<Policy> Policies() {
   out.push_back({{"stack64", 64 * 1024, false, 0}, Learning::kNone});
   out.push_back({{"stack64+image", 64 * 1024, true, 0}, Learning::kNone});
   for (Learning l : {Learning::kStopWindows, Learning::kMisses})
-    for (uint32_t n : {4u, 8u, 16u}) {
+    for (uint32_t n : {4u, 8u, 16u, 32u, 64u}) {
+      if (l == Learning::kMisses && n > 16) continue;
       const std::string name = std::string("stack64+image+") +
                                (l == Learning::kMisses ? "miss-hints" : "hints") +
                                std::to_string(n);
       out.push_back({{name, 64 * 1024, true, n}, l});
     }
+  // The pages any window of the process read lately, whatever code page it starts in.
+  for (uint32_t n : {16u, 64u})
+    out.push_back({{"stack64+image+process-hints" + std::to_string(n), 64 * 1024, true, n},
+                   Learning::kStopWindows,
+                   true});
   return out;
 }
 
@@ -170,7 +177,7 @@ class Reach {
     // The live window, every page read and classified (its emulator forgets the stable pages
     // of earlier windows, so that they are counted too).
     const SnapshotPolicy all{"live", 64 * 1024, true, 0};
-    SnapshotGuest recorder(thread, all, stack, nullptr, start.rip, SnapshotGuest::Mode::kServe);
+    SnapshotGuest recorder(thread, all, stack, nullptr, key, SnapshotGuest::Mode::kServe);
     live_emulator_.Reset();
     const EmulatedWindow live = live_emulator_.Run(start, recorder);
     ++result_.windows;
@@ -181,14 +188,15 @@ class Reach {
     for (size_t i = 0; i < policies_.size(); ++i) {
       const Policy& p = policies_[i];
       Runs& runs = runs_[i];
-      SnapshotGuest ends(thread, p.snapshot, stack, runs.hints.get(), start.rip,
+      const uint64_t hint_key = p.per_process ? 0 : key;
+      SnapshotGuest ends(thread, p.snapshot, stack, runs.hints.get(), hint_key,
                          SnapshotGuest::Mode::kEnd);
       const EmulatedWindow end = runs.end->Run(start, ends);
       result_.inconsistent += TakenInCommon(live, end) != end.taken;
       result_.ends[i].v.push_back(end.taken);
       uint32_t refined = live.taken;
       for (size_t k = 0; k < kPoisons.size(); ++k) {
-        SnapshotGuest poisoned(thread, p.snapshot, stack, runs.hints.get(), start.rip,
+        SnapshotGuest poisoned(thread, p.snapshot, stack, runs.hints.get(), hint_key,
                                SnapshotGuest::Mode::kPoison, kPoisons[k]);
         refined = std::min(refined, TakenInCommon(live, runs.poison[k]->Run(start, poisoned)));
       }
@@ -198,15 +206,18 @@ class Reach {
       result_.dead_stack_steered += refined < end.taken;
       result_.refined[i].v.push_back(refined);
       if (p.learning == Learning::kMisses && ends.first_unheld() != ~0ull)
-        runs.hints->Learn(key, ends.first_unheld());
+        runs.hints->Learn(hint_key, ends.first_unheld());
     }
-    // What the stack copy and the image do not hold, learned from this live window.
-    for (const SnapshotGuest::Read& r : recorder.reads()) {
+    // What the stack copy and the image do not hold, learned from this live window: last read
+    // first, so that where a code page has more such pages than hints, those the window read
+    // first (the window ends at the first it misses) are the most recent and stay.
+    for (auto it = recorder.reads().rbegin(); it != recorder.reads().rend(); ++it) {
+      const SnapshotGuest::Read& r = *it;
       if (r.held) continue;
       learnable_.Learn(key, r.page.page);
       for (size_t i = 0; i < policies_.size(); ++i)
         if (policies_[i].learning == Learning::kStopWindows)
-          runs_[i].hints->Learn(key, r.page.page);
+          runs_[i].hints->Learn(policies_[i].per_process ? 0 : key, r.page.page);
     }
     pages_.EndWindow();
   }

@@ -69,7 +69,7 @@ bool SnapshotGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
   const bool executable = *stable && live_.PageExecutable(page);
   Read r;
   r.page = ClassifySnapshotPage(page, *stable, executable, stack_);
-  const bool hinted = hints_ != nullptr && hints_->Holds(code_page_, page);
+  const bool hinted = hints_ != nullptr && hints_->Holds(hint_key_, page);
   r.held = SnapshotHolds(policy_, r.page, hinted);
   reads_.push_back(r);
   if (r.held && r.page.cls != SnapshotPageClass::kStack) return true;

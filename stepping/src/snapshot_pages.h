@@ -61,9 +61,9 @@ struct SnapshotPolicy {
 // window's code page include it (counts only where the policy has hints).
 bool SnapshotHolds(const SnapshotPolicy& policy, const SnapshotPage& page, bool hinted);
 
-// Per code page (the 4 KiB page of a window's start address), the data pages windows starting
-// there read lately, at most `per_key`, the most recently learned first: what a sampler would
-// copy besides the stack when it samples a thread in that code page.
+// Per key (the 4 KiB code page of a window's start address, or one key for a whole process), the
+// data pages windows under that key read lately, at most `per_key`, the most recently learned
+// first: what a sampler would copy besides the stack when it samples a thread in that code page.
 class HintPages {
  public:
   explicit HintPages(uint32_t per_key) : per_key_(per_key) {}
@@ -96,14 +96,16 @@ class SnapshotGuest final : public emulator::Guest {
     SnapshotPage page;
     bool held = false;
   };
-  // `hints` may be null (no hints); it must outlive this guest.
+  // `hints` may be null (no hints); it must outlive this guest. `hint_key`: the key of `hints`
+  // this window's hint pages are under (the code page of its start address, or one key for
+  // the whole process).
   SnapshotGuest(emulator::Guest& live, const SnapshotPolicy& policy, const SnapshotStack& stack,
-                const HintPages* hints, uint64_t start_address, Mode mode, uint8_t poison = 0)
+                const HintPages* hints, uint64_t hint_key, Mode mode, uint8_t poison = 0)
       : live_(live),
         policy_(policy),
         stack_(stack),
         hints_(hints),
-        code_page_(start_address & ~(kPageSize - 1)),
+        hint_key_(hint_key),
         mode_(mode),
         poison_(poison) {}
 
@@ -125,7 +127,7 @@ class SnapshotGuest final : public emulator::Guest {
   const SnapshotPolicy& policy_;
   SnapshotStack stack_;
   const HintPages* hints_;
-  uint64_t code_page_;
+  uint64_t hint_key_;
   Mode mode_;
   uint8_t poison_;
   std::vector<Read> reads_;
