@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/figures.h"
 #include "pathprof/stepping/ptrace_bursts.h"
 #include "ptrace_burst_test_util.h"
 
@@ -44,9 +45,12 @@ using testing::KillAndReap;
 
 // Enough verified windows that one in a thousand (examples) or one in a hundred (Debian
 // programs) would show; the wait for them is bounded, and fewer fail the test as too few.
-constexpr uint64_t kWantVerified = 400;
-constexpr uint64_t kMinVerified = 300;
-constexpr auto kProgramDeadline = std::chrono::seconds(240);
+// Those are the figures, measured by `make check-figures`. The suite verifies a tenth of them
+// per program, seconds instead of minutes (docs/performance.md, "Test-time budget"): an
+// instruction emulated wrong that the programs run at all still shows in 40 windows.
+const uint64_t kWantVerified = pathprof::testing::FiguresOr<uint64_t>(400, 40);
+const uint64_t kMinVerified = pathprof::testing::FiguresOr<uint64_t>(300, 30);
+const auto kProgramDeadline = std::chrono::seconds(pathprof::testing::FiguresOr(240, 40));
 constexpr int kMaxRuns = 600;
 
 // A program started held before exec: the child blocks reading the gate until Release, then
@@ -267,7 +271,13 @@ void CheckBars(const Workload& w, const Totals& t) {
       << w.name << ": too few windows verified in " << t.runs << " runs";
   const bool racy = w.debian || w.threads_race;
   const double identical = t.Share(t.identical, t.verified);
-  EXPECT_GE(identical, racy ? 0.99 : 0.999) << w.name << ": identical to single-stepping";
+  if (racy && !pathprof::testing::FullFigures()) {
+    // The suite's 40 windows: the one race in a few hundred windows told above may fall in them,
+    // and 39 of 40 is under 99%. One window that is not identical is allowed, no more.
+    EXPECT_LE(t.verified - t.identical, 1u) << w.name << ": identical to single-stepping";
+  } else {
+    EXPECT_GE(identical, racy ? 0.99 : 0.999) << w.name << ": identical to single-stepping";
+  }
   if (!racy) {
     EXPECT_EQ(t.diverged, 0u) << w.name << ": windows diverged";
   }
