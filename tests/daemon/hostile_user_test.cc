@@ -398,8 +398,8 @@ TEST(HostileMemory, OneUserCannotTakeTheWholePool) {
 }
 
 // Attack 6: a target that execs itself in a loop for 60 s: the daemon's memory stays flat.
-// The minute is a measurement (`make check-figures`); the suite holds the loop for 15 s, the
-// RSS compared from 5 s on, which still shows a leak of a few KiB per exec.
+// The minute is a measurement (`make check-figures`); the suite holds the loop for 15 s and
+// compares the RSS from 5 s on against the same bound.
 TEST(HostileExec, ExecLoopForAMinuteKeepsTheDaemonFlat) {
   const int settle_s = pathprof::testing::FiguresOr(15, 5);
   const int measured_s = pathprof::testing::FiguresOr(45, 10);
