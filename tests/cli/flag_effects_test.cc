@@ -1598,7 +1598,8 @@ std::map<std::string, Check> DaemonCases() {
   return t;
 }
 
-TEST(EveryFlag, PathprofdHelpUnknownFlagsAndEveryFlagInItsHelp) {
+// pathprofd --help and -h, --version, and unknown flags (long and short) refused naming them.
+void PathprofdHelpAndUnknownFlags() {
   for (const char* h : {"--help", "-h"}) {
     const R r = Daemond(h);
     EXPECT_EQ(r.rc, 0) << Show(h, r);
@@ -1613,13 +1614,27 @@ TEST(EveryFlag, PathprofdHelpUnknownFlagsAndEveryFlagInItsHelp) {
   const R bad_short = Daemond("-Z");
   EXPECT_EQ(bad_short.rc, 2) << Show("pathprofd -Z", bad_short);
   EXPECT_TRUE(Has(bad_short.all(), "-Z")) << bad_short.all();
+}
 
+// pathprofd's flags in shards, each shard a test of its own: all of them in one test took 49 s
+// in the sanitizer build (each case starts a daemon), near the suite's per-test limit
+// (docs/performance.md, "Test-time budget"). Shard 0 checks the help and unknown flags too.
+constexpr int kPathprofdShards = 3;
+class PathprofdFlags : public ::testing::TestWithParam<int> {};
+
+TEST_P(PathprofdFlags, HelpUnknownFlagsAndEveryFlagInItsHelp) {
+  const int shard = GetParam();
+  if (shard == 0) {
+    PathprofdHelpAndUnknownFlags();
+  }
   const auto cases = DaemonCases();
   std::map<std::string, Gap> gaps = {{"admin-group",
                                       {"--admin-group nogroup",
                                        "who is an admin shows only to a second user; "
                                        "tests/daemon/authorization_test covers it"}}};
+  int index = 0;
   for (const std::string& flag : FlagsIn(Daemond("--help").out)) {
+    if (index++ % kPathprofdShards != shard) continue;
     SCOPED_TRACE("pathprofd --" + flag);
     if (auto it = cases.find(flag); it != cases.end()) {
       it->second();
@@ -1632,6 +1647,8 @@ TEST(EveryFlag, PathprofdHelpUnknownFlagsAndEveryFlagInItsHelp) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryFlag, PathprofdFlags, ::testing::Range(0, kPathprofdShards));
 
 TEST(EveryFlag, PathtopHelpAndUnknownFlags) {
   for (const char* h : {"--help", "-h"}) {

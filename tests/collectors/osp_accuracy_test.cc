@@ -21,11 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "pathprof/stepping/exact_tracer.h"
+#include "common/figures.h"
 #include "pathprof/core/pbs.h"
 #include "pathprof/profiles/osp_exact.h"
 #include "pathprof/profiles/osp_report.h"
 #include "pathprof/profiles/osp_sampler.h"
+#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/synth/executor.h"
 
 namespace pathprof {
@@ -227,7 +228,11 @@ struct Example {
 
 class OspExampleAccuracy : public ::testing::TestWithParam<Example> {};
 
+// A measurement (minutes of exact tracing in a fresh build directory): `make check-figures`
+// runs it. The suite's check of the same reservoir and report is OspSyntheticAccuracy above,
+// on streams that need no tracing.
 TEST_P(OspExampleAccuracy, MeetsTheBar) {
+  PATHPROF_FIGURES_ONLY();
   constexpr size_t kMemory = 4096;
   uint64_t gaps = 0;
   const auto blocks = ExampleBlocks(GetParam().binary, GetParam().arg, &gaps);
