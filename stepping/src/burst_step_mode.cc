@@ -92,6 +92,7 @@ bool BurstTracer::EnsureInt3Safe(pid_t stopped) {
       if (again == threads_.end() || again->second.options != DesiredOptions()) return false;
       continue;
     }
+    if (!IsGroupStopSignal(WSTOPSIG(st))) SettleInterruptStop(tid);  // it may have been asleep
     UpdateOptions(tid, t);
     Resume(tid, 0);
     ChargeEventStops(1, stop_cost_ns_ * 2, MonotonicNs());

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "burst_tracer_impl.h"
 #include "burst_wire.h"
@@ -55,17 +56,41 @@ void BurstTracer::Resume(pid_t tid, int sig) {
   ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));
 }
 
-bool BurstTracer::SwallowOurTrap(pid_t tid) {
+bool BurstTracer::SwallowOurTrap(pid_t tid, bool late_step_possible) {
   siginfo_t si{};
   uint64_t rip = 0;
   if (!StopSigInfo(tid, &si)) return false;
-  if (si.si_code == kTrapTrace || si.si_code == kTrapHwBkpt) return true;
+  // Only debug registers raise TRAP_HWBKPT, and only a tracer sets them (a program's own icebp
+  // is TRAP_BRKPT): ours, whenever it comes.
+  if (si.si_code == kTrapHwBkpt) return true;
+  // TRAP_TRACE is the trap flag's: a step of ours only when one is still unanswered; otherwise
+  // the program set the flag itself (pushf/popf) and its handler counts on the trap.
+  if (si.si_code == kTrapTrace) return late_step_possible;
   if (si.si_code == kTrapInt3 && ReadRip(tid, &rip) && int3_.OwnsTrap(rip)) {
     WriteRip(tid, rip - 1);
     ++stats_.int3_parked;
     return true;
   }
   return false;
+}
+
+void BurstTracer::ForwardSignal(pid_t tid, int sig) {
+  ++stats_.signals_forwarded;
+  if (sig == SIGTRAP) ++stats_.traps_forwarded;
+  Resume(tid, sig);
+}
+
+void BurstTracer::SettleInterruptStop(pid_t tid) {
+  SyscallRestart restart = SyscallRestart::kFailed;
+  if (SettleSyscallAtInterrupt(options_.pid, tid, &restart) == SyscallAtStop::kInterrupted)
+    CountRestart(restart);
+}
+
+void BurstTracer::CountRestart(SyscallRestart restart) {
+  if (restart == SyscallRestart::kRestarted)
+    ++stats_.syscalls_restarted;
+  else
+    ++stats_.syscalls_left_interrupted;
 }
 
 bool BurstTracer::HandleEvent(pid_t tid, int st) {
@@ -124,18 +149,23 @@ bool BurstTracer::HandleEvent(pid_t tid, int st) {
         ptrace(PTRACE_LISTEN, tid, nullptr, nullptr);
         return false;
       }
-      t.group_stopped = false;  // an interrupt we no longer wait for
+      // An interrupt we no longer wait for (or the end of a job-control stop, whose EINTR is
+      // the program's as it would be untraced).
+      if (!t.group_stopped) SettleInterruptStop(tid);
+      t.group_stopped = false;
       Resume(tid, 0);
       return true;
-    case 0:
-      if (sig == SIGTRAP && SwallowOurTrap(tid)) {
+    case 0: {
+      // A step trap of ours still owed comes at the thread's first signal stop, if at all.
+      const bool late_step = std::exchange(t.late_step_trap, false);
+      if (sig == SIGTRAP && SwallowOurTrap(tid, late_step)) {
         Resume(tid, 0);
         return true;
       }
       // Signal-delivery stop: the program's signal; hand it back.
-      ++stats_.signals_forwarded;
-      Resume(tid, sig);
+      ForwardSignal(tid, sig);
       return true;
+    }
     default:
       Resume(tid, 0);
       return true;
@@ -156,7 +186,7 @@ bool BurstTracer::HandleGuest(pid_t tid, int st) {
     guests_.erase(tid);
     return true;
   }
-  if (sig == SIGTRAP && SwallowOurTrap(tid)) {
+  if (sig == SIGTRAP && SwallowOurTrap(tid, /*late_step_possible=*/false)) {
     Resume(tid, 0);
     return true;
   }
@@ -229,15 +259,21 @@ void BurstTracer::DetachAll() {
     if (!WIFSTOPPED(st)) continue;
     const int event = st >> 16;
     int sig = 0;
+    auto it = threads_.find(tid);
     if (event == 0) {
       sig = WSTOPSIG(st);
-      if (sig == SIGTRAP && SwallowOurTrap(tid))
+      const bool late_step = it != threads_.end() && it->second.late_step_trap;
+      if (sig == SIGTRAP && SwallowOurTrap(tid, late_step)) {
         sig = 0;
-      else
+      } else {
         ++stats_.signals_forwarded;  // deliver it on the way out
+        if (sig == SIGTRAP) ++stats_.traps_forwarded;
+      }
     }
-    if (auto it = threads_.find(tid); it != threads_.end())
-      DisarmDebugRegisters(tid, &it->second.debug_registers);
+    // Our interrupt woke it from a system call that would return EINTR: restart it.
+    if (event == PTRACE_EVENT_STOP && !IsGroupStopSignal(WSTOPSIG(st)) && it != threads_.end())
+      SettleInterruptStop(tid);
+    if (it != threads_.end()) DisarmDebugRegisters(tid, &it->second.debug_registers);
     if (auto g = guests_.find(tid); g != guests_.end() && g->second.kind != Guest::Kind::kVfork)
       int3_.CleanChild(tid);
     if (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {

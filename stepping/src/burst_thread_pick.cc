@@ -1,4 +1,8 @@
-// Which thread the next burst interrupts.
+// Which thread the next burst interrupts: one found running, and only such a one. A sleeping
+// thread has no instructions to step, and interrupting it wakes it from its system call: most
+// calls restart unseen, but epoll_wait, sigtimedwait or a recv with a timeout return EINTR
+// (interrupted_syscall.h restarts them, for the thread that falls asleep between this read and
+// the interrupt). When no thread runs, the burst is skipped (skipped_no_thread).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -45,14 +49,10 @@ pid_t BurstTracer::PickThread(int* cpu) {
   if (tids.empty()) return -1;
   std::sort(tids.begin(), tids.end());
   const uint64_t now = MonotonicNs();
-  pid_t fallback = -1;
   for (size_t i = 0; i < tids.size() && i < kMaxThreadsChecked; ++i) {
     const pid_t tid = tids[(rr_ + i) % tids.size()];
     Thread& thread = threads_[tid];
-    if (now < thread.not_running_until_ns) {
-      if (fallback < 0) fallback = tid;  // as it was when read last, without a CPU to pin to
-      continue;
-    }
+    if (now < thread.not_running_until_ns) continue;
     const TaskState s = ReadTaskState(options_.pid, tid, &thread.stat_fd);
     if (s.state == 'R') {
       thread.not_running_reads = 0;
@@ -65,13 +65,9 @@ pid_t BurstTracer::PickThread(int* cpu) {
       thread.not_running_reads = doublings + 1;
       thread.not_running_until_ns = now + (kNotRunningFirstWaitNs << doublings);
     }
-    if (fallback < 0 && s.state != 0) {
-      fallback = tid;
-      *cpu = s.cpu;
-    }
   }
   rr_ = (rr_ + 1) % tids.size();
-  return fallback;
+  return -1;
 }
 
 }  // namespace pathprof::stepping::burst

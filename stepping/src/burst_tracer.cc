@@ -20,7 +20,7 @@ int BurstTracer::Run() {
   start_ns_ = MonotonicNs();
   if (!SetUpSignals())
     return Fail(ErrorCode::kInternal, errno, "burst tracer: signalfd failed: " + Errno());
-  const StepProbeResult probe = CachedStepProbe();
+  const StepProbeResult probe = given_probe_ != nullptr ? *given_probe_ : CachedStepProbe();
   if (!probe.ran)
     return Fail(ErrorCode::kPermission, 0,
                 "burst tracer: the step probe could not run: " + probe.error);
@@ -206,13 +206,15 @@ void BurstTracer::Unpin() {
 }
 
 void BurstTracer::Burst(uint64_t room) {
+  // Armed first: the thread's state is read as close to its interrupt as can be, as one that
+  // falls asleep in between is stopped inside a system call.
+  TickerArmed armed(ticker_);
   int cpu = -1;
   const pid_t tid = PickThread(&cpu);
   if (tid < 0) {
     ++stats_.skipped_no_thread;
     return;
   }
-  TickerArmed armed(ticker_);
   const uint64_t t0 = MonotonicNs();
   if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
     ++stats_.skipped_no_thread;
@@ -286,8 +288,9 @@ bool BurstTracer::AwaitInterrupt(pid_t tid) {
 
 }  // namespace burst
 
-int RunBurstTracer(const PtraceBurstOptions& options, int control_fd, int data_fd, pid_t parent) {
-  burst::BurstTracer tracer(options, control_fd, data_fd, parent);
+int RunBurstTracer(const PtraceBurstOptions& options, int control_fd, int data_fd, pid_t parent,
+                   const StepProbeResult* probe) {
+  burst::BurstTracer tracer(options, control_fd, data_fd, parent, probe);
   return tracer.Run();
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "emulated_windows.h"
+#include "interrupted_syscall.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/decoders/mapped_file.h"
 #include "pathprof/stepping/ptrace_bursts.h"
@@ -58,6 +59,8 @@ inline constexpr uint64_t kScanIntervalNs = 100'000'000;
 inline constexpr uint64_t kStatsIntervalNs = 100'000'000;
 inline constexpr uint64_t kFlushIntervalNs = 20'000'000;
 inline constexpr size_t kOutboxBytes = 64 * 1024;
+
+inline constexpr uint64_t kTrapFlag = 0x100;  // EFLAGS.TF: a trap after every instruction
 
 inline bool IsGroupStopSignal(int sig) {
   return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
@@ -100,6 +103,10 @@ struct Thread {
   decoders::UniqueFd stat_fd;         // /proc/PID/task/TID/stat (ReadTaskState)
   uint64_t not_running_until_ns = 0;  // found not running: not read again before this
   unsigned not_running_reads = 0;     // reads in a row that found it not running
+  // A single step of ours timed out unanswered: its trap may still come, as the thread's next
+  // signal stop (a queued trap is delivered first, as soon as the thread resumes). Cleared at
+  // that stop, whatever it is.
+  bool late_step_trap = false;
 };
 
 // A process a traced thread forked while int3s were in use (see software_breakpoints.h).
@@ -110,11 +117,13 @@ struct Guest {
 };
 class BurstTracer {
  public:
-  BurstTracer(const PtraceBurstOptions& options, int control_fd, int data_fd, pid_t parent)
+  BurstTracer(const PtraceBurstOptions& options, int control_fd, int data_fd, pid_t parent,
+              const StepProbeResult* probe)
       : options_(options),
         control_fd_(control_fd),
         data_fd_(data_fd),
         parent_(parent),
+        given_probe_(probe),
         reader_(options.pid),
         int3_(options.pid),
         rng_(options.seed ? options.seed : MonotonicNs()) {
@@ -176,8 +185,18 @@ class BurstTracer {
   void Note(const std::string& text);
 
   // A SIGTRAP stop caused by us (a late step trap, a breakpoint that fired after its leg was
-  // given up, another thread at one of our int3s): swallow it, rewinding an int3.
-  bool SwallowOurTrap(pid_t tid);
+  // given up, another thread at one of our int3s): swallow it, rewinding an int3. A single-step
+  // trap (TRAP_TRACE) is ours only when `late_step_possible` (Thread::late_step_trap); any other
+  // is the program's own trap flag at work, and reaches its handler.
+  bool SwallowOurTrap(pid_t tid, bool late_step_possible);
+
+  // Hands a signal-delivery stop's signal back to the program.
+  void ForwardSignal(pid_t tid, int sig);
+
+  // `tid` is in an interrupt stop of ours: a system call the interrupt made return EINTR is
+  // restarted (interrupted_syscall.h), and counted.
+  void SettleInterruptStop(pid_t tid);
+  void CountRestart(SyscallRestart restart);
 
   // A stop of a thread that is not in a burst. Returns true when it was a stop we caused or
   // traced (charged to the cap), false for exits and the program's own job-control stops.
@@ -195,8 +214,8 @@ class BurstTracer {
 
   void OnExec();
 
-  // Picks the next thread round robin, preferring one that is running: interrupting a sleeping
-  // thread would find it in a system call with nothing to step.
+  // Picks the next thread round robin among those running now (state R), and says the CPU it
+  // runs on; -1 when none is (burst_thread_pick.cc).
   pid_t PickThread(int* cpu);
 
   // Moves this tracer onto `cpu` for a burst: a stop then wakes a tracer on the same CPU,
@@ -211,6 +230,14 @@ class BurstTracer {
   // Waits (bounded) for tid's interrupt stop, handling whatever else it reports first. False
   // when there is no burst to run (it exited, entered a job-control stop, or did not stop).
   bool AwaitInterrupt(pid_t tid);
+
+  // The thread is in its interrupt stop, where these were read: false (it is resumed, and the
+  // burst counted) when it has no window to take: it is inside a system call (one that would
+  // return EINTR is restarted), or SIGTRAPs of its own are in play: it single-steps itself
+  // (its trap flag set: stepping it would take its traps, and emulating it would leave out its
+  // handler), or, for a window that traps, it blocks or ignores SIGTRAP (it is in its handler):
+  // a trap of ours would reset its handler (signal_masks.h).
+  bool ReadyForWindow(pid_t tid, SyscallAtStop syscall, uint64_t rflags);
 
   // The thread is in its interrupt stop: step it through one window and let it go. Returns
   // false when the thread is gone.
@@ -256,6 +283,7 @@ class BurstTracer {
   const int control_fd_;
   const int data_fd_;
   const pid_t parent_;
+  const StepProbeResult* const given_probe_;  // the collector's probe, or null: our own
   int signal_fd_ = -1;
   bool quit_ = false;
   uint64_t start_ns_ = 0;

@@ -5,9 +5,27 @@
 #include <algorithm>
 
 #include "burst_tracer_impl.h"
+#include "signal_masks.h"
 #include "step_classifier.h"
 
 namespace pathprof::stepping::burst {
+
+bool BurstTracer::ReadyForWindow(pid_t tid, SyscallAtStop syscall, uint64_t rflags) {
+  if (syscall != SyscallAtStop::kNone) {
+    if (syscall == SyscallAtStop::kInterrupted) SettleInterruptStop(tid);
+    ++stats_.aborted_syscall;
+    Resume(tid, 0);
+    return false;
+  }
+  // Emulated windows raise no trap; stepped ones (and the check of an emulated one) do.
+  const bool traps = mode_ != StepMode::kEmulate || options_.verify_emulation;
+  if ((rflags & kTrapFlag) || (traps && SigtrapForcingChangesHandler(options_.pid, tid))) {
+    ++stats_.aborted_trap_flag;
+    Resume(tid, 0);
+    return false;
+  }
+  return true;
+}
 
 bool BurstTracer::StepWindow(pid_t tid, uint64_t t0, uint64_t room,
                              std::optional<SteppedWindow>* out) {
@@ -18,11 +36,7 @@ bool BurstTracer::StepWindow(pid_t tid, uint64_t t0, uint64_t room,
     Resume(tid, 0);
     return true;
   }
-  if (state.in_restartable_syscall) {
-    ++stats_.aborted_syscall;
-    Resume(tid, 0);
-    return true;
-  }
+  if (!ReadyForWindow(tid, state.syscall, state.rflags)) return true;
   if (mode_ == StepMode::kInt3 && !EnsureInt3Safe(tid)) {
     // A thread could not be brought under the int3 options: never risk an untraced one
     // meeting our bytes.
@@ -55,6 +69,7 @@ bool BurstTracer::StepWindow(pid_t tid, uint64_t t0, uint64_t room,
   stats_.steps += w.single_steps;
   stats_.breakpoint_legs += w.breakpoint_legs;
   stats_.lost_step_traps += w.lost_step_traps;
+  if (w.step_trap_owed) threads_[tid].late_step_trap = true;
   if (w.breakpoint_legs > 0) legs_worked_ += w.breakpoint_legs;
   bool ok = false;
   switch (w.end) {
@@ -104,17 +119,13 @@ bool BurstTracer::StepWindow(pid_t tid, uint64_t t0, uint64_t room,
 
 bool BurstTracer::EmulateWindow(pid_t tid, std::optional<SteppedWindow>* out) {
   emulator::CpuState start;
-  bool in_syscall = false;
-  if (!ReadCpuState(tid, &start, &in_syscall)) {
+  SyscallAtStop syscall = SyscallAtStop::kNone;
+  if (!ReadCpuState(tid, &start, nullptr, &syscall)) {
     ++stats_.aborted_exit;
     Resume(tid, 0);
     return true;
   }
-  if (in_syscall) {
-    ++stats_.aborted_syscall;
-    Resume(tid, 0);
-    return true;
-  }
+  if (!ReadyForWindow(tid, syscall, start.rflags)) return true;
   if (!emulated_) emulated_.emplace(options_.pid, options_.window_taken);
   EmulatedWindows::Window w;
   emulated_->Run(tid, start, &w, /*other_threads=*/threads_.size() > 1);
@@ -132,6 +143,7 @@ bool BurstTracer::EmulateWindow(pid_t tid, std::optional<SteppedWindow>* out) {
   const SteppedWindow& s = check.stepped;
   stats_.steps += s.single_steps;
   stats_.lost_step_traps += s.lost_step_traps;
+  if (s.step_trap_owed) threads_[tid].late_step_trap = true;
   if (s.end == WindowEnd::kExited) {
     OnExit(tid, s.wait_status);
     return false;
