@@ -37,12 +37,12 @@ sleep 1
 echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs"
 echo "before: RSS $(rss) MiB; root's ps $(ps_ms)"
 setpriv --reuid=$user --regid=$group --clear-groups python3 "$here/http2-stream-flood.py" "$sock" \
-  --streams "$streams" --hold "$hold" --ready-file "$dir/ready" $ack >"$dir/flood.json" &
+  --streams "$streams" --hold "$hold" $ack >"$dir/flood.out" &
 flood=$!
-for _ in $(seq 600); do [ -f "$dir/ready" ] && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q '^sent' "$dir/flood.out" && break; sleep 0.1; done
 echo "streams sent: RSS $(rss) MiB; root's ps $(ps_ms)"
 wait $flood || true
-echo "flood: $(cat "$dir/flood.json")"
+echo "flood: $(tail -1 "$dir/flood.out")"
 for t in $(seq 15); do
   sleep 1
   echo "${t} s after the connection closed: RSS $(rss) MiB"

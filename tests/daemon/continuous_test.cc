@@ -455,8 +455,13 @@ TEST(ContinuousDaemonTest, SinkDetailsAreForAdminsOnly) {
                       url + "\"\n",
                   {"--socket-group", testing::kTestGroup, "--admin-group", "pathprof-test-admins"});
     ASSERT_TRUE(daemon.Ready()) << daemon.Log();
+    // The address is there from the start; the backend's answer once a window was pushed.
+    auto first = daemon.Ctl("stats --json", as);
+    ASSERT_EQ(first.rc, 0) << first.out;
+    EXPECT_NE(first.out.find("\"pyroscope\""), std::string::npos) << first.out;
+    EXPECT_EQ(first.out.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << first.out;
     std::string admin;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(45);
     do {
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
       admin = daemon.Ctl("stats --json").out;
