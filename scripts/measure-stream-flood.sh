@@ -36,7 +36,7 @@ ps_ms() {
 sleep 1
 echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs"
 echo "before: RSS $(rss) MiB; root's ps $(ps_ms)"
-setpriv --reuid=$user --regid=$group --clear-groups python3 "$here/http2-stream-flood.py" "$sock" \
+setpriv --reuid=$user --regid=$group --clear-groups /usr/bin/python3 "$here/http2-stream-flood.py" "$sock" \
   --streams "$streams" --hold "$hold" $ack >"$dir/flood.out" &
 flood=$!
 for _ in $(seq 600); do grep -q '^sent' "$dir/flood.out" && break; sleep 0.1; done

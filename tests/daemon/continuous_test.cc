@@ -449,10 +449,12 @@ TEST(ContinuousDaemonTest, SinkDetailsAreForAdminsOnly) {
   char tmpl[] = "/tmp/pathprof-sinkstats-XXXXXX";
   const std::string work = mkdtemp(tmpl);
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  HotLoop loop;  // one executable's series: a window of it is quick to make
   {
-    Daemon daemon("[continuous]\nenabled = true\nwindow_s = 1\nstack_hz = 99\narchive_dir = \"" +
-                      work + "/windows\"\npush_attempts = 1\n[continuous.pyroscope]\nurl = \"" +
-                      url + "\"\n",
+    Daemon daemon("[continuous]\nenabled = true\nwindow_s = 1\nstack_hz = 99\nexecutables = [\"" +
+                      testing::kBin + "/example_hotloop\"]\narchive_dir = \"" + work +
+                      "/windows\"\npush_attempts = 1\n[continuous.pyroscope]\nurl = \"" + url +
+                      "\"\n",
                   {"--socket-group", testing::kTestGroup, "--admin-group", "pathprof-test-admins"});
     ASSERT_TRUE(daemon.Ready()) << daemon.Log();
     // The address is there from the start; the backend's answer once a window was pushed.
