@@ -13,7 +13,9 @@
 #include <sys/un.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -111,6 +113,25 @@ bool StatusHasGroup(pid_t pid, gid_t gid) {
   return false;
 }
 
+// Whether every thread of `pid` is stopped (a SIGSTOP reaches them one by one: the accepting
+// thread could otherwise take a connection made just after the kill).
+bool AllThreadsStopped(pid_t pid) {
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (int i = 0; i < 500; ++i) {
+    bool all = true;
+    for (const auto& t : std::filesystem::directory_iterator(tasks)) {
+      std::ifstream in(t.path() / "stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), {});
+      const size_t paren = stat.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T')
+        all = false;
+    }
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
 TEST(PeerCredentials, AReusedPidDoesNotLendItsGroupsToTheConnection) {
   EnsureTestUser();
   EnsureAdminGroup();
@@ -127,6 +148,7 @@ TEST(PeerCredentials, AReusedPidDoesNotLendItsGroupsToTheConnection) {
   int pair[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
   ASSERT_EQ(kill(d.pid(), SIGSTOP), 0);  // the daemon accepts late
+  ASSERT_TRUE(AllThreadsStopped(d.pid())) << "the daemon did not stop";
   const pid_t client = ConnectAndHandOver(d.socket(), user, pair[1]);
   const int held = ReceiveFd(pair[0]);
   int status = 0;
