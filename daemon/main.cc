@@ -14,8 +14,10 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "pathprof/daemon/config.h"
+#include "pathprof/daemon/connection_activity.h"
 #include "pathprof/daemon/continuous.h"
 #include "pathprof/daemon/log.h"
 #include "pathprof/daemon/metrics.h"
@@ -117,9 +119,12 @@ Result<std::unique_ptr<ContinuousProfiler>> StartContinuous(
   return continuous;
 }
 
-// The gRPC server with health and reflection, and the TLS port where the config has one.
+// The gRPC server with health and reflection, and the TLS port where the config has one. Every
+// connection is bounded: streams at once, bytes received per stream and per header block, and
+// the memory of all of them together.
 Result<std::unique_ptr<grpc::Server>> StartGrpcServer(const DaemonConfig& config,
-                                                      ProfilerService& service) {
+                                                      ProfilerService& service,
+                                                      PeerRegistry* peers) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -128,11 +133,28 @@ Result<std::unique_ptr<grpc::Server>> StartGrpcServer(const DaemonConfig& config
   builder.SetMaxSendMessageSize(256 << 20);   // exports of big profiles
   grpc::ResourceQuota quota("pathprofd");
   quota.SetMaxThreads(128);  // bounds the sync server's thread pool under a connection flood
+  // gRPC's memory for every connection together (streams, their buffers and calls): past it,
+  // gRPC cancels streams until it is back under.
+  quota.Resize(static_cast<size_t>(config.limits.grpc_memory_bytes));
   builder.SetResourceQuota(quota);
+  // Announced in the server's SETTINGS: a client opening more streams at once on one connection
+  // breaks the protocol, and gRPC closes that connection.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(config.limits.max_streams_per_connection));
+  // What one stream may send before the daemon reads it (the flow-control window, not grown by
+  // BDP probes), and one header block.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 10);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 << 10);
   // A connection with no call for this long is closed (GOAWAY, then the fd): idle connections
-  // held open by a client would otherwise keep the daemon's file descriptors forever.
+  // held open by a client would otherwise keep the daemon's file descriptors forever. A stream
+  // that never sends its request is a call to gRPC, so the Unix listener also shuts down
+  // connections with no call in a handler (ConnectionActivity counts those).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                              static_cast<int>(config.limits.idle_connection_timeout_s * 1000));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(ConnectionActivity(peers));
+  builder.experimental().SetInterceptorCreators(std::move(creators));
   int tcp_port = 0;
   if (!config.tcp_address.empty()) {
     auto creds = TlsCredentials(config);
@@ -166,6 +188,7 @@ Status StartMetrics(const DaemonConfig& config, const ProfilerService& service,
     h.connections_accepted = listener.accepted();
     h.connections_refused_per_client = listener.refused_per_client();
     h.connections_refused_total = listener.refused_total();
+    h.connections_closed_idle = listener.idle_shut_down();
     h.per_session = config.metrics_per_session;
     h.images = service.sessions()->symbols().ImageCacheCounts();
     peers.Prune();
@@ -264,12 +287,14 @@ int Main(int argc, char** argv) {
   UnixListener unix_listener;
   if (Status s = unix_listener.Bind(config.socket_path, config.socket_group); !s.ok())
     return fail(s);
-  auto server = StartGrpcServer(config, service);
+  auto server = StartGrpcServer(config, service, &peers);
   if (!server.ok()) return fail(server.status());
   ConnectionLimits connection_limits;
   connection_limits.total = config.limits.max_connections;
   connection_limits.per_client = config.limits.max_connections_per_client;
   connection_limits.admin_reserve = config.limits.admin_reserved_connections;
+  connection_limits.guaranteed_per_client = config.limits.guaranteed_connections_per_client;
+  connection_limits.idle_timeout = std::chrono::seconds(config.limits.idle_connection_timeout_s);
   connection_limits.admin_group = config.admin_group;
   unix_listener.Start(server->get(), &peers, connection_limits);
   service.SetClientCounter([&peers] {

@@ -166,8 +166,17 @@ const std::map<std::string, Key>& Keys() {
         UintKey("limits.max_connections_per_client", &Limits::max_connections_per_client, 1u << 20);
     k["limits.admin_reserved_connections"] =
         UintKey("limits.admin_reserved_connections", &Limits::admin_reserved_connections, 1u << 20);
+    k["limits.guaranteed_connections_per_client"] =
+        UintKey("limits.guaranteed_connections_per_client",
+                &Limits::guaranteed_connections_per_client, 1u << 10);
     k["limits.idle_connection_timeout_s"] =
         UintKey("limits.idle_connection_timeout_s", &Limits::idle_connection_timeout_s, 86400);
+    k["limits.max_streams_per_connection"] =
+        UintKey("limits.max_streams_per_connection", &Limits::max_streams_per_connection, 1u << 16);
+    k["limits.grpc_memory_bytes"] =
+        UintKey("limits.grpc_memory_bytes", &Limits::grpc_memory_bytes, 1ull << 40);
+    k["limits.admin_reserved_streams"] =
+        UintKey("limits.admin_reserved_streams", &Limits::admin_reserved_streams, 1u << 16);
     k["limits.max_streams"] = UintKey("limits.max_streams", &Limits::max_streams, 1u << 16);
     k["limits.max_streams_per_client"] =
         UintKey("limits.max_streams_per_client", &Limits::max_streams_per_client, 1u << 16);

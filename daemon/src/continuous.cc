@@ -54,7 +54,7 @@ std::vector<Series> ResolveSeries(const ContinuousConfig& config,
   auto add = [&](Series s) {
     std::vector<const ProcessEntry*> members;
     for (const ProcessEntry& p : processes)
-      if (s.match.Matches(p.comm, p.executable, p.cgroup)) members.push_back(&p);
+      if (s.match.Matches(p.executable, p.cgroup)) members.push_back(&p);
     Finish(s, members, host);
     out.push_back(std::move(s));
   };
@@ -286,7 +286,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
   }
 }
 
-void ContinuousProfiler::FillStats(v1::ContinuousStats* out) const {
+void ContinuousProfiler::FillStats(v1::ContinuousStats* out, bool details) const {
   std::lock_guard<std::mutex> lock(mu_);
   out->mutable_window()->set_seconds(config_.window_s);
   out->set_windows_exported(exported_);
@@ -300,18 +300,19 @@ void ContinuousProfiler::FillStats(v1::ContinuousStats* out) const {
   out->set_archive_evicted(a.windows_deleted_count_limit + a.windows_deleted_byte_limit);
   out->set_archive_rejected(a.windows_rejected_too_large + a.windows_rejected_invalid);
   out->set_archive_write_errors(a.write_errors);
-  out->set_last_error(last_error_);
+  if (details) out->set_last_error(last_error_);
   for (const auto& p : pushers_) {
     fleet::PushStats s = p->stats();
     v1::PushStats* ps = out->add_push();
-    ps->set_sink(p->sink().Describe());
+    const std::string sink = p->sink().Describe();  // "KIND ADDRESS"
+    ps->set_sink(details ? sink : sink.substr(0, sink.find(' ')));
     ps->set_enqueued(s.enqueued);
     ps->set_sent(s.sent);
     ps->set_retries(s.retries);
     ps->set_dropped(s.dropped_invalid + s.dropped_queue_full + s.dropped_retries_exhausted +
                     s.dropped_rejected + s.dropped_shutdown);
     ps->set_queued(p->queued());
-    ps->set_last_error(s.last_error);
+    if (details) ps->set_last_error(s.last_error);
   }
 }
 

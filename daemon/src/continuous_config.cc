@@ -113,6 +113,13 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
           return Bad(key, "'" + g + "' must be an absolute cgroup path without '..'");
     } else if (key == "executables") {
       PATHPROF_RETURN_IF_ERROR(ReadStrings(n, key, &c.executables));
+      // A series holds what the admin named: a file, which only those who may write its folder
+      // can put there. A name (comm, file name) is any user's to give a program of their own.
+      for (const std::string& e : c.executables)
+        if (e[0] != '/' || e.find("/../") != std::string::npos || e.ends_with("/.."))
+          return Bad(key, "'" + e +
+                              "' must be an executable's absolute path (e.g. /usr/sbin/nginx): "
+                              "a name would let any user's program of that name join the series");
     } else if (key == "max_pids") {
       PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 1, 1u << 20, &v));
       c.max_pids = static_cast<uint32_t>(v);

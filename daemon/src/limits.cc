@@ -59,10 +59,12 @@ uint64_t RateLimiter::refused() const {
   return refused_;
 }
 
-bool QuotaCounter::Acquire(const std::string& client, uint32_t per_client_max, uint32_t total_max) {
+bool QuotaCounter::Acquire(const std::string& client, uint32_t per_client_max, uint32_t total_max,
+                           uint32_t admin_reserve, bool admin) {
   std::lock_guard<std::mutex> lock(mu_);
+  const uint32_t bound = admin ? total_max : total_max - std::min(admin_reserve, total_max);
   uint32_t& mine = per_client_[client];
-  if (mine >= per_client_max || total_ >= total_max) {
+  if (mine >= per_client_max || total_ >= bound) {
     if (mine == 0) per_client_.erase(client);
     return false;
   }

@@ -80,6 +80,10 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
            static_cast<double>(h.connections_refused_per_client));
   w.Sample("pathprofd_connections_refused_total", Label("reason", "total"),
            static_cast<double>(h.connections_refused_total));
+  w.Family("pathprofd_connections_closed_idle_total", "counter",
+           "connections shut down with no call in a handler for limits.idle_connection_timeout_s");
+  w.Sample("pathprofd_connections_closed_idle_total", "",
+           static_cast<double>(h.connections_closed_idle));
   w.Family("pathprofd_image_cache_bytes", "gauge", "ELF images held to symbolize");
   w.Sample("pathprofd_image_cache_bytes", "", static_cast<double>(h.images.bytes));
   w.Family("pathprofd_image_cache_images", "gauge", "ELF images held to symbolize");
@@ -93,7 +97,7 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
 
   if (const ContinuousProfiler* c = service.continuous()) {
     v1::ContinuousStats cs;
-    c->FillStats(&cs);
+    c->FillStats(&cs, /*details=*/false);  // anyone may read /metrics
     w.Family("pathprofd_continuous_windows_total", "counter",
              "continuous-mode windows by outcome (failed_* are dropped windows)");
     w.Sample("pathprofd_continuous_windows_total", Label("outcome", "exported"),

@@ -1,15 +1,18 @@
 #include "pathprof/daemon/peer.h"
 
-#include <sys/resource.h>
-
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 
-#include "pathprof/core/procfs.h"
+#include "pathprof/daemon/log.h"
 
 namespace pathprof::daemon {
 namespace {
@@ -26,17 +29,28 @@ std::string Peer::Describe() const {
   return "uid " + std::to_string(uid) + " pid " + std::to_string(pid);
 }
 
+PeerRegistry::~PeerRegistry() {
+  for (auto& [fd, e] : by_fd_)
+    if (e.own_fd >= 0) close(e.own_fd);
+}
+
 void PeerRegistry::Record(int fd, Peer peer) {
+  // Duplicated before gRPC owns `fd`: from here the socket lives until both are closed.
+  const int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   std::lock_guard<std::mutex> lock(mu_);
   // The fd number may be a closed connection's, reused: that one is gone.
   if (auto old = by_fd_.find(fd); old != by_fd_.end()) EraseLocked(old);
   ++per_client_[peer.client_key()];
-  by_fd_[fd] = Entry{std::move(peer), SocketInode(fd)};
+  by_fd_[fd] = Entry{.peer = std::move(peer),
+                     .inode = SocketInode(fd),
+                     .own_fd = own,
+                     .last_active = std::chrono::steady_clock::now()};
 }
 
 void PeerRegistry::EraseLocked(std::map<int, Entry>::iterator it) {
   auto count = per_client_.find(it->second.peer.client_key());
   if (count != per_client_.end() && --count->second == 0) per_client_.erase(count);
+  if (it->second.own_fd >= 0) close(it->second.own_fd);
   by_fd_.erase(it);
 }
 
@@ -60,25 +74,78 @@ size_t PeerRegistry::size() const {
   return by_fd_.size();
 }
 
-void PeerRegistry::Prune() {
+size_t PeerRegistry::Prune() {
   std::lock_guard<std::mutex> lock(mu_);
+  size_t pruned = 0;
   for (auto it = by_fd_.begin(); it != by_fd_.end();) {
     auto next = std::next(it);
-    if (SocketInode(it->first) != it->second.inode) EraseLocked(it);
+    if (SocketInode(it->first) != it->second.inode) {
+      EraseLocked(it);
+      ++pruned;
+    }
     it = next;
   }
+  return pruned;
+}
+
+void PeerRegistry::CallStarted(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = by_fd_.find(fd); it != by_fd_.end()) ++it->second.calls;
+}
+
+void PeerRegistry::CallEnded(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_fd_.find(fd);
+  if (it == by_fd_.end() || it->second.calls == 0) return;
+  --it->second.calls;
+  it->second.last_active = std::chrono::steady_clock::now();
+}
+
+size_t PeerRegistry::ShutDownIdle(std::chrono::steady_clock::duration idle) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t shut = 0;
+  for (auto& [fd, e] : by_fd_) {
+    if (e.shut_down || e.calls > 0 || now - e.last_active < idle || e.own_fd < 0) continue;
+    // On our duplicate: the socket itself, whatever gRPC has done with its fd number. gRPC
+    // reads the end of the stream, fails the connection's streams and closes its fd.
+    shutdown(e.own_fd, SHUT_RDWR);
+    e.shut_down = true;
+    ++shut;
+  }
+  return shut;
+}
+
+size_t FdBoundConnections() {
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) != 0 || fds.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  return static_cast<size_t>(fds.rlim_cur / 4);
 }
 
 size_t EffectiveTotal(size_t total) {
-  rlimit fds{};
-  if (getrlimit(RLIMIT_NOFILE, &fds) != 0 || fds.rlim_cur == RLIM_INFINITY) return total;
-  return std::min<size_t>(total, static_cast<size_t>(fds.rlim_cur / 2));
+  return std::min(total, FdBoundConnections());
 }
 
-std::vector<uint32_t> ProcessGroups(int pid) {
-  auto status = procfs::Procfs::Host().ReadStatus(pid);
-  if (!status.ok()) return {};
-  return std::vector<uint32_t>(status->groups.begin(), status->groups.end());
+std::vector<uint32_t> PeerGroups(int fd) {
+  std::vector<gid_t> groups(64);
+  int error = 0;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    socklen_t len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0) {
+      groups.resize(len / sizeof(gid_t));
+      return std::vector<uint32_t>(groups.begin(), groups.end());
+    }
+    error = errno;
+    if (error != ERANGE) break;
+    groups.resize(len / sizeof(gid_t) + 1);  // the kernel said how many it has
+  }
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    Log(kLogWarning,
+        "SO_PEERGROUPS: %s; clients' supplementary groups are unknown, so admin_group "
+        "membership counts only as a primary group",
+        std::strerror(error));
+  return {};
 }
 
 std::optional<uint32_t> GroupId(const std::string& name) {

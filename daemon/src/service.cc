@@ -572,12 +572,18 @@ grpc::Status ProfilerService::WatchHotPaths(grpc::ServerContext* ctx,
     uint32_t k;
     if (grpc::Status st = CheckTopK(req->query().top_k(), &k); !st.ok()) return st;
     std::string client = peer.client_key();
-    if (!streams_.Acquire(client, l.max_streams_per_client, l.max_streams))
-      return api::MakeError(StatusCode::RESOURCE_EXHAUSTED,
-                            "too many watch streams (limits.max_streams_per_client " +
-                                std::to_string(l.max_streams_per_client) + ", limits.max_streams " +
-                                std::to_string(l.max_streams) + ")",
-                            {.reason = v1::QUOTA_EXCEEDED});
+    if (!streams_.Acquire(client, l.max_streams_per_client, l.max_streams, l.admin_reserved_streams,
+                          peer.admin))
+      return api::MakeError(
+          StatusCode::RESOURCE_EXHAUSTED,
+          "too many watch streams (limits.max_streams_per_client " +
+              std::to_string(l.max_streams_per_client) + ", limits.max_streams " +
+              std::to_string(l.max_streams) +
+              (peer.admin ? std::string()
+                          : ", of which limits.admin_reserved_streams " +
+                                std::to_string(l.admin_reserved_streams) + " are for admins") +
+              ")",
+          {.reason = v1::QUOTA_EXCEEDED});
     struct Release {
       QuotaCounter* q;
       std::string c;
@@ -686,7 +692,9 @@ grpc::Status ProfilerService::GetStats(grpc::ServerContext* ctx, const v1::GetSt
       resp->set_sessions_memory_bound_bytes(bound);
       resp->set_sessions_memory_limit_bytes(l.max_memory_bytes);
     }
-    if (continuous_) continuous_->FillStats(resp->mutable_continuous());
+    // Sink addresses and backend error text are the admin's (they name internal hosts and can
+    // carry what a backend answered).
+    if (continuous_) continuous_->FillStats(resp->mutable_continuous(), peer.admin);
     return grpc::Status::OK;
   });
 }

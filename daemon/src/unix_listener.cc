@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_posix.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -85,88 +86,119 @@ void UnixListener::Start(grpc::Server* server, PeerRegistry* peers, ConnectionLi
   server_ = server;
   peers_ = peers;
   limits_ = limits;
+  hard_total_ = FdBoundConnections();
   limits_.total = EffectiveTotal(limits_.total);
   limits_.admin_reserve = std::min(limits_.admin_reserve, limits_.total / 2);
   thread_ = std::thread([this] { Loop(); });
 }
 
 void UnixListener::Loop() {
+  auto last_sweep = std::chrono::steady_clock::now();
   for (;;) {
     pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
+    const int ready = poll(fds, 2, 1000);
+    if (ready < 0 && errno != EINTR) {
       Log(kLogError, "poll on %s: %s", path_.c_str(), std::strerror(errno));
       return;
     }
-    if (fds[1].revents) return;
-    // gRPC expects a non-blocking fd (it polls it; a blocking read would hang its poller).
-    int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (c < 0) {
-      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
-        Log(kLogWarning, "accept on %s: %s", path_.c_str(), std::strerror(errno));
-        if (errno == EMFILE || errno == ENFILE) usleep(100000);  // let connections drain
-      }
-      continue;
+    if (ready > 0 && fds[1].revents) return;
+    if (std::chrono::steady_clock::now() - last_sweep >= std::chrono::seconds(1)) {
+      last_sweep = std::chrono::steady_clock::now();
+      Sweep();
     }
-    ucred cred;
-    socklen_t len = sizeof cred;
-    if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-      Log(kLogWarning, "SO_PEERCRED: %s; connection refused", std::strerror(errno));
-      close(c);
-      continue;
-    }
-    Peer p;
-    p.uid = cred.uid;
-    p.gid = cred.gid;
-    p.pid = cred.pid;
-    p.groups = ProcessGroups(cred.pid);
-    if (std::string why = OverLimit(p); !why.empty()) {
-      // Closed before gRPC sees it: the client's call fails with UNAVAILABLE at once. Logged at
-      // debug only: a flood must not become a flood of log lines.
-      Log(kLogDebug, "connection from uid %u pid %d refused: %s", cred.uid, cred.pid, why.c_str());
-      close(c);
-      continue;
-    }
-    peers_->Record(c, p);
-    ++accepted_;
-    Log(kLogDebug, "connection fd %d from uid %u pid %d", c, cred.uid, cred.pid);
-    grpc::AddInsecureChannelFromFd(server_, c);  // gRPC owns (and closes) the fd from here
-    if ((accepted_ & 255) == 0) peers_->Prune();
+    if (ready > 0 && fds[0].revents) Accept();
   }
 }
 
+void UnixListener::Sweep() {
+  const size_t shut = peers_->ShutDownIdle(limits_.idle_timeout);
+  if (shut > 0) Log(kLogDebug, "%zu idle connection(s) shut down", shut);
+  idle_shut_down_ += shut;
+  // A closed connection's streams are freed, but the allocator keeps the pages it took for them
+  // (thousands of streams: gigabytes) unless asked to give them back.
+  if (peers_->Prune() > 0) malloc_trim(0);
+}
+
+void UnixListener::Accept() {
+  // gRPC expects a non-blocking fd (it polls it; a blocking read would hang its poller).
+  int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (c < 0) {
+    if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+      Log(kLogWarning, "accept on %s: %s", path_.c_str(), std::strerror(errno));
+      if (errno == EMFILE || errno == ENFILE) usleep(100000);  // let connections drain
+    }
+    return;
+  }
+  // The credentials the client had when it connected, kept by the kernel with the socket.
+  ucred cred;
+  socklen_t len = sizeof cred;
+  if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    Log(kLogWarning, "SO_PEERCRED: %s; connection refused", std::strerror(errno));
+    close(c);
+    return;
+  }
+  Peer p;
+  p.uid = cred.uid;
+  p.gid = cred.gid;
+  p.pid = cred.pid;
+  p.groups = PeerGroups(c);
+  if (std::string why = OverLimit(p); !why.empty()) {
+    // Closed before gRPC sees it: the client's call fails with UNAVAILABLE at once. Logged at
+    // debug only: a flood must not become a flood of log lines.
+    Log(kLogDebug, "connection from uid %u pid %d refused: %s", cred.uid, cred.pid, why.c_str());
+    close(c);
+    return;
+  }
+  peers_->Record(c, p);
+  ++accepted_;
+  Log(kLogDebug, "connection fd %d from uid %u pid %d", c, cred.uid, cred.pid);
+  grpc::AddInsecureChannelFromFd(server_, c);  // gRPC owns (and closes) the fd from here
+  if ((accepted_ & 255) == 0) peers_->Prune();
+}
+
 std::string UnixListener::OverLimit(const Peer& p) {
+  enum Why { kRoom, kPerClient, kTotal, kAdminReserve, kFdBound };
   // Counts go stale as gRPC closes connections; pruning reads every fd, so it runs only when a
   // bound is reached and at most every 100 ms.
-  auto over = [&] {
+  auto over = [&](bool admin) {
     const size_t total = peers_->size();
-    if (total >= limits_.total) return 2;
-    if (p.uid != 0 && peers_->CountFor(p.client_key()) >= limits_.per_client) return 1;
-    if (p.uid != 0 && total >= limits_.total - limits_.admin_reserve) return 3;
-    return 0;
+    const size_t mine = peers_->CountFor(p.client_key());
+    if (total >= hard_total_) return kFdBound;
+    // Room for every user at the caps: those who filled them cannot lock another user out.
+    if (mine < limits_.guaranteed_per_client) return kRoom;
+    if (total >= limits_.total) return kTotal;
+    if (admin) return kRoom;
+    if (mine >= limits_.per_client) return kPerClient;
+    if (total >= limits_.total - limits_.admin_reserve) return kAdminReserve;
+    return kRoom;
   };
-  int why = over();
+  // The admin group is looked up only for a connection that needs the reserve: root is known
+  // from the uid.
+  bool admin = p.uid == 0;
+  Why why = over(admin);
   const auto now = std::chrono::steady_clock::now();
-  if (why != 0 && now - last_prune_ > std::chrono::milliseconds(100)) {
+  if (why != kRoom && now - last_prune_ > std::chrono::milliseconds(100)) {
     last_prune_ = now;
     peers_->Prune();
-    why = over();
+    why = over(admin);
   }
-  // The admin group is looked up only for a connection that needs the reserve.
-  if (why == 3 && IsAdmin(p, limits_.admin_group)) why = 0;
-  if (why == 1 && IsAdmin(p, limits_.admin_group)) why = over() == 2 ? 2 : 0;
+  if ((why == kPerClient || why == kAdminReserve) && IsAdmin(p, limits_.admin_group))
+    why = over(true);
   switch (why) {
-    case 1:
+    case kPerClient:
       ++refused_per_client_;
       return "uid " + std::to_string(p.uid) + " holds " + std::to_string(limits_.per_client) +
              " connections (limits.max_connections_per_client)";
-    case 2:
+    case kTotal:
       ++refused_total_;
       return std::to_string(limits_.total) + " connections are open (limits.max_connections)";
-    case 3:
+    case kAdminReserve:
       ++refused_total_;
       return "the last " + std::to_string(limits_.admin_reserve) +
              " connections are for admins (limits.admin_reserved_connections)";
+    case kFdBound:
+      ++refused_total_;
+      return std::to_string(hard_total_) + " connections are open (a quarter of the fd limit)";
     default:
       return {};
   }

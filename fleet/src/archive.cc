@@ -1,5 +1,9 @@
 #include "pathprof/fleet/archive.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -19,6 +23,8 @@ constexpr const char* kProfileSuffix = ".pb.gz";
 constexpr const char* kLabelsSuffix = ".labels";
 constexpr const char* kTempSuffix = ".tmp";
 constexpr size_t kMaxNameLabelBytes = 120;  // keeps names well under NAME_MAX (255)
+constexpr mode_t kFileMode = 0640;
+constexpr mode_t kFolderMode = 0750;
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
@@ -125,21 +131,30 @@ Result<std::string> ReadWhole(const std::string& path) {
   return data.str();
 }
 
-// Temporary name + rename: readers (and a restarted daemon) never see half a file.
+// Temporary name + rename: readers (and a restarted daemon) never see half a file. Mode
+// kFileMode whatever the process's umask: the profiles name the host's processes and functions,
+// so they are for the daemon's user and group, never for everyone.
 Status WriteAtomically(const std::string& path, const std::string& bytes) {
   const std::string temp = path + kTempSuffix;
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return Error(ErrorCode::kIo, "cannot create " + temp + ": " + std::strerror(errno));
-    }
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temp, ignored);
-      return Error(ErrorCode::kIo, "cannot write " + temp + " (disk full?)");
-    }
+  const int fd =
+      open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode);
+  if (fd < 0) {
+    return Error(ErrorCode::kIo, "cannot create " + temp + ": " + std::strerror(errno));
+  }
+  bool ok = fchmod(fd, kFileMode) == 0;  // open's mode went through the umask; this does not
+  for (size_t done = 0; ok && done < bytes.size();) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  const int write_errno = errno;
+  ok = close(fd) == 0 && ok;
+  if (!ok) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    return Error(ErrorCode::kIo,
+                 "cannot write " + temp + ": " + std::strerror(write_errno) + " (disk full?)");
   }
   std::error_code ec;
   fs::rename(temp, path, ec);
@@ -186,7 +201,10 @@ Result<ProfileArchive> ProfileArchive::Open(ArchiveOptions options) {
                  "archive needs a directory, max_windows >= 1 and max_bytes >= 1");
   }
   std::error_code ec;
-  fs::create_directories(options.directory, ec);
+  const bool created = fs::create_directories(options.directory, ec);
+  // A folder it made gets kFolderMode whatever the umask; one that was there keeps the mode
+  // its owner gave it.
+  if (!ec && created) fs::permissions(options.directory, fs::perms(kFolderMode), ec);
   if (ec) {
     return Error(ErrorCode::kIo,
                  "cannot create archive folder " + options.directory + ": " + ec.message());

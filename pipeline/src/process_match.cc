@@ -1,5 +1,7 @@
 #include "pathprof/pipeline/process_match.h"
 
+#include <string_view>
+
 namespace pathprof::pipeline {
 namespace {
 
@@ -19,21 +21,19 @@ bool InUnit(const std::string& cgroup, const std::string& unit) {
          (LastComponent(cgroup) == unit || cgroup.find("/" + unit + "/") != std::string::npos);
 }
 
-}  // namespace
-
-std::string ExecutableBasename(const std::string& executable_path) {
-  std::string exe = LastComponent(executable_path);
-  if (exe.ends_with(" (deleted)")) exe.resize(exe.size() - 10);
-  return exe;
+// The file's path without the " (deleted)" the kernel appends once it was replaced.
+std::string WithoutDeleted(const std::string& path) {
+  constexpr std::string_view kDeleted = " (deleted)";
+  return path.ends_with(kDeleted) ? path.substr(0, path.size() - kDeleted.size()) : path;
 }
 
-bool ProcessMatch::Matches(const std::string& comm, const std::string& executable_path,
+}  // namespace
+
+bool ProcessMatch::Matches(const std::string& executable_path,
                            const std::string& cgroup_path) const {
   if (!unit.empty() && !InUnit(cgroup_path, unit)) return false;
   if (!cgroup.empty() && !CgroupWithin(cgroup_path, cgroup)) return false;
-  if (!executable.empty() && comm != executable &&
-      ExecutableBasename(executable_path) != executable)
-    return false;
+  if (!executable.empty() && WithoutDeleted(executable_path) != executable) return false;
   return true;
 }
 

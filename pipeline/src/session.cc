@@ -227,7 +227,7 @@ struct Session::Impl {
       unmatched.erase(it);
     }
     auto who = procfs::ProcessIdentityCache::Host().Get(static_cast<pid_t>(pid));
-    if (who.ok() && config.join_match.Matches(who->comm, who->executable, who->cgroup)) return true;
+    if (who.ok() && config.join_match.Matches(who->executable, who->cgroup)) return true;
     if (unmatched.size() >= 4 * static_cast<size_t>(config.max_descendants)) unmatched.clear();
     unmatched[pid] = now;
     return false;

@@ -35,7 +35,7 @@ stack_hz = 49
 source = "auto"
 units = ["nginx.service"]
 cgroups = ["/system.slice/db.service"]
-executables = ["example_hotloop"]
+executables = ["/usr/local/bin/example_hotloop"]
 max_pids = 10
 host = "web-1"
 archive_dir = "/tmp/w"
@@ -65,7 +65,7 @@ include_pprof = true
   EXPECT_EQ(k.source, "auto");
   EXPECT_EQ(k.units, std::vector<std::string>{"nginx.service"});
   EXPECT_EQ(k.cgroups, std::vector<std::string>{"/system.slice/db.service"});
-  EXPECT_EQ(k.executables, std::vector<std::string>{"example_hotloop"});
+  EXPECT_EQ(k.executables, std::vector<std::string>{"/usr/local/bin/example_hotloop"});
   EXPECT_EQ(k.max_pids, 10u);
   EXPECT_EQ(k.host, "web-1");
   EXPECT_EQ(k.keep_windows, 5u);
@@ -102,6 +102,10 @@ TEST(ContinuousConfigTest, RefusesBadValuesNamingTheKey) {
       {"max_disk_bytes = 10", "continuous.max_disk_bytes"},
       {"archive_dir = \"rel\"", "continuous.archive_dir"},
       {"units = \"nginx\"", "continuous.units"},
+      // A name, which any user can give a program of their own: never a series.
+      {"executables = [\"nginx\"]", "continuous.executables"},
+      {"executables = [\"bin/nginx\"]", "continuous.executables"},
+      {"executables = [\"/usr/sbin/../../tmp/nginx\"]", "continuous.executables"},
       {"typo = 1", "continuous.typo"},
   };
   for (const auto& [line, key] : cases) {
@@ -150,7 +154,7 @@ TEST(ResolveSeriesTest, EachSelectorIsASeriesWithItsLabels) {
   ContinuousConfig c;
   c.units = {"nginx.service", "db.service", "absent.service"};
   c.cgroups = {"/system.slice/db.service"};
-  c.executables = {"hot"};
+  c.executables = {"/opt/bin/hot"};
   auto s = ResolveSeries(c, FakeHost(), "h");
   ASSERT_EQ(s.size(), 5u);
   EXPECT_EQ(s[0].pids, (std::vector<uint32_t>{10, 11}));
@@ -168,6 +172,22 @@ TEST(ResolveSeriesTest, EachSelectorIsASeriesWithItsLabels) {
   auto labels = fleet::ToLabels(s[4].identity);
   ASSERT_GE(labels.size(), 3u);
   EXPECT_EQ(labels[0].name, "host");
+}
+
+// An executable series holds the processes running the file the admin named, not those whose
+// comm or file name is the same: any user can call a program of their own "nginx".
+TEST(ResolveSeriesTest, AnExecutableIsTheFileNotItsName) {
+  std::vector<ProcessEntry> host = FakeHost();
+  host.push_back({40, 1000, "nginx", "/home/u/nginx", "/user.slice/user-1000.slice"});
+  host.push_back({41, 1000, "nginx", "/home/u/bin/httpd", "/user.slice/user-1000.slice"});
+  host.push_back({42, 1000, "sh", "/home/u/usr/sbin/nginx", "/user.slice/user-1000.slice"});
+  host.push_back({43, 0, "nginx", "/usr/sbin/nginx (deleted)", "/system.slice/nginx.service"});
+  ContinuousConfig c;
+  c.executables = {"/usr/sbin/nginx"};
+  auto s = ResolveSeries(c, host, "h");
+  ASSERT_EQ(s.size(), 1u);
+  // The file replaced by an upgrade while it ran is still that executable.
+  EXPECT_EQ(s[0].pids, (std::vector<uint32_t>{10, 11, 43}));
 }
 
 std::vector<std::string> ArchiveFiles(const std::string& dir, const std::string& suffix,
@@ -205,7 +225,7 @@ void ExpectAProcessBornMidWindowInThatWindow(bool by_executable) {
         "[continuous]\nenabled = true\nwindow_s = 4\nstack_hz = 99\n"
         "source = \"none\"\narchive_dir = \"" +
         archive + "\"\nkeep_windows = 10\n" +
-        (by_executable ? "executables = [\"" + name + "\"]\n" : ""));
+        (by_executable ? "executables = [\"" + exe + "\"]\n" : ""));
     ASSERT_TRUE(daemon.Ready()) << daemon.Log();
     std::this_thread::sleep_for(std::chrono::seconds(1));
     born_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -295,7 +315,7 @@ TEST(ContinuousDaemonTest, PushesEachWindowAsOtlpWithThePprofsTotals) {
     Daemon daemon(
         "[continuous]\nenabled = true\nwindow_s = 1\nstack_hz = 99\n"
         "executables = [\"" +
-        name +
+        exe +
         "\"]\nhost = \"otlp-host\"\n"
         "archive_dir = \"" +
         archive +
@@ -356,6 +376,110 @@ TEST(ContinuousDaemonTest, PushesEachWindowAsOtlpWithThePprofsTotals) {
   }
   EXPECT_EQ(matched, collector.requests.size());  // keep_windows holds them all
   EXPECT_GT(samples_seen, 0);
+  Sh("rm -rf " + work);
+}
+
+// The attack on an executable's series: a user copies a program under the admin's executable's
+// file name and runs it. Two-second windows of the admin's series hold the admin's process and
+// never the user's (whose frames were pushed with the admin's when a series was a name).
+TEST(ContinuousDaemonTest, AUsersProgramOfTheSameNameDoesNotJoin) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to load eBPF";
+  const std::string as = testing::EnsureTestUser();
+  char tmpl[] = "/tmp/pathprof-samename-XXXXXX";
+  const std::string work = mkdtemp(tmpl);
+  chmod(work.c_str(), 0755);
+  const std::string name = "svc" + std::to_string(getpid());
+  const std::string admin_exe = work + "/admin/" + name;
+  const std::string user_exe = work + "/user/" + name;
+  ASSERT_EQ(Sh("mkdir -p " + work + "/admin " + work + "/user && chown " + testing::kTestUser +
+               " " + work + "/user && cp " + testing::kBin + "/example_hotloop " + admin_exe +
+               " && " + as + "cp " + testing::kBin + "/example_hotloop " + user_exe)
+                .rc,
+            0);
+  const pid_t admins = testing::Spawn({admin_exe, "0"});
+  std::vector<std::string> argv = testing::AsUserArgv();
+  argv.insert(argv.end(), {user_exe, "0"});
+  const pid_t users = testing::Spawn(argv);
+  const std::string archive = work + "/windows";
+  {
+    Daemon daemon(
+        "[continuous]\nenabled = true\nwindow_s = 2\nstack_hz = 99\nsource = \"none\"\n"
+        "archive_dir = \"" +
+        archive + "\"\nkeep_windows = 10\nexecutables = [\"" + admin_exe + "\"]\n");
+    ASSERT_TRUE(daemon.Ready()) << daemon.Log();
+    uint64_t bytes = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (ArchiveFiles(archive, ".pb.gz", &bytes).size() < 2 &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(daemon.Signal(SIGTERM), 0) << daemon.Log();
+  }
+  for (pid_t p : {admins, users}) {
+    kill(p, SIGKILL);
+    waitpid(p, nullptr, 0);
+  }
+  uint64_t bytes = 0;
+  const auto profiles = ArchiveFiles(archive, ".pb.gz", &bytes);
+  ASSERT_GE(profiles.size(), 2u) << "fewer than two windows archived in 15 s";
+  int admins_windows = 0;
+  for (const std::string& f : profiles) {
+    // Each process's executable is a mapping of the window's profile (its string table).
+    const std::string strings = Sh("zcat " + f + " | strings").out;
+    EXPECT_EQ(strings.find(user_exe), std::string::npos) << f << " holds the user's program";
+    if (strings.find(admin_exe) != std::string::npos) ++admins_windows;
+  }
+  EXPECT_GT(admins_windows, 0) << "no window holds the admin's executable";
+  Sh("rm -rf " + work);
+}
+
+// GetStats names each push backend and says what went wrong with it: its address and the
+// backend's answer (here a fake Pyroscope refusing every window with a body of its own) are the
+// admin's. A non-admin sees the backend's kind and the counters, never the address or the text.
+TEST(ContinuousDaemonTest, SinkDetailsAreForAdminsOnly) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to load eBPF";
+  const std::string as = testing::EnsureTestUser();
+  httplib::Server backend;
+  backend.Post("/ingest", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 400;
+    res.set_content("backend-secret-answer", "text/plain");
+  });
+  const int port = backend.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { backend.listen_after_bind(); });
+  char tmpl[] = "/tmp/pathprof-sinkstats-XXXXXX";
+  const std::string work = mkdtemp(tmpl);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  HotLoop loop;  // one executable's series: a window of it is quick to make
+  {
+    Daemon daemon("[continuous]\nenabled = true\nwindow_s = 1\nstack_hz = 99\nexecutables = [\"" +
+                      testing::kBin + "/example_hotloop\"]\narchive_dir = \"" + work +
+                      "/windows\"\npush_attempts = 1\n[continuous.pyroscope]\nurl = \"" + url +
+                      "\"\n",
+                  {"--socket-group", testing::kTestGroup, "--admin-group", "pathprof-test-admins"});
+    ASSERT_TRUE(daemon.Ready()) << daemon.Log();
+    // The address is there from the start; the backend's answer once a window was pushed.
+    auto first = daemon.Ctl("stats --json", as);
+    ASSERT_EQ(first.rc, 0) << first.out;
+    EXPECT_NE(first.out.find("\"pyroscope\""), std::string::npos) << first.out;
+    EXPECT_EQ(first.out.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << first.out;
+    std::string admin;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(45);
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      admin = daemon.Ctl("stats --json").out;
+    } while (admin.find("backend-secret-answer") == std::string::npos &&
+             std::chrono::steady_clock::now() < deadline);
+    EXPECT_NE(admin.find("backend-secret-answer"), std::string::npos) << admin;
+    EXPECT_NE(admin.find(url), std::string::npos) << admin;
+    auto user = daemon.Ctl("stats --json", as);
+    ASSERT_EQ(user.rc, 0) << user.out;
+    EXPECT_NE(user.out.find("pyroscope"), std::string::npos) << user.out;  // the kind stays
+    EXPECT_EQ(user.out.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << user.out;
+    EXPECT_EQ(user.out.find("backend-secret-answer"), std::string::npos) << user.out;
+    EXPECT_EQ(daemon.Signal(SIGTERM), 0) << daemon.Log();
+  }
+  backend.stop();
+  serving.join();
   Sh("rm -rf " + work);
 }
 

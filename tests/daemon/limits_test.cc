@@ -49,5 +49,16 @@ TEST(QuotaCounter, PerClientAndTotal) {
   EXPECT_EQ(q.total(), 3u);
 }
 
+TEST(QuotaCounter, TheLastPlacesAreForAdmins) {
+  QuotaCounter q;
+  EXPECT_TRUE(q.Acquire("uid:1000", 8, 4, 1, false));
+  EXPECT_TRUE(q.Acquire("uid:1001", 8, 4, 1, false));
+  EXPECT_TRUE(q.Acquire("uid:1002", 8, 4, 1, false));
+  EXPECT_FALSE(q.Acquire("uid:1003", 8, 4, 1, false));  // the reserve
+  EXPECT_TRUE(q.Acquire("uid:0", 8, 4, 1, true));
+  EXPECT_FALSE(q.Acquire("uid:0", 8, 4, 1, true));  // the total binds admins too
+  EXPECT_EQ(q.total(), 4u);
+}
+
 }  // namespace
 }  // namespace pathprof::daemon

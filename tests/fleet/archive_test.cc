@@ -1,6 +1,7 @@
 #include "pathprof/fleet/archive.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,27 @@ TEST_F(ArchiveTest, FileNameCarriesTimeSequenceAndEncodedLabels) {
             "label.build_id=ab12\n");
   // The metadata line lengths sum to the stored size.
   EXPECT_EQ(archive->total_bytes(), 100 + text.str().size());
+}
+
+// The windows name the host's processes and functions: with a umask that would make them
+// world-readable (and the folder world-writable), they are still 0640 in a 0750 folder.
+TEST_F(ArchiveTest, FilesAre0640WhateverTheUmask) {
+  const mode_t saved = umask(0);
+  auto archive = ProfileArchive::Open(
+      {.directory = (dir_ / "windows").string(), .max_windows = 5, .max_bytes = 1 << 20});
+  Status added = archive.ok() ? archive->Add(Window(0)) : archive.status();
+  umask(saved);
+  ASSERT_TRUE(added.ok()) << added.ToString();
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ / "windows").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u) << std::oct << (st.st_mode & 07777);
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "windows")) {
+    ASSERT_EQ(stat(e.path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0640u) << e.path() << " " << std::oct << (st.st_mode & 07777);
+    ++files;
+  }
+  EXPECT_EQ(files, 2u);  // the profile and its labels
 }
 
 TEST_F(ArchiveTest, CountLimitDeletesOldestFirstAndCountsIt) {

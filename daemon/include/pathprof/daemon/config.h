@@ -39,9 +39,21 @@ struct Limits {
   uint32_t max_connections = 4096;
   uint32_t max_connections_per_client = 64;
   uint32_t admin_reserved_connections = 64;
+  // A client holding fewer connections than this is admitted even when max_connections is
+  // reached (up to the fd bound), so that users who fill the cap cannot lock out another user.
+  uint32_t guaranteed_connections_per_client = 2;
+  // A connection with no call in a handler for this long is closed: idle, or holding only
+  // streams that never sent their request (those never reach a handler).
   uint32_t idle_connection_timeout_s = 60;
+  // HTTP/2 streams open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS); more is a
+  // protocol error that closes the connection.
+  uint32_t max_streams_per_connection = 100;
+  // Memory gRPC may hold for every connection together (its resource quota): past it, gRPC
+  // cancels streams to get back under.
+  uint64_t grpc_memory_bytes = 512ull << 20;
   uint32_t max_streams = 64;  // concurrent WatchHotPaths streams, all clients
   uint32_t max_streams_per_client = 8;
+  uint32_t admin_reserved_streams = 8;  // of max_streams: admins only
   uint32_t min_watch_interval_ms = 100;
   uint32_t max_duration_s = 7 * 86400;
   uint32_t max_hpt_entries = 1u << 20;
@@ -89,7 +101,7 @@ struct ContinuousConfig {
   // What to profile; all three empty: every process. Each entry is its own window series.
   std::vector<std::string> units;        // systemd units, e.g. "nginx.service"
   std::vector<std::string> cgroups;      // cgroup v2 paths, e.g. "/system.slice/foo.service"
-  std::vector<std::string> executables;  // comm or executable basename
+  std::vector<std::string> executables;  // absolute paths of executable files
   uint32_t max_pids = 1024;              // per series and window; more are skipped, counted
   std::string host;                      // the host label; empty: gethostname()
   std::string archive_dir = "/var/lib/pathprof/windows";

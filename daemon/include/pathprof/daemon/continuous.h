@@ -53,8 +53,10 @@ class ContinuousProfiler {
   // for up to 2 s. Idempotent.
   void Stop();
 
-  // For GetStats and /metrics.
-  void FillStats(v1::ContinuousStats* out) const;
+  // For GetStats and /metrics. Without `details` (a non-admin's GetStats, /metrics) each sink
+  // is named by its kind alone ("pyroscope", not its URL) and no error text is given: the
+  // backends' addresses and what they answered are the admin's.
+  void FillStats(v1::ContinuousStats* out, bool details) const;
 
  private:
   ContinuousProfiler() = default;

@@ -43,9 +43,12 @@ class RateLimiter {
 };
 
 // Counts held per client and in total (streams); Acquire fails when either bound is reached.
+// The last `admin_reserve` of `total_max` are for admins: a non-admin is refused once
+// total_max - admin_reserve are held.
 class QuotaCounter {
  public:
-  bool Acquire(const std::string& client, uint32_t per_client_max, uint32_t total_max);
+  bool Acquire(const std::string& client, uint32_t per_client_max, uint32_t total_max,
+               uint32_t admin_reserve = 0, bool admin = false);
   void Release(const std::string& client);
   uint32_t total() const;
 

@@ -25,6 +25,7 @@ struct DaemonHealth {
   size_t connections_open = 0;
   uint64_t connections_refused_per_client = 0;
   uint64_t connections_refused_total = 0;
+  uint64_t connections_closed_idle = 0;  // shut down at limits.idle_connection_timeout_s
   bool per_session = false;  // metrics.per_session: label target series with session and pid
   decoders::ImageCacheStats images;
 };

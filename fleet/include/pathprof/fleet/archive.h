@@ -1,7 +1,8 @@
 // ProfileArchive: continuous mode's on-disk memory. The daemon hands it every window (e.g. each
 // 60 s); it keeps the newest ones as pprof files under a bound on both file count and bytes,
 // deleting the oldest first and counting every deletion. Windows survive a daemon restart: the
-// archive re-reads its folder when opened.
+// archive re-reads its folder when opened. Files are written mode 0640 and a folder it creates
+// 0750, whatever the process's umask.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@
 namespace pathprof::fleet {
 
 struct ArchiveOptions {
-  std::string directory;          // created if missing
+  std::string directory;          // created (mode 0750) if missing
   size_t max_windows = 60;        // at least 1
   uint64_t max_bytes = 64 << 20;  // pprof + metadata bytes of all kept windows; at least 1
 };
