@@ -14,8 +14,9 @@ export CCACHE_DIR ?= $(if $(HOME),$(HOME)/.cache/pathprof-ccache,$(CURDIR)/.cach
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 # ccache hashes the working directory into every -g compile (the debug info names it), so a
-# second clone of the tree missed on everything; the debug info's directory is the clone's
-# own either way, so the object is still right for it.
+# second clone of the tree missed on everything. The price: an object from the cache may name
+# the other clone's build folder as its compile directory in its debug info (a debugger then
+# looks for sources there); the code is the same.
 export CCACHE_NOHASHDIR ?= true
 
 .PHONY: all deps configure test test-release check-figures check-packaging bench demo deb format \
