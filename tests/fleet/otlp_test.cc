@@ -253,7 +253,11 @@ TEST(OtlpExport, TheDecodedRequestHasThePprofsTotalsStacksAndLabels) {
 // the int the semantic conventions say, beside the executable's path and name.
 TEST(OtlpExport, AOneProcessWindowNamesItsPidInTheResource) {
   TestWindow t = MakeWindow();
-  t.window.labels = ToLabels({.host = "web-1", .executable = "/usr/bin/zstd", .pid = 4242});
+  WindowIdentity one;
+  one.host = "web-1";
+  one.executable = "/usr/bin/zstd";
+  one.pid = 4242;
+  t.window.labels = ToLabels(one);
   auto built = BuildOtlpRequest(OtlpOptions{}, t.window);
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   const auto& attributes = built->resource_profiles(0).resource().attributes();
