@@ -51,7 +51,7 @@ std::string ToNowhere(const std::string& command) {
          (end == std::string::npos ? "" : command.substr(end));
 }
 
-std::string Run(const std::string& command) {
+std::string RunShell(const std::string& command) {
   std::string out;
   FILE* p = popen((command + " 2>&1").c_str(), "r");
   if (p == nullptr) return "popen failed";
@@ -71,7 +71,7 @@ TEST(EmulatorBuild, VectorFilesCompileWithoutAbiNotes) {
     const std::string command = ToNowhere(EntryField(json, file, "command"));
     const std::string directory = EntryField(json, file, "directory");
     ASSERT_FALSE(command.empty()) << file << " is not in compile_commands.json";
-    const std::string out = Run("cd '" + directory + "' && " + command);
+    const std::string out = RunShell("cd '" + directory + "' && " + command);
     EXPECT_EQ(out.find("note:"), std::string::npos) << name << ":\n" << out;
     EXPECT_EQ(out.find("error"), std::string::npos) << name << ":\n" << out;
   }
