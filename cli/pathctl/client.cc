@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "pathprof/api/daemon_socket.h"
 #include "pathprof/api/grpc_status.h"
 #include "pathprof/api/v1_enums.h"
 #include "pathprof/hwmodel/path_descriptor.h"
@@ -106,8 +107,7 @@ Client::Client(Args& args) {
   std::string socket = args.Get("socket");
   std::string address = args.Get("address");
   timeout_s_ = args.Seconds("timeout");
-  const char* env = std::getenv("PATHPROF_SOCKET");
-  explicit_ = !socket.empty() || !address.empty() || (env && *env);
+  explicit_ = !socket.empty() || !address.empty() || pathprof::api::DaemonSocketFromEnvironment();
   grpc::ChannelArguments ch;
   ch.SetMaxReceiveMessageSize(256 << 20);
   if (!address.empty()) {
@@ -125,7 +125,7 @@ Client::Client(Args& args) {
       if (args.Has(flag))
         args.AddProblem(std::string("--") + flag +
                         " goes with --address (a Unix socket has no TLS)");
-    if (socket.empty()) socket = env && *env ? env : kDefaultSocket;
+    socket = pathprof::api::DaemonSocketPath(socket);
     target_ = socket;
     channel_ = grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), ch);
   }

@@ -19,8 +19,6 @@ namespace pathctl {
 using pathprof::api::SessionIdForDisplay;
 using pathprof::api::SessionNameFromUser;
 
-constexpr const char* kDefaultSocket = "/run/pathprof/pathprofd.sock";
-
 // The flags every daemon command takes: where the daemon is, how long to wait, --json.
 std::vector<Flag> ClientFlags();
 

@@ -4,10 +4,13 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "pathctl/client.h"
 #include "pathctl/export_recording.h"
 #include "pathprof/fleet/otlp.h"
+#include "pathprof/fleet/window.h"
 #include "pathprof/v1/tools.pb.h"
 
 namespace pathctl {
@@ -115,12 +118,26 @@ int ExportBranches(Client* client, const ExportOptions& o) {
   return ExportSessionBranches(*client, e, static_cast<uint32_t>(o.pid));
 }
 
+// Where the profile comes from, as continuous mode labels its windows (and the OTLP resource
+// says under the semantic-convention names): the daemon's host, the executable when every
+// process ran one, and the pid of a one-process session.
+pathprof::fleet::WindowIdentity IdentityOf(const pathprof::v1::ExportProfileResponse& resp) {
+  pathprof::fleet::WindowIdentity identity;
+  identity.host = resp.host();
+  std::set<std::string> executables;
+  for (const pathprof::v1::Target& p : resp.processes()) executables.insert(p.executable());
+  if (executables.size() == 1) identity.executable = *executables.begin();
+  if (resp.processes_size() == 1) identity.pid = static_cast<uint32_t>(resp.processes(0).pid());
+  return identity;
+}
+
 // The session's pprof re-encoded as the OTLP request a collector's OTLP receiver takes (what
 // continuous mode pushes), for `curl --data-binary @FILE -H 'Content-Type:
 // application/x-protobuf' http://COLLECTOR:4318/v1development/profiles`.
-std::optional<std::string> PprofAsOtlp(const std::string& pprof) {
+std::optional<std::string> PprofAsOtlp(const pathprof::v1::ExportProfileResponse& resp) {
   pathprof::fleet::ProfileWindow window;
-  window.pprof = pprof;
+  window.pprof = resp.pprof_gzip();
+  window.labels = pathprof::fleet::ToLabels(IdentityOf(resp));
   pathprof::fleet::OtlpOptions options;
   options.scope_version = PATHPROF_VERSION_STRING;
   auto request = pathprof::fleet::BuildOtlpRequest(options, window);
@@ -141,11 +158,13 @@ int ExportSessionProfile(Client& client, const ExportOptions& o) {
   grpc::Status s = client.stub().ExportProfile(ctx.get(), req, &resp);
   if (!s.ok()) return client.Fail("export", s);
   const bool otlp = o.format == "otlp";
-  std::string bytes = std::move(*resp.mutable_pprof_gzip());
+  std::string bytes;
   if (otlp) {
-    std::optional<std::string> converted = PprofAsOtlp(bytes);
+    std::optional<std::string> converted = PprofAsOtlp(resp);
     if (!converted) return kExitError;
     bytes = std::move(*converted);
+  } else {
+    bytes = std::move(*resp.mutable_pprof_gzip());
   }
   std::ofstream f(o.output, std::ios::binary);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -21,6 +21,7 @@
 #include "pathctl/run_report.h"
 #include "pathctl/session_flags.h"
 #include "pathprof/collectors/capabilities.h"
+#include "pathprof/core/clock.h"
 #include "pathprof/decoders/mapped_file.h"
 #include "pathprof/pipeline/session.h"
 
@@ -139,18 +140,24 @@ int RunRun(Args& args) {
     return FailLocal("run", pathprof::WithContext(session.status(),
                                                   "cannot profile pid " + std::to_string(pid)));
   if (held) {
+    // Until its exec the child runs pathctl's code (and its libc), not the command's: as perf
+    // record's enable_on_exec, the profile starts at the exec.
+    (*session)->HoldUntilExec(pid);
     if (pathprof::Status ran = held->Release(); !ran.ok()) {
       (*session)->Stop();
       std::fprintf(stderr, "pathctl run: %s\n", ran.message().c_str());
       return kExitError;
     }
-    // The profile attached to our copy of the process: its images are the command's from now.
-    (*session)->NoteExec(pid);
+    // Release returns once the exec happened: the images are the command's from now, and what
+    // is stamped before now was the launcher's.
+    (*session)->NoteExec(pid, pathprof::MonotonicNs());
   }
   // On stderr with --json too: the report is stdout's, and scripts that attach to a --pid wait
   // for this line before they let the target go.
-  std::fprintf(stderr, "pathctl run: profiling pid %u (%s; %s)\n", pid,
-               (*session)->Info().source_reason.c_str(), (*session)->Info().stacks_reason.c_str());
+  const pl::SessionInfo info = (*session)->Info();
+  std::fprintf(stderr, "pathctl run: profiling pid %u (source %s: %s; %s)\n", pid,
+               std::string(pathprof::collectors::BranchSourceName(info.source)).c_str(),
+               info.source_reason.c_str(), info.stacks_reason.c_str());
   CatchInterrupts();
   WaitForEnd(**session, flags.duration_s);
   int exit_status = -1;
@@ -190,10 +197,12 @@ PATHCTL_COMMAND(Command{
     "--call-graph: dwarf (default) copies the top 12-16 KiB of the user stack with each sample\n"
     "and unwinds it with the binaries' DWARF CFI, which programs built without frame pointers\n"
     "need (as perf record --call-graph dwarf); fp trusts the frame-pointer chain alone.\n"
-    "The one process is profiled unless --inherit: then the processes CMD (or P) forks from\n"
-    "then on are profiled too, each with its own counts in the report (as pathctl start\n"
-    "--inherit; branch sources stay on CMD or P itself). The session flags and their defaults\n"
-    "are pathctl start's.",
+    "The processes CMD (or P) forks from then on are profiled too, as perf record follows\n"
+    "them, each with its own counts in the report (stacks; branch sources stay on CMD or P\n"
+    "itself), at most --max-descendants of them; --no-inherit profiles CMD or P alone. A\n"
+    "report whose target did no work itself while its children did says so. The session\n"
+    "flags and their defaults are pathctl start's, but for this one: start follows children\n"
+    "only with --inherit.",
     Concat({IntFlag("pid", "PID", "", 1, kMaxPid,
                     "attach to a running process instead of "
                     "starting CMD")
@@ -205,7 +214,7 @@ PATHCTL_COMMAND(Command{
             StringFlag("output", "FILE", "",
                        "write the report (text, or JSON with --json) to FILE, not stdout")
                 .Short("-o")},
-           SessionFlags()),
+           SessionFlags(kRunFollowsChildren)),
     RunRun});
 
 }  // namespace

@@ -36,8 +36,8 @@ void PrintSession(const v1::Session& x) {
               x.error().c_str());
   std::printf("target    %s (pids %s), owner uid %d\n", TargetText(x.target()).c_str(),
               pids.c_str(), x.owner_uid());
-  std::printf("source    %s (asked %s): %s\n", BranchSourceName(x.source()),
-              v1::SourceChoice_Name(st.source()).c_str(), x.source_reason().c_str());
+  // The reason says whether the source was asked for or auto's choice, and why.
+  std::printf("source    %s: %s\n", BranchSourceName(x.source()), x.source_reason().c_str());
   std::printf("started   %s\n", TimeUtil::ToString(x.start_time()).c_str());
   if (x.has_end_time()) std::printf("ended     %s\n", TimeUtil::ToString(x.end_time()).c_str());
   std::printf("memory    at most %.1f MiB\n",

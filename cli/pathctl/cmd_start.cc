@@ -6,6 +6,7 @@
 #include "pathprof/api/convert.h"
 #include "pathprof/api/resource_names.h"
 #include "pathprof/api/v1_enums.h"
+#include "pathprof/pipeline/session_defaults.h"
 
 namespace pathctl {
 namespace {
@@ -72,7 +73,8 @@ void ReadSourceStepAndStacks(Args& args, v1::StartSessionRequest* req,
   } else {
     problems->push_back("--call-graph is fp, dwarf or dwarf,SIZE (SIZE 4096..65536 bytes)");
   }
-  req->set_follow_children(FollowChildren(args, problems));
+  req->set_follow_children(
+      FollowChildren(args, pathprof::pipeline::kSessionDefaults.follow_children, problems));
   // Without following children no descendant is profiled: --max-descendants is left unread
   // (reported as not applying).
   if (req->follow_children() && args.Has("max-descendants"))
@@ -126,7 +128,7 @@ void PrintStarted(const v1::Session& resp, bool json) {
   const std::string id = pathprof::api::SessionIdForDisplay(resp.name());
   std::printf("%s\n", id.c_str());
   std::fflush(stdout);
-  std::fprintf(stderr, "session %s on %d process(es), branch source %s (%s)\n", id.c_str(),
+  std::fprintf(stderr, "session %s on %d process(es), branch source %s: %s\n", id.c_str(),
                resp.pids_size(), BranchSourceName(resp.source()), resp.source_reason().c_str());
 }
 
@@ -162,7 +164,7 @@ std::vector<Flag> StartFlags() {
                         StringFlag("unit", "UNIT", "",
                                    "a systemd unit's processes (nginx means nginx.service)")
                             .Sets("systemd_unit")},
-                       SessionFlags()),
+                       SessionFlags(pathprof::pipeline::kSessionDefaults.follow_children)),
                 ClientFlags());
 }
 
@@ -171,8 +173,11 @@ PATHCTL_COMMAND(Command{
     "usage: pathctl start (-p PID | --name EXE | --cgroup PATH | --unit UNIT) [options]\n\n"
     "Starts a session in the daemon on the target and prints its id (first, alone on its line).\n"
     "The session flags are pathctl run's, with the same defaults; a flag not given leaves the\n"
-    "request's field unset, which the daemon fills with that same default. Children the\n"
-    "targets fork are followed only with --inherit.",
+    "request's field unset, which the daemon fills with that same default, but for one:\n"
+    "children the targets fork are followed only with --inherit (pathctl run follows them\n"
+    "unless --no-inherit). A session attaches to processes already running, often a server\n"
+    "whose workers come and go: each child followed gets tables of its own, charged against\n"
+    "the daemon's memory quota, so following them is asked for, not assumed.",
     StartFlags(), RunStart});
 
 }  // namespace

@@ -216,6 +216,14 @@ void PrintTargetStats(const google::protobuf::RepeatedPtrField<v1::TargetStats>&
     if (!t.window_weighting().empty())
       std::printf("%s pid %u: windows weighted by %s\n", session.c_str(), t.pid(),
                   t.window_weighting().c_str());
+    // Retention, not loss: the raw windows the branch-profile export keeps are a bounded
+    // buffer, and every window let go from it reached the profile first.
+    if (t.export_windows_kept() > 0 || t.export_windows_let_go() > 0)
+      std::printf(
+          "%s pid %u: export buffer (pathctl export --format bolt|perf-lbr): kept %lld "
+          "newest windows, %lld older let go\n",
+          session.c_str(), t.pid(), static_cast<long long>(t.export_windows_kept()),
+          static_cast<long long>(t.export_windows_let_go()));
   }
 }
 

@@ -19,7 +19,7 @@ std::string Text(double x) {
 
 }  // namespace
 
-std::vector<Flag> SessionFlags() {
+std::vector<Flag> SessionFlags(bool follows_children) {
   return {
       WordsFlag("source", {"auto", "none", "ptrace", "lbr", "pt"}, "auto",
                 "branch source: auto is the best the host has (pt > lbr > ptrace bursts)")
@@ -90,21 +90,22 @@ std::vector<Flag> SessionFlags() {
           .Sets("duration"),
       BoolFlag("inherit", std::string("profile the processes the targets fork from now on too "
                                       "(stacks; each counts against the memory quota)") +
-                              (kDefaults.follow_children ? " (the default)" : ""))
+                              (follows_children ? " (the default)" : ""))
           .Sets("follow_children"),
-      BoolFlag("no-inherit", std::string("profile the targets only") +
-                                 (kDefaults.follow_children ? "" : " (the default)"))
+      BoolFlag("no-inherit",
+               std::string("profile the targets only") + (follows_children ? "" : " (the default)"))
           .Sets("follow_children"),
       IntFlag("max-descendants", "N", std::to_string(kDefaults.max_descendants), 1, 1024,
-              "with --inherit: descendants profiled at most (further ones are counted)")
+              "when children are followed: descendants profiled at most (further ones are "
+              "counted)")
           .Sets("max_descendants"),
   };
 }
 
-bool FollowChildren(const Args& args, std::vector<std::string>* problems) {
+bool FollowChildren(const Args& args, bool by_default, std::vector<std::string>* problems) {
   const bool inherit = args.Has("inherit"), no_inherit = args.Has("no-inherit");
   if (inherit && no_inherit) problems->push_back("give --inherit or --no-inherit, not both");
-  return inherit || (!no_inherit && kDefaults.follow_children);
+  return inherit || (!no_inherit && by_default);
 }
 
 void ReadSessionConfig(const Args& args, pl::SessionConfig* config,
@@ -125,7 +126,7 @@ void ReadSessionConfig(const Args& args, pl::SessionConfig* config,
   c.engine.hpt_entries = static_cast<uint32_t>(args.Int("hpt-entries"));
   c.osp.memory_entries = static_cast<uint32_t>(args.Int("osp-entries"));
   c.pcct.max_depth = static_cast<uint32_t>(args.Int("max-depth"));
-  c.follow_children = FollowChildren(args, problems);
+  c.follow_children = FollowChildren(args, kRunFollowsChildren, problems);
   // Without following children no descendant is profiled: --max-descendants is left unread
   // (reported as not applying).
   if (c.follow_children) c.max_descendants = static_cast<uint32_t>(args.Int("max-descendants"));

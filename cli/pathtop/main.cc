@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "pathprof/api/daemon_socket.h"
 #include "pathprof/api/v1_enums.h"
 #include "pathprof/core/procfs.h"
 #include "pathtop/fetcher.h"
@@ -32,7 +33,8 @@ constexpr const char* kUsage =
     "\n"
     "  --pid PID           profile this process\n"
     "  --comm NAME         profile every process with this executable name\n"
-    "  --socket PATH       pathprofd's Unix socket (default /run/pathprof/pathprofd.sock)\n"
+    "  --socket PATH       pathprofd's Unix socket (default $PATHPROF_SOCKET, else\n"
+    "                      /run/pathprof/pathprofd.sock)\n"
     "  --address HOST:PORT pathprofd over TCP instead\n"
     "  --interval SECONDS  refresh period (default 2)\n"
     "  --top N             rows asked per view (default 50)\n"
@@ -138,7 +140,7 @@ void RunUi(pathtop::Model* model, pathtop::Fetcher* fetcher) {
 struct Args {
   pathtop::TargetSpec target;
   pathtop::FetcherOptions options;
-  std::string address = "unix:/run/pathprof/pathprofd.sock";
+  std::string address;  // empty: the Unix socket of pathprof::api::DaemonSocketPath
 };
 
 // The words of pathctl start's --source and --step-mode (api/v1_enums.h): "auto" is

@@ -80,6 +80,8 @@ StatsView StatsTracker::Update(const v1::Stats& stats, double now_s) {
       }
     }
     for (const v1::DropCount& d : t.decode_errors()) v.decode_errors += d.count();
+    v.export_windows_kept += t.export_windows_kept();
+    v.export_windows_let_go += t.export_windows_let_go();
   }
   v.daemon_rss_bytes = stats.daemon_rss_bytes();
   double dt = now_s - previous_s_;
@@ -586,6 +588,10 @@ std::string Model::HeaderText(int width) const {
     fields.push_back("pathprofd " + Percent1(stats_.daemon_cpu_percent) + " " +
                      FormatBytes(stats_.daemon_rss_bytes));
   }
+  // Retention, apart from the drops and last: the export buffer letting old windows go is how
+  // it keeps its bound, not the profile losing data (`i` says it in full).
+  if (stats_.export_windows_kept > 0)
+    fields.push_back("export buffer " + std::to_string(stats_.export_windows_kept) + " win");
   std::string s = fields[0];
   for (size_t i = 1; i < fields.size(); ++i) {
     if (static_cast<int>(s.size() + 2 + fields[i].size()) <= width) s += "  " + fields[i];
@@ -785,6 +791,12 @@ std::vector<ScreenLine> Model::DetailsLayout(int width, int height) const {
   if (!stats_.top_drop.empty()) drops += " (largest: " + stats_.top_drop + ")";
   drops += "  decode errors " + std::to_string(stats_.decode_errors);
   items.emplace_back("drops", drops);
+  if (stats_.export_windows_kept > 0 || stats_.export_windows_let_go > 0)
+    items.emplace_back("export", "buffer for pathctl export --format bolt|perf-lbr: kept " +
+                                     std::to_string(stats_.export_windows_kept) +
+                                     " newest windows, " +
+                                     std::to_string(stats_.export_windows_let_go) +
+                                     " older let go (retention, not drops)");
   char every[32];
   std::snprintf(every, sizeof every, " every %gs", interval_s_);
   items.emplace_back("daemon",

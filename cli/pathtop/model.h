@@ -72,6 +72,10 @@ struct StatsView {
   uint64_t drops = 0;
   uint64_t decode_errors = 0;
   std::string top_drop;  // the largest drop reason, "lost-samples 12"
+  // The raw windows kept for branch-profile exports, and the older ones let go: retention, not
+  // drops (every window reached the profile first).
+  uint64_t export_windows_kept = 0;
+  uint64_t export_windows_let_go = 0;
   double daemon_cpu_percent = 0;
   uint64_t daemon_rss_bytes = 0;
   double pipeline_cpu_percent = 0;

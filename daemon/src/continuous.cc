@@ -78,11 +78,7 @@ Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
   p->config_ = config;
   p->caps_ = caps;
   p->symbols_ = std::make_shared<pipeline::SymbolService>(images);
-  p->host_ = config.host;
-  if (p->host_.empty()) {
-    char name[256] = {};
-    if (gethostname(name, sizeof name - 1) == 0) p->host_ = name;
-  }
+  p->host_ = HostLabel(config);
   fleet::ArchiveOptions ao;
   ao.directory = config.archive_dir;
   ao.max_windows = config.keep_windows;

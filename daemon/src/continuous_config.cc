@@ -1,5 +1,7 @@
 // The [continuous] section of pathprofd.toml. Kept apart from config.cc because its keys live in
 // nested tables and arrays that the flat key map there does not describe.
+#include <unistd.h>
+
 #include <toml++/toml.h>
 
 #include "pathprof/daemon/config.h"
@@ -161,6 +163,12 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
                              "' needs units, cgroups or executables (a branch source is never "
                              "run on every process); use \"none\" for host-wide stacks");
   return Status::Ok();
+}
+
+std::string HostLabel(const ContinuousConfig& c) {
+  if (!c.host.empty()) return c.host;
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
 }
 
 }  // namespace pathprof::daemon

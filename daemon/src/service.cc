@@ -17,6 +17,7 @@
 #include "pathprof/api/queries.h"
 #include "pathprof/api/resource_names.h"
 #include "pathprof/api/session_request.h"
+#include "pathprof/collectors/capabilities.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/daemon/host_processes.h"
 #include "pathprof/daemon/log.h"
@@ -98,6 +99,7 @@ void ProfilerService::Configure(const DaemonConfig& config) {
   std::lock_guard<std::mutex> lock(mu_);
   limits_ = config.limits;
   stepping::ParseStepRequest(config.step_mode, &default_step_mode_);  // validated on load
+  host_ = HostLabel(config.continuous);
 }
 
 Limits ProfilerService::limits() const {
@@ -292,8 +294,9 @@ grpc::Status ProfilerService::Create(grpc::ServerContext* ctx, const Peer& peer,
     std::lock_guard<std::mutex> lock(mu_);
     held_[info.id] = {.client_key = peer.client_key(), .target = target};
   }
-  Log(kLogNotice, "session %s started by %s on %zu process(es), source %s", info.id.c_str(),
-      peer.Describe().c_str(), info.pids.size(), info.source_reason.c_str());
+  Log(kLogNotice, "session %s started by %s on %zu process(es), source %s: %s", info.id.c_str(),
+      peer.Describe().c_str(), info.pids.size(),
+      std::string(collectors::BranchSourceName(info.source)).c_str(), info.source_reason.c_str());
   Describe(info, resp);
   return grpc::Status::OK;
 }
@@ -615,6 +618,19 @@ grpc::Status ProfilerService::ExportProfile(grpc::ServerContext* ctx,
     auto r = s->ExportPprof(req->include_paths(), Authorizer::KernelAddressesVisible(peer));
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_pprof_gzip(std::move(*r));
+    // What an OTLP export's resource names (pathctl export --format otlp), as continuous mode
+    // labels its windows: this host and the processes profiled.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      resp->set_host(host_);
+    }
+    for (const auto& store : s->Stores()) {
+      const pipeline::TargetInfo info = store->Info();
+      v1::Target* t = resp->add_processes();
+      t->set_pid(static_cast<int32_t>(info.pid));
+      t->set_comm(info.comm);
+      t->set_executable(info.executable);
+    }
     return grpc::Status::OK;
   });
 }

@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cctype>
+#include <charconv>
 #include <random>
 #include <string_view>
 
@@ -57,6 +58,14 @@ void AddResourceAttributes(const LabelSet& labels,
           slash == std::string::npos ? label.value : label.value.substr(slash + 1));
     } else if (label.name == kLabelBuildId) {
       add(kOtlpAttributeBuildId, label.value);
+    } else if (int64_t pid = 0;
+               label.name == kLabelPid && !label.value.empty() &&
+               std::from_chars(label.value.data(), label.value.data() + label.value.size(), pid)
+                       .ptr == label.value.data() + label.value.size()) {
+      // An int, as the semantic conventions type process.pid (and as samples carry it).
+      auto* kv = r->add_attributes();
+      kv->set_key(kOtlpAttributePid);
+      kv->mutable_value()->set_int_value(pid);
     } else {
       add(label.name, label.value);
     }

@@ -8,11 +8,9 @@ OtlpDictionary::OtlpDictionary(otlp::ProfilesDictionary* out) : out_(out) {
   out_->add_mapping_table();
   out_->add_location_table();
   out_->add_function_table();
-  // The schema prefers zero bytes of a trace id's and a span id's full length over empty ones,
-  // for decoders that expect 16 and 8 bytes.
-  otlp::Link* link = out_->add_link_table();
-  link->set_trace_id(std::string(16, '\0'));
-  link->set_span_id(std::string(8, '\0'));
+  // The zero value, as for every other table: a Link with no ids at all ("link_table[0] must
+  // always be zero value (Link{})"), which samples without a link refer to by index 0.
+  out_->add_link_table();
   out_->add_attribute_table();
   out_->add_stack_table();
   String("");

@@ -1,6 +1,7 @@
 // The one ProfilesDictionary of an OTLP profiles request, filled as the profiles are built:
 // strings, attributes and stacks are stored once and referred to by index, and every table
-// starts with the empty entry OTLP requires at index 0.
+// starts with the empty entry OTLP requires at index 0 (the zero value of its message: an
+// empty string, Mapping{}, Link{}, ...).
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,7 @@ LabelSet ToLabels(const WindowIdentity& identity) {
   add(kLabelCgroup, identity.cgroup);
   add(kLabelExecutable, identity.executable);
   add(kLabelBuildId, identity.build_id);
+  if (identity.pid != 0) add(kLabelPid, std::to_string(identity.pid));
   labels.insert(labels.end(), identity.extra.begin(), identity.extra.end());
   return labels;
 }

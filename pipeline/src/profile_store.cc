@@ -88,6 +88,16 @@ struct ProfileStore::Impl {
   bool maps_read = false;
   bool maps_stale = false;
   bool exec_pending = false;  // the next read of the maps replaces the space (NoteExec)
+  // HoldUntilExec: nothing is recorded until NoteExec, nor what is stamped before exec_ns.
+  bool held_until_exec = false;
+  uint64_t exec_ns = 0;
+
+  // True (and counted) for a sample or window of a held process's launcher code.
+  bool BeforeExecLocked(uint64_t time_ns) {
+    if (!held_until_exec && (exec_ns == 0 || time_ns == 0 || time_ns >= exec_ns)) return false;
+    accounting.drops.Add("before_exec");
+    return true;
+  }
   // A confined session's files are opened with its requester's rights (mapped_file.h).
   std::optional<decoders::FileCredentials> open_as;
   std::chrono::steady_clock::time_point last_miss_refresh{};
@@ -121,6 +131,8 @@ struct ProfileStore::Impl {
   // The newest batches, for branch-profile exports (bounded by config.export_branch_events).
   std::deque<BranchBatch> recent;
   size_t recent_events = 0;
+  // Older batches let go to keep that bound: retention, not a loss (TargetStats says which).
+  uint64_t recent_let_go = 0;
 
   void KeepRecentLocked(const BranchBatch& batch) {
     if (config.export_branch_events == 0) return;
@@ -129,7 +141,7 @@ struct ProfileStore::Impl {
     while (recent_events > config.export_branch_events && recent.size() > 1) {
       recent_events -= recent.front().events.size();
       recent.pop_front();
-      accounting.drops.Add("export_window_evicted");
+      ++recent_let_go;
     }
   }
 
@@ -489,8 +501,17 @@ Status ProfileStore::RefreshMappings() {
   return impl_->RefreshLocked();
 }
 
-void ProfileStore::NoteExec() {
+void ProfileStore::HoldUntilExec() {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->held_until_exec = true;
+}
+
+void ProfileStore::NoteExec(uint64_t exec_monotonic_ns) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->held_until_exec) {
+    impl_->held_until_exec = false;
+    impl_->exec_ns = exec_monotonic_ns != 0 ? exec_monotonic_ns : MonotonicNs();
+  }
   impl_->maps_stale = true;
   impl_->exec_pending = true;
   impl_->function_of.clear();
@@ -520,6 +541,7 @@ void ProfileStore::AddStackSample(const collectors::RawStackSample& sample) {
   Impl& s = *impl_;
   {
     std::lock_guard<std::mutex> lock(s.mu);
+    if (s.BeforeExecLocked(sample.time_ns)) return;
     if (sample.user.empty() && sample.kernel.empty()) {
       s.accounting.drops.Add(sample.user_error ? "stack_unreadable" : "empty_stack");
     } else {
@@ -603,6 +625,10 @@ PbsContents ProfileStore::RecentBranches() const {
 
 void ProfileStore::AddBranches(const BranchBatch& batch) {
   Impl& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.BeforeExecLocked(batch.time_ns)) return;
+  }
   std::vector<double> durations;
   if (s.cycles && batch.window && !batch.events.empty()) {
     std::lock_guard<std::mutex> cycle_lock(s.cycle_mu);
@@ -1108,6 +1134,8 @@ TargetStats ProfileStore::Stats() const {
   t.memory_bytes = mem;
   t.window_weighting = s.window_weighting;
   t.namespace_pid = s.info.namespace_pid;
+  t.export_windows_kept = s.recent.size();
+  t.export_windows_let_go = s.recent_let_go;
   return t;
 }
 

@@ -63,14 +63,17 @@ bool ProcessAlive(uint32_t pid) {
   return stat.ok() && stat->state != 'Z' && stat->state != 'X';
 }
 
-// The mode the tracer reported using, with the reason from the decision it made
-// (stepping::ChooseStepMode on the probe it read, cached for this boot); should the two ever
-// differ (a tracer that probed apart, as another user), both are said.
+// The mode the tracer reported using, said once and briefly: asked for, or auto, the step
+// probe's choice (stepping::ChooseStepMode on the probe it read, cached for this boot), whose
+// whole reasoning `pathctl caps` prints. Should the two ever differ (a tracer that probed apart,
+// as another user), both are said, with this process's reason.
 std::string StepModeReport(std::optional<stepping::StepMode> requested, stepping::StepMode used) {
   const stepping::StepModeChoice choice =
       stepping::ChooseStepMode(requested, stepping::CachedStepProbe());
   const std::string name(stepping::StepModeName(used));
-  if (choice.ok && choice.mode == used) return name + " (" + choice.reason + ")";
+  if (choice.ok && choice.mode == used)
+    return name +
+           (requested ? " (asked for)" : " (auto: the step probe's choice, see pathctl caps)");
   return name + " (this process's probe decides " +
          std::string(stepping::StepModeName(choice.mode)) + ": " + choice.reason + ")";
 }
@@ -96,12 +99,12 @@ Result<collectors::BranchSource> ChooseBranchSource(SourceChoice choice,
       return Status(ErrorCode::kUnavailable,
                     name + " was asked for but is not available here: " + cap.detail +
                         " (use --source auto to take the best available)");
-    *reason = name + ": asked for";
+    *reason = "asked for";
     return s;
   };
   switch (choice) {
     case SourceChoice::kNone:
-      *reason = "none: asked for (stacks only)";
+      *reason = "asked for (stacks only)";
       return BranchSource::kNone;
     case SourceChoice::kPtrace:
       return explicit_source(BranchSource::kPtraceBursts, caps.ptrace);
@@ -120,8 +123,7 @@ Result<collectors::BranchSource> ChooseBranchSource(SourceChoice choice,
     why += "; LBR unavailable: " + ShortDetail(caps.lbr.detail);
   if (best == BranchSource::kNone)
     why += "; ptrace unavailable: " + ShortDetail(caps.ptrace.detail);
-  *reason = std::string(collectors::BranchSourceName(best)) + ": auto (best available" +
-            (best == BranchSource::kIntelPt ? ")" : ")" + why);
+  *reason = "auto (best available" + (best == BranchSource::kIntelPt ? ")" : ")" + why);
   return best;
 }
 
@@ -557,11 +559,10 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
       if (config.source != SourceChoice::kAuto) return st;
       if (caps.ptrace.available) {
         source = collectors::BranchSource::kPtraceBursts;
-        reason = "ptrace: auto (" + st.message() + ")";
+        reason = "auto (" + st.message() + ")";
       } else {
         source = collectors::BranchSource::kNone;
-        reason =
-            "none: auto (" + st.message() + "; ptrace unavailable: " + caps.ptrace.detail + ")";
+        reason = "auto (" + st.message() + "; ptrace unavailable: " + caps.ptrace.detail + ")";
       }
     }
   }
@@ -645,7 +646,7 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
     if (s->bursts.empty()) {
       source = collectors::BranchSource::kNone;
     } else {
-      reason += "; windows stepped with " +
+      reason += "; step mode " +
                 StepModeReport(config.sampling.step_mode, s->bursts.begin()->second->step_mode());
     }
   }
@@ -707,8 +708,12 @@ void Session::Stop() {
   if (!torn) impl_->TearDown(SessionState::kStopped);
 }
 
-void Session::NoteExec(uint32_t pid) {
-  if (std::shared_ptr<ProfileStore> store = impl_->Lookup(pid)) store->NoteExec();
+void Session::NoteExec(uint32_t pid, uint64_t exec_monotonic_ns) {
+  if (std::shared_ptr<ProfileStore> store = impl_->Lookup(pid)) store->NoteExec(exec_monotonic_ns);
+}
+
+void Session::HoldUntilExec(uint32_t pid) {
+  if (std::shared_ptr<ProfileStore> store = impl_->Lookup(pid)) store->HoldUntilExec();
 }
 
 void Session::RecheckConfinement() {

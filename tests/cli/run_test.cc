@@ -105,6 +105,74 @@ TEST_F(RunTest, TwoProcessesShareOneBasisAndAreNamed) {
   EXPECT_NE(text.out.find("processes together"), std::string::npos) << text.out.substr(0, 3000);
 }
 
+// `run -- sh -c 'PROGRAM; true'` (the `; true` keeps sh from exec'ing it): the work is in sh's
+// child, which is followed without any flag, as perf record follows children; the text report
+// says that sh itself did next to none of it. With --no-inherit the child is not profiled and the
+// report says how to follow it.
+TEST_F(RunTest, ACommandsChildrenAreFollowedByDefaultAndAnIdleTargetIsSaidToBe) {
+  const std::string forks = "-- sh -c '" + example_ + " 400000; true'";
+  const CmdResult r = Pathctl("run --json --source none --freq 199 --top 5 " + forks);
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  v1::RunReport report;
+  ASSERT_TRUE(ParseReport(r, &report));
+  ASSERT_EQ(report.session().pids_size(), 1);
+  EXPECT_TRUE(report.session().settings().follow_children());
+  int64_t child_samples = 0;
+  for (const v1::TargetStats& t : report.stats())
+    if (t.pid() != report.session().pids(0)) child_samples += t.stack_samples();
+  EXPECT_GT(child_samples, 0) << r.out.substr(0, 2000);
+  ASSERT_GT(report.hot_methods().methods_size(), 0) << r.out.substr(0, 2000);
+  EXPECT_EQ(report.hot_methods().methods(0).comm(), "example_hotloop");
+
+  const CmdResult text = Pathctl("run --source none --freq 199 --top 5 " + forks);
+  ASSERT_EQ(text.rc, 0);
+  EXPECT_NE(text.out.find("did next to no work itself"), std::string::npos)
+      << text.out.substr(0, 3000);
+  EXPECT_NE(text.out.find("the processes it forked did the rest"), std::string::npos)
+      << text.out.substr(0, 3000);
+
+  const CmdResult alone = Pathctl("run --source none --freq 199 --top 5 --no-inherit " + forks);
+  ASSERT_EQ(alone.rc, 0);
+  EXPECT_EQ(alone.out.find(" example_hotloop "), std::string::npos) << alone.out.substr(0, 3000);
+  EXPECT_EQ(alone.out.find("the processes it forked did the rest"), std::string::npos);
+}
+
+// The raw windows kept for `pathctl export --format bolt|perf-lbr` are a bounded buffer (65536
+// branches a process): the windows it lets go are said as retention on a line of their own,
+// not listed among the DROPS, which are losses from the profile shown.
+TEST_F(RunTest, TheExportBufferIsRetentionNotADrop) {
+  const CmdResult r =
+      Pathctl("run --source ptrace -F 0 --burst-rate 1000 --duration 3 -- " + example_);
+  ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+  EXPECT_EQ(r.out.find("export_window_evicted"), std::string::npos) << r.out;
+  const size_t line = r.out.find("export buffer (pathctl export --format bolt|perf-lbr): kept ");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  const std::string said = r.out.substr(line, r.out.find('\n', line) - line);
+  EXPECT_NE(said.find(" newest windows, "), std::string::npos) << said;
+  EXPECT_NE(said.find(" older let go"), std::string::npos) << said;
+}
+
+// Every hot call pair is named on both sides. Before its exec the held command runs pathctl's
+// own code (its read of the go byte, execve in its libc), whose image the exec replaced: those
+// windows' pairs read as bare addresses ("0x7f23a48b6f5a -> 0x7f23a48b4120") on top of the
+// command's. As perf record's enable_on_exec, the profile starts at the exec.
+TEST_F(RunTest, EveryHotCallPairIsNamed) {
+  for (int i = 0; i < 3; ++i) {
+    const CmdResult r = Pathctl("run --json --source ptrace --burst-rate 1000 -F 99 --top 50 -- " +
+                                example_ + " 100000");
+    ASSERT_EQ(r.rc, 0) << r.out.substr(0, 600);
+    v1::RunReport report;
+    ASSERT_TRUE(ParseReport(r, &report));
+    ASSERT_GT(report.hot_call_pairs().pairs_size(), 0) << r.out.substr(0, 2000);
+    for (const v1::CallPair& p : report.hot_call_pairs().pairs()) {
+      for (const v1::Location* l : {&p.call_site(), &p.target()})
+        EXPECT_FALSE(l->function().empty() && l->image().empty())
+            << "0x" << std::hex << p.call_site().address() << " -> 0x" << p.target().address()
+            << " is nowhere";
+    }
+  }
+}
+
 TEST_F(RunTest, ACommandThatExitsEndsTheSessionWithItsStatus) {
   const CmdResult r = Pathctl("run --json --top 3 -- " + example_ + " 20000");
   ASSERT_EQ(r.rc, 0) << r.out;

@@ -2,7 +2,8 @@
 // through all three users: the daemon's conversion of a request that leaves the field unset,
 // `pathctl run`'s config from its flags (cli/pathctl/session_flags.cc, compiled in), and
 // `pathctl start`'s usage and declarations. max_descendants once disagreed (4 in the daemon, 64 in
-// run), and following children was on in run and off in start.
+// run). Following children is the one default that differs, on purpose: on in run (as perf
+// record), off in start and the daemon (session_flags.h says why).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,7 +26,7 @@ std::string Ctl(const std::string& args) {
 
 // run's config from a command line of session flags.
 SessionConfig RunConfig(std::vector<std::string> argv, std::vector<std::string>* problems) {
-  pathctl::Args args(std::move(argv), pathctl::SessionFlags());
+  pathctl::Args args(std::move(argv), pathctl::SessionFlags(pathctl::kRunFollowsChildren));
   SessionConfig config;
   pathctl::ReadSessionConfig(args, &config, problems);
   return config;
@@ -62,7 +63,9 @@ TEST(SessionDefaults, MaxDescendantsIsOneValueInTheDaemonRunAndStart) {
   EXPECT_NE(Ctl("help --flags run").find("max-descendants\t\tint\t4\t"), std::string::npos);
 }
 
-TEST(SessionDefaults, FollowingChildrenIsOffInBothUnlessInherit) {
+// run follows a command's children unless --no-inherit, as perf record does (a `sh -c 'xz ...'`
+// did its work in xz); start and the daemon follow them only when asked.
+TEST(SessionDefaults, RunFollowsChildrenUnlessNoInheritStartOnlyWithInherit) {
   EXPECT_FALSE(kSessionDefaults.follow_children);
   pathprof::v1::StartSessionRequest empty;
   SessionConfig daemon;
@@ -70,19 +73,26 @@ TEST(SessionDefaults, FollowingChildrenIsOffInBothUnlessInherit) {
       pathprof::api::ToSessionConfig(pathprof::api::SettingsOf(empty), {}, "", &daemon).ok());
   EXPECT_FALSE(daemon.follow_children);
   std::vector<std::string> problems;
-  EXPECT_FALSE(RunConfig({}, &problems).follow_children);
+  const SessionConfig run = RunConfig({}, &problems);
+  EXPECT_TRUE(run.follow_children);
+  EXPECT_EQ(run.max_descendants, kSessionDefaults.max_descendants);
   EXPECT_FALSE(RunConfig({"--no-inherit"}, &problems).follow_children);
   EXPECT_TRUE(RunConfig({"--inherit"}, &problems).follow_children);
   EXPECT_TRUE(problems.empty());
   RunConfig({"--inherit", "--no-inherit"}, &problems);
   EXPECT_EQ(problems, std::vector<std::string>{"give --inherit or --no-inherit, not both"});
-  // Both commands take both spellings, and say which is the default.
-  for (const char* cmd : {"run", "start"}) {
+  // Both commands take both spellings, and say which is the default: run --inherit, start
+  // --no-inherit.
+  for (const auto& [cmd, flag] : {std::pair<const char*, const char*>{"run", "\n  --inherit"},
+                                  {"start", "\n  --no-inherit"}}) {
     const std::string usage = Ctl(std::string("help ") + cmd);
-    const size_t no = usage.find("\n  --no-inherit");
-    ASSERT_NE(no, std::string::npos) << usage;
-    EXPECT_EQ(usage.find("(the default)", no), usage.find("(the default)")) << usage;
+    const size_t at = usage.find(flag);
+    ASSERT_NE(at, std::string::npos) << usage;
+    const size_t line_end = usage.find("\n  --", at + 1);
+    EXPECT_EQ(usage.find("(the default)", at), usage.find("(the default)")) << cmd << usage;
+    EXPECT_LT(usage.find("(the default)", at), line_end) << cmd << usage;
     EXPECT_NE(usage.find("\n  --inherit"), std::string::npos) << usage;
+    EXPECT_NE(usage.find("\n  --no-inherit"), std::string::npos) << usage;
   }
 }
 

@@ -163,6 +163,51 @@ TEST_F(DaemonSession, TreePprofAndOtlpAgreeOnTotals) {
   EXPECT_EQ(otlp_totals["path_count"], pprof_totals[1]);
 }
 
+// The OTLP export of a session, decoded as a collector would: every dictionary table starts with
+// its zero value (the link table's was a Link with 16 and 8 zero bytes of ids), and the resource
+// says which host and process the profile is of, under the semantic-convention names continuous
+// mode uses (it was empty: a collector filed the profile under no process and no host).
+TEST_F(DaemonSession, OtlpExportHasZeroValueFirstEntriesAndNamesHostAndProcess) {
+  ASSERT_EQ(daemon_.Ctl("stop " + id_).rc, 0);
+  const std::string otlp_file = daemon_.dir() + "/resource.otlp";
+  auto r = daemon_.Ctl("export " + id_ + " --paths --format otlp -o " + otlp_file);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest otlp;
+  ASSERT_TRUE(otlp.ParseFromString(ReadFile(otlp_file)));
+  const auto& d = otlp.dictionary();
+  ASSERT_GT(d.mapping_table_size(), 1);
+  ASSERT_GT(d.location_table_size(), 1);
+  ASSERT_GT(d.function_table_size(), 1);
+  ASSERT_GT(d.link_table_size(), 0);
+  ASSERT_GT(d.attribute_table_size(), 1);
+  ASSERT_GT(d.stack_table_size(), 1);
+  ASSERT_GT(d.string_table_size(), 1);
+  EXPECT_EQ(d.mapping_table(0).ByteSizeLong(), 0u);
+  EXPECT_EQ(d.location_table(0).ByteSizeLong(), 0u);
+  EXPECT_EQ(d.function_table(0).ByteSizeLong(), 0u);
+  EXPECT_EQ(d.link_table(0).ByteSizeLong(), 0u);
+  EXPECT_EQ(d.attribute_table(0).ByteSizeLong(), 0u);
+  EXPECT_EQ(d.stack_table(0).ByteSizeLong(), 0u);
+  EXPECT_EQ(d.string_table(0), "");
+
+  ASSERT_EQ(otlp.resource_profiles_size(), 1);
+  std::map<std::string, std::string> strings;
+  int64_t pid = 0;
+  for (const auto& kv : otlp.resource_profiles(0).resource().attributes()) {
+    if (kv.value().has_int_value())
+      pid = kv.key() == "process.pid" ? kv.value().int_value() : pid;
+    else
+      strings[kv.key()] = kv.value().string_value();
+  }
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  EXPECT_EQ(strings["host.name"], host);
+  EXPECT_EQ(strings["process.executable.name"], "example_hotloop");
+  EXPECT_TRUE(strings["process.executable.path"].ends_with("/example_hotloop"))
+      << strings["process.executable.path"];
+  EXPECT_EQ(pid, loop_.pid());
+}
+
 // pprof's consumers finish what we could not name from the mapping: its runtime range and
 // file offset must be real (they were 0x0-0x0 @ 0), and a leaf's samples keep their lines.
 TEST_F(DaemonSession, ExportedMappingsCarryTheirRangesAndLeavesTheirLines) {

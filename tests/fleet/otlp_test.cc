@@ -170,7 +170,9 @@ TEST(OtlpExport, TheDecodedRequestHasThePprofsTotalsStacksAndLabels) {
   EXPECT_EQ(d.function_table(0).ByteSizeLong(), 0u);
   EXPECT_EQ(d.attribute_table(0).ByteSizeLong(), 0u);
   EXPECT_EQ(d.stack_table(0).ByteSizeLong(), 0u);
-  EXPECT_EQ(d.link_table(0).trace_id(), std::string(16, '\0'));
+  // Link{} too: no ids at all, not ids of zero bytes (a 16- and an 8-byte id once stood here).
+  ASSERT_GT(d.link_table_size(), 0);
+  EXPECT_EQ(d.link_table(0).ByteSizeLong(), 0u);
   // Strings are stored once.
   std::set<std::string> distinct(d.string_table().begin(), d.string_table().end());
   EXPECT_EQ(distinct.size(), static_cast<size_t>(d.string_table_size()));
@@ -245,6 +247,35 @@ TEST(OtlpExport, TheDecodedRequestHasThePprofsTotalsStacksAndLabels) {
   EXPECT_EQ(totals["path_count"], t.total_paths);
   EXPECT_EQ(samples_by_leaf, t.samples_by_leaf);
   EXPECT_EQ(pids, (std::set<int64_t>{100, 101}));
+}
+
+// A one-process window (a session's export) names its process in the resource: process.pid as
+// the int the semantic conventions say, beside the executable's path and name.
+TEST(OtlpExport, AOneProcessWindowNamesItsPidInTheResource) {
+  TestWindow t = MakeWindow();
+  WindowIdentity one;
+  one.host = "web-1";
+  one.executable = "/usr/bin/zstd";
+  one.pid = 4242;
+  t.window.labels = ToLabels(one);
+  auto built = BuildOtlpRequest(OtlpOptions{}, t.window);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const auto& attributes = built->resource_profiles(0).resource().attributes();
+  std::map<std::string, std::string> strings;
+  int64_t pid = 0;
+  for (const auto& kv : attributes) {
+    if (kv.key() == "process.pid") {
+      ASSERT_TRUE(kv.value().has_int_value());
+      pid = kv.value().int_value();
+    } else {
+      strings[kv.key()] = kv.value().string_value();
+    }
+  }
+  EXPECT_EQ(pid, 4242);
+  EXPECT_EQ(strings,
+            (std::map<std::string, std::string>{{"host.name", "web-1"},
+                                                {"process.executable.path", "/usr/bin/zstd"},
+                                                {"process.executable.name", "zstd"}}));
 }
 
 TEST(OtlpExport, TheOriginalPprofRidesAlongOnlyWhenAskedAndOnce) {

@@ -585,6 +585,41 @@ TEST(Model, TheHeaderIsOneLineAndIShowsItWhole) {
   EXPECT_FALSE(m.details_visible());
 }
 
+// The export buffer letting old raw windows go is how it keeps its bound, not the profile
+// losing data: the header's drops stay 0 while it grows, and it has a field of its own; `i`
+// says what it is. (It was counted among the drops, which grew at every refresh.)
+TEST(Model, TheExportBufferIsRetentionNotDrops) {
+  StatsTracker tracker;
+  v1::Stats a;
+  v1::TargetStats* t = a.add_targets();
+  t->set_stack_samples(1000);
+  t->set_windows(4000);
+  t->set_export_windows_kept(2048);
+  t->set_export_windows_let_go(4364);
+  (void)tracker.Update(a, 10.0);
+  t->set_windows(6000);
+  t->set_export_windows_let_go(6559);
+  const StatsView v = tracker.Update(a, 11.0);
+  EXPECT_EQ(v.drops, 0u);
+  EXPECT_EQ(v.export_windows_kept, 2048u);
+  EXPECT_EQ(v.export_windows_let_go, 6559u);
+
+  Model m;
+  m.SetTargetLabel("pid 5243 (xz)");
+  m.SetSession(RunningSession(v1::BRANCH_SOURCE_PTRACE, "auto (best available)"));
+  m.SetStats(v);
+  const std::string header = m.Layout(160, 24)[0].text;
+  EXPECT_NE(header.find("drops 0"), std::string::npos) << header;
+  EXPECT_NE(header.find("export buffer 2048 win"), std::string::npos) << header;
+  EXPECT_EQ(header.find("6559"), std::string::npos) << header;
+  m.HandleKey('i');
+  ExpectNoCutLines(m.Layout(80, 24), 80);
+  std::string text;  // wide enough for every item on one line
+  for (const auto& l : m.Layout(200, 24)) text += l.text + "\n";
+  EXPECT_NE(text.find("drops      0  decode errors 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("kept 2048 newest windows, 6559 older let go"), std::string::npos) << text;
+}
+
 // main (100) calls hot (62: self 60.6, inner 1.4), warm (37.5) and tiny (0.5); context ids are
 // the node ids x 100, but tiny's is 0 (a daemon that gave none).
 v1::CallingContextTree FlameTree() {

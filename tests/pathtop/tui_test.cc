@@ -155,6 +155,22 @@ TEST_F(PathtopTui, SaysWhenTheDaemonIsGoneAndReconnects) {
   EXPECT_TRUE(tmux.WaitForExit());
 }
 
+// Without --socket, $PATHPROF_SOCKET names the daemon, as it does for pathctl: pathtop used to
+// try /run/pathprof/pathprofd.sock and show DISCONNECTED.
+TEST_F(PathtopTui, FindsTheDaemonThroughPathprofSocket) {
+  FakeDaemon daemon(sock_, 4242);
+  ASSERT_TRUE(daemon.ok());
+  Tmux tmux("exec env TERM=xterm NO_COLOR=1 ASAN_OPTIONS=detect_leaks=0 PATHPROF_SOCKET=" + sock_ +
+            " " PATHPROF_BIN_DIR "/pathtop --pid 4242 --interval 0.5");
+  ASSERT_TRUE(tmux.started());
+  const std::string s = tmux.WaitForText("hot_loop+0x10 > +0x24");
+  EXPECT_TRUE(Has(s, "hot_loop+0x10 > +0x24")) << s;
+  EXPECT_FALSE(Has(s, "DISCONNECTED")) << s;
+  EXPECT_EQ(daemon.service().start_calls.load(), 1);
+  tmux.Keys("q");
+  EXPECT_TRUE(tmux.WaitForExit());
+}
+
 TEST_F(PathtopTui, PicksAProcessFromTheListAndFollowsResize) {
   FakeDaemon daemon(sock_, 4242);
   ASSERT_TRUE(daemon.ok());

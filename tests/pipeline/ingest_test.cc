@@ -166,6 +166,26 @@ TEST(SourceChoiceTest, AutoTakesTheBestAndSaysWhy) {
   EXPECT_NE(why.find("ptrace_scope 3"), std::string::npos) << why;
 }
 
+// The reason says why, never which: every reader prints the source's word beside it (pathctl
+// run's "source: ptrace: ...", pathtop's details, pathctl session), which read "ptrace: ptrace:
+// auto (best available)" when the reason began with the word too.
+TEST(SourceChoiceTest, TheReasonDoesNotRepeatTheSourcesWord) {
+  pathprof::collectors::HostCapabilities caps;
+  caps.ptrace = {true, "ok"};
+  caps.lbr = {false, "no hardware PMU"};
+  caps.intel_pt = {false, "no intel_pt PMU"};
+  std::string why;
+  ASSERT_TRUE(pl::ChooseBranchSource(pl::SourceChoice::kAuto, caps, &why).ok());
+  EXPECT_EQ(why.rfind("auto (best available)", 0), 0u) << why;
+  ASSERT_TRUE(pl::ChooseBranchSource(pl::SourceChoice::kPtrace, caps, &why).ok());
+  EXPECT_EQ(why, "asked for");
+  ASSERT_TRUE(pl::ChooseBranchSource(pl::SourceChoice::kNone, caps, &why).ok());
+  EXPECT_EQ(why, "asked for (stacks only)");
+  caps.ptrace = {false, "ptrace_scope 3"};
+  ASSERT_TRUE(pl::ChooseBranchSource(pl::SourceChoice::kAuto, caps, &why).ok());
+  EXPECT_EQ(why.rfind("auto (best available)", 0), 0u) << why;
+}
+
 TEST(SessionConfigTest, ValidateNamesTheBadField) {
   pl::SessionConfig c;
   EXPECT_NE(c.Validate().message().find("pid"), std::string::npos);

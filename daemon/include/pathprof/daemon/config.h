@@ -103,7 +103,7 @@ struct ContinuousConfig {
   std::vector<std::string> cgroups;      // cgroup v2 paths, e.g. "/system.slice/foo.service"
   std::vector<std::string> executables;  // absolute paths of executable files
   uint32_t max_pids = 1024;              // per series and window; more are skipped, counted
-  std::string host;                      // the host label; empty: gethostname()
+  std::string host;                      // the host label; empty: gethostname() (HostLabel)
   std::string archive_dir = "/var/lib/pathprof/windows";
   uint32_t keep_windows = 60;              // newest windows kept on disk (at least 1)
   uint64_t max_disk_bytes = 256ull << 20;  // bytes of all kept windows (at least 4096)
@@ -141,6 +141,10 @@ struct DaemonConfig {
 // Reads the [continuous] table (with its [continuous.pyroscope], .parca and .otlp) into
 // `c`, checking ranges; unknown keys are errors like everywhere else.
 Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c);
+
+// The host every export names (continuous windows' host label, a session export's host.name):
+// c.host, else gethostname(); empty when neither is known.
+std::string HostLabel(const ContinuousConfig& c);
 
 // Reads a TOML file over `base` (keys absent from the file keep base's values). Unknown keys are
 // errors, so a typo never silently falls back to a default.

@@ -35,7 +35,8 @@ inline constexpr const char* kOtlpAttributeExecutableName = "process.executable.
 inline constexpr const char* kOtlpAttributeBuildId = "process.executable.build_id.gnu";
 inline constexpr const char* kOtlpAttributeUnit = "pathprof.systemd.unit";
 inline constexpr const char* kOtlpAttributeCgroup = "pathprof.cgroup";
-// A sample's process, from the pprof "pid" label.
+// A sample's process, from the pprof "pid" label; the resource's, from a window's "pid" label
+// (kLabelPid: a one-process session's export).
 inline constexpr const char* kOtlpAttributePid = "process.pid";
 
 struct OtlpOptions {

@@ -25,6 +25,7 @@ inline constexpr const char* kLabelUnit = "unit";
 inline constexpr const char* kLabelCgroup = "cgroup";
 inline constexpr const char* kLabelExecutable = "executable";
 inline constexpr const char* kLabelBuildId = "build_id";
+inline constexpr const char* kLabelPid = "pid";
 
 struct WindowIdentity {
   std::string host;
@@ -32,10 +33,13 @@ struct WindowIdentity {
   std::string cgroup;  // e.g. "/system.slice/nginx.service"
   std::string executable;
   std::string build_id;  // hex GNU build-id of the executable
-  LabelSet extra;        // anything else, e.g. {"env", "prod"}
+  // The one process of the window, when it has one (a one-process session's export); 0 for a
+  // series, whose samples each carry their pid.
+  uint32_t pid = 0;
+  LabelSet extra;  // anything else, e.g. {"env", "prod"}
 };
 
-// The identity as labels: the five standard names in the order above, then `extra`.
+// The identity as labels: the standard names in the order above, then `extra`.
 LabelSet ToLabels(const WindowIdentity& identity);
 
 // Fails (kInvalidArgument, naming the label) on an empty or non-Prometheus name, or a name that

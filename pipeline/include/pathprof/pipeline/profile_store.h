@@ -78,8 +78,16 @@ class ProfileStore {
   // One batch of branches of one thread (a window when batch.window) into the path engine, OSP
   // and call pairs / method entries.
   void AddBranches(const BranchBatch& batch);
-  // The process exec'd: mappings are re-read on its next sample; old profiles stay.
-  void NoteExec();
+  // The process is a command forked and held before its exec (pathctl run): what it runs until
+  // the exec is the launcher's code (pathctl's own, its libc), not the command's, and the exec
+  // replaces the image that could name it (its call pairs read as bare addresses). As perf
+  // record's enable_on_exec, nothing is recorded until NoteExec: samples and windows are
+  // counted as the drop "before_exec".
+  void HoldUntilExec();
+  // The process exec'd: mappings are re-read on its next sample; old profiles stay. A held
+  // process (HoldUntilExec) starts recording; samples and windows stamped before
+  // `exec_monotonic_ns` (CLOCK_MONOTONIC; 0: now), still queued then, are the launcher's too.
+  void NoteExec(uint64_t exec_monotonic_ns = 0);
   // A thread ended: its PCCT thread state is dropped.
   void NoteThreadExit(uint32_t tid);
   // The process ended; the profile stays readable.

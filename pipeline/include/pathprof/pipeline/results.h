@@ -215,6 +215,11 @@ struct TargetStats {
   std::string window_weighting;     // how branch windows are weighted, and why (empty: no windows)
   uint64_t windows_with_context = 0;  // windows attributed to a calling context (the rest: drops)
   uint32_t namespace_pid = 0;         // as TargetInfo::namespace_pid
+  // The newest windows kept for branch-profile exports (SessionConfig::export_branch_events),
+  // and the older ones let go to keep that bound: retention, not a loss (each reached the
+  // profile first), so not among `drops`.
+  uint64_t export_windows_kept = 0;
+  uint64_t export_windows_let_go = 0;
 };
 
 }  // namespace pathprof::pipeline

@@ -39,7 +39,10 @@ struct SessionInfo {
   std::vector<uint32_t> pids;
   SessionState state = SessionState::kRunning;
   collectors::BranchSource source = collectors::BranchSource::kNone;  // what is in use
-  std::string source_reason;  // e.g. "ptrace: auto; no PMU on this host (LBR: ..., PT: ...)"
+  // Why `source`, without its word (every reader prints that beside it), and the step mode of
+  // ptrace bursts: e.g. "auto (best available); PT unavailable: ...; LBR unavailable: ...; step
+  // mode emulate (auto: the step probe's choice, see pathctl caps)".
+  std::string source_reason;
   bool stacks = false;        // eBPF stack sampling is running
   std::string stacks_reason;  // why not, when it is not
   int64_t started_unix_ms = 0;
@@ -86,7 +89,11 @@ class Session {
   void RecheckConfinement();
   // Process `pid` has exec'd a new image (a tracer reports it; a caller that started the
   // session on a forked child before its exec says so): its mappings and identity are re-read.
-  void NoteExec(uint32_t pid);
+  // A held process (HoldUntilExec) records from `exec_monotonic_ns` (0: now) on.
+  void NoteExec(uint32_t pid, uint64_t exec_monotonic_ns = 0);
+  // Process `pid` is a command forked and held before its exec: nothing of it is recorded
+  // until NoteExec (ProfileStore::HoldUntilExec says why).
+  void HoldUntilExec(uint32_t pid);
   // Blocks until the session is no longer running (duration over, every target exited, stopped)
   // or `timeout_ms` passes; returns true when it ended.
   bool WaitEnded(int timeout_ms);

@@ -148,7 +148,8 @@ struct SessionConfig {
   // cgroup or exec the named program). Empty: every process.
   ProcessMatch join_match;
   // Branches each process keeps, newest windows first, for `pathctl export --format
-  // bolt|perf-lbr SESSION`; older windows are dropped and counted ("export_window_evicted").
+  // bolt|perf-lbr SESSION`; older windows are let go and counted as retention, not as drops
+  // (TargetStats::export_windows_let_go).
   uint32_t export_branch_events = 1u << 16;
 
   // Checks ranges (pids present, path length 1..64, HPT geometry, OSP length a power of two...).

@@ -1,0 +1,62 @@
+// The raw windows kept for branch-profile exports (SessionConfig::export_branch_events) are a
+// bounded buffer: letting its oldest windows go is retention, counted as such in TargetStats
+// (export_windows_kept, export_windows_let_go), never among the drops, which are losses from
+// the profile. Each window let go had reached the profile: its paths still count.
+#include <gtest/gtest.h>
+
+#include "pathprof/pipeline/profile_store.h"
+
+namespace {
+
+namespace pl = pathprof::pipeline;
+using pathprof::BranchBatch;
+using pathprof::BranchKind;
+
+// A window of 16 branches of a two-branch loop at 0x1000.
+BranchBatch LoopWindow(uint64_t time_ns) {
+  BranchBatch b;
+  b.pid = 4242;
+  b.tid = 7;
+  b.time_ns = time_ns;
+  b.window = true;
+  for (int i = 0; i < 8; ++i) {
+    b.events.push_back({0x1008, 0x1010, 0, 3, BranchKind::kConditional, i % 2 == 0});
+    b.events.push_back({0x1020, 0x1000, 0, 4, BranchKind::kDirectJump, true});
+  }
+  return b;
+}
+
+TEST(ExportBuffer, OldWindowsLetGoAreRetentionNotDrops) {
+  pl::SessionConfig config;
+  config.export_branch_events = 64;  // four windows of 16 branches
+  auto store = pl::ProfileStore::CreateOffline(4242, config, pl::BranchWindows::kTakenBranches,
+                                               std::make_shared<pl::SymbolService>());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  for (uint64_t i = 1; i <= 10; ++i) (*store)->AddBranches(LoopWindow(i));
+
+  const pl::TargetStats st = (*store)->Stats();
+  EXPECT_EQ(st.windows, 10u);
+  EXPECT_EQ(st.export_windows_kept, 4u);
+  EXPECT_EQ(st.export_windows_let_go, 6u);
+  for (const auto& [reason, count] : st.drops)
+    EXPECT_EQ(reason.find("export"), std::string::npos) << reason << " " << count;
+  // The export holds the newest four; the profile all ten.
+  EXPECT_EQ((*store)->RecentBranches().batches.size(), 4u);
+  pl::HotPathsQuery q;
+  q.with_blocks = false;
+  EXPECT_FALSE((*store)->HotPaths(q).paths.empty());
+}
+
+TEST(ExportBuffer, NothingIsKeptOrLetGoWithTheBufferOff) {
+  pl::SessionConfig config;
+  config.export_branch_events = 0;
+  auto store = pl::ProfileStore::CreateOffline(4242, config, pl::BranchWindows::kTakenBranches,
+                                               std::make_shared<pl::SymbolService>());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  for (uint64_t i = 1; i <= 3; ++i) (*store)->AddBranches(LoopWindow(i));
+  const pl::TargetStats st = (*store)->Stats();
+  EXPECT_EQ(st.export_windows_kept, 0u);
+  EXPECT_EQ(st.export_windows_let_go, 0u);
+}
+
+}  // namespace
