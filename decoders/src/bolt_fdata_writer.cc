@@ -31,11 +31,11 @@ struct Counts {
 
 class Locator {
  public:
-  Locator(const PbsContents& recording, const ElfImage& binary,
+  Locator(const PbsContents& recording, const ElfImage& binary, const std::string& binary_path,
           const std::vector<FunctionSymbol>& functions)
       : binary_(binary), functions_(functions) {
     for (const ImageRecord& img : recording.images)
-      if (img.path == binary.path()) mappings_.push_back(&img);
+      if (img.path == binary_path) mappings_.push_back(&img);
   }
   size_t mappings() const { return mappings_.size(); }
 
@@ -66,15 +66,15 @@ class Locator {
 }  // namespace
 
 Result<BoltFdataStats> WriteBoltFdata(const PbsContents& recording, const ElfImage& binary,
-                                      const std::string& output) {
+                                      const std::string& binary_path, const std::string& output) {
   PATHPROF_ASSIGN_OR_RETURN(auto symbols, ReadFunctionSymbols(binary));
   const std::vector<FunctionSymbol>& functions = symbols;
-  Locator locate(recording, binary, functions);
+  Locator locate(recording, binary, binary_path, functions);
   BoltFdataStats stats;
   stats.mappings = locate.mappings();
   if (stats.mappings == 0) {
     return Error(ErrorCode::kNotFound,
-                 "the recording never mapped " + binary.path() +
+                 "the recording never mapped " + binary_path +
                      ": name a binary among its images (pathctl export prints them)");
   }
   std::map<std::pair<End, End>, Counts> lines;

@@ -6,15 +6,36 @@
 namespace pathprof::decoders {
 namespace {
 
-void FillBuildIds(PbsContents* recording) {
+// `hex` (as ElfImage keeps build-ids) as the raw bytes perf.data wants, at most 20.
+std::string RawBuildId(const std::string& hex) {
+  std::string raw;
+  for (size_t i = 0; i + 1 < hex.size() && raw.size() < 20; i += 2)
+    raw.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return raw;
+}
+
+void FillBuildIds(PbsContents* recording, const ImageOpener& open_image) {
   for (ImageRecord& img : recording->images) {
     if (!img.build_id.empty()) continue;
-    // ElfImage keeps the id as hex; perf.data wants the raw bytes.
-    auto hex = ReadBuildId(img.path);
-    if (!hex.ok()) continue;
-    for (size_t i = 0; i + 1 < hex->size() && img.build_id.size() < 20; i += 2)
-      img.build_id.push_back(static_cast<char>(std::stoi(hex->substr(i, 2), nullptr, 16)));
+    if (open_image) {  // a file the opener may not read keeps no build-id
+      if (auto image = open_image(img); image.ok()) img.build_id = RawBuildId((*image)->build_id());
+      continue;
+    }
+    if (auto hex = ReadBuildId(img.path); hex.ok()) img.build_id = RawBuildId(*hex);
   }
+}
+
+// The image of `binary`: through `open_image` from the first of the recording's images with
+// that path, or (no opener) the file at that path.
+Result<std::shared_ptr<const ElfImage>> OpenBinary(const PbsContents& recording,
+                                                   const std::string& binary,
+                                                   const ImageOpener& open_image) {
+  if (!open_image) return ElfImage::Open(binary);
+  for (const ImageRecord& img : recording.images)
+    if (img.path == binary) return open_image(img);
+  return Error(ErrorCode::kNotFound, "the recording never mapped " + binary +
+                                         ": name a binary among its images (pathctl export "
+                                         "prints them)");
 }
 
 }  // namespace
@@ -34,8 +55,10 @@ Result<BranchProfileSummary> WriteBranchProfile(PbsContents recording,
       }
       summary.binary = recording.images.front().path;  // the tracers list the executable first
     }
-    PATHPROF_ASSIGN_OR_RETURN(auto image, ElfImage::Open(summary.binary));
-    PATHPROF_ASSIGN_OR_RETURN(auto stats, WriteBoltFdata(recording, *image, output));
+    PATHPROF_ASSIGN_OR_RETURN(auto image,
+                              OpenBinary(recording, summary.binary, request.open_image));
+    PATHPROF_ASSIGN_OR_RETURN(auto stats,
+                              WriteBoltFdata(recording, *image, summary.binary, output));
     summary.bolt = stats;
     summary.counts = summary.windows > 0
                          ? "branch counts summed over " + std::to_string(summary.windows) +
@@ -44,7 +67,7 @@ Result<BranchProfileSummary> WriteBranchProfile(PbsContents recording,
                          : "exact branch counts of the traced run";
     return summary;
   }
-  FillBuildIds(&recording);
+  FillBuildIds(&recording, request.open_image);
   // An exact stream is cut into consecutive samples of `entries` taken branches, so every taken
   // branch is in exactly one sample; a window becomes one sample of its own.
   LbrSynthOptions lbr;

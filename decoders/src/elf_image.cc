@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,39 @@ std::string GnuBuildId(Elf* elf) {
   if (n <= 0 || id == nullptr) return {};
   return HexBytes(
       std::span<const uint8_t>(static_cast<const uint8_t*>(id), static_cast<size_t>(n)));
+}
+
+// Reads the data of `fd` into `out` (its size), leaving the file's holes as they are in `out`
+// (zeros). pread at offsets: the file position does not matter. A file that shrinks meanwhile
+// is an error; one that grows is read to its old size.
+Status ReadData(int fd, std::span<uint8_t> out, const std::string& name) {
+  const uint64_t size = out.size();
+  auto failed = [&](uint64_t at, const std::string& why) {
+    return Error(ErrorCode::kIo, "ELF image " + name + ": read failed at byte " +
+                                     std::to_string(at) + " of " + std::to_string(size) + " (" +
+                                     why + ")");
+  };
+  for (uint64_t at = 0; at < size;) {
+    // The next run of data: [data, hole). Without SEEK_DATA support, all of the rest is data.
+    off_t data = lseek(fd, static_cast<off_t>(at), SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;  // only a hole up to the end
+    if (data < 0) data = static_cast<off_t>(at);
+    off_t hole = lseek(fd, data, SEEK_HOLE);
+    if (hole <= data) hole = static_cast<off_t>(size);  // unsupported, or the file changed
+    const uint64_t end = std::min<uint64_t>(static_cast<uint64_t>(hole), size);
+    for (at = static_cast<uint64_t>(data); at < end;) {
+      const ssize_t n = ::pread(fd, out.data() + at, end - at, static_cast<off_t>(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return failed(at, std::strerror(errno));
+      if (n == 0) return failed(at, "the file shrank");
+      at += static_cast<uint64_t>(n);
+    }
+    at = std::max<uint64_t>(at, end);
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < size)
+    return failed(size, "the file shrank");
+  return Status::Ok();
 }
 
 // libelf wants its version negotiated once per process.
@@ -63,30 +97,38 @@ Result<std::shared_ptr<const ElfImage>> ElfImage::Read(int fd, std::string name,
                      std::to_string(max_bytes) +
                      "-byte limit per image (limits.max_image_bytes); not read");
   }
-  // One sized read (pread at offsets, so a shared fd's position does not matter); a file that
-  // shrinks meanwhile gives a short read and an error, one that grows is read to its old size.
-  std::vector<uint8_t> bytes(size);
-  for (uint64_t done = 0; done < size;) {
-    const ssize_t n = ::pread(fd, bytes.data() + done, size - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      return Error(ErrorCode::kIo, "ELF image " + name + ": read failed at byte " +
-                                       std::to_string(done) + " of " + std::to_string(size) +
-                                       (n < 0 ? " (" + std::string(std::strerror(errno)) + ")"
-                                              : " (the file shrank)"));
-    }
-    done += static_cast<uint64_t>(n);
+  if (size == 0) return FromBytes({}, std::move(name));  // not ELF: Parse says so
+  // A zero-filled anonymous mapping (pages untouched until written), into which the file's data
+  // extents are read (SEEK_DATA / SEEK_HOLE): a sparse file costs its data, not its size.
+  void* at = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (at == MAP_FAILED) {
+    return Error(ErrorCode::kResourceExhausted,
+                 "ELF image " + name + ": cannot map " + std::to_string(size) +
+                     " bytes to read it into (" + std::strerror(errno) + ")");
   }
-  return FromBytes(std::move(bytes), std::move(name));
+  std::shared_ptr<ElfImage> image(new ElfImage());
+  image->mapped_bytes_ =
+      std::unique_ptr<uint8_t, ImageUnmap>(static_cast<uint8_t*>(at), ImageUnmap{size});
+  image->bytes_ = std::span<uint8_t>(image->mapped_bytes_.get(), size);
+  image->path_ = std::move(name);
+  PATHPROF_RETURN_IF_ERROR(ReadData(fd, image->bytes_, image->path_));
+  PATHPROF_RETURN_IF_ERROR(image->Parse());
+  return std::shared_ptr<const ElfImage>(std::move(image));
 }
 
 Result<std::shared_ptr<const ElfImage>> ElfImage::FromBytes(std::vector<uint8_t> bytes,
                                                             std::string name) {
   std::shared_ptr<ElfImage> image(new ElfImage());
   image->path_ = std::move(name);
-  image->bytes_ = std::move(bytes);
+  image->vector_bytes_ = std::move(bytes);
+  image->bytes_ = image->vector_bytes_;
   PATHPROF_RETURN_IF_ERROR(image->Parse());
   return std::shared_ptr<const ElfImage>(std::move(image));
+}
+
+void ImageUnmap::operator()(uint8_t* p) const {
+  munmap(p, size);
 }
 
 Status ElfImage::Parse() {

@@ -13,6 +13,7 @@
 
 #include "engine_config.h"
 #include "pathprof/core/clock.h"
+#include "pathprof/core/hex.h"
 #include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/cycle_model.h"
@@ -621,6 +622,14 @@ PbsContents ProfileStore::RecentBranches() const {
     out.images.push_back(std::move(img));
   }
   return out;
+}
+
+Result<std::shared_ptr<const decoders::ElfImage>> ProfileStore::MappedImage(uint64_t at) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const decoders::Mapping* m = impl_->space.Find(at);
+  if (m != nullptr) return impl_->symbols->MappedImage(impl_->space, *m);
+  return Error(ErrorCode::kNotFound,
+               "pid " + std::to_string(impl_->pid) + " maps no file at " + HexAddress(at));
 }
 
 void ProfileStore::AddBranches(const BranchBatch& batch) {

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 
 #include "pathprof/pipeline/session.h"
 
@@ -55,6 +56,7 @@ Result<Session::BranchProfile> Session::ExportBranchProfile(decoders::BranchProf
                                                             uint32_t pid) const {
   PbsContents merged;
   std::vector<std::shared_ptr<const ProfileStore>> stores;
+  std::map<uint32_t, std::shared_ptr<const ProfileStore>> by_pid;
   if (pid != 0) {
     if (auto store = Store(pid)) stores.push_back(std::move(store));
     if (stores.empty()) {
@@ -65,6 +67,7 @@ Result<Session::BranchProfile> Session::ExportBranchProfile(decoders::BranchProf
     stores = Stores();
   }
   for (const auto& store : stores) {
+    by_pid[store->pid()] = store;
     PbsContents one = store->RecentBranches();
     if (request.binary.empty() && request.format == decoders::BranchProfileFormat::kBoltFdata &&
         !one.batches.empty())
@@ -79,6 +82,17 @@ Result<Session::BranchProfile> Session::ExportBranchProfile(decoders::BranchProf
                      "none; a branch source sends its first windows within a second or two)");
   }
   request.source = "session " + id();
+  // The images as every other query of the session reads them: the mapped files, with a confined
+  // session's requester's rights, bounded and shared through the image cache; never a path
+  // opened by the daemon (root), which the target's owner may have pointed at any file.
+  request.open_image =
+      [&by_pid](const ImageRecord& img) -> Result<std::shared_ptr<const decoders::ElfImage>> {
+    auto store = by_pid.find(img.pid);
+    if (store == by_pid.end())
+      return Error(ErrorCode::kNotFound,
+                   "no process " + std::to_string(img.pid) + " mapped " + img.path);
+    return store->second->MappedImage(img.start);
+  };
   MemoryFile file;
   if (!file.ok()) return Error(ErrorCode::kIo, std::string("memfd_create: ") + strerror(errno));
   PATHPROF_ASSIGN_OR_RETURN(auto summary,

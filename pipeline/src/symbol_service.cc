@@ -217,6 +217,15 @@ SymbolService::Code SymbolService::CodeAt(uint32_t pid, const decoders::AddressS
   return code;
 }
 
+Result<std::shared_ptr<const decoders::ElfImage>> SymbolService::MappedImage(
+    const decoders::AddressSpace& space, const decoders::Mapping& m) {
+  if (m.IsSpecial())
+    return Error(ErrorCode::kNotFound, "mapping " + m.path + " is backed by no file");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->DropEvicted();
+  return impl_->images.GetMapped(m, space.access());
+}
+
 decoders::UnwindResult SymbolService::UnwindUser(uint32_t pid, const decoders::AddressSpace& space,
                                                  std::span<const uint64_t> regs,
                                                  uint64_t stack_start,

@@ -37,6 +37,12 @@ size_t OpenFds(pid_t pid) {
   return n;
 }
 
+// The text around the first `needle` in `haystack`, for a failure's message.
+std::string Around(const std::string& haystack, const std::string& needle) {
+  const size_t at = haystack.find(needle);
+  return at == std::string::npos ? "" : haystack.substr(at < 200 ? 0 : at - 200, 400);
+}
+
 // A process started as the test user (setpriv execs the command: the pid is the command's),
 // killed at scope exit.
 class UserProcess {
@@ -87,8 +93,11 @@ class UserDir {
   std::string path_;
 };
 
-// A root-only binary (mode 0700 in a directory root owns) whose one function has a name that
-// appears nowhere else: if it shows up in a reply, the daemon read it for a user who may not.
+// A root-only binary (mode 0700 in a directory root owns) whose functions have names that
+// appear nowhere else: if one shows up in a reply, the daemon read it for a user who may not.
+// They fill its code from the start of .text on for 40 KiB, so whatever the offsets of the
+// user's own hot code, an image read from this file names them with a marker (as BOLT's export
+// does: it looks the user's offsets up in whichever image it was given).
 class RootOnlyBinary {
  public:
   static constexpr const char* kMarker = "root_only_secret_marker";
@@ -97,9 +106,11 @@ class RootOnlyBinary {
     dir_ = mkdtemp(tmpl);
     chmod(dir_.c_str(), 0755);
     path_ = dir_ + "/secret";
-    std::ofstream(dir_ + "/secret.c")
-        << "int " << kMarker << "(int x) { return x * 3 + 1; }\n"
-        << "int main(void) { volatile int s = 0; for (;;) s = " << kMarker << "(s); }\n";
+    std::ofstream source(dir_ + "/secret.c");
+    for (int i = 0; i < 1024; ++i)
+      source << "int " << kMarker << "_" << i << "(int x) { return x * " << i << " + 1; }\n";
+    source << "int main(void) { volatile int s = 0; for (;;) s = " << kMarker << "_3(s); }\n";
+    source.close();
     built_ = Sh("cc -O0 -g -o " + path_ + " " + dir_ + "/secret.c && chmod 0700 " + path_).rc == 0;
   }
   ~RootOnlyBinary() { Sh("rm -rf " + dir_); }
@@ -147,10 +158,26 @@ class HostileUser : public ::testing::Test {
     const std::string pprof = dir_ / "out.pb.gz";
     daemon_.Ctl("export " + id + " -o " + pprof, as_);
     all += Sh("go tool pprof -raw " + pprof).out;
-    daemon_.Ctl("export --format bolt " + id + " -o " + dir_ / "out.fdata", as_);
-    std::ifstream fdata(dir_ / "out.fdata");
-    all += std::string(std::istreambuf_iterator<char>(fdata), {});
+    all += BoltExport(id);
     return all;
+  }
+  // The user's `pathctl export --format bolt` of the session: the fdata written, or pathctl's
+  // message when it wrote none.
+  std::string BoltExport(const std::string& id, const std::string& name = "out.fdata") {
+    const std::string out = dir_ / name;
+    Sh("rm -f " + out);
+    auto r = daemon_.Ctl("export --format bolt " + id + " -o " + out, as_);
+    std::ifstream fdata(out);
+    return r.rc == 0 ? std::string(std::istreambuf_iterator<char>(fdata), {}) : r.out;
+  }
+  // Waits (up to 30 s) until the session holds branch windows to export.
+  void WaitForWindows(const std::string& id) {
+    for (int i = 0; i < 120; ++i) {
+      auto r = daemon_.Ctl("export --format perf-lbr " + id + " -o " + dir_ / "out.data", as_);
+      if (r.out.find("no branch windows") == std::string::npos) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    ADD_FAILURE() << "session " << id << " holds no branch windows after 30 s";
   }
 
   std::string as_ = EnsureTestUser();
@@ -183,9 +210,15 @@ TEST_F(HostileUser, SymlinkToARootOnlyBinaryIsNotSymbolized) {
   const std::string id = StartAndWait(loop->pid());
   std::string all = AllReplies(id);
   EXPECT_NE(all.find("\"hot\""), std::string::npos) << all.substr(0, 3000);
+  // BOLT's export names the user's own file's functions (it reads the mapped file too).
+  WaitForWindows(id);
+  const std::string fdata = BoltExport(id);
+  EXPECT_NE(fdata.find(" hot "), std::string::npos) << fdata.substr(0, 3000);
+  all += fdata;
   loop.reset();  // the path fallback too
   all += AllReplies(id);
-  EXPECT_EQ(all.find(RootOnlyBinary::kMarker), std::string::npos) << "root-only symbols leaked";
+  EXPECT_EQ(all.find(RootOnlyBinary::kMarker), std::string::npos)
+      << "root-only symbols leaked: " << Around(all, RootOnlyBinary::kMarker);
 }
 
 // Attack 2b: a bind mount of the root-only binary over the target's file inside the user's own
@@ -217,9 +250,49 @@ TEST_F(HostileUser, BindMountInTheUsersNamespaceIsNotSymbolized) {
   ASSERT_NE(Sh("cat /proc/" + std::to_string(loop) + "/mountinfo").out.find(dir_ / "prog"),
             std::string::npos);
   const std::string id = StartAndWait(loop);
-  const std::string all = AllReplies(id);
+  WaitForWindows(id);
+  const std::string fdata = BoltExport(id);
+  EXPECT_NE(fdata.find(" hot "), std::string::npos) << fdata.substr(0, 3000);
+  const std::string all = fdata + AllReplies(id);
   EXPECT_NE(all.find("\"hot\""), std::string::npos) << all.substr(0, 3000);
-  EXPECT_EQ(all.find(RootOnlyBinary::kMarker), std::string::npos) << "root-only symbols leaked";
+  EXPECT_EQ(all.find(RootOnlyBinary::kMarker), std::string::npos)
+      << "root-only symbols leaked: " << Around(all, RootOnlyBinary::kMarker);
+}
+
+// Attack 2c: the user's own hot loop padded to a 1000 MiB sparse ELF (a hole after its last
+// section: it runs as before), exported as BOLT by eight clients at once. Each export used to
+// read the whole file (8 GiB for eight); they now take the image as every query does, where
+// a file above limits.max_image_bytes is refused unread and one below is read once, shared.
+TEST_F(HostileUser, EightBoltExportsOfASparseElfKeepTheDaemonSmall) {
+  Sh("cp " + kBin + "/example_hotloop " + dir_ / "prog" + " && truncate -s 1000M " + dir_ / "prog" +
+     " && chown " + kTestUser + " " + dir_ / "prog");
+  UserProcess loop({dir_ / "prog", "0"});
+  ASSERT_TRUE(loop.Ready("prog"));
+  const std::string id = StartAndWait(loop.pid());
+  WaitForWindows(id);
+  // The peak resident size from here on (writing 5 to clear_refs resets VmHWM).
+  const std::string proc = "/proc/" + std::to_string(daemon_.pid());
+  auto peak_mib = [&] {
+    std::ifstream in(proc + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6)) / 1024;
+    return 0L;
+  };
+  const long before = RssMiB(daemon_.pid());
+  ASSERT_TRUE(static_cast<bool>(std::ofstream(proc + "/clear_refs") << "5"));
+  std::vector<std::thread> exports;
+  std::vector<std::string> answers(8);
+  for (size_t i = 0; i < answers.size(); ++i)
+    exports.emplace_back([&, i] { answers[i] = BoltExport(id, "out" + std::to_string(i)); });
+  for (auto& t : exports) t.join();
+  const long peak = peak_mib();
+  std::printf("eight BOLT exports of a 1000 MiB sparse ELF: daemon RSS %ld MiB before, peak %ld\n",
+              before, peak);
+  EXPECT_LT(peak - before, 200) << "daemon peak RSS grew in MiB; first answer: " << answers[0];
+  for (const std::string& a : answers)  // refused, and saying why
+    EXPECT_NE(a.find("limits.max_image_bytes"), std::string::npos) << a;
+  ASSERT_TRUE(daemon_.Alive()) << daemon_.Log();
+  ExpectRootServedWithinASecond(daemon_);
 }
 
 // Attack 3: 20,000 idle connections from one user. Root is still served within a second, the

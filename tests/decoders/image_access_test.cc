@@ -2,7 +2,8 @@
 // daemon crash or read through the file system (docs/operations.md, threat model):
 //  - a mapping's path replaced by a symlink to a 1 TiB sparse file: the mapped file is read
 //    (map_files), and the path is refused by inode once the process is gone, never read;
-//  - a file above the size cap is refused before any byte is read; a FIFO never blocks;
+//  - a file above the size cap is refused before any byte is read; a FIFO never blocks; a
+//    sparse file costs its data, not its size;
 //  - a file the requester may not read is not opened for it, though the reader is root;
 //  - the image cache stays within its bytes and says what it evicted;
 //  - an exec replaces an address space, and overlays cannot grow it without end.
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -106,6 +108,38 @@ TEST(ElfImageBounds, FifoIsRefusedWithoutBlocking) {
   auto image = ElfImage::Open(dir / "fifo");  // no writer: a blocking open would never return
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), ErrorCode::kInvalidArgument);
+}
+
+// Resident memory of this process in MiB (VmRSS).
+long OwnRssMiB() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6)) / 1024;
+  return 0;
+}
+
+// A user's own program padded to 512 MiB with a hole (it still runs: nothing maps the hole)
+// costs the reader its data, not its size: 8 such images would otherwise take 4 GiB.
+TEST(ElfImageBounds, SparseImageCostsItsDataNotItsSize) {
+  TempDir dir;
+  fs::copy_file("/bin/sleep", dir / "padded");
+  const uint64_t data = fs::file_size(dir / "padded");
+  constexpr uint64_t kSize = uint64_t{512} << 20;
+  ASSERT_EQ(truncate((dir / "padded").c_str(), static_cast<off_t>(kSize)), 0);
+  const long before = OwnRssMiB();
+  auto image = ElfImage::Open(dir / "padded");
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  const long grown = OwnRssMiB() - before;
+  EXPECT_LT(grown, 32) << "RSS grew in MiB reading a 512 MiB file of " << data << " data bytes";
+  // The same image as the unpadded file, all 512 MiB of it readable (the hole reads as zeros).
+  EXPECT_EQ((*image)->build_id(), ElfImage::Open("/bin/sleep").value()->build_id());
+  ASSERT_EQ((*image)->bytes().size(), kSize);
+  std::ifstream original("/bin/sleep", std::ios::binary);
+  std::string head(4096, '\0');
+  original.read(head.data(), static_cast<std::streamsize>(head.size()));
+  EXPECT_EQ(std::memcmp((*image)->bytes().data(), head.data(), head.size()), 0);
+  for (uint64_t at = data; at < kSize; at += uint64_t{64} << 20)
+    EXPECT_EQ((*image)->bytes()[at], 0) << "at byte " << at;
 }
 
 TEST(MappedFile, ReplacedPathIsNeverReadAndTheMappedFileStillIs) {

@@ -27,10 +27,11 @@ struct BoltFdataStats {
 };
 
 // Counts every branch of every batch once (an exact trace gives true counts; a window of a
-// software LBR counts as one LBR sample does). `binary` names the file whose profile is
-// written: its mappings are the recording's images with the same path. kNotFound if the
-// recording never mapped it; kIo if `output` cannot be written.
+// software LBR counts as one LBR sample does). `binary` is the image of the file whose profile
+// is written, and its mappings are the recording's images at `binary_path` (not the image's own
+// name: a cached image keeps the name it was first read under). kNotFound if the recording
+// never mapped it; kIo if `output` cannot be written.
 Result<BoltFdataStats> WriteBoltFdata(const PbsContents& recording, const ElfImage& binary,
-                                      const std::string& output);
+                                      const std::string& binary_path, const std::string& output);
 
 }  // namespace pathprof::decoders

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "pathprof/core/pbs.h"
@@ -15,11 +17,20 @@ namespace pathprof::decoders {
 
 enum class BranchProfileFormat : uint8_t { kPerfLbr, kBoltFdata };
 
+// The image of a file the recording mapped.
+using ImageOpener = std::function<Result<std::shared_ptr<const ElfImage>>(const ImageRecord&)>;
+
 struct BranchProfileRequest {
   BranchProfileFormat format = BranchProfileFormat::kPerfLbr;
   uint32_t entries = 32;  // perf-lbr: branches per sample (the LBR depth)
   std::string binary;     // fdata: the file to profile; empty: the recording's first image
   std::string source;     // what the recording is, for the perf.data header (e.g. its path)
+  // How the files the recording mapped are read: fdata's binary (its symbols and code) and the
+  // build-ids perf-lbr records. Empty: opened by path with the caller's own rights (pathctl,
+  // exporting a recording of its user). A daemon's session passes its confined image access
+  // instead, since a path is only a name the target's owner controls and the daemon is root;
+  // then no file is opened by path, and fdata's binary must be one of the recording's images.
+  ImageOpener open_image;
 };
 
 struct BranchProfileSummary {
@@ -31,7 +42,8 @@ struct BranchProfileSummary {
 };
 
 // Writes `recording` to `output`. Images without a build-id get the one of their file (the
-// ptrace recorders note none), so perf2bolt and create_llvm_prof match the binaries.
+// ptrace recorders note none), so perf2bolt and create_llvm_prof match the binaries; one whose
+// file cannot be read keeps none.
 Result<BranchProfileSummary> WriteBranchProfile(PbsContents recording,
                                                 const BranchProfileRequest& request,
                                                 const std::string& output);

@@ -20,9 +20,16 @@ struct ElfSegment {
   bool executable = false;
 };
 
-// Largest image read by default. Images are read whole into memory (not mapped: a mapped file
-// that its owner truncates raises SIGBUS in the reader), so the bound is on resident memory.
+// Largest image read by default. Images are copied into memory (not mapped: a mapped file that
+// its owner truncates raises SIGBUS in the reader), so the bound is on resident memory. Only
+// the file's data is copied: a sparse file's holes stay untouched zero pages, not resident.
 inline constexpr uint64_t kDefaultMaxImageBytes = uint64_t{1} << 30;
+
+// Unmaps the anonymous mapping ElfImage::Read copies a file into.
+struct ImageUnmap {
+  size_t size = 0;
+  void operator()(uint8_t* p) const;
+};
 
 class ElfImage {
  public:
@@ -61,7 +68,9 @@ class ElfImage {
   Status Parse();
 
   std::string path_;
-  std::vector<uint8_t> bytes_;
+  std::vector<uint8_t> vector_bytes_;                  // FromBytes's
+  std::unique_ptr<uint8_t, ImageUnmap> mapped_bytes_;  // Read's
+  std::span<uint8_t> bytes_;                           // whichever of the two holds the image
   std::string build_id_;
   bool relocatable_ = false;
   std::vector<ElfSegment> segments_;

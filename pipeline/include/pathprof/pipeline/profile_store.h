@@ -67,6 +67,9 @@ class ProfileStore {
   // The newest branch batches (config.export_branch_events at most) and the process's file
   // mappings, as a recording: what branch-profile exports of a running session write.
   PbsContents RecentBranches() const;
+  // The ELF image of the file mapped at `at` (an ImageRecord's start), as queries find it
+  // (SymbolService::MappedImage: with a confined session's requester's rights, bounded, cached).
+  Result<std::shared_ptr<const decoders::ElfImage>> MappedImage(uint64_t at) const;
   // Bumped by every sample or window applied: lets a watcher skip unchanged profiles.
   uint64_t generation() const;
 

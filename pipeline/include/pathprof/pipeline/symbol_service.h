@@ -41,6 +41,13 @@ class SymbolService {
   };
   Code CodeAt(uint32_t pid, const decoders::AddressSpace& space, uint64_t address);
 
+  // The ELF image behind the file mapping `m` of `space`, found as every query finds it: a live
+  // process's mapped file opened with the space's access rights (a confined session's
+  // requester's), refused above the store's max_image_bytes, held in the shared cache so that
+  // no query or export reads it again. The reason where there is none.
+  Result<std::shared_ptr<const decoders::ElfImage>> MappedImage(const decoders::AddressSpace& space,
+                                                                const decoders::Mapping& m);
+
   // Unwinds a sampled user stack with the images' DWARF CFI (frame pointers where an address has
   // none): `regs` in DWARF numbering, `stack` the user memory from `stack_start` up.
   decoders::UnwindResult UnwindUser(uint32_t pid, const decoders::AddressSpace& space,
