@@ -43,7 +43,9 @@ $(ASAN_BUILD)/build.ninja: | deps
 # so a test that grows fails by its name; measurements run at full size in `make check-figures`,
 # not here. The package boot test (label `boot`) needs a Debian root from the network: it runs
 # in `make check-packaging`. After the run, the build's time and the ten slowest tests.
-TEST_TIMEOUT ?= 60
+# The budget is 60 s a test; the limit stays at 180 s until a whole timed run on a 2-core host
+# under -j2 has shown which tests pass 60 s there (each of those is shortened, then this drops).
+TEST_TIMEOUT ?= 180
 SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 test: deps $(ASAN_BUILD)/build.ninja
