@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# BOLT's outputs compared by exact counts (issue 27, docs/optimizing.md "Measured: exact branch
+# BOLT's outputs compared by exact counts (docs/optimizing.md "Measured: exact branch
 # counts after BOLT"): on a host where CPU time cannot resolve a few percent, each BOLT output is
 # run once under `pathctl trace --exact` on a fixed evaluation input, and the script reports the
 # instructions and taken branches of the whole run (taken per 1,000 instructions: what BOLT's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The optimizer loop, measured (issue 14, docs/optimizing.md): Debian's lua5.4, built from its
+# The optimizer loop, measured (docs/optimizing.md): Debian's lua5.4, built from its
 # source package at bench time (-O2, -Wl,--emit-relocs), profiled by pathprof on this host with
 # no PMU, optimized by BOLT (and AutoFDO where gcc accepts the profile), and timed on a fixed
 # workload (bench/workloads/lua_mixed.lua). Variants, timed interleaved in one run:

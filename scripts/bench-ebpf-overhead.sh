@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# eBPF stack sampling overhead (issues 5, 13): whole-process CPU time (user + system, from wait4's
+# eBPF stack sampling overhead: whole-process CPU time (user + system, from wait4's
 # rusage of the exact process) of a CPU-bound example run bare, under `pathctl run --pid` with
 # eBPF stacks only at HZ (DWARF stack copies, the default, and frame pointers only), under
 # `perf record --call-graph dwarf`, and under bpftrace's `profile:hz:HZ { @[ustack] = count(); }`,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stacks of programs built without frame pointers (issue 13): Debian's own xz, gzip and python3
+# Stacks of programs built without frame pointers: Debian's own xz, gzip and python3
 # (stripped, -O2), each run under `pathctl run --pid` (DWARF CFI unwinding, then frame pointers
 # only) and under `perf record --call-graph dwarf`, at HZ, interleaved REPS times with bare runs.
 # Reports per program and configuration, medians over REPS:

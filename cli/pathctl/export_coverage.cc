@@ -13,7 +13,7 @@ namespace dec = pathprof::decoders;
 
 // When a profile is thin for its binary. Optimizers order code by counts, and code without
 // counts keeps its place: a profile helps only what the training run reached, and only as far
-// as its counts are more than noise. The case these were set by (issue 27) was zstd, whose
+// as its counts are more than noise. The case these were set by was zstd, whose
 // level-19 evaluation spent 53% of its time in a function a profile from a small training
 // input never reached:
 // - kMinFunctionShare: the profile reaches under 1 in 10 of the functions the binary names.

@@ -1,7 +1,7 @@
 // How much of a binary a branch profile covers, said beside every export of a recording: a
 // profile of a run that never reached what the real runs do (a small training input) gives the
-// optimizer no counts for that code, and nothing in the optimizer's output says so. (Issue 27:
-// a profile of zstd from a small training input missed the function that took 53% of the
+// optimizer no counts for that code, and nothing in the optimizer's output says so. (A
+// profile of zstd from a small training input missed the function that took 53% of the
 // evaluation run.)
 #pragma once
 

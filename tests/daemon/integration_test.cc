@@ -238,7 +238,7 @@ TEST_F(DaemonSession, ExportedMappingsCarryTheirRangesAndLeavesTheirLines) {
   EXPECT_GE(hot_lines.size(), 2u) << locations;
 }
 
-// A running session's newest branch windows as optimizer profiles (issue 14): BOLT's fdata
+// A running session's newest branch windows as optimizer profiles: BOLT's fdata
 // names the target's executable and counts hot()'s loop above warm()'s; the perf.data of
 // the same windows is read by perf and matched to the binary by perf2bolt.
 TEST_F(DaemonSession, BranchProfileExportsOfARunningSession) {

@@ -192,7 +192,7 @@ TEST_F(PathtopEndToEnd, FlameGraphAndTheHotPathsOfEachCallingContext) {
   Kill(target);
 }
 
-// The three things a live view must get right about time passing (issue 12): a daemon that
+// The three things a live view must get right about time passing: a daemon that
 // restarts under it (pathtop re-creates its session, with the source it had, and says so), a
 // target that exits (the header says so, with no "running"), and quitting (the sessions it made
 // are deleted, none left in the daemon).
