@@ -19,7 +19,6 @@
 #include <regex>
 #include <sstream>
 
-#include "common/figures.h"
 #include "daemon_harness.h"
 
 namespace pathprof::daemon::testing {
@@ -435,11 +434,12 @@ TEST(HostileMemory, OneUserCannotTakeTheWholePool) {
 }
 
 // Attack 6: a target that execs itself in a loop for 60 s: the daemon's memory stays flat.
-// The minute is a measurement (`make check-figures`); the suite holds the loop for 15 s and
-// compares the RSS from 5 s on against the same bound.
+// The suite keeps the whole minute: cut to 5 s of settling and 10 s measured, the daemon's RSS
+// was still rising from its start-up (153 -> 176 MiB between 5 and 15 s on a 2-core PVM guest),
+// which the bound read as growth.
 TEST(HostileExec, ExecLoopForAMinuteKeepsTheDaemonFlat) {
-  const int settle_s = pathprof::testing::FiguresOr(15, 5);
-  const int measured_s = pathprof::testing::FiguresOr(45, 10);
+  const int settle_s = 15;
+  const int measured_s = 45;
   // AddressSanitizer holds freed memory back (256 MiB by default) before reusing it, which
   // reads as growth here: a small quarantine leaves only what the daemon really keeps.
   const char* asan = std::getenv("ASAN_OPTIONS");

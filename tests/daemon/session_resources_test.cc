@@ -322,7 +322,7 @@ TEST(SessionResourcesAuth, GetSessionOfAnotherUsersSessionIsRefusedAsEveryCallNa
   const CmdResult shown = d.Ctl("session " + rs.name());
   EXPECT_EQ(shown.rc, 0) << shown.out;
   EXPECT_NE(shown.out.find("pid " + std::to_string(roots.pid())), std::string::npos) << shown.out;
-  EXPECT_NE(shown.out.find("SOURCE_CHOICE_NONE"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("source    none: asked for"), std::string::npos) << shown.out;
   const CmdResult json = d.Ctl("session " + rs.name() + " --json");
   EXPECT_NE(json.out.find("\"settings\""), std::string::npos) << json.out;
   const std::string as = EnsureTestUser();
