@@ -222,6 +222,7 @@ int main(int argc, char** argv) {
   using namespace pathtop;
   Args args;
   if (std::optional<int> done = ParseArgs(argc, argv, &args)) return *done;
+  if (args.address.empty()) args.address = "unix:" + pathprof::api::DaemonSocketPath("");
   const TargetSpec& target = args.target;
   const FetcherOptions& options = args.options;
   const std::string& address = args.address;
