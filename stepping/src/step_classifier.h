@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "interrupted_syscall.h"
 #include "pathprof/core/branch.h"
 #include "pathprof/decoders/x86_branch.h"
 #include "pathprof/stepping/instruction_reader.h"
@@ -43,12 +42,11 @@ ClassifiedStep ClassifyStep(const decoders::X86Instruction& pending, uint64_t ri
 bool ResolveLostTraps(InstructionReader& reader, const decoders::X86Instruction& pending,
                       uint64_t rip, int max_extra, std::vector<ClassifiedStep>* out);
 
-// Reads the instruction pointer, the flags and, for a thread stopped by PTRACE_INTERRUPT,
-// whether it was stopped inside a system call (interrupted_syscall.h).
+// Reads the instruction pointer and, for a thread stopped by PTRACE_INTERRUPT, whether it was
+// stopped inside a system call that the kernel will restart (a blocked read, nanosleep, futex).
 struct StoppedThreadState {
   uint64_t rip = 0;
-  uint64_t rflags = 0;
-  SyscallAtStop syscall = SyscallAtStop::kNone;
+  bool in_restartable_syscall = false;
 };
 bool ReadStoppedThread(pid_t tid, StoppedThreadState* out);
 
