@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/core/procfs.h"
+
 namespace pathprof::bench {
 
 class LiveTarget {
@@ -51,8 +53,10 @@ class LiveTarget {
   bool ok_ = false;
 };
 
+// The folder of this benchmark's executable, where the examples and the tracer are built.
 inline std::string BinDir() {
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+  const Result<std::string> exe = procfs::Procfs().Executable(getpid());
+  return exe.ok() ? std::filesystem::path(exe.value()).parent_path().string() : ".";
 }
 
 // A zstd/xz input: 64 MiB of text-like bytes, written once.
