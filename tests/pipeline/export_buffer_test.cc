@@ -4,6 +4,7 @@
 // the profile. Each window let go had reached the profile: its paths still count.
 #include <gtest/gtest.h>
 
+#include "loop_window.h"
 #include "pathprof/pipeline/profile_store.h"
 
 namespace {
@@ -12,19 +13,7 @@ namespace pl = pathprof::pipeline;
 using pathprof::BranchBatch;
 using pathprof::BranchKind;
 
-// A window of 16 branches of a two-branch loop at 0x1000.
-BranchBatch LoopWindow(uint64_t time_ns) {
-  BranchBatch b;
-  b.pid = 4242;
-  b.tid = 7;
-  b.time_ns = time_ns;
-  b.window = true;
-  for (int i = 0; i < 8; ++i) {
-    b.events.push_back({0x1008, 0x1010, 0, 3, BranchKind::kConditional, i % 2 == 0});
-    b.events.push_back({0x1020, 0x1000, 0, 4, BranchKind::kDirectJump, true});
-  }
-  return b;
-}
+using pathprof::testing::LoopWindow;
 
 TEST(ExportBuffer, OldWindowsLetGoAreRetentionNotDrops) {
   pl::SessionConfig config;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "loop_window.h"
 #include "pathprof/decoders/cfi_unwinder.h"
 #include "pathprof/pipeline/profile_store.h"
 
@@ -16,19 +17,7 @@ using pathprof::BranchBatch;
 using pathprof::BranchEvent;
 using pathprof::BranchKind;
 
-// A window of a two-branch loop at 0x1000 (8 taken back edges, the conditional alternating).
-BranchBatch LoopWindow(uint64_t time_ns) {
-  BranchBatch b;
-  b.pid = 4242;
-  b.tid = 7;
-  b.time_ns = time_ns;
-  b.window = true;
-  for (int i = 0; i < 8; ++i) {
-    b.events.push_back({0x1008, 0x1010, 0, 3, BranchKind::kConditional, i % 2 == 0});
-    b.events.push_back({0x1020, 0x1000, 0, 4, BranchKind::kDirectJump, true});
-  }
-  return b;
-}
+using pathprof::testing::LoopWindow;
 
 std::unique_ptr<pl::ProfileStore> Store() {
   auto store =
