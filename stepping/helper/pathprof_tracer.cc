@@ -2,8 +2,10 @@
 //   pathprof-tracer bursts --parent PID --pid PID [--window W] [--rate R] [--cap F]
 //                          [--max-steps N] [--step-mode auto|step|breakpoints|int3|emulate]
 //                          [--seed S] [--verify-emulation 0|1] [--uid U --gid G]
+//                          [--probe TEXT]
 //     runs the burst tracer on its fds 3 (control, from the collector) and 4 (data, to it),
-//     as uid U and gid G (no supplementary groups, no capabilities) when given;
+//     as uid U and gid G (no supplementary groups, no capabilities) when given; with the step
+//     probe result TEXT (as `probe` prints it) instead of its own;
 //   pathprof-tracer probe [--fresh]
 //     prints the step-mechanism probe (step_probe.h), cached or --fresh.
 // Not meant to be run by hand; `pathctl caps` shows the probe.
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "../src/burst_tracer.h"
@@ -80,6 +83,7 @@ bool ParseNumber(const char* text, double* out) {
 
 int RunBursts(int argc, char** argv) {
   pc::PtraceBurstOptions o;
+  std::optional<pc::StepProbeResult> probe;  // --probe: the collector's, instead of our own
   double parent = 0, uid = -1, gid = -1;
   for (int i = 2; i < argc; i += 2) {
     if (i + 1 >= argc) return Usage("every option takes a value");
@@ -89,6 +93,13 @@ int RunBursts(int argc, char** argv) {
     if (key == "--step-mode") {
       if (!pc::ParseStepRequest(value, &o.step_mode))
         return Usage("--step-mode: auto|step|breakpoints|int3|emulate");
+      continue;
+    }
+    if (key == "--probe") {
+      pc::StepProbeResult given;
+      if (!pc::StepProbeResult::Parse(value, &given))
+        return Usage("--probe: a step probe result as `pathprof-tracer probe` prints it");
+      probe = given;
       continue;
     }
     if (!ParseNumber(value, &v)) return Usage("option values are numbers");
@@ -141,7 +152,8 @@ int RunBursts(int argc, char** argv) {
     pc::wire::SendError(kDataFd, st.code(), 0, st.message());
     return 1;
   }
-  return pc::RunBurstTracer(o, kControlFd, kDataFd, static_cast<pid_t>(parent));
+  return pc::RunBurstTracer(o, kControlFd, kDataFd, static_cast<pid_t>(parent),
+                            probe ? &*probe : nullptr);
 }
 
 }  // namespace

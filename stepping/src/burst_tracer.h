@@ -7,12 +7,16 @@
 #include <sys/types.h>
 
 #include "pathprof/stepping/ptrace_bursts.h"
+#include "pathprof/stepping/step_probe.h"
 
 namespace pathprof::stepping {
 
 // Returns the process exit code for the tracer (0: detached cleanly). `parent` is the process
 // that started it: a SIGTERM while it is still our parent comes from PR_SET_PDEATHSIG when only
 // the spawning thread ended, and is not a stop request.
-int RunBurstTracer(const PtraceBurstOptions& options, int control_fd, int data_fd, pid_t parent);
+// `probe`: the step probe's result to decide the mode by; null: this process's
+// (CachedStepProbe).
+int RunBurstTracer(const PtraceBurstOptions& options, int control_fd, int data_fd, pid_t parent,
+                   const StepProbeResult* probe = nullptr);
 
 }  // namespace pathprof::stepping

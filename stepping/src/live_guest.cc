@@ -322,14 +322,13 @@ bool ThreadGuest::LoadVectorState(emulator::CpuState* state) {
   return true;
 }
 
-bool ReadCpuState(pid_t tid, emulator::CpuState* out, bool* in_restartable_syscall) {
+bool ReadCpuState(pid_t tid, emulator::CpuState* out, bool* in_restartable_syscall,
+                  SyscallAtStop* syscall) {
   user_regs_struct r;
   if (ptrace(PTRACE_GETREGS, tid, nullptr, &r) != 0) return false;
-  if (in_restartable_syscall) {
-    // As ReadStoppedThread: orig_rax holds the system call, rax an ERESTART* code (512..516).
-    const long rax = static_cast<long>(r.rax);
-    *in_restartable_syscall = static_cast<long>(r.orig_rax) >= 0 && rax <= -512 && rax >= -516;
-  }
+  if (in_restartable_syscall)
+    *in_restartable_syscall = ClassifySyscallAtStop(r) == SyscallAtStop::kRestarting;
+  if (syscall) *syscall = ClassifySyscallAtStop(r);
   out->gpr = {r.rax, r.rcx, r.rdx, r.rbx, r.rsp, r.rbp, r.rsi, r.rdi,
               r.r8,  r.r9,  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15};
   out->rip = r.rip;

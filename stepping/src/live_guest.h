@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "interrupted_syscall.h"
 #include "page_prefetch.h"
 #include "pathprof/emulator/window_emulator.h"
 
@@ -135,7 +136,9 @@ class ThreadGuest final : public emulator::Guest {
 
 // The general registers, rip, rflags and the fs/gs bases of the stopped thread `tid`; and, when
 // `in_restartable_syscall` is given, whether it was stopped inside a system call the kernel
-// restarts on resume (a blocked read, a futex wait): then it has no user code to run yet.
-bool ReadCpuState(pid_t tid, emulator::CpuState* out, bool* in_restartable_syscall = nullptr);
+// restarts on resume (a blocked read, a futex wait): then it has no user code to run yet;
+// `syscall`, where it stands with respect to a system call (interrupted_syscall.h).
+bool ReadCpuState(pid_t tid, emulator::CpuState* out, bool* in_restartable_syscall = nullptr,
+                  SyscallAtStop* syscall = nullptr);
 
 }  // namespace pathprof::stepping

@@ -16,6 +16,7 @@
 
 #include "burst_wire.h"
 #include "pathprof/core/procfs.h"
+#include "pathprof/stepping/step_probe.h"
 #include "tracer_helper.h"
 
 namespace pathprof::stepping {
@@ -142,6 +143,14 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
   if (options.run_as) {
     args.insert(args.end(), {"--uid", std::to_string(options.run_as->uid), "--gid",
                              std::to_string(options.run_as->gid)});
+    // A tracer that becomes another user in-process is no longer dumpable (the kernel's rule
+    // for a process whose credentials changed), nor is the probe child it forks, whose memory
+    // it then may not read: its own probe found emulation and both breakpoint mechanisms
+    // broken and stepped with single steps, though they work on the user's own (dumpable)
+    // target. It takes this process's probe instead, the one that says what `auto` means
+    // everywhere else (step_probe.h), and so decides as an admin session's tracer does.
+    const StepProbeResult probe = CachedStepProbe();
+    if (probe.ran) args.insert(args.end(), {"--probe", probe.Serialize()});
   }
   PATHPROF_ASSIGN_OR_RETURN(auto helper,
                             SpawnTracerHelper(args, /*raise_priority=*/!options.run_as));

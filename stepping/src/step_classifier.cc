@@ -97,10 +97,8 @@ bool ReadStoppedThread(pid_t tid, StoppedThreadState* out) {
   user_regs_struct regs;
   if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) != 0) return false;
   out->rip = regs.rip;
-  // Inside a syscall, orig_rax holds its number; an interrupted one that the kernel restarts on
-  // resume returns one of the ERESTART* codes (512..516) in rax until then.
-  const long rax = static_cast<long>(regs.rax);
-  out->in_restartable_syscall = static_cast<long>(regs.orig_rax) >= 0 && rax <= -512 && rax >= -516;
+  out->rflags = regs.eflags;
+  out->syscall = ClassifySyscallAtStop(regs);
   return true;
 }
 

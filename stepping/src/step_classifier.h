@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "interrupted_syscall.h"
 #include "pathprof/core/branch.h"
 #include "pathprof/decoders/x86_branch.h"
 #include "pathprof/stepping/instruction_reader.h"
@@ -42,11 +43,12 @@ ClassifiedStep ClassifyStep(const decoders::X86Instruction& pending, uint64_t ri
 bool ResolveLostTraps(InstructionReader& reader, const decoders::X86Instruction& pending,
                       uint64_t rip, int max_extra, std::vector<ClassifiedStep>* out);
 
-// Reads the instruction pointer and, for a thread stopped by PTRACE_INTERRUPT, whether it was
-// stopped inside a system call that the kernel will restart (a blocked read, nanosleep, futex).
+// Reads the instruction pointer, the flags and, for a thread stopped by PTRACE_INTERRUPT,
+// whether it was stopped inside a system call (interrupted_syscall.h).
 struct StoppedThreadState {
   uint64_t rip = 0;
-  bool in_restartable_syscall = false;
+  uint64_t rflags = 0;
+  SyscallAtStop syscall = SyscallAtStop::kNone;
 };
 bool ReadStoppedThread(pid_t tid, StoppedThreadState* out);
 

@@ -354,6 +354,7 @@ class Stepper {
   // and wait (bounded) for it to stop; whatever it stops for is handled here or handed back.
   void Interrupt() {
     out_->end = WindowEnd::kTimedOut;
+    out_->step_trap_owed = stepping_;  // until it turns up below
     if (ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0) {
       out_->thread_stopped = false;
       return;
@@ -376,17 +377,21 @@ class Stepper {
       // A late breakpoint or step: ours, so swallow it. The interrupt is still pending and
       // stops the thread again once it runs; the caller's event loop resumes it then.
       if (o_.mode == StepMode::kInt3) WriteRip(tid_, at);
+      out_->step_trap_owed = false;
       return;
     }
     out_->wait_status = st;  // the program's own signal: the caller delivers it
   }
 
-  // True when the SIGTRAP stop `st` is one of ours; *at is where the thread is to resume.
+  // True when the SIGTRAP stop `st` is one of ours; *at is where the thread is to resume. A
+  // single-step trap is ours only while a step of ours is under way: in a leg it is the
+  // program's own trap flag (set by a popf the leg ran), and goes to its handler.
   bool OurTrap(int st, uint64_t* at) {
     if (!IsSigTrapStop(st)) return false;
     siginfo_t si{};
     if (!StopSigInfo(tid_, &si) || !ReadRip(tid_, at)) return false;
-    if (si.si_code == kTrapTrace || si.si_code == kTrapHwBkpt) return true;
+    if (si.si_code == kTrapTrace) return stepping_;
+    if (si.si_code == kTrapHwBkpt) return true;
     if (si.si_code == kTrapInt3 && ctx_.int3 != nullptr && ctx_.int3->OwnsTrap(*at)) {
       *at -= 1;
       return true;
@@ -415,6 +420,7 @@ class Stepper {
       ctx_.int3->Update({}, std::span<const SoftwareBreakpoints::CodeRange>(
                                 clear, pending->may_be_emulated ? 2 : 1));
     }
+    stepping_ = true;
     if (!SingleStepThread(tid_)) {
       out_->end = WindowEnd::kPtraceError;
       return false;
@@ -467,6 +473,7 @@ class Stepper {
       }
       armed = ctx_.int3->Update(plant, runs);
     }
+    stepping_ = false;
     if (!armed || ptrace(PTRACE_CONT, tid_, nullptr, nullptr) != 0) {
       out_->end = WindowEnd::kPtraceError;
       return false;
@@ -576,6 +583,7 @@ class Stepper {
   SteppedWindow* out_;
   WindowBuilder b_;
   std::vector<ClassifiedStep> lost_;
+  bool stepping_ = false;  // the thread was last let go with a single step, not a leg
 };
 
 }  // namespace

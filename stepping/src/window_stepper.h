@@ -72,6 +72,9 @@ struct SteppedWindow {
   // account_interrupted_legs: a signal stopped the thread at a leg's start to which the leg
   // could have looped back: whether it ran a turn is unknown, and not in `events`.
   bool interrupted_leg_unknown = false;
+  // kTimedOut after a single step: its trap (TRAP_TRACE) never came, and may yet, as the
+  // thread's next signal stop. Any other TRAP_TRACE is the program's own trap flag at work.
+  bool step_trap_owed = false;
   // Time spent creating the thread's debug registers (first use only: the kernel registers one
   // perf event per register), reported so the caller can see it; it counts as stopped time.
   uint64_t setup_ns = 0;

@@ -26,6 +26,7 @@
 #include "pathprof/core/clock.h"
 #include "pathprof/stepping/ptrace_bursts.h"
 #include "ptrace_burst_test_util.h"
+#include "target_process.h"
 
 namespace pathprof::stepping {
 namespace {
@@ -34,104 +35,14 @@ using testing::Bin;
 using testing::WaitFor;
 
 // Every wait in this file is bounded by these (they bound hangs; nothing is timed against them).
-constexpr int kReadyMs = 10000;
-constexpr int kExitMs = 20000;
+using testing::kExitMs;
+using testing::kReadyMs;
+using testing::Target;
 // How long TraceUntil collects before it ends the target (which would run 60 s): the windows
 // the counters ask for came in 8 s alone, but took over 20 s once, in a sanitizer build beside
 // other tests on two CPUs (21 of 40 fault-ended windows after 7,104 bursts).
 constexpr int kCollectMs = 50000;
 constexpr int kCollectorEndMs = 5000;
-
-// An example program on a pipe: its first lines say where things are, its last line how it went.
-class Target {
- public:
-  explicit Target(const std::vector<std::string>& argv) {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(p[1], 1);
-      std::vector<char*> c;
-      for (const std::string& a : argv) c.push_back(const_cast<char*>(a.c_str()));
-      c.push_back(nullptr);
-      execv(c[0], c.data());
-      _exit(127);
-    }
-    close(p[1]);
-    out_ = p[0];
-  }
-  ~Target() {
-    if (pid_ > 0 && !reaped_) {  // a test that failed early: ours to end
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (out_ >= 0) close(out_);
-  }
-  pid_t pid() const { return pid_; }
-
-  // The whole line that is "key" or starts with "key ", waiting for it (bounded); "" when it
-  // never came.
-  std::string Line(const std::string& key) {
-    for (const uint64_t deadline = MonotonicNs() + kReadyMs * 1'000'000ull;;) {
-      std::istringstream lines(text_);
-      std::string line;
-      while (std::getline(lines, line))
-        if ((line == key || line.rfind(key + " ", 0) == 0) && !lines.eof()) return line;
-      const uint64_t now = MonotonicNs();
-      if (now >= deadline || ReadSome(static_cast<int>((deadline - now) / 1'000'000)) == Read::kEnd)
-        break;
-    }
-    ADD_FAILURE() << "no \"" << key << "\" line from pid " << pid_ << ": " << text_;
-    return "";
-  }
-  // The number after "key " ("0x..." or decimal).
-  uint64_t Value(const std::string& key) {
-    const std::string line = Line(key);
-    return line.empty() ? 0 : std::strtoull(line.c_str() + key.size(), nullptr, 0);
-  }
-
-  // Waits (bounded) for it to exit on its own, reading its output to the end; false (and it is
-  // killed) when it does not exit in time.
-  bool Finish() {
-    const uint64_t deadline = MonotonicNs() + kExitMs * 1'000'000ull;
-    auto ms_left = [&] {
-      const uint64_t now = MonotonicNs();
-      return now >= deadline ? 0 : static_cast<int>((deadline - now) / 1'000'000);
-    };
-    while (ms_left() > 0 && ReadSome(ms_left()) != Read::kEnd) {
-    }
-    const bool exited =
-        WaitFor([&] { return waitpid(pid_, &status_, WNOHANG) == pid_; }, ms_left());
-    if (!exited) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status_, 0);
-    }
-    reaped_ = true;
-    return exited;
-  }
-  bool ExitedCleanly() const { return WIFEXITED(status_) && WEXITSTATUS(status_) == 0; }
-  int status() const { return status_; }
-  const std::string& output() const { return text_; }
-
- private:
-  enum class Read { kData, kNothing, kEnd };
-  // Reads what comes within `timeout_ms`.
-  Read ReadSome(int timeout_ms) {
-    pollfd p{out_, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) <= 0) return Read::kNothing;
-    char buf[4096];
-    const ssize_t n = read(out_, buf, sizeof buf);
-    if (n <= 0) return Read::kEnd;
-    text_.append(buf, static_cast<size_t>(n));
-    return Read::kData;
-  }
-
-  pid_t pid_ = -1;
-  int out_ = -1;
-  std::string text_;
-  int status_ = -1;
-  bool reaped_ = false;
-};
 
 // What the collector handed on: windows and notes (a verified window that differed is a note).
 struct Collected {
@@ -212,7 +123,7 @@ std::string Describe(const PtraceBurstStats& s) {
 // window has its end reason; no window is emitted that was not emulated.
 void ExpectEveryBurstAccounted(const PtraceBurstStats& s) {
   EXPECT_EQ(s.bursts, s.emulated_windows + s.aborted_exit + s.aborted_syscall + s.aborted_signal +
-                          s.interrupt_timeouts)
+                          s.aborted_trap_flag + s.interrupt_timeouts)
       << Describe(s);
   uint64_t ends = 0;
   for (uint64_t n : s.emulation_ends) ends += n;

@@ -2,6 +2,7 @@
 // happens (normal stop, the collector's host killed mid-burst, the target exiting, another
 // tracer already present) no thread is left stopped or traced.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/ptrace.h>
 
 #include <mutex>
@@ -249,6 +250,39 @@ TEST(PtraceBurstsTest, BadTargetsGetClearErrors) {
   auto bad = PtraceBurstCollector::Start(o, {});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+}
+
+// A non-admin's session: the tracer becomes the target's user (run_as) before it attaches,
+// which leaves it undumpable, and a probe of its own could not read its probe child's memory
+// (emulation and both breakpoint mechanisms found broken: it stepped with single steps). It
+// takes the mode this process's probe chooses, as an admin session's tracer does.
+TEST(PtraceBurstsTest, TracerRunAsTheUserStepsInTheModeTheProbeChose) {
+  const passwd* nobody = getpwnam("nobody");
+  if (geteuid() != 0 || nobody == nullptr)
+    GTEST_SKIP()
+        << "needs root and the user nobody: the tracer becomes nobody to trace its process";
+  const std::string uid = std::to_string(nobody->pw_uid), gid = std::to_string(nobody->pw_gid);
+  pid_t target = Spawn({"/usr/bin/setpriv", "--reuid=" + uid, "--regid=" + gid, "--clear-groups",
+                        Bin("example_hotloop_static"), "0"});
+  ASSERT_GT(target, 0);
+  ASSERT_TRUE(WaitFor([&] { return testing::ReadProcStat(target).cpu_ticks > 0; }, 5000));
+  ASSERT_TRUE(
+      WaitFor([&] { return testing::StatusField(target, "Uid").rfind(uid, 0) == 0; }, 5000));
+  Collected got;
+  PtraceBurstOptions o = FastOptions(target);
+  o.run_as = TracerCredentials{nobody->pw_uid, nobody->pw_gid};
+  auto c = PtraceBurstCollector::Start(o, got.Sink());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const StepModeChoice choice = ChooseStepMode(std::nullopt, CachedStepProbe());
+  ASSERT_TRUE(choice.ok) << choice.reason;
+  EXPECT_EQ(StepModeName((*c)->step_mode()), StepModeName(choice.mode)) << choice.reason;
+  EXPECT_TRUE(WaitFor([&] { return got.size() >= 5; }, 10000));
+  const PtraceBurstStats s = (*c)->Stop();
+  EXPECT_TRUE(s.detached);
+  EXPECT_GE(s.windows, 5u);
+  EXPECT_EQ(StepModeName(static_cast<StepMode>(s.step_mode)), StepModeName(choice.mode));
+  EXPECT_TRUE(RunsFreely(target));
+  KillAndReap(target);
 }
 
 }  // namespace

@@ -147,7 +147,18 @@ struct PtraceBurstStats {
   uint64_t verify_diverged = 0;       // the real thread retired other branches
   uint64_t verify_state_differs = 0;  // identical events, but registers differed at the end
   uint64_t verify_unchecked = 0;      // stepping ended early (a signal, an exit, too long)
-  uint8_t step_mode = 0;              // StepMode in use now
+  // Bursts that found SIGTRAPs of the thread's own in play: it single-steps itself (its trap
+  // flag set), or, for a window that traps, it blocks or ignores SIGTRAP (in its handler),
+  // where a trap of ours would reset its handler. Neither stepped nor emulated then.
+  uint64_t aborted_trap_flag = 0;
+  // Interrupt stops (a burst's, or the detach's) that found a thread in a system call returning
+  // EINTR rather than restarting (epoll_wait, sigtimedwait, recv with a timeout: it fell asleep
+  // after it was found running): restarted, as the kernel restarts the others; or left, when a
+  // signal of the program's own was pending (its EINTR) or the registers could not be set.
+  uint64_t syscalls_restarted = 0;
+  uint64_t syscalls_left_interrupted = 0;
+  uint64_t traps_forwarded = 0;  // of signals_forwarded, SIGTRAPs of the program's own trap flag
+  uint8_t step_mode = 0;         // StepMode in use now
   bool target_exited = false;
   bool detached = false;            // the tracer detached every thread and exited cleanly
   int32_t target_exit_status = -1;  // exit code, or 128 + signal; -1 when unknown or running
