@@ -93,6 +93,19 @@ PtraceBurstOptions EmulateOptions(pid_t pid, bool verify) {
   return o;
 }
 
+// For the programs that fault in every round (example_guard's --probe and --toggle-*): each
+// SIGSEGV is a signal-delivery stop of the traced thread, charged to the stopped-time cap like
+// a window. At ~8,000 faults a second and ~45 us a stop (2-vCPU AMD EPYC PVM guest), those
+// stops alone took 70% of the time (35 s of 51) whenever tracer and target ran on separate
+// CPUs, a 50% cap then let ~3 bursts a second through, and the test waited 50 s for windows
+// it otherwise had in 0.6 s (a coin toss per run, before and after any tracer change). Room
+// for windows beside the program's own stops; what is asserted is unchanged.
+PtraceBurstOptions EmulateFaultingOptions(pid_t pid) {
+  PtraceBurstOptions o = EmulateOptions(pid, false);
+  o.max_stopped_fraction = 0.95;
+  return o;
+}
+
 // How many emulated windows ended for `reason` ("unreadable", "self_modifying", ...).
 uint64_t Ended(const PtraceBurstStats& s, std::string_view reason) {
   for (size_t i = 0; i < kEmulationEndSlots; ++i)
@@ -115,7 +128,10 @@ std::string Describe(const PtraceBurstStats& s) {
     << s.threads_exited << "; resets " << s.emulation_resets << "; "
     << (s.emulated_windows ? s.emulation_ns / s.emulated_windows / 1000 : 0)
     << " us emulating per window, " << s.stopped_ns / 1'000'000 << " ms stopped ("
-    << s.event_stopped_ns / 1'000'000 << " ms for events) in " << s.elapsed_ns / 1'000'000 << " ms";
+    << s.event_stopped_ns / 1'000'000 << " ms for " << s.event_stops << " events) in "
+    << s.elapsed_ns / 1'000'000 << " ms; signals forwarded " << s.signals_forwarded
+    << "; bursts deferred by the cap " << s.deferred_cap << ", skipped (no thread running) "
+    << s.skipped_no_thread;
   return o.str();
 }
 
@@ -250,7 +266,7 @@ TEST(EmulatedWindowsHostile, LoadFromAGuardPageEndsUnreadable) {
   const uint64_t after_load = target.Value("after_faulting_load");
   Collected got;
   const PtraceBurstStats s =
-      TraceUntil(target, EmulateOptions(target.pid(), false), got,
+      TraceUntil(target, EmulateFaultingOptions(target.pid()), got,
                  [](const PtraceBurstStats& s) { return Ended(s, "unreadable") >= 20; });
   EXPECT_TRUE(target.ExitedCleanly()) << target.output();
   ExpectEveryBurstAccounted(s);
@@ -267,7 +283,7 @@ TEST(EmulatedWindowsHostile, ReadsUseThePermissionsOfTheMoment) {
   const uint64_t after_load = target.Value("after_faulting_load");
   Collected got;
   const PtraceBurstStats s =
-      TraceUntil(target, EmulateOptions(target.pid(), false), got,
+      TraceUntil(target, EmulateFaultingOptions(target.pid()), got,
                  [](const PtraceBurstStats& s) { return Ended(s, "unreadable") >= 40; });
   EXPECT_TRUE(target.ExitedCleanly()) << target.output();
   ExpectEveryBurstAccounted(s);
@@ -284,7 +300,7 @@ TEST(EmulatedWindowsHostile, WritesUseThePermissionsOfTheMoment) {
   const uint64_t after_store = target.Value("after_faulting_store");
   Collected got;
   const PtraceBurstStats s =
-      TraceUntil(target, EmulateOptions(target.pid(), false), got,
+      TraceUntil(target, EmulateFaultingOptions(target.pid()), got,
                  [](const PtraceBurstStats& s) { return Ended(s, "fault") >= 40; });
   EXPECT_TRUE(target.ExitedCleanly()) << target.output();
   ExpectEveryBurstAccounted(s);
