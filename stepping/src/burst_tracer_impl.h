@@ -60,7 +60,6 @@ inline constexpr uint64_t kStatsIntervalNs = 100'000'000;
 inline constexpr uint64_t kFlushIntervalNs = 20'000'000;
 inline constexpr size_t kOutboxBytes = 64 * 1024;
 
-inline constexpr uint64_t kTrapFlag = 0x100;  // EFLAGS.TF: a trap after every instruction
 
 inline bool IsGroupStopSignal(int sig) {
   return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;

@@ -102,6 +102,9 @@ bool BurstTracer::StepWindow(pid_t tid, uint64_t t0, uint64_t room,
     case WindowEnd::kEmulationEnded:  // not a stepped end
       ++stats_.aborted_ptrace;
       break;
+    case WindowEnd::kTrapFlag:
+      ++stats_.aborted_trap_flag;  // the thread runs on to the program's own trap
+      break;
     case WindowEnd::kTimedOut:
       ++stats_.aborted_timeout;
       OnTimeout();

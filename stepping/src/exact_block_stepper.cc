@@ -61,6 +61,7 @@ BlockRun RunBlocks(pid_t tid, uint64_t rip, const StepContext& context,
     case WindowEnd::kStopLimit:
     case WindowEnd::kBudget:
     case WindowEnd::kComplete:
+    case WindowEnd::kTrapFlag:  // stopped after the program's popf: the next run goes on from it
       run.end = BlockRun::End::kStopped;
       break;
     case WindowEnd::kSignal:

@@ -23,7 +23,9 @@ namespace pathprof::stepping {
 namespace {
 
 constexpr int kStartTimeoutMs = 10000;  // probe (first time per boot) and seizing every thread
-constexpr int kQuitTimeoutMs = 600;     // the tracer's own detach is bounded at 400 ms
+// The tracer's own detach is bounded at 400 ms; before it, the window under way when the stop
+// came ends within the stopped time the cap leaves it (up to cap x 1 s).
+constexpr int kQuitTimeoutMs = 600;
 constexpr int kKillTimeoutMs = 400;
 
 std::string CommandName(pid_t pid) {
@@ -155,6 +157,10 @@ Result<std::unique_ptr<PtraceBurstCollector>> PtraceBurstCollector::Start(
   PATHPROF_ASSIGN_OR_RETURN(auto helper,
                             SpawnTracerHelper(args, /*raise_priority=*/!options.run_as));
   std::unique_ptr<PtraceBurstCollector> c(new PtraceBurstCollector());
+  // A verified window under way at the stop (thousands of single steps, up to the cap's room:
+  // 0.5 s at a 50% cap) plus the detach: with 600 ms alone, a loaded host killed a tracer that
+  // was finishing its window.
+  c->quit_timeout_ms_ = kQuitTimeoutMs + static_cast<int>(options.max_stopped_fraction * 1000);
   c->sink_ = std::move(sink);
   c->tracer_pid_ = helper.pid;
   c->pidfd_ = helper.pidfd;
@@ -323,7 +329,7 @@ PtraceBurstStats PtraceBurstCollector::Stop() {
            wire::Receive(data_fd_, 50, &h, &payload) != wire::ReceiveResult::kEof) {
     }
   }
-  if (!(reading ? WaitFinished(kQuitTimeoutMs) : (Reap(kQuitTimeoutMs), tracer_status_ >= 0))) {
+  if (!(reading ? WaitFinished(quit_timeout_ms_) : (Reap(quit_timeout_ms_), tracer_status_ >= 0))) {
     // Wedged beyond its own deadlines: end it. The kernel then detaches every thread.
     if (tracer_pid_ > 0) kill(tracer_pid_, SIGKILL);
     killed_ = true;

@@ -212,6 +212,14 @@ bool ReadRip(pid_t tid, uint64_t* rip) {
   return true;
 }
 
+bool ReadRipAndFlags(pid_t tid, uint64_t* rip, uint64_t* rflags) {
+  user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) != 0) return false;
+  *rip = regs.rip;
+  *rflags = regs.eflags;
+  return true;
+}
+
 bool WriteRip(pid_t tid, uint64_t rip) {
   return ptrace(PTRACE_POKEUSER, tid, reinterpret_cast<void*>(offsetof(user_regs_struct, rip)),
                 reinterpret_cast<void*>(rip)) == 0;

@@ -78,11 +78,16 @@ bool PokeDebugRegister(pid_t tid, int index, uint64_t value);
 bool PeekDebugRegister(pid_t tid, int index, uint64_t* value);
 
 bool ReadRip(pid_t tid, uint64_t* rip);
+// rip and EFLAGS in one request. The kernel hides the trap flag its own single step set: a TF
+// read here is the program's (set by a popf or iret it ran).
+bool ReadRipAndFlags(pid_t tid, uint64_t* rip, uint64_t* rflags);
 bool WriteRip(pid_t tid, uint64_t rip);
 // EFLAGS.RF: the next instruction ignores its execute breakpoint (x86 resume flag).
 bool SetResumeFlag(pid_t tid);
 // The siginfo of the signal `tid` is stopped for; false when it is not in a signal stop.
 bool StopSigInfo(pid_t tid, siginfo_t* info);
+
+inline constexpr uint64_t kTrapFlag = 0x100;  // EFLAGS.TF: a trap after every instruction
 
 // si_code of the SIGTRAP stops the tracers cause.
 inline constexpr int kTrapTrace = 2;    // TRAP_TRACE: a single step

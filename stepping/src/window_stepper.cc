@@ -433,8 +433,17 @@ class Stepper {
       return false;
     }
     ++out_->single_steps;
-    if (!ReadRip(tid_, rip)) {
+    uint64_t rflags = 0;
+    if (!ReadRipAndFlags(tid_, rip, &rflags)) {
       out_->end = WindowEnd::kPtraceError;
+      return false;
+    }
+    if (rflags & kTrapFlag) {
+      // The instruction stepped was the program's own popf (or iret) setting its trap flag: the
+      // kernel left the flag the program's, and every trap from here on is the program's, its
+      // first after the next instruction. Stepping on would take them as ours (its handler
+      // lost 30 traps of a round that way); the window ends and the thread runs on untouched.
+      out_->end = WindowEnd::kTrapFlag;
       return false;
     }
     const ClassifiedStep c = ClassifyStep(*pending, *rip);
@@ -610,6 +619,8 @@ std::string_view WindowEndName(WindowEnd end) {
       return "timed-out";
     case WindowEnd::kEmulationEnded:
       return "emulation-ended";
+    case WindowEnd::kTrapFlag:
+      return "trap-flag";
   }
   return "?";
 }

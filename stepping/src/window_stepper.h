@@ -56,6 +56,7 @@ enum class WindowEnd : uint8_t {
   kPtraceError,     // a ptrace request failed (thread vanished)
   kTimedOut,        // a stop did not come by its deadline: breakpoint never fired, trap lost
   kEmulationEnded,  // kEmulate: the emulator ended the window early (its reason counted apart)
+  kTrapFlag,        // a stepped instruction (popf, iret) set the program's own trap flag
 };
 std::string_view WindowEndName(WindowEnd end);
 

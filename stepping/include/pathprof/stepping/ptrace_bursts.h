@@ -149,7 +149,8 @@ struct PtraceBurstStats {
   uint64_t verify_unchecked = 0;      // stepping ended early (a signal, an exit, too long)
   // Bursts that found SIGTRAPs of the thread's own in play: it single-steps itself (its trap
   // flag set), or, for a window that traps, it blocks or ignores SIGTRAP (in its handler),
-  // where a trap of ours would reset its handler. Neither stepped nor emulated then.
+  // where a trap of ours would reset its handler. Neither stepped nor emulated then. Also a
+  // stepped window that ran the program's own popf setting the flag: no window from it.
   uint64_t aborted_trap_flag = 0;
   // Interrupt stops (a burst's, or the detach's) that found a thread in a system call returning
   // EINTR rather than restarting (epoll_wait, sigtimedwait, recv with a timeout: it fell asleep
@@ -217,6 +218,7 @@ class PtraceBurstCollector {
   int data_fd_ = -1;     // tracer -> us: framed messages
   int control_fd_ = -1;  // us -> tracer: closing it asks the tracer to detach and exit
   StepMode step_mode_ = StepMode::kSingleStep;
+  int quit_timeout_ms_ = 0;  // how long the tracer may take to finish its window and detach
   std::thread reader_;
   mutable std::mutex mu_;
   std::condition_variable finished_cv_;
