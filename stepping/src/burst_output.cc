@@ -22,12 +22,17 @@ void BurstTracer::EmitWindow(pid_t tid, uint64_t t0, SteppedWindow w, ThreadStac
   if (outbox_.empty()) outbox_since_ns_ = MonotonicNs();
   wire::AppendWindow(batch, &outbox_);
   ++outbox_windows_;
-  if (outbox_.size() >= kOutboxBytes) Flush();
+  const bool is_short = w.taken < options_.window_taken;
+  outbox_short_ += is_short;
+  outbox_events_ += batch.events.size();
+  outbox_taken_ += w.taken;
+  outbox_instructions_ += w.instructions;
   ++stats_.windows;
-  if (w.taken < options_.window_taken) ++stats_.windows_short;
+  stats_.windows_short += is_short;
   stats_.events += batch.events.size();
   stats_.taken += w.taken;
   stats_.instructions += w.instructions;
+  if (outbox_.size() >= kOutboxBytes) Flush();
 }
 
 void BurstTracer::Flush() {
@@ -37,9 +42,13 @@ void BurstTracer::Flush() {
   if (sent == wire::SendResult::kFull) {
     stats_.windows_dropped_pipe += outbox_windows_;
     stats_.windows -= outbox_windows_;
+    stats_.windows_short -= outbox_short_;
+    stats_.events -= outbox_events_;
+    stats_.taken -= outbox_taken_;
+    stats_.instructions -= outbox_instructions_;
   }
   outbox_.clear();
-  outbox_windows_ = 0;
+  outbox_windows_ = outbox_short_ = outbox_events_ = outbox_taken_ = outbox_instructions_ = 0;
 }
 
 void BurstTracer::SendStats(bool final) {

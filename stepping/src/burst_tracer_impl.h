@@ -60,7 +60,6 @@ inline constexpr uint64_t kStatsIntervalNs = 100'000'000;
 inline constexpr uint64_t kFlushIntervalNs = 20'000'000;
 inline constexpr size_t kOutboxBytes = 64 * 1024;
 
-
 inline bool IsGroupStopSignal(int sig) {
   return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
@@ -307,6 +306,9 @@ class BurstTracer {
   uint64_t stats_sent_ns_ = 0;
   std::vector<uint8_t> outbox_;  // framed window messages not yet written (Flush)
   uint64_t outbox_windows_ = 0;
+  // What the outbox's windows added to the counters, taken back when the pipe refuses them:
+  // the counters describe the windows the collector got.
+  uint64_t outbox_short_ = 0, outbox_events_ = 0, outbox_taken_ = 0, outbox_instructions_ = 0;
   uint64_t outbox_since_ns_ = 0;
   // Emulated windows ended by an instruction, by (mnemonic, reason); bounded by the mnemonics.
   std::map<std::pair<uint16_t, uint8_t>, uint64_t> ending_counts_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <iterator>
 
@@ -53,6 +54,24 @@ SendResult Send(int fd, Type type, const void* payload, uint32_t size) {
   return SendBytes(fd, buf.data(), buf.size());
 }
 
+namespace {
+
+// Whether `fd` became writable within timeout_ms, through any signals that interrupt the wait.
+bool AwaitWritable(int fd, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() < 0) return false;
+    pollfd p{fd, POLLOUT, 0};
+    const int n = poll(&p, 1, static_cast<int>(left.count()));
+    if (n > 0) return true;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
+}  // namespace
+
 SendResult SendBytes(int fd, const uint8_t* data, size_t size) {
   // Messages are written whole or not at all: the pipe is large (F_SETPIPE_SZ) and a batch is
   // small against it, so a write that would not fit is refused up front by the kernel only when
@@ -67,8 +86,10 @@ SendResult SendBytes(int fd, const uint8_t* data, size_t size) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) {
       if (done == 0) return SendResult::kFull;
-      pollfd p{fd, POLLOUT, 0};
-      if (poll(&p, 1, 1000) <= 0) return SendResult::kBroken;  // stream now cut mid-message
+      // The rest within a second, or the stream is cut mid-message. A signal (the tracer's
+      // ticker interrupts its waits) is no reason to give up: taken as one, it ended a tracer
+      // whose collector was only slow to read, mid-session, on a loaded host.
+      if (!AwaitWritable(fd, 1000)) return SendResult::kBroken;
       continue;
     }
     return SendResult::kBroken;

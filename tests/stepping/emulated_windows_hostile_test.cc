@@ -196,7 +196,7 @@ PtraceBurstStats TraceUntil(Target& target, const PtraceBurstOptions& o, Collect
   EXPECT_TRUE(target.Finish()) << "the target did not exit within " << kExitMs << " ms";
   EXPECT_TRUE((*c)->WaitFinished(kCollectorEndMs)) << "the session did not end with the target";
   const PtraceBurstStats s = (*c)->Stop();
-  EXPECT_TRUE(s.target_exited) << Describe(s);
+  EXPECT_TRUE(s.target_exited) << Describe(s) << "; the tracer's failure: " << (*c)->failure();
   EXPECT_FALSE((*c)->killed());
   std::printf("%s\n", Describe(s).c_str());
   return s;
