@@ -189,6 +189,9 @@ Status StartMetrics(const DaemonConfig& config, const ProfilerService& service,
     h.connections_refused_per_client = listener.refused_per_client();
     h.connections_refused_total = listener.refused_total();
     h.connections_closed_idle = listener.idle_shut_down();
+    for (int r = 0; r < Http2Guard::kReasons; ++r)
+      h.connections_closed_http2_guard[r] =
+          listener.guard_closed(static_cast<Http2Guard::Reason>(r));
     h.per_session = config.metrics_per_session;
     h.images = service.sessions()->symbols().ImageCacheCounts();
     peers.Prune();
@@ -296,6 +299,7 @@ int Main(int argc, char** argv) {
   connection_limits.guaranteed_per_client = config.limits.guaranteed_connections_per_client;
   connection_limits.idle_timeout = std::chrono::seconds(config.limits.idle_connection_timeout_s);
   connection_limits.admin_group = config.admin_group;
+  connection_limits.streams_before_ack = config.limits.max_streams_per_connection;
   unix_listener.Start(server->get(), &peers, connection_limits);
   service.SetClientCounter([&peers] {
     peers.Prune();

@@ -84,6 +84,12 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
            "connections shut down with no call in a handler for limits.idle_connection_timeout_s");
   w.Sample("pathprofd_connections_closed_idle_total", "",
            static_cast<double>(h.connections_closed_idle));
+  w.Family("pathprofd_connections_closed_http2_guard_total", "counter",
+           "connections closed before the client acknowledged the daemon's SETTINGS, by reason");
+  for (int r = 0; r < Http2Guard::kReasons; ++r)
+    w.Sample("pathprofd_connections_closed_http2_guard_total",
+             Label("reason", Http2Guard::ReasonName(static_cast<Http2Guard::Reason>(r))),
+             static_cast<double>(h.connections_closed_http2_guard[r]));
   w.Family("pathprofd_image_cache_bytes", "gauge", "ELF images held to symbolize");
   w.Sample("pathprofd_image_cache_bytes", "", static_cast<double>(h.images.bytes));
   w.Family("pathprofd_image_cache_images", "gauge", "ELF images held to symbolize");

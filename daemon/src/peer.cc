@@ -119,7 +119,7 @@ size_t PeerRegistry::ShutDownIdle(std::chrono::steady_clock::duration idle) {
 size_t FdBoundConnections() {
   rlimit fds{};
   if (getrlimit(RLIMIT_NOFILE, &fds) != 0 || fds.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
-  return static_cast<size_t>(fds.rlim_cur / 4);
+  return static_cast<size_t>(fds.rlim_cur / 8);
 }
 
 size_t EffectiveTotal(size_t total) {

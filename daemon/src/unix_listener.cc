@@ -89,6 +89,13 @@ void UnixListener::Start(grpc::Server* server, PeerRegistry* peers, ConnectionLi
   hard_total_ = FdBoundConnections();
   limits_.total = EffectiveTotal(limits_.total);
   limits_.admin_reserve = std::min(limits_.admin_reserve, limits_.total / 2);
+  Http2GuardLimits guard;
+  guard.streams_before_ack = limits_.streams_before_ack;
+  guard.ack_timeout = limits_.idle_timeout.count() > 0
+                          ? std::min(limits_.settings_ack_timeout, limits_.idle_timeout)
+                          : limits_.settings_ack_timeout;
+  if (Status s = guard_.Start(guard); !s.ok())
+    Log(kLogError, "HTTP/2 guard: %s; connections are refused", s.message().c_str());
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -149,10 +156,20 @@ void UnixListener::Accept() {
     close(c);
     return;
   }
-  peers_->Record(c, p);
+  // gRPC gets the guard's end of a socketpair, and the peer is recorded under that fd: it is
+  // the one gRPC names ("fd:N") and the one the idle timeout shuts down.
+  auto relayed = guard_.Adopt(c);
+  if (!relayed.ok()) {
+    Log(kLogWarning, "connection from uid %u pid %d: %s", cred.uid, cred.pid,
+        relayed.status().message().c_str());
+    return;
+  }
+  const int g = relayed.value();
+  peers_->Record(g, p);
   ++accepted_;
-  Log(kLogDebug, "connection fd %d from uid %u pid %d", c, cred.uid, cred.pid);
-  grpc::AddInsecureChannelFromFd(server_, c);  // gRPC owns (and closes) the fd from here
+  Log(kLogDebug, "connection fd %d (relayed from fd %d) from uid %u pid %d", g, c, cred.uid,
+      cred.pid);
+  grpc::AddInsecureChannelFromFd(server_, g);  // gRPC owns (and closes) the fd from here
   if ((accepted_ & 255) == 0) peers_->Prune();
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -32,10 +33,12 @@ std::string JsonField(const std::string& json, const std::string& key) {
 }
 
 // scripts/http2-stream-flood.py run as the test user against the daemon's socket: `streams`
-// half-open streams on one connection, then the connection held for `hold_s`.
+// half-open streams on one connection, then the connection held for `hold_s`; with `no_ack` the
+// daemon's SETTINGS are never acknowledged.
 class Flood {
  public:
-  Flood(const Daemon& d, int streams, double hold_s) : log_(d.dir() + "/flood.log") {
+  Flood(const Daemon& d, int streams, double hold_s, bool no_ack = false)
+      : log_(d.dir() + "/flood.log") {
     std::vector<std::string> argv = AsUserArgv();
     for (const std::string& a :
          {std::string("/usr/bin/python3"),
@@ -43,6 +46,7 @@ class Flood {
           std::string("--streams"), std::to_string(streams), std::string("--hold"),
           std::to_string(hold_s)})
       argv.push_back(a);
+    if (no_ack) argv.push_back("--no-ack");
     pid_ = Spawn(argv, log_);
   }
   ~Flood() {
@@ -118,6 +122,53 @@ TEST(HostileHttp2, HalfOpenStreamsPastTheBoundCloseTheConnection) {
               report.c_str(), rss_before, rss_during, rss_after);
   EXPECT_LT(rss_during - rss_before, 64) << "RSS grew in MiB with the streams open";
   EXPECT_LE(rss_after - rss_before, 32) << "RSS in MiB 10 s after the connection closed";
+  ASSERT_TRUE(d.Alive()) << d.Log();
+}
+
+// The same flood from a client that never acknowledges the daemon's SETTINGS: gRPC 1.51 applies
+// the announced bound only once acknowledged, so it took every stream (86,400 in a minute, the
+// daemon's RSS past a gigabyte and still growing after the close). The HTTP/2 guard in front of
+// gRPC counts the streams opened before the acknowledgement and closes the connection past the
+// bound (50 here), which /metrics counts; the memory stays bounded and root is served.
+TEST(HostileHttp2, StreamsBeforeTheSettingsAckPastTheBoundCloseTheConnection) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string saved = asan != nullptr ? asan : "";
+  setenv("ASAN_OPTIONS",
+         (saved + ":quarantine_size_mb=8:thread_local_quarantine_size_kb=64").c_str(), 1);
+  Daemon d =
+      HostileSetup("max_streams_per_connection = 50\n[metrics]\naddress = \"127.0.0.1:0\"\n");
+  setenv("ASAN_OPTIONS", saved.c_str(), 1);
+  ASSERT_TRUE(d.Ready()) << d.Log();
+  ExpectRootServedWithinASecond(d);
+  const long rss_before = RssMiB(d.pid());
+  Flood flood(d, 20000, 3, /*no_ack=*/true);
+  ASSERT_TRUE(flood.WaitSent(std::chrono::seconds(15))) << flood.Report();
+  const long rss_during = RssMiB(d.pid());
+  ExpectRootServedWithinASecond(d);
+  const std::string report = flood.Report();
+  EXPECT_EQ(JsonField(report, "settings_seen"), "true") << report;
+  EXPECT_EQ(JsonField(report, "closed_by_server"), "true") << report;
+  // At the bound, not at the acknowledgement's deadline (10 s) or the idle timeout (60 s).
+  EXPECT_LT(std::atof(JsonField(report, "closed_after_s").c_str()), 5.0) << report;
+  long rss_after = RssMiB(d.pid());
+  for (int i = 0; i < 100 && rss_after > rss_before + 32; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rss_after = RssMiB(d.pid());
+  }
+  std::printf(
+      "20,000 half-open streams, SETTINGS never acknowledged: %s; daemon RSS %ld MiB before, "
+      "%ld with them, %ld after\n",
+      report.c_str(), rss_before, rss_during, rss_after);
+  EXPECT_LT(rss_during - rss_before, 64) << "RSS grew in MiB with the streams open";
+  EXPECT_LE(rss_after - rss_before, 32) << "RSS in MiB 10 s after the connection closed";
+  std::smatch port;
+  const std::string log = d.Log();
+  ASSERT_TRUE(std::regex_search(log, port, std::regex("\\(port ([0-9]+)\\)"))) << log;
+  const std::string metrics = Sh("curl -s http://127.0.0.1:" + port[1].str() + "/metrics").out;
+  EXPECT_NE(metrics.find("pathprofd_connections_closed_http2_guard_total{reason=\"streams_before_"
+                         "settings_ack\"} 1\n"),
+            std::string::npos)
+      << metrics;
   ASSERT_TRUE(d.Alive()) << d.Log();
 }
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "pathprof/core/status.h"
+#include "pathprof/daemon/http2_guard.h"
 #include "pathprof/daemon/service.h"
 #include "pathprof/decoders/image_cache.h"
 
@@ -26,6 +27,9 @@ struct DaemonHealth {
   uint64_t connections_refused_per_client = 0;
   uint64_t connections_refused_total = 0;
   uint64_t connections_closed_idle = 0;  // shut down at limits.idle_connection_timeout_s
+  // Closed by the HTTP/2 guard before the client acknowledged the daemon's SETTINGS, by
+  // Http2Guard::Reason.
+  uint64_t connections_closed_http2_guard[Http2Guard::kReasons] = {};
   bool per_session = false;  // metrics.per_session: label target series with session and pid
   decoders::ImageCacheStats images;
 };

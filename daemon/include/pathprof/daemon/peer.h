@@ -94,9 +94,15 @@ struct ConnectionLimits {
   size_t guaranteed_per_client = 2;
   std::chrono::seconds idle_timeout{60};
   std::string admin_group;  // who is an admin (IsAdmin)
+  // limits.max_streams_per_connection: before a client acknowledges the SETTINGS announcing
+  // it, the HTTP/2 guard enforces it (http2_guard.h); and the time it gives the client to
+  // acknowledge (at most idle_timeout).
+  uint32_t streams_before_ack = 100;
+  std::chrono::seconds settings_ack_timeout{10};
 };
-// The most connections the fd limit allows: each holds two descriptors (gRPC's and the
-// registry's duplicate), and half the descriptors stay for sessions.
+// The most connections the fd limit allows: each holds four descriptors (the client's socket
+// and the HTTP/2 guard's end of the socketpair, gRPC's end and the registry's duplicate of it),
+// and half the descriptors stay for sessions.
 size_t FdBoundConnections();
 // `total` lowered to FdBoundConnections().
 size_t EffectiveTotal(size_t total);

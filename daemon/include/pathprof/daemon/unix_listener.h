@@ -1,6 +1,8 @@
 // The Unix-socket front door: pathprofd binds and accepts itself so it can read each peer's
 // SO_PEERCRED and SO_PEERGROUPS, records them in the PeerRegistry, then gives the connected fd to
-// gRPC (grpc::AddInsecureChannelFromFd). gRPC then names the call's peer "fd:N". Once a second
+// gRPC (grpc::AddInsecureChannelFromFd) through the HTTP/2 guard (http2_guard.h): gRPC gets the
+// guard's end of a socketpair, and the peer is recorded under that fd, which gRPC then names as
+// the call's peer "fd:N". Once a second
 // the same thread shuts down the connections idle past limits.idle_connection_timeout_s and
 // hands the memory of closed ones back to the system.
 #pragma once
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "pathprof/core/status.h"
+#include "pathprof/daemon/http2_guard.h"
 #include "pathprof/daemon/peer.h"
 
 namespace grpc {
@@ -38,6 +41,8 @@ class UnixListener {
   uint64_t refused_total() const { return refused_total_; }
   // Connections shut down for having no call in a handler for the idle timeout.
   uint64_t idle_shut_down() const { return idle_shut_down_; }
+  // Connections the HTTP/2 guard closed, by reason (Http2Guard::Reason).
+  uint64_t guard_closed(Http2Guard::Reason r) const { return guard_.closed(r); }
 
  private:
   void Loop();
@@ -59,6 +64,8 @@ class UnixListener {
   std::atomic<uint64_t> refused_total_{0};
   std::atomic<uint64_t> idle_shut_down_{0};
   std::chrono::steady_clock::time_point last_prune_{};
+  // Last: its destructor closes the relayed connections after the server has shut down.
+  Http2Guard guard_;
 };
 
 }  // namespace pathprof::daemon
