@@ -1,4 +1,4 @@
-#include "http2_frame_scanner.h"
+#include "pathprof/daemon/http2_frame_scanner.h"
 
 #include <algorithm>
 #include <cstring>

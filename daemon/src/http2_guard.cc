@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "http2_frame_scanner.h"
+#include "pathprof/daemon/http2_frame_scanner.h"
 
 namespace pathprof::daemon {
 namespace {
