@@ -1,7 +1,8 @@
 # pathprof: thin wrapper over CMake + Ninja. `make` builds, `make test` installs what is missing
 # and runs every test under ASan+UBSan, `make check-figures` runs the full-size measurements
 # against their bars, `make demo` shows it working, `make bench` measures, `make deb` builds the
-# Debian package (and runs lintian on it), `make check-packaging` boots it in a container.
+# Debian package (and runs lintian on it), `make check-packaging` boots it in a container,
+# `make fuzz` runs every libFuzzer target for FUZZ_SECONDS each.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 DEB_BUILD  ?= build-deb
@@ -19,8 +20,8 @@ export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_f
 # looks for sources there); the code is the same.
 export CCACHE_NOHASHDIR ?= true
 
-.PHONY: all deps configure test test-release check-figures check-packaging bench demo deb format \
-        clean
+.PHONY: all deps configure test test-release check-figures check-packaging fuzz bench demo deb \
+        format clean
 
 all: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -64,6 +65,14 @@ check-figures: deps $(ASAN_BUILD)/build.ninja
 check-packaging: deps $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	PATHPROF_BOOT_BOOTSTRAP=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -L boot
+
+# Every libFuzzer target (tests/fuzz/) for FUZZ_SECONDS each, one after another, from its seeds
+# and the shared corpus; new inputs go to the build tree, crashes to
+# $(ASAN_BUILD)/tests/fuzz/<name>-crash-*. `make test` runs each only briefly (its fuzz_* tests).
+FUZZ_SECONDS ?= 300
+fuzz: deps $(ASAN_BUILD)/build.ninja
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target fuzzers
+	sh $(ASAN_BUILD)/tests/fuzz/fuzz_all.sh $(FUZZ_SECONDS)
 
 bench: all
 	scripts/run-benchmarks.sh $(BUILD)
