@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
+#include "busy_work.h"
 #include "code_pages.h"
 
 static atomic_int stop;
@@ -76,15 +77,6 @@ static void* RecvSleeper(void* arg) {
   while (!atomic_load(&stop)) Count(recv(sv[0], &c, 1, 0), &eintr_recv, "recv");
   return NULL;
 }
-
-__attribute__((noinline)) static uint64_t Spin(unsigned n) {
-  uint64_t acc = 0;
-  for (unsigned i = 0; i < n; ++i) acc = (i & 1) ? acc + i * 5u : acc ^ i;
-  return acc;
-}
-
-static volatile uint64_t sink;
-static volatile unsigned spin_n = 1000; /* read each call: no call is hoisted out of a loop */
 
 /* Busy for a while (a counted loop, a few milliseconds here), then asleep as long. */
 static void* Busy(void* arg) {

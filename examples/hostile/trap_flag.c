@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "busy_work.h"
 #include "code_pages.h"
 
 static volatile unsigned long traps, other;
@@ -44,15 +45,6 @@ __attribute__((noinline)) static void FlaggedLoop(unsigned long turns) {
       :
       : "cc", "memory");
 }
-
-__attribute__((noinline)) static uint64_t Spin(unsigned n) {
-  uint64_t acc = 0;
-  for (unsigned i = 0; i < n; ++i) acc = (i & 1) ? acc + i * 5u : acc ^ i;
-  return acc;
-}
-
-static volatile uint64_t sink;
-static volatile unsigned spin_n = 1000; /* read each call: no call is hoisted out of a loop */
 
 static uint64_t NowNs(void) {
   struct timespec ts;
