@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cfi_validation.h"
+
 namespace pathprof::decoders {
 
 namespace {
@@ -293,7 +295,8 @@ Step StepWithFramePointer(const RegisterState& now, const StackMemory& memory,
 struct CfiUnwinder::Tables {
   std::shared_ptr<const ElfImage> image;  // owns the bytes libelf reads
   Elf* elf = nullptr;
-  Dwarf_CFI* cfi = nullptr;                      // .eh_frame; null when the image has none
+  Dwarf_CFI* cfi = nullptr;  // .eh_frame; null when the image has none or it was refused
+  Status refused;            // why CheckImageCfi refused the image's CFI; OK otherwise
   std::unordered_map<uint64_t, UnwindRow> rows;  // by image address; bounded by kMaxRows
 
   // The CFI row at image address `vaddr`; null when no CFI covers it.
@@ -349,7 +352,13 @@ void CfiUnwinder::Forget(const ElfImage* image) {
   cache_.erase(image);
 }
 
-CfiUnwinder::Tables* CfiUnwinder::TablesFor(const std::shared_ptr<const ElfImage>& image) {
+Status CfiUnwinder::RefusedCfi(const ElfImage* image) const {
+  auto it = cache_.find(image);
+  return it == cache_.end() ? Status::Ok() : it->second->refused;
+}
+
+CfiUnwinder::Tables* CfiUnwinder::TablesFor(const std::shared_ptr<const ElfImage>& image,
+                                            UnwindResult* out) {
   auto it = cache_.find(image.get());
   if (it != cache_.end()) return it->second.get();
   // Bounded: all tables go at once and are rebuilt from their images on their next use.
@@ -359,7 +368,15 @@ CfiUnwinder::Tables* CfiUnwinder::TablesFor(const std::shared_ptr<const ElfImage
   // libelf only reads the bytes (ELF_C_READ semantics for elf_memory).
   auto bytes = image->bytes();
   t->elf = elf_memory(const_cast<char*>(reinterpret_cast<const char*>(bytes.data())), bytes.size());
-  if (t->elf) t->cfi = dwarf_getcfi_elf(t->elf);
+  // The image's CFI comes from whoever owns the file: libdw only sees it once it has passed the
+  // checks (cfi_validation.h); a refused image is unwound by frame pointers, and counted.
+  const CfiCheck check = CheckImageCfi(t->elf);
+  if (!check.ok()) {
+    t->refused = check.status;
+    out->cfi_refused.push_back(CfiRefusalName(check.refusal));
+  } else if (check.found) {
+    t->cfi = dwarf_getcfi_elf(t->elf);
+  }
   return cache_.emplace(image.get(), std::move(t)).first->second.get();
 }
 
@@ -388,7 +405,7 @@ UnwindResult CfiUnwinder::Unwind(std::span<const uint64_t> regs, uint64_t stack_
     // A return address is the instruction after the call: look up the call itself.
     const uint64_t lookup = exact_pc ? pc : pc - 1;
     const UnwindImage at = image_at(lookup);
-    const UnwindRow* row = at.image ? TablesFor(at.image)->Row(lookup - at.bias) : nullptr;
+    const UnwindRow* row = at.image ? TablesFor(at.image, &out)->Row(lookup - at.bias) : nullptr;
     RegisterState caller;
     bool signal_frame = false;
     Step step;

@@ -223,12 +223,20 @@ struct ProfileStore::Impl {
     if (RefreshLocked().ok()) function_of.clear();
   }
 
+  // An image whose .eh_frame failed the unwinder's checks (hostile or malformed CFI) is unwound
+  // by frame pointers; counted once per image, when an unwind first meets it.
+  void CountRefusedCfi(const decoders::UnwindResult& u) {
+    for (std::string_view reason : u.cfi_refused)
+      accounting.decode_errors.Add("cfi_refused:" + std::string(reason));
+  }
+
   std::vector<uint64_t> UserFramesLocked(const collectors::RawStackSample& sample) {
     if (sample.regs.empty()) return sample.user;
     // Mappings must be known before the unwinder asks which image holds each frame.
     if (space.Find(sample.regs[decoders::kDwarfRip]) == nullptr) RefreshAfterMissLocked();
     decoders::UnwindResult u =
         symbols->UnwindUser(pid, space, sample.regs, sample.stack_start, sample.stack);
+    CountRefusedCfi(u);
     if (u.end != decoders::UnwindEnd::kOutermost && sample.user.size() > u.frames.size())
       return sample.user;
     if (u.end != decoders::UnwindEnd::kOutermost)
@@ -258,6 +266,7 @@ struct ProfileStore::Impl {
         if (space.Find(st.regs[decoders::kDwarfRip]) == nullptr) RefreshAfterMissLocked();
         decoders::UnwindResult u =
             symbols->UnwindUser(pid, space, st.regs, st.stack_start, st.stack);
+        CountRefusedCfi(u);
         if (u.frames.empty()) {
           accounting.decode_errors.Add("window_stack_unwind_failed");
         } else {

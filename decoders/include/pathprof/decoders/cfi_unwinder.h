@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pathprof/decoders/elf_image.h"
@@ -45,6 +46,10 @@ struct UnwindResult {
   std::vector<uint64_t> frames;
   UnwindEnd end = UnwindEnd::kOutermost;
   int frame_pointer_steps = 0;  // callers found by the frame-pointer chain, not by CFI
+  // One reason per image whose CFI this unwind refused (a name such as
+  // "register_out_of_range"): each image's CFI is checked once, when an unwind first meets it,
+  // and a refused image is unwound by frame pointers from then on.
+  std::vector<std::string_view> cfi_refused;
 };
 
 class CfiUnwinder {
@@ -63,12 +68,15 @@ class CfiUnwinder {
 
   // Images whose CFI is held (one libelf handle and one parsed .eh_frame each).
   size_t cached_images() const { return cache_.size(); }
+  // Why the CFI of `image` was refused: what, where in which section; OK when it was accepted
+  // or no unwind has met the image yet.
+  Status RefusedCfi(const ElfImage* image) const;
   // Drops the tables of `image` (the image cache evicted it).
   void Forget(const ElfImage* image);
 
  private:
   struct Tables;
-  Tables* TablesFor(const std::shared_ptr<const ElfImage>& image);
+  Tables* TablesFor(const std::shared_ptr<const ElfImage>& image, UnwindResult* out);
   static constexpr size_t kMaxImages = 1024;
   std::map<const ElfImage*, std::unique_ptr<Tables>> cache_;
 };
