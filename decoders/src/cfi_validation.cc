@@ -209,13 +209,18 @@ Refused CheckProgram(Cursor c, const ProgramSite& site, bool in_cie, uint8_t fde
         case DW_CFA_val_offset:
         case DW_CFA_GNU_negative_offset_extended:
         case DW_CFA_def_cfa:
-          name = op == DW_CFA_def_cfa ? "DW_CFA_def_cfa" : "a register offset rule";
+          name = op == DW_CFA_def_cfa           ? "DW_CFA_def_cfa"
+                 : op == DW_CFA_val_offset      ? "DW_CFA_val_offset"
+                 : op == DW_CFA_offset_extended ? "DW_CFA_offset_extended"
+                                                : "DW_CFA_GNU_negative_offset_extended";
           truncated = !c.Uleb(&reg) || !c.Uleb(&u);
           break;
         case DW_CFA_offset_extended_sf:
         case DW_CFA_val_offset_sf:
         case DW_CFA_def_cfa_sf:
-          name = op == DW_CFA_def_cfa_sf ? "DW_CFA_def_cfa_sf" : "a register offset rule";
+          name = op == DW_CFA_def_cfa_sf      ? "DW_CFA_def_cfa_sf"
+                 : op == DW_CFA_val_offset_sf ? "DW_CFA_val_offset_sf"
+                                              : "DW_CFA_offset_extended_sf";
           truncated = !c.Uleb(&reg) || !c.Sleb(&s);
           break;
         case DW_CFA_restore_extended:
@@ -377,6 +382,11 @@ Refused WalkEntries(std::span<const uint8_t> bytes, std::vector<CieInfo>* cies,
     (void)c.Fixed(4, &length);
     if (length == 0) break;  // the terminator
     auto where = [off] { return "entry at .eh_frame offset " + Hex(off); };
+    // Without section headers libdw reads .eh_frame to the end of the file: the walk's bound
+    // is where its entries stop, not the bytes it was given.
+    if (off > kCfiMaxSectionBytes)
+      return Fail(CfiRefusal::kTooLarge, where() + ": .eh_frame runs on past " +
+                                             std::to_string(kCfiMaxSectionBytes) + " bytes");
     if (length == 0xffffffff)
       return Fail(CfiRefusal::kUnsupported, where() + ": 64-bit length (x86-64 .eh_frame uses 32)");
     if (length > c.Left() || length < 5)
@@ -519,10 +529,6 @@ std::string_view CfiRefusalName(CfiRefusal reason) {
 CfiCheck CheckEhFrame(const EhFrameSource& source) {
   CfiCheck check;
   check.found = true;
-  if (source.eh_frame.size() > kCfiMaxSectionBytes)
-    return Finish(Fail(CfiRefusal::kTooLarge,
-                       ".eh_frame of " + std::to_string(source.eh_frame.size()) + " bytes"),
-                  check);
   HdrTable table;
   if (source.has_hdr) {
     Refused r = ParseHdr(source.hdr, source.hdr_vaddr, &table);

@@ -30,8 +30,9 @@ inline constexpr uint64_t kCfiRegisterLimit = 146;
 // or two levels (a function's epilogues); 64 is far above that and bounds the copies to under 80
 // KiB.
 inline constexpr int kCfiMaxRememberDepth = 64;
-// Larger sections or entries are refused rather than walked: the biggest real .eh_frame
-// (browsers, LLVM) is tens of MiB, a single entry a few KiB.
+// A walk that goes on past kCfiMaxSectionBytes, or one entry above kCfiMaxEntryBytes, is refused
+// rather than read: the biggest real .eh_frame (browsers, LLVM) is tens of MiB, an entry a few
+// KiB.
 inline constexpr size_t kCfiMaxSectionBytes = size_t{256} << 20;
 inline constexpr size_t kCfiMaxEntryBytes = size_t{1} << 20;
 // A DWARF expression in a rule (PLT entries, stack realignment, signal frames: tens of bytes).
