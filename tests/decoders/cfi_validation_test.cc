@@ -152,6 +152,33 @@ TEST(CfiValidationTest, RefusesASearchTableEntryPointingIntoAnFde) {
   EXPECT_NE(check.status.message().find("not the start of an FDE"), std::string::npos);
 }
 
+TEST(CfiValidationTest, FollowsPtGnuEhFrameWhenTheFileHasNoSectionHeaders) {
+  // Without section headers libdw takes .eh_frame_hdr from PT_GNU_EH_FRAME and reads .eh_frame
+  // from where the header points to the end of the file: the check must walk the same bytes.
+  auto file = ReadFile("/bin/ls");
+  const CfiCheck with_sections = CheckElfFileCfi(file);
+  ASSERT_TRUE(with_sections.ok()) << with_sections.status.ToString();
+  const Section hdr = FindSection(file, ".eh_frame_hdr");
+  ASSERT_GE(hdr.size, 12u + 16u);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, file.data(), sizeof eh);
+  eh.e_shoff = 0;
+  eh.e_shnum = 0;
+  eh.e_shstrndx = 0;
+  std::memcpy(file.data(), &eh, sizeof eh);
+  const CfiCheck segment = CheckElfFileCfi(file);
+  EXPECT_TRUE(segment.ok()) << segment.status.ToString();
+  EXPECT_EQ(segment.fdes, with_sections.fdes);
+  EXPECT_EQ(segment.table_entries, with_sections.table_entries);
+  // The last table entry, moved 4 bytes back: into the FDE before it.
+  const size_t field = hdr.offset + 12 + (segment.table_entries - 1) * 8 + 4;
+  int32_t fde = 0;
+  std::memcpy(&fde, file.data() + field, 4);
+  fde -= 4;
+  std::memcpy(file.data() + field, &fde, 4);
+  EXPECT_EQ(CheckElfFileCfi(file).refusal, CfiRefusal::kSearchTableMismatch);
+}
+
 TEST(CfiValidationTest, BoundsRememberStateDepth) {
   for (int depth : {kCfiMaxRememberDepth, kCfiMaxRememberDepth + 1}) {
     EhFrameBuilder b;
