@@ -5,11 +5,12 @@
 #include <libelf.h>
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "eh_encoding.h"
+#include "pathprof/core/hex.h"
 
 namespace pathprof::decoders {
 
@@ -24,36 +25,12 @@ constexpr uint8_t kEhFramePtrEncoding = DW_EH_PE_pcrel | DW_EH_PE_sdata4;
 constexpr uint8_t kFdeCountEncoding = DW_EH_PE_udata4;
 constexpr uint8_t kTableEncoding = DW_EH_PE_datarel | DW_EH_PE_sdata4;
 
-// Bytes of a value in `encoding`; 0 when this check does not read that format.
-size_t EncodedSize(uint8_t encoding) {
-  switch (encoding & 0x0f) {
-    case DW_EH_PE_absptr:
-    case DW_EH_PE_udata8:
-    case DW_EH_PE_sdata8:
-      return 8;
-    case DW_EH_PE_udata2:
-    case DW_EH_PE_sdata2:
-      return 2;
-    case DW_EH_PE_udata4:
-    case DW_EH_PE_sdata4:
-      return 4;
-    default:
-      return 0;
-  }
-}
-
 bool SupportedPointerEncoding(uint8_t encoding, bool may_be_indirect) {
   if (EncodedSize(encoding) == 0) return false;
   if ((encoding & DW_EH_PE_indirect) && !may_be_indirect) return false;
   const uint8_t application = encoding & 0x70;
   return application == DW_EH_PE_absptr || application == DW_EH_PE_pcrel ||
          application == DW_EH_PE_datarel;
-}
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
 }
 
 // A refusal under construction: the first one found ends the walk.
@@ -139,7 +116,9 @@ struct CieInfo {
 struct ProgramSite {
   const char* kind;
   size_t offset;
-  std::string Name() const { return std::string(kind) + " at .eh_frame offset " + Hex(offset); }
+  std::string Name() const {
+    return std::string(kind) + " at .eh_frame offset " + HexAddress(offset);
+  }
 };
 
 Refused Fail(CfiRefusal reason, std::string what) {
@@ -150,7 +129,7 @@ Refused Fail(CfiRefusal reason, std::string what) {
 // libdw's execute_cfi reads them, refusing what libdw would size or copy by the input.
 Refused CheckProgram(Cursor c, const ProgramSite& site, bool in_cie, uint8_t fde_encoding) {
   int depth = 0;
-  auto at = [&](size_t pos) { return site.Name() + ", instruction at " + Hex(pos); };
+  auto at = [&](size_t pos) { return site.Name() + ", instruction at " + HexAddress(pos); };
   while (!c.AtEnd()) {
     const size_t op_at = c.pos();
     uint64_t op = 0, reg = 0, u = 0;
@@ -261,7 +240,7 @@ Refused CheckProgram(Cursor c, const ProgramSite& site, bool in_cie, uint8_t fde
           break;
         default:
           return Fail(CfiRefusal::kUnknownOpcode,
-                      at(op_at) + ": call frame instruction " + Hex(op) +
+                      at(op_at) + ": call frame instruction " + HexAddress(op) +
                           " is not one x86-64 CFI uses (DWARF 5 and the GNU extensions)");
       }
     }
@@ -341,14 +320,15 @@ Refused CheckCie(Cursor c, size_t offset, CieInfo* cie) {
       const auto enc = static_cast<uint8_t>(encoding);
       if (augmentation[i] == 'L') {
         if (enc != kEncodingOmit && !SupportedPointerEncoding(enc, true))
-          return Fail(CfiRefusal::kUnsupported, site.Name() + ": LSDA encoding " + Hex(enc));
+          return Fail(CfiRefusal::kUnsupported, site.Name() + ": LSDA encoding " + HexAddress(enc));
       } else if (augmentation[i] == 'R') {
         if (!SupportedPointerEncoding(enc, false))
-          return Fail(CfiRefusal::kUnsupported, site.Name() + ": FDE encoding " + Hex(enc));
+          return Fail(CfiRefusal::kUnsupported, site.Name() + ": FDE encoding " + HexAddress(enc));
         cie->fde_encoding = enc;
       } else {  // 'P': the personality routine's pointer follows its encoding
         if (!SupportedPointerEncoding(enc, true))
-          return Fail(CfiRefusal::kUnsupported, site.Name() + ": personality encoding " + Hex(enc));
+          return Fail(CfiRefusal::kUnsupported,
+                      site.Name() + ": personality encoding " + HexAddress(enc));
         if (!aug.Skip(EncodedSize(enc)))
           return malformed("personality pointer runs past the augmentation data");
       }
@@ -381,7 +361,7 @@ Refused WalkEntries(std::span<const uint8_t> bytes, std::vector<CieInfo>* cies,
     uint64_t length = 0, id = 0;
     (void)c.Fixed(4, &length);
     if (length == 0) break;  // the terminator
-    auto where = [off] { return "entry at .eh_frame offset " + Hex(off); };
+    auto where = [off] { return "entry at .eh_frame offset " + HexAddress(off); };
     // Without section headers libdw reads .eh_frame to the end of the file: the walk's bound
     // is where its entries stop, not the bytes it was given.
     if (off > kCfiMaxSectionBytes)
@@ -390,8 +370,8 @@ Refused WalkEntries(std::span<const uint8_t> bytes, std::vector<CieInfo>* cies,
     if (length == 0xffffffff)
       return Fail(CfiRefusal::kUnsupported, where() + ": 64-bit length (x86-64 .eh_frame uses 32)");
     if (length > c.Left() || length < 5)
-      return Fail(CfiRefusal::kMalformed,
-                  where() + ": length " + Hex(length) + " runs past the section or holds no id");
+      return Fail(CfiRefusal::kMalformed, where() + ": length " + HexAddress(length) +
+                                              " runs past the section or holds no id");
     if (length > kCfiMaxEntryBytes)
       return Fail(CfiRefusal::kTooLarge, where() + ": " + std::to_string(length) +
                                              " bytes, above the bound of " +
@@ -411,8 +391,8 @@ Refused WalkEntries(std::span<const uint8_t> bytes, std::vector<CieInfo>* cies,
       auto it = std::lower_bound(cies->begin(), cies->end(), cie_at,
                                  [](const CieInfo& a, size_t o) { return a.offset < o; });
       if (it == cies->end() || it->offset != cie_at)
-        return Fail(CfiRefusal::kMalformed, "FDE at .eh_frame offset " + Hex(off) +
-                                                ": its CIE pointer " + Hex(id) +
+        return Fail(CfiRefusal::kMalformed, "FDE at .eh_frame offset " + HexAddress(off) +
+                                                ": its CIE pointer " + HexAddress(id) +
                                                 " does not lead to a CIE the walk found");
       r = CheckFde(body, off, *it);
       fdes->push_back(off);
@@ -443,17 +423,17 @@ Refused ParseHdr(std::span<const uint8_t> hdr, uint64_t hdr_vaddr, HdrTable* out
     return fail(CfiRefusal::kMalformed, "shorter than its 4-byte header");
   if (version != 1) return fail(CfiRefusal::kUnsupported, "version " + std::to_string(version));
   if (ptr_enc != kEhFramePtrEncoding)
-    return fail(CfiRefusal::kUnsupported, ".eh_frame pointer encoding " + Hex(ptr_enc));
+    return fail(CfiRefusal::kUnsupported, ".eh_frame pointer encoding " + HexAddress(ptr_enc));
   if (!c.Fixed(4, &v)) return fail(CfiRefusal::kMalformed, "truncated .eh_frame pointer");
   out->eh_frame_vaddr = hdr_vaddr + 4 + static_cast<uint64_t>(int64_t{static_cast<int32_t>(v)});
   if (count_enc == kEncodingOmit) return {};
   if (count_enc != kFdeCountEncoding)
-    return fail(CfiRefusal::kUnsupported, "FDE count encoding " + Hex(count_enc));
+    return fail(CfiRefusal::kUnsupported, "FDE count encoding " + HexAddress(count_enc));
   uint64_t count = 0;
   if (!c.Fixed(4, &count)) return fail(CfiRefusal::kMalformed, "truncated FDE count");
   if (count == 0 || table_enc == kEncodingOmit) return {};
   if (table_enc != kTableEncoding)
-    return fail(CfiRefusal::kUnsupported, "table encoding " + Hex(table_enc));
+    return fail(CfiRefusal::kUnsupported, "table encoding " + HexAddress(table_enc));
   if (count > c.Left() / 8)
     return fail(CfiRefusal::kMalformed,
                 std::to_string(count) + " table entries in " + std::to_string(c.Left()) + " bytes");
@@ -484,7 +464,7 @@ Refused CheckTable(const EhFrameSource& source, const HdrTable& table,
     last_start = start_s;
     if (!std::binary_search(fdes.begin(), fdes.end(), offset))
       return Fail(CfiRefusal::kSearchTableMismatch, where() + " names .eh_frame offset " +
-                                                        Hex(offset) +
+                                                        HexAddress(offset) +
                                                         ", which is not the start of an FDE");
   }
   return {};
@@ -535,8 +515,8 @@ CfiCheck CheckEhFrame(const EhFrameSource& source) {
     if (r.reason != CfiRefusal::kNone) return Finish(r, check);
     if (table.entries > 0 && table.eh_frame_vaddr != source.eh_frame_vaddr)
       return Finish(Fail(CfiRefusal::kSearchTableMismatch,
-                         ".eh_frame_hdr names .eh_frame at " + Hex(table.eh_frame_vaddr) +
-                             ", the section is at " + Hex(source.eh_frame_vaddr)),
+                         ".eh_frame_hdr names .eh_frame at " + HexAddress(table.eh_frame_vaddr) +
+                             ", the section is at " + HexAddress(source.eh_frame_vaddr)),
                     check);
   }
   std::vector<CieInfo> cies;
@@ -624,9 +604,10 @@ CfiCheck CheckImageCfi(Elf* elf) {
     if (r.reason != CfiRefusal::kNone) return Finish(r, none);
     const uint64_t eh_offset = table.eh_frame_vaddr - phdr.p_vaddr + phdr.p_offset;
     if (eh_offset >= file_size)
-      return Finish(Fail(CfiRefusal::kMalformed,
-                         ".eh_frame_hdr names .eh_frame outside the file, at " + Hex(eh_offset)),
-                    none);
+      return Finish(
+          Fail(CfiRefusal::kMalformed,
+               ".eh_frame_hdr names .eh_frame outside the file, at " + HexAddress(eh_offset)),
+          none);
     source.eh_frame = {reinterpret_cast<const uint8_t*>(raw) + eh_offset, file_size - eh_offset};
     source.eh_frame_vaddr = table.eh_frame_vaddr;
     return CheckEhFrame(source);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "eh_encoding.h"
 #include "zydis_decoder.h"
 
 namespace pathprof::decoders {
@@ -105,23 +106,6 @@ bool ReadEncoded(uint8_t encoding, const uint8_t* p, const uint8_t* end, uint64_
   }
   *out = v;
   return true;
-}
-
-size_t EncodedSize(uint8_t encoding) {
-  switch (encoding & 0x0f) {
-    case DW_EH_PE_udata2:
-    case DW_EH_PE_sdata2:
-      return 2;
-    case DW_EH_PE_udata4:
-    case DW_EH_PE_sdata4:
-      return 4;
-    case DW_EH_PE_absptr:
-    case DW_EH_PE_udata8:
-    case DW_EH_PE_sdata8:
-      return 8;
-    default:
-      return 0;  // LEB128 or unknown: not skipped
-  }
 }
 
 // The encoding of the FDE addresses a CIE announces: 'R' in a "z..." augmentation; absolute
