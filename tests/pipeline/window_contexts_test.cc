@@ -1,13 +1,22 @@
 // Windows whose calling context cannot be named are counted, never dropped silently: a stack the
 // tracer could not read, a malformed one, one that does not unwind, and a window without any
 // stack and no stack sample near it. And a window that names its context through the thread's
-// nearest stack sample (LBR has no stack of its own) lands in that sample's context.
+// nearest stack sample (LBR has no stack of its own) lands in that sample's context. An image
+// whose .eh_frame the unwinder refuses is counted by reason, once.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <vector>
 
 #include "loop_window.h"
 #include "pathprof/decoders/cfi_unwinder.h"
+#include "pathprof/decoders/elf_image.h"
 #include "pathprof/pipeline/profile_store.h"
 
 namespace {
@@ -64,6 +73,45 @@ TEST(WindowContexts, WindowsWithoutANameableContextAreCountedByReason) {
   pl::HotPathsQuery q;
   q.with_blocks = false;
   EXPECT_FALSE(store->HotPaths(q).paths.empty());
+}
+
+TEST(WindowContexts, AnImageWhoseCfiIsRefusedIsCountedByReasonOnce) {
+  // A copy of /bin/ls whose first CIE names return address register 200, beyond x86-64's: the
+  // unwinder refuses the image's CFI before libdw reads it, and the store counts it.
+  std::ifstream in("/bin/ls", std::ios::binary);
+  std::vector<uint8_t> file(std::istreambuf_iterator<char>(in), {});
+  // Version 1, "zR", code alignment 1, data alignment -8, return address 16: GCC's CIE.
+  const std::vector<uint8_t> cie = {1, 'z', 'R', 0, 1, 0x78, 16};
+  auto at = std::search(file.begin(), file.end(), cie.begin(), cie.end());
+  ASSERT_NE(at, file.end());
+  at[6] = 200;
+  char path[] = "/tmp/pathprof_hostile_cfi_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, file.data(), file.size()), static_cast<ssize_t>(file.size()));
+  close(fd);
+  auto image = pathprof::decoders::ElfImage::Open(path);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  uint64_t text_offset = 0;
+  for (const auto& seg : (*image)->segments())
+    if (seg.executable) text_offset = seg.file_offset;
+
+  auto store = Store();
+  pathprof::decoders::Mapping m;
+  m.start = 0x7f0000000000;
+  m.len = (file.size() + 4095) & ~uint64_t{4095};
+  m.path = path;
+  store->AddMapping(m);
+  for (int i = 0; i < 2; ++i) {
+    BranchBatch window = LoopWindow(1);
+    window.stack.regs.assign(pathprof::decoders::kDwarfRegisterCount, 0);
+    window.stack.regs[pathprof::decoders::kDwarfRip] = m.start + text_offset + 16;
+    store->AddBranches(window);
+  }
+  const pl::TargetStats st = store->Stats();
+  unlink(path);
+  EXPECT_EQ(Count(st.decode_errors, "cfi_refused:register_out_of_range"), 1u);
+  EXPECT_EQ(Count(st.decode_errors, "cfi_refused"), 1u);
 }
 
 TEST(WindowContexts, AWindowWithoutAStackTakesTheNearestStackSampleOfItsThread) {
