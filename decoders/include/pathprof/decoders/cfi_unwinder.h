@@ -1,7 +1,9 @@
 // Unwinds a user stack with DWARF call frame information (.eh_frame) from a copy of the stack
 // and the registers at the sample, as perf's --call-graph dwarf does, so that programs built
 // without frame pointers (Debian's own, at -O2) still show their callers up to main. Where an
-// address has no CFI (JIT code, hand-written assembly) it follows the frame-pointer chain.
+// address has no CFI (JIT code, hand-written assembly) it follows the frame-pointer chain. An
+// image's CFI is checked before libdw reads it (src/cfi_validation.h): an image whose CFI fails
+// the check is unwound by frame pointers too, and the refusal reported by reason.
 #pragma once
 
 #include <cstdint>
