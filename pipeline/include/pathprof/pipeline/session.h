@@ -1,6 +1,7 @@
-// One profiling session: a set of target processes, the collectors that watch them (eBPF stacks,
-// one branch source), the pipeline threads and one ProfileStore per process. Maps onto
-// pathprof.v1.Session and answers every per-session query of the service by merging its stores.
+// One profiling session: a set of target processes, the live sources that watch them (eBPF
+// stacks, one branch source; live_source.h, source_table.h), the pipeline threads and one
+// ProfileStore per process. Maps onto pathprof.v1.Session and answers every per-session query of
+// the service by merging its stores.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "pathprof/pipeline/profile_store.h"
 #include "pathprof/pipeline/results.h"
 #include "pathprof/pipeline/session_config.h"
+#include "pathprof/pipeline/source_table.h"
 #include "pathprof/pipeline/symbol_service.h"
 
 namespace pathprof::pipeline {
@@ -52,21 +54,23 @@ struct SessionInfo {
   SessionConfig config;
 };
 
-// Picks the branch source for `choice` on a host with `caps`, and says why. An explicit choice
-// the host cannot honour is an error naming what is missing; kAuto takes PT > LBR > ptrace and
-// falls back to kNone (stacks only) with the reasons.
+// Picks the branch source for `choice` on a host with `caps` from DefaultSources(), and says why
+// (SourceTable::Choose). An explicit choice the host cannot honour is an error naming what is
+// missing; kAuto takes PT > LBR > ptrace and falls back to kNone (stacks only) with the reasons.
 Result<collectors::BranchSource> ChooseBranchSource(SourceChoice choice,
                                                     const collectors::HostCapabilities& caps,
                                                     std::string* reason);
 
 class Session {
  public:
-  // Validates the config, checks every pid exists, starts the collectors and pipeline threads.
-  // A branch source that fails to start (e.g. the process is already traced) fails the session
-  // when it was asked for explicitly, and is reported in source_reason under kAuto.
+  // Validates the config, checks every pid exists, starts the sources `table` names and the
+  // pipeline threads. A branch source that fails to start (e.g. the process is already traced)
+  // fails the session when it was asked for explicitly; under kAuto the table's fallback is
+  // taken and the failure is reported in source_reason.
   static Result<std::unique_ptr<Session>> Start(std::string id, SessionConfig config,
                                                 const collectors::HostCapabilities& caps,
-                                                std::shared_ptr<SymbolService> symbols);
+                                                std::shared_ptr<SymbolService> symbols,
+                                                const SourceTable& table = DefaultSources());
   // A session over what a recording held (pipeline::AnalyzeFile's stores): no collectors, ended
   // from the start (kStopped), one store per recorded process. The daemon's ImportRecording and
   // pathctl's queries of a recording (analyze --query) both answer from one, so a query of the
