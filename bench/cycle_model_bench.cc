@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "llvm_mca_reference.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/code_blocks.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/decoders/elf_image.h"
@@ -131,7 +132,8 @@ struct Blocks {
 const Blocks& GetBlocks() {
   static const Blocks* blocks = [] {
     auto* b = new Blocks;
-    b->source = std::filesystem::exists("/usr/bin/zstd") ? "/usr/bin/zstd" : "/proc/self/exe";
+    auto self = procfs::Procfs::Host().Executable(getpid());
+    b->source = std::filesystem::exists("/usr/bin/zstd") ? "/usr/bin/zstd" : self.ok() ? *self : "";
     auto image = ElfImage::Open(b->source);
     if (!image.ok()) {
       b->error = image.status().ToString();

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "pathprof/core/pbs.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/pt_decoder.h"
 #include "pathprof/decoders/pt_synth.h"
 
@@ -21,11 +22,9 @@ using namespace pathprof;
 using namespace pathprof::decoders;
 
 std::string BinDir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
+  auto self = procfs::Procfs::Host().Executable(getpid());
+  if (!self.ok()) return ".";
+  return self->substr(0, self->rfind('/'));
 }
 
 struct Input {

@@ -15,13 +15,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "pathprof/api/resource_names.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/v1/profiler.grpc.pb.h"
 
 namespace {
@@ -36,25 +37,13 @@ struct ProcSample {
 ProcSample ReadProc(int pid) {
   ProcSample s;
   if (pid <= 0) return s;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  auto rp = line.rfind(')');
-  if (rp == std::string::npos) return s;
-  std::vector<std::string> f;
-  std::string tok;
-  for (size_t i = rp + 2; i <= line.size(); ++i) {
-    if (i == line.size() || line[i] == ' ') {
-      f.push_back(tok);
-      tok.clear();
-    } else {
-      tok += line[i];
-    }
-  }
-  // Fields after the command: state is f[0]; utime f[11], stime f[12] (man 5 proc).
-  double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
-  if (f.size() > 12) s.cpu_s = (std::atof(f[11].c_str()) + std::atof(f[12].c_str())) / hz;
-  std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
+  const pathprof::procfs::Procfs& proc = pathprof::procfs::Procfs::Host();
+  auto stat = proc.ReadStat(pid);
+  if (!stat.ok()) return s;
+  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  s.cpu_s = static_cast<double>(stat->utime_ticks + stat->stime_ticks) / hz;
+  auto statm_text = proc.Read(pid, "statm");
+  std::istringstream statm(statm_text.ok() ? *statm_text : "");
   double size = 0, resident = 0;
   statm >> size >> resident;
   s.rss_mib = resident * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;

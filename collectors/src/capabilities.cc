@@ -12,23 +12,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "pathprof/core/host_quirks.h"
 #include "pathprof/core/procfs.h"
+#include "pathprof/core/sysfs.h"
 
 namespace pathprof::collectors {
 namespace {
-
-int ReadIntFile(const char* path, int fallback) {
-  std::ifstream f(path);
-  int v;
-  return (f >> v) ? v : fallback;
-}
-
-bool FileExists(const char* path) {
-  return access(path, F_OK) == 0;
-}
 
 // The effective capability set, straight from capget(2) (no libcap dependency for four bits).
 void ReadCapabilities(HostCapabilities* h) {
@@ -75,7 +65,7 @@ std::string PerfErrno(int err, const HostCapabilities& h) {
 }
 
 void ProbeEbpf(HostCapabilities* h) {
-  if (!FileExists("/sys/kernel/btf/vmlinux")) {
+  if (!sysfs::Sysfs::Host().Exists("kernel/btf/vmlinux")) {
     h->ebpf.detail = "no kernel BTF at /sys/kernel/btf/vmlinux (needs CONFIG_DEBUG_INFO_BTF=y)";
     return;
   }
@@ -108,7 +98,7 @@ void ProbeLbr(HostCapabilities* h) {
 }
 
 void ProbeIntelPt(HostCapabilities* h) {
-  int type = ReadIntFile("/sys/bus/event_source/devices/intel_pt/type", -1);
+  int type = sysfs::Sysfs::Host().ReadInt("bus/event_source/devices/intel_pt/type", -1);
   if (type < 0) {
     h->intel_pt.detail = "no intel_pt PMU in /sys/bus/event_source/devices (not Intel, or a VM)";
     return;

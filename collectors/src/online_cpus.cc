@@ -1,7 +1,6 @@
 #include "online_cpus.h"
 
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 namespace pathprof::collectors {
@@ -29,10 +28,8 @@ Result<std::vector<int>> ParseCpuList(const std::string& text) {
   return cpus;
 }
 
-Result<std::vector<int>> OnlineCpus(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return Error(ErrorCode::kNotFound, "cannot read " + path + " (is /sys mounted?)");
-  std::string text((std::istreambuf_iterator<char>(f)), {});
+Result<std::vector<int>> OnlineCpus(const sysfs::Sysfs& sys) {
+  PATHPROF_ASSIGN_OR_RETURN(std::string text, sys.Read("devices/system/cpu/online"));
   return ParseCpuList(text);
 }
 

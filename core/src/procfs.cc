@@ -10,6 +10,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "bounded_read.h"
+
 namespace pathprof::procfs {
 namespace {
 
@@ -176,34 +178,20 @@ std::string Procfs::TaskPath(pid_t pid, pid_t tid, std::string_view file) const 
   return p;
 }
 
+std::string Procfs::GlobalPath(std::string_view relative) const {
+  return root_ + "/" + std::string(relative);
+}
+
 Result<std::string> Procfs::ReadPath(const std::string& path, size_t max_bytes) const {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return OpenError(path, errno);
-  // Read straight into the string, growing it (kallsyms is megabytes; a status file fits the
-  // first 4 KiB).
-  std::string out;
-  size_t used = 0;
-  for (;;) {
-    if (out.size() - used < 4096) out.resize(std::max<size_t>(4096, out.size() * 2));
-    const ssize_t n = read(fd, out.data() + used, out.size() - used);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      // A process that exits mid-read makes the read fail with ESRCH.
-      return OpenError(path, err);
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-    if (used > max_bytes) {
-      close(fd);
-      return Error(ErrorCode::kResourceExhausted,
-                   path + ": more than " + std::to_string(max_bytes) + " bytes");
-    }
-  }
-  close(fd);
-  out.resize(used);
-  return out;
+  return internal::ReadBounded(path, max_bytes, OpenError);
+}
+
+int Procfs::Open(pid_t pid, std::string_view file, int flags) const {
+  return open(Path(pid, file).c_str(), flags | O_CLOEXEC);
+}
+
+int Procfs::OpenTask(pid_t pid, pid_t tid, std::string_view file, int flags) const {
+  return open(TaskPath(pid, tid, file).c_str(), flags | O_CLOEXEC);
 }
 
 Result<std::string> Procfs::ReadLink(const std::string& path) const {
@@ -225,8 +213,7 @@ Result<std::string> Procfs::ReadTask(pid_t pid, pid_t tid, std::string_view file
 }
 
 Result<std::string> Procfs::ReadGlobal(std::string_view relative, size_t max_bytes) const {
-  PATHPROF_ASSIGN_OR_RETURN(std::string text,
-                            ReadPath(root_ + "/" + std::string(relative), max_bytes));
+  PATHPROF_ASSIGN_OR_RETURN(std::string text, ReadPath(GlobalPath(relative), max_bytes));
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }

@@ -1,7 +1,7 @@
 #include "pathprof/daemon/host_processes.h"
 
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 
 namespace pathprof::daemon {
 namespace {
@@ -41,10 +41,12 @@ Result<std::vector<uint32_t>> ProcessesInCgroup(const std::string& cgroup) {
                  "cgroup '" + cgroup +
                      "' must be an absolute cgroup v2 path without '..', e.g. "
                      "/system.slice/nginx.service");
-  std::string path = "/sys/fs/cgroup" + cgroup + "/cgroup.procs";
-  std::ifstream in(path);
-  if (!in) return Error(ErrorCode::kNotFound, "no cgroup " + cgroup + " (" + path + " unreadable)");
+  auto text = sysfs::Sysfs::Host().Read("fs/cgroup" + cgroup + "/cgroup.procs");
+  if (!text.ok())
+    return Error(ErrorCode::kNotFound,
+                 "no cgroup " + cgroup + " (" + text.status().message() + ")");
   std::vector<uint32_t> pids;
+  std::istringstream in(*text);
   uint32_t pid;
   while (in >> pid) pids.push_back(pid);
   return pids;

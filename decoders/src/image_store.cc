@@ -284,7 +284,7 @@ Result<std::shared_ptr<const ElfImage>> ImageStore::GetVdso(int pid, uint64_t st
     return Error(ErrorCode::kInvalidArgument, "vdso of pid " + std::to_string(pid) +
                                                   ": implausible length " + std::to_string(len));
   }
-  int fd = ::open(mem.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = procfs::Procfs::Host().Open(pid, "mem", O_RDONLY);
   if (fd < 0) {
     return Error(ErrorCode::kPermission,
                  mem + ": cannot open; reading the vdso needs ptrace access to the process");

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
@@ -58,12 +59,17 @@ UniqueFd::~UniqueFd() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<UniqueFd> OpenFileAs(const std::string& path, const std::optional<FileCredentials>& as) {
+namespace {
+
+// `open_fd()` (an open of `path`) run with the file system credentials of `as`.
+Result<UniqueFd> OpenWithCredentials(const std::string& path,
+                                     const std::optional<FileCredentials>& as,
+                                     const std::function<int()>& open_fd) {
   int fd = -1;
   int err = 0;
   {
     ScopedFsCredentials scope(as);
-    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    fd = open_fd();
     err = errno;
   }
   if (fd >= 0) return UniqueFd(fd);
@@ -73,12 +79,22 @@ Result<UniqueFd> OpenFileAs(const std::string& path, const std::optional<FileCre
   return Error(code, "cannot open " + path + Who(as) + " (" + std::strerror(err) + ")");
 }
 
+}  // namespace
+
+Result<UniqueFd> OpenFileAs(const std::string& path, const std::optional<FileCredentials>& as) {
+  return OpenWithCredentials(
+      path, as, [&path] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); });
+}
+
 Result<UniqueFd> OpenMappedFile(int pid, const Mapping& m,
                                 const std::optional<FileCredentials>& as) {
   char range[48];
   std::snprintf(range, sizeof range, "%llx-%llx", static_cast<unsigned long long>(m.start),
                 static_cast<unsigned long long>(m.end()));
-  auto direct = OpenFileAs(procfs::Procfs::Host().Path(pid, std::string("map_files/") + range), as);
+  const std::string entry = std::string("map_files/") + range;
+  const procfs::Procfs& proc = procfs::Procfs::Host();
+  auto direct = OpenWithCredentials(proc.Path(pid, entry), as,
+                                    [&] { return proc.Open(pid, entry, O_RDONLY | O_NONBLOCK); });
   if (direct.ok() || direct.status().code() == ErrorCode::kPermission) return direct;
   // The entry is gone (the process exited, or unmapped the range since its maps were read).
   // The path is a name only: it counts only if it still names the inode that was mapped.

@@ -26,8 +26,7 @@ struct TaskState {
 TaskState ReadTaskState(pid_t pid, pid_t tid, decoders::UniqueFd* fd) {
   TaskState out;
   if (fd->get() < 0) {
-    const std::string path = procfs::Procfs::Host().TaskPath(pid, tid, "stat");
-    *fd = decoders::UniqueFd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    *fd = decoders::UniqueFd(procfs::Procfs::Host().OpenTask(pid, tid, "stat", O_RDONLY));
     if (fd->get() < 0) return out;
   }
   char buf[1024];

@@ -40,7 +40,7 @@ std::span<const uint8_t> InstructionReader::Bytes(uint64_t ip) {
   if (n <= 0) {
     // The last bytes of a mapping: process_vm_readv fails on the unmapped tail; /proc/PID/mem
     // returns what it can.
-    if (mem_fd_ < 0) mem_fd_ = open(procfs::Procfs::Host().Path(pid_, "mem").c_str(), O_RDONLY);
+    if (mem_fd_ < 0) mem_fd_ = procfs::Procfs::Host().Open(pid_, "mem", O_RDONLY);
     n = mem_fd_ >= 0 ? pread(mem_fd_, buf_, sizeof buf_, static_cast<off_t>(ip)) : -1;
   }
   if (n <= 0) return {};

@@ -172,8 +172,7 @@ bool ProcessPages::StableMappingReplaced() {
 
 bool ProcessPages::Query(uint64_t address, ProcmapQuery* q) {
   if (!query_supported_) return false;
-  if (maps_fd_ < 0)
-    maps_fd_ = open(procfs::Procfs::Host().Path(pid_, "maps").c_str(), O_RDONLY | O_CLOEXEC);
+  if (maps_fd_ < 0) maps_fd_ = procfs::Procfs::Host().Open(pid_, "maps", O_RDONLY);
   if (maps_fd_ < 0) return false;
   q->size = sizeof *q;
   q->query_addr = address;

@@ -24,7 +24,7 @@ SoftwareBreakpoints::~SoftwareBreakpoints() {
 }
 
 bool SoftwareBreakpoints::Open() {
-  if (fd_ < 0) fd_ = open(procfs::Procfs::Host().Path(pid_, "mem").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd_ < 0) fd_ = procfs::Procfs::Host().Open(pid_, "mem", O_RDWR);
   return fd_ >= 0;
 }
 
@@ -92,7 +92,7 @@ bool SoftwareBreakpoints::RemoveAll() {
 
 size_t SoftwareBreakpoints::CleanChild(pid_t child) {
   if (ever_.empty()) return 0;
-  const int fd = open(procfs::Procfs::Host().Path(child, "mem").c_str(), O_RDWR | O_CLOEXEC);
+  const int fd = procfs::Procfs::Host().Open(child, "mem", O_RDWR);
   if (fd < 0) return 0;
   size_t restored = 0;
   for (const auto& [address, original] : ever_) {

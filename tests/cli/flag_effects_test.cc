@@ -37,6 +37,7 @@
 #include "common/run_command.h"
 #include "common/run_report.h"
 #include "daemon/daemon_harness.h"
+#include "pathprof/core/procfs.h"
 
 namespace {
 
@@ -1535,10 +1536,11 @@ std::map<std::string, Check> DaemonCases() {
     const pid_t loop = dt::Spawn({"/usr/bin/setpriv", std::string("--reuid=") + dt::kTestUser,
                                   std::string("--regid=") + dt::kTestGroup, "--clear-groups",
                                   kBin + "/example_hotloop", "0"});
-    for (int i = 0;
-         i < 200 && !Has(ReadFile("/proc/" + std::to_string(loop) + "/comm"), "example_hotloop");
-         ++i)
+    for (int i = 0; i < 200; ++i) {
+      auto comm = pathprof::procfs::Procfs::Host().Comm(loop);
+      if (comm.ok() && Has(*comm, "example_hotloop")) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     const std::string start =
         as + kBin + "/pathctl start -p " + std::to_string(loop) + kCheap + " --socket " + d.sock;
     const R a = Shell(start), b = Shell(start), c = Shell(start);

@@ -21,6 +21,7 @@
 
 #include "common/run_command.h"
 #include "pathprof/core/pbs.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/v1/reports.pb.h"
 
 namespace {
@@ -37,19 +38,16 @@ std::string ReadFile(const std::string& path) {
 
 // A field of /proc/PID/status ("" when the process is gone).
 std::string StatusField(pid_t pid, const std::string& key) {
-  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key + ":", 0) == 0) {
-      std::string v = line.substr(key.size() + 1);
-      return v.erase(0, v.find_first_not_of(" \t"));
-    }
-  return "";
+  auto text = pathprof::procfs::Procfs::Host().Read(pid, "status");
+  if (!text.ok()) return "";
+  const auto value = pathprof::procfs::StatusField(*text, key);
+  return value ? std::string(*value) : "";
 }
 
 // The children of `pid` (its first thread's), from /proc.
 std::vector<pid_t> Children(pid_t pid) {
-  std::istringstream in(
-      ReadFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  auto children = pathprof::procfs::Procfs::Host().ReadTask(pid, pid, "children");
+  std::istringstream in(children.ok() ? *children : "");
   std::vector<pid_t> out;
   for (pid_t c; in >> c;) out.push_back(c);
   return out;
@@ -115,7 +113,7 @@ class TraceInterruptTest : public ::testing::Test {
   // The traced program is gone for good: not running, not stopped, not a zombie (reaped by
   // pathctl; had pathctl left it, it would now be this test's child and still in /proc).
   void ExpectProgramReaped() {
-    EXPECT_FALSE(fs::exists("/proc/" + std::to_string(traced_)))
+    EXPECT_FALSE(fs::exists(pathprof::procfs::Procfs::Host().Path(traced_, "")))
         << "the traced program " << traced_ << " is still there, state "
         << StatusField(traced_, "State");
   }

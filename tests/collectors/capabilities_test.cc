@@ -5,12 +5,10 @@
 
 #include <fstream>
 
+#include "pathprof/core/sysfs.h"
+
 namespace pathprof::collectors {
 namespace {
-
-bool Exists(const char* p) {
-  return access(p, F_OK) == 0;
-}
 
 TEST(Capabilities, SourceNamesRoundTrip) {
   for (BranchSource s : {BranchSource::kNone, BranchSource::kPtraceBursts, BranchSource::kLbr,
@@ -41,18 +39,19 @@ TEST(Capabilities, ProbeMatchesThisHost) {
   EXPECT_EQ(h.is_root, geteuid() == 0);
   for (const SourceCapability* s : {&h.ebpf, &h.lbr, &h.intel_pt, &h.ptrace})
     EXPECT_FALSE(s->detail.empty()) << "every source needs a reason or a description";
-  if (!Exists("/sys/bus/event_source/devices/intel_pt")) {
+  const sysfs::Sysfs& sys = sysfs::Sysfs::Host();
+  if (!sys.Exists("bus/event_source/devices/intel_pt")) {
     EXPECT_FALSE(h.intel_pt.available);
     EXPECT_NE(h.intel_pt.detail.find("intel_pt"), std::string::npos) << h.intel_pt.detail;
   }
-  if (!Exists("/sys/bus/event_source/devices/cpu") &&
-      !Exists("/sys/bus/event_source/devices/cpu_core")) {
+  if (!sys.Exists("bus/event_source/devices/cpu") &&
+      !sys.Exists("bus/event_source/devices/cpu_core")) {
     EXPECT_FALSE(h.lbr.available);
     EXPECT_NE(h.lbr.detail.find("PMU"), std::string::npos) << h.lbr.detail;
   }
   if (h.is_root) {
     EXPECT_TRUE(h.ptrace.available) << h.ptrace.detail;
-    EXPECT_EQ(h.ebpf.available, Exists("/sys/kernel/btf/vmlinux")) << h.ebpf.detail;
+    EXPECT_EQ(h.ebpf.available, sys.Exists("kernel/btf/vmlinux")) << h.ebpf.detail;
     EXPECT_NE(h.BestBranchSource(), BranchSource::kNone);
   }
 }

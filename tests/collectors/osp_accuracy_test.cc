@@ -23,6 +23,7 @@
 
 #include "common/figures.h"
 #include "pathprof/core/pbs.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/profiles/osp_exact.h"
 #include "pathprof/profiles/osp_report.h"
 #include "pathprof/profiles/osp_sampler.h"
@@ -188,7 +189,8 @@ std::vector<BlockId> ExampleBlocks(const std::string& example, const std::string
   const std::string pbs =
       std::string(PATHPROF_BIN_DIR) + "/" + example + "-" + arg + ".osp-test.pbs";
   // Traced again when the example or this test (which holds the exact tracer) is newer.
-  if (ModifiedAt(pbs) <= std::max(ModifiedAt(exe), ModifiedAt("/proc/self/exe"))) {
+  auto self = procfs::Procfs::Host().Executable(getpid());
+  if (!self.ok() || ModifiedAt(pbs) <= std::max(ModifiedAt(exe), ModifiedAt(*self))) {
     stepping::ExactTraceOptions o;
     o.argv = {exe};
     if (!arg.empty()) o.argv.push_back(arg);

@@ -124,6 +124,7 @@ TEST_F(FakeProcfs, ReadsEachFileOfAProcess) {
   const Procfs p(root_.string());
   EXPECT_EQ(p.Path(42, "maps"), root_.string() + "/42/maps");
   EXPECT_EQ(p.TaskPath(42, 43, "stat"), root_.string() + "/42/task/43/stat");
+  EXPECT_EQ(p.GlobalPath("sys/kernel/ns_last_pid"), (root_ / "sys/kernel/ns_last_pid").string());
   EXPECT_EQ(p.ReadStatus(42)->tracer_pid, 7);
   EXPECT_EQ(p.ReadStat(42)->start_ticks, 1000u);
   EXPECT_EQ(p.ReadTaskStat(42, 43)->comm, "worker");
@@ -169,7 +170,7 @@ TEST(Procfs, ReadsThisProcessFromTheRealProc) {
   EXPECT_NE(std::find(tasks.begin(), tasks.end(), static_cast<pid_t>(syscall(SYS_gettid))),
             tasks.end());
   char self[4096] = {};
-  ASSERT_GT(readlink("/proc/self/exe", self, sizeof self - 1), 0);
+  ASSERT_GT(readlink(p.Path(getpid(), "exe").c_str(), self, sizeof self - 1), 0);
   EXPECT_EQ(*p.Executable(getpid()), self);
 }
 

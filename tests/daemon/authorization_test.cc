@@ -15,17 +15,17 @@
 #include <regex>
 
 #include "daemon_harness.h"
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::daemon::testing {
 namespace {
 
 // The target's real, effective, saved and filesystem uids from /proc/PID/status.
 std::string Uids(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("Uid:", 0) == 0) return line.substr(4);
-  return "";
+  auto text = procfs::Procfs::Host().Read(pid, "status");
+  if (!text.ok()) return "";
+  const auto uids = procfs::StatusField(*text, "Uid");
+  return uids ? std::string(*uids) : "";
 }
 
 uint32_t TestUid() {
@@ -39,13 +39,11 @@ uint32_t TestUid() {
 // dumpable, so the user's own tracer may not attach (EPERM): wait for both.
 bool RunsAsTestUser(pid_t pid) {
   const std::string uid = std::to_string(TestUid());
-  const std::string want = "\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid;
+  const std::string want = uid + "\t" + uid + "\t" + uid + "\t" + uid;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-    std::string name;
-    std::getline(comm, name);
-    if (Uids(pid) == want && name != "setpriv") return true;
+    auto name = procfs::Procfs::Host().Comm(pid);
+    if (Uids(pid) == want && name.ok() && *name != "setpriv") return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
@@ -80,10 +78,8 @@ bool WaitForExec(pid_t pid, const std::string& program) {
   const std::string want = program.substr(program.rfind('/') + 1).substr(0, 15);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-    std::string name;
-    std::getline(comm, name);
-    if (name == want) return true;
+    auto name = procfs::Procfs::Host().Comm(pid);
+    if (name.ok() && *name == want) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
@@ -185,10 +181,9 @@ TEST_F(Authorization, NoElevationUnderANonAdminsPtraceSession) {
 }
 
 TEST_F(Authorization, NonAdminsSeeNoKernelAddressesWhereTheHostHidesThem) {
-  std::ifstream kr("/proc/sys/kernel/kptr_restrict"), pp("/proc/sys/kernel/perf_event_paranoid");
-  int kptr_restrict = 2, paranoid = 2;
-  kr >> kptr_restrict;
-  pp >> paranoid;
+  const procfs::Procfs& proc = procfs::Procfs::Host();
+  const int kptr_restrict = proc.ReadSysctlInt("sys/kernel/kptr_restrict", 2);
+  const int paranoid = proc.ReadSysctlInt("sys/kernel/perf_event_paranoid", 2);
   if (kptr_restrict == 0 && paranoid <= 1)
     GTEST_SKIP() << "this host shows kernel addresses to every user (kptr_restrict 0, "
                     "perf_event_paranoid <= 1)";

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "pathprof/core/procfs.h"
+
 namespace pathprof::daemon::testing {
 
 inline const std::string kBin = PATHPROF_BIN_DIR;
@@ -183,13 +185,17 @@ inline std::string FirstLine(const std::string& out) {
   return out.substr(0, out.find('\n'));
 }
 
+// A memory size of `pid`'s status in MiB (`field`: VmRSS, VmHWM, ...), 0 if unreadable.
+inline long StatusMiB(pid_t pid, std::string_view field) {
+  auto text = procfs::Procfs::Host().Read(pid, "status");
+  if (!text.ok()) return 0;
+  const auto kib = procfs::StatusField(*text, field);  // "1234 kB"
+  return kib ? std::stol(std::string(*kib)) / 1024 : 0;
+}
+
 // Resident memory of `pid` in MiB (VmRSS), 0 if unreadable.
 inline long RssMiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6)) / 1024;
-  return 0;
+  return StatusMiB(pid, "VmRSS");
 }
 
 inline uid_t UidOf(const char* user) {

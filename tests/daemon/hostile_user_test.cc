@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "daemon_harness.h"
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::daemon::testing {
 namespace {
@@ -28,12 +29,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 size_t OpenFds(pid_t pid) {
-  std::error_code ec;
-  size_t n = 0;
-  for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
-       !ec && it != fs::directory_iterator(); it.increment(ec))
-    ++n;
-  return n;
+  return procfs::Procfs::Host().NumericEntries(pid, "fd", 1 << 20).size();
 }
 
 // The text around the first `needle` in `haystack`, for a failure's message.
@@ -60,12 +56,10 @@ class UserProcess {
   // Waits (bounded) until the process runs as the user and has exec'd `comm`.
   bool Ready(const std::string& comm) const {
     for (int i = 0; i < 500; ++i) {
-      std::ifstream in("/proc/" + std::to_string(pid_) + "/comm");
-      std::string name;
-      std::getline(in, name);
-      struct stat st {};
-      if (name == comm.substr(0, 15) && stat(("/proc/" + std::to_string(pid_)).c_str(), &st) == 0 &&
-          st.st_uid == UidOf(kTestUser))
+      const procfs::Procfs& proc = procfs::Procfs::Host();
+      auto name = proc.Comm(pid_);
+      auto owner = proc.Owner(pid_);
+      if (name.ok() && *name == comm.substr(0, 15) && owner.ok() && *owner == UidOf(kTestUser))
         return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -277,21 +271,15 @@ TEST_F(HostileUser, EightBoltExportsOfASparseElfKeepTheDaemonSmall) {
   const std::string id = StartAndWait(loop.pid());
   WaitForWindows(id);
   // The peak resident size from here on (writing 5 to clear_refs resets VmHWM).
-  const std::string proc = "/proc/" + std::to_string(daemon_.pid());
-  auto peak_mib = [&] {
-    std::ifstream in(proc + "/status");
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6)) / 1024;
-    return 0L;
-  };
   const long before = RssMiB(daemon_.pid());
-  ASSERT_TRUE(static_cast<bool>(std::ofstream(proc + "/clear_refs") << "5"));
+  ASSERT_TRUE(static_cast<bool>(
+      std::ofstream(procfs::Procfs::Host().Path(daemon_.pid(), "clear_refs")) << "5"));
   std::vector<std::thread> exports;
   std::vector<std::string> answers(8);
   for (size_t i = 0; i < answers.size(); ++i)
     exports.emplace_back([&, i] { answers[i] = BoltExport(id, "out" + std::to_string(i)); });
   for (auto& t : exports) t.join();
-  const long peak = peak_mib();
+  const long peak = StatusMiB(daemon_.pid(), "VmHWM");
   std::printf("eight BOLT exports of a 1000 MiB sparse ELF: daemon RSS %ld MiB before, peak %ld\n",
               before, peak);
   EXPECT_LT(peak - before, 200) << "daemon peak RSS grew in MiB; first answer: " << answers[0];
@@ -465,14 +453,10 @@ TEST(HostileExec, ExecLoopForAMinuteKeepsTheDaemonFlat) {
   auto started = d.Ctl("start --pid " + std::to_string(loop));
   ASSERT_EQ(started.rc, 0) << started.out << d.Log();
   auto cpu_s = [&] {
-    std::ifstream in("/proc/" + std::to_string(d.pid()) + "/stat");
-    std::string all((std::istreambuf_iterator<char>(in)), {});
-    std::istringstream f(all.substr(all.rfind(')') + 2));
-    std::string skip;
-    for (int i = 0; i < 11; ++i) f >> skip;
-    double ut = 0, st = 0;
-    f >> ut >> st;
-    return (ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    auto stat = procfs::Procfs::Host().ReadStat(d.pid());
+    if (!stat.ok()) return 0.0;
+    return static_cast<double>(stat->utime_ticks + stat->stime_ticks) /
+           static_cast<double>(sysconf(_SC_CLK_TCK));
   };
   std::this_thread::sleep_for(std::chrono::seconds(settle_s));
   const long rss_settled = RssMiB(d.pid());

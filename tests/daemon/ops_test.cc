@@ -6,6 +6,7 @@
 
 #include "common/kernel_objects.h"
 #include "daemon_harness.h"
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::daemon::testing {
 namespace {
@@ -17,14 +18,10 @@ std::string StartOn(const Daemon& d, pid_t pid, const std::string& extra = "") {
 }
 
 std::string ProcStatusField(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field + ":", 0) == 0) {
-      std::string v = Trim(line.substr(field.size() + 1));
-      return v.substr(v.find_first_not_of(" \t"));
-    }
-  return "";
+  auto text = procfs::Procfs::Host().Read(pid, "status");
+  if (!text.ok()) return "";
+  const auto value = procfs::StatusField(*text, field);
+  return value ? std::string(*value) : "";
 }
 
 TEST(DaemonOps, SurvivesClientDisconnectMidStreamAndTargetExit) {

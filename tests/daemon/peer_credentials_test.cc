@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 
 #include "daemon_harness.h"
 #include "pathprof/api/grpc_status.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/v1/profiler.grpc.pb.h"
 
 namespace pathprof::daemon::testing {
@@ -86,7 +88,7 @@ int ReceiveFd(int channel) {
 // the host comes between; tried a few times. -1 if the pid could not be taken.
 pid_t TakePid(pid_t pid, const Ids& ids, const std::vector<gid_t>& groups) {
   for (int attempt = 0; attempt < 50; ++attempt) {
-    std::ofstream("/proc/sys/kernel/ns_last_pid") << pid - 1;
+    std::ofstream(procfs::Procfs::Host().GlobalPath("sys/kernel/ns_last_pid")) << pid - 1;
     const pid_t child = fork();
     if (child == 0) {
       if (Become(ids, groups)) pause();
@@ -102,29 +104,21 @@ pid_t TakePid(pid_t pid, const Ids& ids, const std::vector<gid_t>& groups) {
 
 // Whether /proc/PID/status lists `gid` among the process's supplementary groups.
 bool StatusHasGroup(pid_t pid, gid_t gid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Groups:", 0) != 0) continue;
-    std::istringstream groups(line.substr(7));
-    for (gid_t g; groups >> g;)
-      if (g == gid) return true;
-  }
-  return false;
+  auto status = procfs::Procfs::Host().ReadStatus(pid);
+  return status.ok() &&
+         std::find(status->groups.begin(), status->groups.end(), gid) != status->groups.end();
 }
 
 // Whether every thread of `pid` is stopped (a SIGSTOP reaches them one by one: the accepting
 // thread could otherwise take a connection made just after the kill).
 bool AllThreadsStopped(pid_t pid) {
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  const procfs::Procfs& proc = procfs::Procfs::Host();
   for (int i = 0; i < 500; ++i) {
-    bool all = true;
-    for (const auto& t : std::filesystem::directory_iterator(tasks)) {
-      std::ifstream in(t.path() / "stat");
-      std::string stat((std::istreambuf_iterator<char>(in)), {});
-      const size_t paren = stat.rfind(')');
-      if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T')
-        all = false;
+    const std::vector<pid_t> tids = proc.Tasks(pid);
+    bool all = !tids.empty();
+    for (pid_t tid : tids) {
+      auto stat = proc.ReadTaskStat(pid, tid);
+      if (!stat.ok() || stat->state != 'T') all = false;
     }
     if (all) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

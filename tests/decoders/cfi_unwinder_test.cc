@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/image_store.h"
 #include "pathprof/decoders/symbolizer.h"
@@ -31,7 +32,7 @@ void CopyStack(uint64_t sp, Captured* c) {
   ASSERT_NE(m, nullptr);
   const uint64_t n = std::min<uint64_t>(16384, m->end() - sp);
   c->stack.resize(n);
-  const int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+  const int fd = procfs::Procfs::Host().Open(getpid(), "mem", O_RDONLY);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(pread(fd, c->stack.data(), n, static_cast<off_t>(sp)), static_cast<ssize_t>(n));
   close(fd);

@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/cfi_unwinder.h"
 
 namespace pathprof::decoders {
@@ -117,7 +119,7 @@ TEST(CfiValidationTest, RefusesTheFuzzFindingsRegisterBeforeLibdwSizesATableByIt
 }
 
 TEST(CfiValidationTest, AcceptsRealBinariesInFull) {
-  const std::vector<std::string> paths = {"/proc/self/exe", "/bin/ls",
+  const std::vector<std::string> paths = {procfs::Procfs::Host().Path(getpid(), "exe"), "/bin/ls",
                                           "/lib/x86_64-linux-gnu/libc.so.6",
                                           "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"};
   for (const std::string& path : paths) {
@@ -288,7 +290,7 @@ TEST(CfiValidationTest, RefusesWhatLibdwWouldReadOutOfPlace) {
 TEST(CfiValidationTest, RefusedImageIsUnwoundWithoutLibdwAndCountedOnce) {
   // This test binary's own file with one FDE's instructions replaced by DW_CFA_same_value for
   // register 0x0ffffffa: the unwinder must refuse the whole image before libdw reads it.
-  auto file = ReadFile("/proc/self/exe");
+  auto file = ReadFile(procfs::Procfs::Host().Path(getpid(), "exe"));
   const Section eh = FindSection(file, ".eh_frame");
   ASSERT_GT(eh.size, 64u);
   size_t off = 0;

@@ -16,6 +16,7 @@
 
 #include "common/corpus.h"
 #include "common/run_command.h"
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::decoders {
 namespace {
@@ -277,7 +278,8 @@ TEST(ElfImage, ReadBuildIdReadsOnlyTheNotes) {
 
 // Needs no corpus file, so it runs without the corpus too.
 TEST(ElfImage, ReadBuildIdRefusesMissingAndNonElfFiles) {
-  EXPECT_EQ(ReadBuildId("/proc/self/status").status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(ReadBuildId(procfs::Procfs::Host().Path(getpid(), "status")).status().code(),
+            ErrorCode::kCorrupt);
   EXPECT_EQ(ReadBuildId("/nonexistent/file").status().code(), ErrorCode::kNotFound);
 }
 

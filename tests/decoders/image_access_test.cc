@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/decoders/image_cache.h"
@@ -112,10 +113,10 @@ TEST(ElfImageBounds, FifoIsRefusedWithoutBlocking) {
 
 // Resident memory of this process in MiB (VmRSS).
 long OwnRssMiB() {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6)) / 1024;
-  return 0;
+  auto text = procfs::Procfs::Host().Read(getpid(), "status");
+  if (!text.ok()) return 0;
+  const auto rss = procfs::StatusField(*text, "VmRSS");  // "1234 kB"
+  return rss ? std::stol(std::string(*rss)) / 1024 : 0;
 }
 
 // A user's own program padded to 512 MiB with a hole (it still runs: nothing maps the hole)

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/pt_decoder.h"
 
 namespace pathprof::decoders {
@@ -15,7 +16,8 @@ namespace {
 // This process's executable mappings, as the exact tracer would record them.
 std::vector<ImageRecord> SelfImages() {
   std::vector<ImageRecord> out;
-  std::ifstream in("/proc/self/maps");
+  auto maps = procfs::Procfs::Host().Read(getpid(), "maps");
+  std::istringstream in(maps.ok() ? *maps : "");
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream ls(line);

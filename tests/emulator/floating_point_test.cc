@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "call_harness.h"
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::emulator {
 namespace {
@@ -348,12 +349,14 @@ TEST(FloatingPoint, LibmMatchesTheCpu) {
 // masked (GLIBC_TUNABLES) runs LibmMatchesTheCpu on the SSE2 ones other CPUs get.
 TEST(FloatingPoint, LibmSse2VariantsMatchTheCpu) {
   if (std::getenv("PATHPROF_LIBM_VARIANT")) GTEST_SKIP() << "already in a variant run";
+  const auto self = procfs::Procfs::Host().Executable(getpid());  // run again as the child
+  ASSERT_TRUE(self.ok()) << self.status().ToString();
   std::fflush(stdout);
   const pid_t child = fork();
   if (child == 0) {
     setenv("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX2,-FMA,-FMA4,-AVX", 1);
     setenv("PATHPROF_LIBM_VARIANT", "sse2", 1);
-    execl("/proc/self/exe", "floating_point_test", "--gtest_filter=FloatingPoint.LibmMatchesTheCpu",
+    execl(self->c_str(), "floating_point_test", "--gtest_filter=FloatingPoint.LibmMatchesTheCpu",
           static_cast<char*>(nullptr));
     _exit(127);
   }

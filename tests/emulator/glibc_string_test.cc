@@ -22,6 +22,7 @@
 
 #include "call_harness.h"
 #include "common/figures.h"
+#include "pathprof/core/procfs.h"
 
 namespace pathprof::emulator {
 namespace {
@@ -840,13 +841,16 @@ class OtherVariantsMatchTheCpu : public ::testing::TestWithParam<Variant> {};
 TEST_P(OtherVariantsMatchTheCpu, EveryFunction) {
   if (std::getenv(kVariantVariable)) GTEST_SKIP() << "already in a variant run";
   const Variant& v = GetParam();
+  // This test's own program, run again in the variant.
+  const auto self = procfs::Procfs::Host().Executable(getpid());
+  ASSERT_TRUE(self.ok()) << self.status().ToString();
   std::fflush(stdout);
   const pid_t child = fork();
   if (child == 0) {
     setenv("GLIBC_TUNABLES", v.hwcaps, 1);
     setenv(kVariantVariable, v.name, 1);
     setenv(kStrideVariable, pathprof::testing::FiguresOr("5", "20"), 1);
-    execl("/proc/self/exe", "glibc_string_test", "--gtest_filter=GlibcStrings.*",
+    execl(self->c_str(), "glibc_string_test", "--gtest_filter=GlibcStrings.*",
           static_cast<char*>(nullptr));
     _exit(127);
   }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/emulator/window_emulator.h"
 
 namespace pathprof::emulator::testing {
@@ -28,21 +29,16 @@ class SelfGuest : public Guest {
   // As the CPU sees it: a page of a mapping without write permission (/proc/self/maps) faults
   // on a store, so the window must end there.
   bool PageWritable(uint64_t page) override {
-    std::FILE* maps = std::fopen("/proc/self/maps", "r");
-    if (!maps) return false;
-    bool writable = false;
-    unsigned long long start = 0, end = 0;
-    char perms[5] = {};
-    char line[512];
-    while (std::fgets(line, sizeof line, maps)) {
-      if (std::sscanf(line, "%llx-%llx %4s", &start, &end, perms) != 3) continue;
-      if (page >= start && page < end) {
-        writable = perms[1] == 'w';
-        break;
-      }
+    auto maps = procfs::Procfs::Host().Read(getpid(), "maps");
+    if (!maps.ok()) return false;
+    std::istringstream lines(*maps);
+    for (std::string line; std::getline(lines, line);) {
+      unsigned long long start = 0, end = 0;
+      char perms[5] = {};
+      if (std::sscanf(line.c_str(), "%llx-%llx %4s", &start, &end, perms) != 3) continue;
+      if (page >= start && page < end) return perms[1] == 'w';
     }
-    std::fclose(maps);
-    return writable;
+    return false;
   }
   bool LoadVectorState(CpuState* state) override {
     state->vector_loaded = true;  // the tests give vector inputs in the start state

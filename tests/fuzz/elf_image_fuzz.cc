@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../../decoders/src/code_names.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/elf_function_symbols.h"
 #include "pathprof/decoders/elf_image.h"
 
@@ -90,7 +91,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if ((*from_file)->segments().size() != (*from_bytes)->segments().size()) std::abort();
     if ((*from_file)->relocatable() != (*from_bytes)->relocatable()) std::abort();
   }
-  auto build_id = pd::ReadBuildId("/proc/self/fd/" + std::to_string(fd));
+  auto build_id =
+      pd::ReadBuildId(pathprof::procfs::Procfs::Host().Path(getpid(), "fd/" + std::to_string(fd)));
   if (build_id.ok() && from_bytes.ok() && *build_id != (*from_bytes)->build_id()) std::abort();
   return 0;
 }

@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "pathprof/core/pbs.h"
+#include "pathprof/core/procfs.h"
 
 namespace {
 
 struct Memfd {
   explicit Memfd(const char* name) : fd(memfd_create(name, 0)) {
     if (fd < 0) std::abort();
-    path = "/proc/self/fd/" + std::to_string(fd);
+    path = pathprof::procfs::Procfs::Host().Path(getpid(), "fd/" + std::to_string(fd));
   }
   int fd;
   std::string path;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/stepping/step_probe.h"
 
@@ -202,8 +203,8 @@ TEST_F(ExactTracerBlocks, StepLimitHoldsInEveryMode) {
 // The children of this process (the tracer's program), from /proc.
 std::vector<pid_t> OurChildren() {
   std::vector<pid_t> out;
-  const std::string self = std::to_string(getpid());
-  std::ifstream in("/proc/" + self + "/task/" + self + "/children");
+  auto children = procfs::Procfs::Host().ReadTask(getpid(), getpid(), "children");
+  std::istringstream in(children.ok() ? *children : "");
   for (pid_t c; in >> c;) out.push_back(c);
   return out;
 }

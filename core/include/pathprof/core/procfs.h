@@ -74,6 +74,8 @@ class Procfs {
   // root/PID/file (file may be empty: the process's directory) and root/PID/task/TID/file.
   std::string Path(pid_t pid, std::string_view file) const;
   std::string TaskPath(pid_t pid, pid_t tid, std::string_view file) const;
+  // root/RELATIVE (e.g. "sys/kernel/ns_last_pid"), for a sysctl written rather than read.
+  std::string GlobalPath(std::string_view relative) const;
 
   // A file whole, at most max_bytes (kResourceExhausted past it). kNotFound when the process
   // is gone; kPermission when this user may not read it; both name the path.
@@ -86,6 +88,13 @@ class Procfs {
   // An integer sysctl (RELATIVE, e.g. "sys/kernel/perf_event_paranoid"); `fallback` when it
   // cannot be read or does not start with a number.
   int ReadSysctlInt(std::string_view relative, int fallback) const;
+
+  // root/PID/FILE opened with `flags` and always O_CLOEXEC (a ptrace helper forks and execs):
+  // for the files read or written in place (mem, maps kept open); -1 with errno as open(2)
+  // sets it. The caller closes it.
+  int Open(pid_t pid, std::string_view file, int flags) const;
+  // root/PID/task/TID/FILE, as Open (a thread's stat kept open and read from offset 0).
+  int OpenTask(pid_t pid, pid_t tid, std::string_view file, int flags) const;
 
   Result<ProcessStatus> ReadStatus(pid_t pid) const;
   Result<ProcessStatus> ReadTaskStatus(pid_t pid, pid_t tid) const;

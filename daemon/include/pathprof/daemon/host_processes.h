@@ -9,6 +9,7 @@
 
 #include "pathprof/core/process_identity_cache.h"
 #include "pathprof/core/status.h"
+#include "pathprof/core/sysfs.h"
 
 namespace pathprof::daemon {
 
@@ -36,7 +37,8 @@ Result<std::vector<uint32_t>> ProcessesInCgroup(const std::string& cgroup);
 // to a user's unit of the same name). Works without asking systemd, so also from a container
 // that sees the host's cgroup tree. kNotFound names the unit; kInvalidArgument when it is
 // ambiguous outside system.slice.
-Result<std::string> CgroupOfUnit(const std::string& unit,
-                                 const std::string& cgroup_root = "/sys/fs/cgroup");
+Result<std::string> CgroupOfUnit(
+    const std::string& unit,
+    const std::string& cgroup_root = sysfs::Sysfs::Host().Path("fs/cgroup"));
 
 }  // namespace pathprof::daemon
