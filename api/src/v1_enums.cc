@@ -117,4 +117,28 @@ std::string_view SessionStateWord(v1::SessionState s) {
   return state ? pipeline::SessionStateName(*state) : "unknown";
 }
 
+namespace {
+
+template <typename E>
+std::optional<int> ValueBy(bool (*parse)(std::string_view, E*), std::string_view word) {
+  E value{};
+  if (!parse(word, &value)) return std::nullopt;
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+std::optional<int> V1EnumValueOfWord(std::string_view enum_full_name, std::string_view word) {
+  if (enum_full_name == v1::StepMode_descriptor()->full_name())
+    return ValueBy(ParseStepModeWord, word);
+  if (enum_full_name == v1::SourceChoice_descriptor()->full_name())
+    return ValueBy(ParseSourceChoiceWord, word);
+  if (enum_full_name == v1::CallGraph_descriptor()->full_name())
+    return ValueBy(ParseCallGraphWord, word);
+  if (enum_full_name == v1::PathKind_descriptor()->full_name())
+    return ValueBy(ParsePathKindWord, word);
+  if (enum_full_name == v1::Metric_descriptor()->full_name()) return ValueBy(ParseMetricWord, word);
+  return std::nullopt;
+}
+
 }  // namespace pathprof::api

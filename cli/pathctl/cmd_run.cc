@@ -112,14 +112,6 @@ int RunRun(Args& args) {
   RunFlags flags;
   if (auto problems = ParseRunFlags(args, &flags); !problems.empty())
     return UsageError("run", problems);
-  // A branch source the host cannot give fails here, with the probe's reason, before any
-  // command is started for nothing.
-  const pathprof::collectors::HostCapabilities caps = pathprof::collectors::ProbeHostCapabilities();
-  std::string reason;
-  if (auto source = pl::ChooseBranchSource(flags.config.source, caps, &reason); !source.ok()) {
-    std::fprintf(stderr, "pathctl run: %s\n", source.status().ToString().c_str());
-    return kExitError;
-  }
   // The report's file is opened (as the user running pathctl) before anything starts: a path
   // that cannot be written fails now, not after the whole run.
   pathprof::decoders::UniqueFd report_file;
@@ -134,8 +126,11 @@ int RunRun(Args& args) {
   std::optional<HeldCommand> held;
   if (int rc = OpenTarget(flags, args.rest(), &flags.config, &held); rc != kExitOk) return rc;
   const uint32_t pid = flags.config.pids[0];
-  // A held command that cannot be profiled is killed unrun when `held` goes.
-  auto session = pl::Session::Start("run", flags.config, caps, nullptr);
+  // Session::Start checks the settings and chooses the branch source (a source the host cannot
+  // give fails with the probe's reason); a held command that cannot be profiled is killed unrun
+  // when `held` goes.
+  auto session = pl::Session::Start("run", flags.config,
+                                    pathprof::collectors::ProbeHostCapabilities(), nullptr);
   if (!session.ok())
     return FailLocal("run", pathprof::WithContext(session.status(),
                                                   "cannot profile pid " + std::to_string(pid)));

@@ -33,9 +33,10 @@ Flag Flag::Short(std::string s) const {
   f.short_form = std::move(s);
   return f;
 }
-Flag Flag::Sets(std::string field) const {
+Flag Flag::Sets(std::string field, std::string value) const {
   Flag f = *this;
   f.request_field = std::move(field);
+  f.request_value = std::move(value);
   return f;
 }
 Flag Flag::Unit(std::string u) const {
@@ -232,7 +233,7 @@ std::string FlagListing(const std::vector<Flag>& flags) {
     }
     out += f.name + "\t" + f.short_form + "\t" + FlagTypeName(f.type) + "\t" + f.default_value +
            "\t" + lo + "\t" + hi + "\t" + Join(f.words, "|", "|") + "\t" + f.unit + "\t" +
-           f.request_field + "\n";
+           f.request_field + (f.request_value.empty() ? "" : "=" + f.request_value) + "\n";
   }
   return out;
 }

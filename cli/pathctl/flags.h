@@ -33,12 +33,15 @@ struct Flag {
   std::vector<std::string> words;    // kWords, in the order the usage lists them
   // kWords: the command's own parser of a word, where it has one (else: one of `words`).
   std::function<bool(const std::string&)> accepts;
-  std::string help;           // one line
-  std::string request_field;  // the v1 request field it sets, if any ("sampling.stack_hz")
+  std::string help;  // one line
+  // The v1 request field it sets, if any, from the request's type ("session.settings.sampling.
+  // stack_hz"; request_fields.h fills it), and for a bool field the value it sets (empty: true).
+  std::string request_field;
+  std::string request_value;
 
   // Declaration helpers, chained on the makers below.
   Flag Short(std::string s) const;
-  Flag Sets(std::string field) const;
+  Flag Sets(std::string field, std::string value = "") const;
   Flag Unit(std::string u) const;
   Flag Accepts(std::function<bool(const std::string&)> parse) const;
 };

@@ -9,6 +9,7 @@
 
 #include "pathctl/flags.h"
 #include "pathprof/pipeline/session_config.h"
+#include "pathprof/v1/profiler.pb.h"
 
 namespace pathctl {
 
@@ -27,9 +28,18 @@ std::vector<Flag> SessionFlags(bool follows_children);
 // --inherit / --no-inherit, else `by_default`; both given is a usage problem.
 bool FollowChildren(const Args& args, bool by_default, std::vector<std::string>* problems);
 
-// Fills `config` (run's) from the session flags, each flag not given keeping the table's value,
-// children followed unless --no-inherit (kRunFollowsChildren). --max-descendants is read only
+// The request the flags ask for: each of `flags` given (the session flags, and start's targets)
+// sets its declared field (request_fields.h), each not given leaves it unset (the daemon then
+// takes kSessionDefaults' value, the usage's default). follow_children is always set (--inherit,
+// --no-inherit or the command's default, `follows_children`); --max-descendants is read only
 // when children are followed (else it does not apply).
+void ReadSessionRequest(const Args& args, const std::vector<Flag>& flags, bool follows_children,
+                        pathprof::v1::CreateSessionRequest* request,
+                        std::vector<std::string>* problems);
+
+// run's config: ReadSessionRequest's settings converted as the daemon converts them
+// (api::ToSessionConfig), children followed unless --no-inherit (kRunFollowsChildren), but for
+// --duration, which run times itself.
 void ReadSessionConfig(const Args& args, pathprof::pipeline::SessionConfig* config,
                        std::vector<std::string>* problems);
 

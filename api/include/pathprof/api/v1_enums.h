@@ -119,4 +119,9 @@ bool ParseMetricWord(std::string_view word, v1::Metric* out);
 // "running", "stopped", "target-exited", "failed"; "unknown" for a value not set or not known.
 std::string_view SessionStateWord(v1::SessionState s);
 
+// The number of the value of the v1 enum named `enum_full_name` ("pathprof.v1.PathKind") whose
+// word is `word`, by the Parse*Word above: for a client that sets request fields by their names
+// (pathctl's declared flags). nullopt for a word the enum does not have, or an enum with no words.
+std::optional<int> V1EnumValueOfWord(std::string_view enum_full_name, std::string_view word);
+
 }  // namespace pathprof::api
