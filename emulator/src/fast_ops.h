@@ -1,6 +1,6 @@
 // The interpreter's fast path: the integer instructions most code retires (FastOp, recognised
 // at decode time), run inline in the interpreter's loop without the general dispatch of
-// integer_ops.cc, which costs two switches over every mnemonic per instruction. The semantics
+// integer_ops.cc, which costs a table lookup and a call per instruction. The semantics
 // are integer_ops.cc's, instruction for instruction (tests/emulator/fast_ops_test.cc runs both
 // on the same states and requires the same results).
 #pragma once

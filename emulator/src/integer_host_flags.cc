@@ -12,61 +12,47 @@
 
 #include "host_integer.h"
 #include "integer_arithmetic.h"
+#include "integer_handlers.h"
 #include "machine.h"
 
 namespace pathprof::emulator {
 namespace {
 
-HostShiftOp ShiftOf(ZydisMnemonic mn) {
-  switch (mn) {
-    case ZYDIS_MNEMONIC_SHL:
-      return HostShiftOp::kShl;
-    case ZYDIS_MNEMONIC_SHR:
-      return HostShiftOp::kShr;
-    case ZYDIS_MNEMONIC_SAR:
-      return HostShiftOp::kSar;
-    case ZYDIS_MNEMONIC_ROL:
-      return HostShiftOp::kRol;
-    case ZYDIS_MNEMONIC_ROR:
-      return HostShiftOp::kRor;
-    case ZYDIS_MNEMONIC_RCL:
-      return HostShiftOp::kRcl;
-    default:
-      return HostShiftOp::kRcr;
-  }
-}
-
 // shl/shr/sar/rol/ror/rcl/rcr r/m, 1 | cl | imm8.
-Step Shift(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
+template <HostShiftOp kOp>
+Step Shift(Machine& m, const DecodedInstruction& d) {
   const unsigned size = d.op[0].size;
   uint64_t a = 0, count = 1;
   if (!ReadInt(m, d.op[0], size, &a)) return Step::kEnded;
   if (d.operand_count > 1 && !ReadInt(m, d.op[1], 1, &count)) return Step::kEnded;
   uint64_t f = m.s.rflags;
-  const uint64_t r = HostShift(ShiftOf(mn), a, static_cast<uint8_t>(count), size, &f);
+  const uint64_t r = HostShift(kOp, a, static_cast<uint8_t>(count), size, &f);
   if (!WriteInt(m, d.op[0], size, r)) return Step::kEnded;
   SetFlags(m, kArithmeticFlags, f);
   return Step::kNext;
 }
 
-// shld/shrd r/m, r, cl | imm8.
-Step DoubleShift(Machine& m, const DecodedInstruction& d, bool left) {
+// shld (kLeft) / shrd r/m, r, cl | imm8.
+template <bool kLeft>
+Step DoubleShift(Machine& m, const DecodedInstruction& d) {
   const unsigned size = d.op[0].size;
   uint64_t a = 0, b = 0, count = 0;
   if (!ReadInt(m, d.op[0], size, &a) || !ReadInt(m, d.op[1], size, &b) ||
       !ReadInt(m, d.op[2], 1, &count))
     return Step::kEnded;
   uint64_t f = m.s.rflags;
-  const uint64_t r = HostDoubleShift(left, a, b, static_cast<uint8_t>(count), size, &f);
+  const uint64_t r = HostDoubleShift(kLeft, a, b, static_cast<uint8_t>(count), size, &f);
   if (!WriteInt(m, d.op[0], size, r)) return Step::kEnded;
   SetFlags(m, kArithmeticFlags, f);
   return Step::kNext;
 }
 
-Step Multiply(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
+// mul (kSigned false) and imul.
+template <bool kSigned>
+Step Multiply(Machine& m, const DecodedInstruction& d) {
   const unsigned size = d.operand_size;
   uint64_t f = m.s.rflags;
-  if (mn == ZYDIS_MNEMONIC_IMUL && d.operand_count >= 2) {
+  if (kSigned && d.operand_count >= 2) {
     // imul r, r/m (, imm): the product truncated to the destination.
     const Operand& src1 = d.operand_count == 3 ? d.op[1] : d.op[0];
     const Operand& src2 = d.operand_count == 3 ? d.op[2] : d.op[1];
@@ -82,7 +68,7 @@ Step Multiply(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
   if (!ReadInt(m, d.op[0], size, &b)) return Step::kEnded;
   const uint64_t a = m.s.gpr[kRax] & SizeMask(size);
   uint64_t lo = 0, hi = 0;
-  HostWideMultiply(mn == ZYDIS_MNEMONIC_IMUL, a, b, size, &lo, &hi, &f);
+  HostWideMultiply(kSigned, a, b, size, &lo, &hi, &f);
   if (size == 1) {
     WriteGpr(m, RegRef{RegClass::kGpr, kRax, 2, 0}, (hi << 8) | lo);
   } else {
@@ -93,9 +79,10 @@ Step Multiply(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
   return Step::kNext;
 }
 
-// div/idiv; a zero divisor or a quotient that does not fit raises #DE on the CPU: the window
-// ends there (the thread will take SIGFPE), and the host never divides it.
-Step Divide(Machine& m, const DecodedInstruction& d, bool is_signed) {
+// div (kSigned false) and idiv; a zero divisor or a quotient that does not fit raises #DE on
+// the CPU: the window ends there (the thread will take SIGFPE), and the host never divides it.
+template <bool kSigned>
+Step Divide(Machine& m, const DecodedInstruction& d) {
   const unsigned size = d.operand_size;
   const unsigned bits = size * 8;
   uint64_t divisor = 0;
@@ -106,7 +93,7 @@ Step Divide(Machine& m, const DecodedInstruction& d, bool is_signed) {
   const uint64_t hi = size == 1 ? 0 : m.s.gpr[kRdx] & mask;
   const unsigned __int128 dividend =
       size == 1 ? lo : (static_cast<unsigned __int128>(hi) << bits) | lo;
-  if (!is_signed) {
+  if (!kSigned) {
     if (dividend / divisor > mask) return m.End(EmulationEnd::kFault);
   } else {
     const unsigned shift = 128 - 2 * bits;
@@ -119,7 +106,7 @@ Step Divide(Machine& m, const DecodedInstruction& d, bool is_signed) {
     if (q >= limit || q < -limit) return m.End(EmulationEnd::kFault);
   }
   uint64_t q = 0, r = 0, f = m.s.rflags;
-  HostDivide(is_signed, lo, hi, divisor, size, &q, &r, &f);
+  HostDivide(kSigned, lo, hi, divisor, size, &q, &r, &f);
   if (size == 1) {
     WriteGpr(m, RegRef{RegClass::kGpr, kRax, 2, 0}, (r << 8) | q);
   } else {
@@ -130,22 +117,10 @@ Step Divide(Machine& m, const DecodedInstruction& d, bool is_signed) {
   return Step::kNext;
 }
 
-HostBitTestOp BitTestOf(ZydisMnemonic mn) {
-  switch (mn) {
-    case ZYDIS_MNEMONIC_BT:
-      return HostBitTestOp::kBt;
-    case ZYDIS_MNEMONIC_BTS:
-      return HostBitTestOp::kBts;
-    case ZYDIS_MNEMONIC_BTR:
-      return HostBitTestOp::kBtr;
-    default:
-      return HostBitTestOp::kBtc;
-  }
-}
-
 // bt/bts/btr/btc r/m, r | imm8. A register offset into memory addresses a bit string: the
 // operand it names lies whole operands away from the address.
-Step BitTest(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
+template <HostBitTestOp kOp>
+Step BitTest(Machine& m, const DecodedInstruction& d) {
   const unsigned size = d.op[0].size;
   const unsigned bits = size * 8;
   uint64_t offset = 0;
@@ -158,30 +133,16 @@ Step BitTest(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
   uint64_t v = 0;
   if (!ReadInt(m, target, size, &v)) return Step::kEnded;
   uint64_t f = m.s.rflags;
-  const uint64_t r = HostBitTest(BitTestOf(mn), v, offset & (bits - 1), size, &f);
-  if (mn != ZYDIS_MNEMONIC_BT && !WriteInt(m, target, size, r)) return Step::kEnded;
+  const uint64_t r = HostBitTest(kOp, v, offset & (bits - 1), size, &f);
+  if (kOp != HostBitTestOp::kBt && !WriteInt(m, target, size, r)) return Step::kEnded;
   SetFlags(m, kArithmeticFlags, f);
   return Step::kNext;
 }
 
-HostBitScanOp BitScanOf(ZydisMnemonic mn) {
-  switch (mn) {
-    case ZYDIS_MNEMONIC_BSF:
-      return HostBitScanOp::kBsf;
-    case ZYDIS_MNEMONIC_BSR:
-      return HostBitScanOp::kBsr;
-    case ZYDIS_MNEMONIC_TZCNT:
-      return HostBitScanOp::kTzcnt;
-    case ZYDIS_MNEMONIC_LZCNT:
-      return HostBitScanOp::kLzcnt;
-    default:
-      return HostBitScanOp::kPopcnt;
-  }
-}
-
 // bsf/bsr/tzcnt/lzcnt/popcnt r, r/m. The destination is always a register; it is written
 // whole, as the host left it (a 32-bit bsf of zero does not zero the upper half on AMD).
-Step BitScan(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
+template <HostBitScanOp kOp>
+Step BitScan(Machine& m, const DecodedInstruction& d) {
   const unsigned size = d.op[0].size;
   const Operand& dst = d.op[0];
   if (dst.type != OperandType::kRegister || dst.reg.cls != RegClass::kGpr || dst.reg.shift != 0)
@@ -189,40 +150,20 @@ Step BitScan(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
   uint64_t src = 0;
   if (!ReadInt(m, d.op[1], size, &src)) return Step::kEnded;
   uint64_t f = m.s.rflags;
-  m.s.gpr[dst.reg.index] = HostBitScan(BitScanOf(mn), src, m.s.gpr[dst.reg.index], size, &f);
+  m.s.gpr[dst.reg.index] = HostBitScan(kOp, src, m.s.gpr[dst.reg.index], size, &f);
   SetFlags(m, kArithmeticFlags, f);
   return Step::kNext;
 }
 
 // andn, bzhi, bextr r, r, r/m (bzhi and bextr: r, r/m, r); blsr, blsi, blsmsk r, r/m.
-Step Bmi(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
+template <HostBmiOp kOp>
+Step Bmi(Machine& m, const DecodedInstruction& d) {
   const unsigned size = d.op[0].size;
   uint64_t a = 0, b = 0;
-  HostBmiOp op = HostBmiOp::kAndn;
-  switch (mn) {
-    case ZYDIS_MNEMONIC_ANDN:
-      op = HostBmiOp::kAndn;
-      break;
-    case ZYDIS_MNEMONIC_BZHI:
-      op = HostBmiOp::kBzhi;
-      break;
-    case ZYDIS_MNEMONIC_BEXTR:
-      op = HostBmiOp::kBextr;
-      break;
-    case ZYDIS_MNEMONIC_BLSR:
-      op = HostBmiOp::kBlsr;
-      break;
-    case ZYDIS_MNEMONIC_BLSI:
-      op = HostBmiOp::kBlsi;
-      break;
-    default:
-      op = HostBmiOp::kBlsmsk;
-      break;
-  }
   if (!ReadInt(m, d.op[1], size, &a)) return Step::kEnded;
   if (d.operand_count > 2 && !ReadInt(m, d.op[2], size, &b)) return Step::kEnded;
   uint64_t f = m.s.rflags;
-  const uint64_t r = HostBmi(op, a, b, size, &f);
+  const uint64_t r = HostBmi(kOp, a, b, size, &f);
   if (!WriteInt(m, d.op[0], size, r)) return Step::kEnded;
   SetFlags(m, kArithmeticFlags, f);
   return Step::kNext;
@@ -230,49 +171,35 @@ Step Bmi(Machine& m, const DecodedInstruction& d, ZydisMnemonic mn) {
 
 }  // namespace
 
-Step ExecuteHostFlagged(Machine& m, const DecodedInstruction& d) {
-  const auto mn = static_cast<ZydisMnemonic>(d.mnemonic);
-  switch (mn) {
-    case ZYDIS_MNEMONIC_SHL:
-    case ZYDIS_MNEMONIC_SHR:
-    case ZYDIS_MNEMONIC_SAR:
-    case ZYDIS_MNEMONIC_ROL:
-    case ZYDIS_MNEMONIC_ROR:
-    case ZYDIS_MNEMONIC_RCL:
-    case ZYDIS_MNEMONIC_RCR:
-      return Shift(m, d, mn);
-    case ZYDIS_MNEMONIC_SHLD:
-      return DoubleShift(m, d, true);
-    case ZYDIS_MNEMONIC_SHRD:
-      return DoubleShift(m, d, false);
-    case ZYDIS_MNEMONIC_MUL:
-    case ZYDIS_MNEMONIC_IMUL:
-      return Multiply(m, d, mn);
-    case ZYDIS_MNEMONIC_DIV:
-      return Divide(m, d, false);
-    case ZYDIS_MNEMONIC_IDIV:
-      return Divide(m, d, true);
-    case ZYDIS_MNEMONIC_BT:
-    case ZYDIS_MNEMONIC_BTS:
-    case ZYDIS_MNEMONIC_BTR:
-    case ZYDIS_MNEMONIC_BTC:
-      return BitTest(m, d, mn);
-    case ZYDIS_MNEMONIC_BSF:
-    case ZYDIS_MNEMONIC_BSR:
-    case ZYDIS_MNEMONIC_TZCNT:
-    case ZYDIS_MNEMONIC_LZCNT:
-    case ZYDIS_MNEMONIC_POPCNT:
-      return BitScan(m, d, mn);
-    case ZYDIS_MNEMONIC_ANDN:
-    case ZYDIS_MNEMONIC_BZHI:
-    case ZYDIS_MNEMONIC_BEXTR:
-    case ZYDIS_MNEMONIC_BLSR:
-    case ZYDIS_MNEMONIC_BLSI:
-    case ZYDIS_MNEMONIC_BLSMSK:
-      return Bmi(m, d, mn);
-    default:
-      return Step::kNotMine;
-  }
+void AddHostFlaggedOps(IntegerHandlers& t) {
+  t.Add({ZYDIS_MNEMONIC_SHL}, Shift<HostShiftOp::kShl>);
+  t.Add({ZYDIS_MNEMONIC_SHR}, Shift<HostShiftOp::kShr>);
+  t.Add({ZYDIS_MNEMONIC_SAR}, Shift<HostShiftOp::kSar>);
+  t.Add({ZYDIS_MNEMONIC_ROL}, Shift<HostShiftOp::kRol>);
+  t.Add({ZYDIS_MNEMONIC_ROR}, Shift<HostShiftOp::kRor>);
+  t.Add({ZYDIS_MNEMONIC_RCL}, Shift<HostShiftOp::kRcl>);
+  t.Add({ZYDIS_MNEMONIC_RCR}, Shift<HostShiftOp::kRcr>);
+  t.Add({ZYDIS_MNEMONIC_SHLD}, DoubleShift<true>);
+  t.Add({ZYDIS_MNEMONIC_SHRD}, DoubleShift<false>);
+  t.Add({ZYDIS_MNEMONIC_MUL}, Multiply<false>);
+  t.Add({ZYDIS_MNEMONIC_IMUL}, Multiply<true>);
+  t.Add({ZYDIS_MNEMONIC_DIV}, Divide<false>);
+  t.Add({ZYDIS_MNEMONIC_IDIV}, Divide<true>);
+  t.Add({ZYDIS_MNEMONIC_BT}, BitTest<HostBitTestOp::kBt>);
+  t.Add({ZYDIS_MNEMONIC_BTS}, BitTest<HostBitTestOp::kBts>);
+  t.Add({ZYDIS_MNEMONIC_BTR}, BitTest<HostBitTestOp::kBtr>);
+  t.Add({ZYDIS_MNEMONIC_BTC}, BitTest<HostBitTestOp::kBtc>);
+  t.Add({ZYDIS_MNEMONIC_BSF}, BitScan<HostBitScanOp::kBsf>);
+  t.Add({ZYDIS_MNEMONIC_BSR}, BitScan<HostBitScanOp::kBsr>);
+  t.Add({ZYDIS_MNEMONIC_TZCNT}, BitScan<HostBitScanOp::kTzcnt>);
+  t.Add({ZYDIS_MNEMONIC_LZCNT}, BitScan<HostBitScanOp::kLzcnt>);
+  t.Add({ZYDIS_MNEMONIC_POPCNT}, BitScan<HostBitScanOp::kPopcnt>);
+  t.Add({ZYDIS_MNEMONIC_ANDN}, Bmi<HostBmiOp::kAndn>);
+  t.Add({ZYDIS_MNEMONIC_BZHI}, Bmi<HostBmiOp::kBzhi>);
+  t.Add({ZYDIS_MNEMONIC_BEXTR}, Bmi<HostBmiOp::kBextr>);
+  t.Add({ZYDIS_MNEMONIC_BLSR}, Bmi<HostBmiOp::kBlsr>);
+  t.Add({ZYDIS_MNEMONIC_BLSI}, Bmi<HostBmiOp::kBlsi>);
+  t.Add({ZYDIS_MNEMONIC_BLSMSK}, Bmi<HostBmiOp::kBlsmsk>);
 }
 
 }  // namespace pathprof::emulator

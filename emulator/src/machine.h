@@ -184,8 +184,5 @@ inline bool Condition(uint64_t f, unsigned cc) {
 // Executes one instruction of its family; kNotMine when it is not one of them.
 Step ExecuteInteger(Machine& m, const DecodedInstruction& d);
 Step ExecuteVector(Machine& m, const DecodedInstruction& d);
-// The integer instructions with undefined flags, run on this CPU (integer_host_flags.cc);
-// ExecuteInteger hands them over.
-Step ExecuteHostFlagged(Machine& m, const DecodedInstruction& d);
 
 }  // namespace pathprof::emulator

@@ -4,14 +4,14 @@
 
 #include <Zydis/Zydis.h>
 
-#include <array>
 #include <initializer_list>
 
 #include "machine.h"
+#include "mnemonic_table.h"
 
 namespace pathprof::emulator {
 
-using VectorHandler = Step (*)(Machine& m, const DecodedInstruction& d);
+using VectorHandler = InstructionHandler;
 
 class VectorHandlers {
  public:
@@ -22,18 +22,15 @@ class VectorHandlers {
     bool control_mask = false;
   };
   void Add(std::initializer_list<ZydisMnemonic> mnemonics, VectorHandler handler) {
-    for (ZydisMnemonic mn : mnemonics) table_[mn] = Entry{handler, false};
+    for (ZydisMnemonic mn : mnemonics) table_.Set(mn, Entry{handler, false});
   }
   void AddWithControlMask(std::initializer_list<ZydisMnemonic> mnemonics, VectorHandler handler) {
-    for (ZydisMnemonic mn : mnemonics) table_[mn] = Entry{handler, true};
+    for (ZydisMnemonic mn : mnemonics) table_.Set(mn, Entry{handler, true});
   }
-  const Entry& Find(uint16_t mnemonic) const {
-    static const Entry none;
-    return mnemonic < table_.size() ? table_[mnemonic] : none;
-  }
+  const Entry& Find(uint16_t mnemonic) const { return table_.Find(mnemonic); }
 
  private:
-  std::array<Entry, ZYDIS_MNEMONIC_MAX_VALUE + 1> table_{};
+  MnemonicTable<Entry> table_;
 };
 
 void AddVectorMoves(VectorHandlers& t);               // vector_moves.cc
