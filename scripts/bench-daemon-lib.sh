@@ -1,7 +1,9 @@
-# Sourced by the daemon benchmarks (bench-daemon-sessions.sh, bench-continuous-host.sh): a
-# scratch folder, busy example_hotloop processes, and on exit the end of every process they
-# started (the busy ones and $daemon) and of the folder.
-# usage: . scripts/bench-daemon-lib.sh; bench_scratch NAME; start_busy COUNT  (needs $bin)
+# Sourced by the daemon benchmarks (bench-daemon-sessions.sh, bench-continuous-host.sh,
+# bench-daemon-load.sh, bench-scheduler-queries.sh): a scratch folder, a pathprofd on a socket in
+# it, busy example_hotloop processes, and on exit the end of every process they started (the busy
+# ones and $daemon) and of the folder.
+# usage: . scripts/bench-daemon-lib.sh; bench_scratch NAME; start_daemon [FLAGS];
+#        start_busy COUNT  (needs $bin)
 
 loops=()
 bench_cleanup() {
@@ -14,6 +16,15 @@ bench_cleanup() {
 bench_scratch() {
   dir="$(mktemp -d "/tmp/$1-XXXXXX")"
   trap bench_cleanup EXIT
+}
+
+# pathprofd (no config file) on $sock = $dir/pathprofd.sock with FLAGS, its log in $dir/log, its
+# pid in $daemon; returns once the socket is there (at most 10 s).
+start_daemon() {
+  sock="$dir/pathprofd.sock"
+  "$bin/pathprofd" --config /dev/null --socket "$sock" --log-level warning "$@" 2>"$dir/log" &
+  daemon=$!
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 }
 
 # COUNT busy example_hotloop processes; their pids in ${loops[@]}.

@@ -5,20 +5,12 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${1:-$root/build}/bin"
-dir="$(mktemp -d /tmp/pathprofd-load-XXXXXX)"
-sock="$dir/pathprofd.sock"
-cleanup() {
-  [ -n "${loop:-}" ] && kill "$loop" 2>/dev/null || true
-  [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+. "$root/scripts/bench-daemon-lib.sh"
+bench_scratch pathprofd-load
 # The per-client rate limit would (rightly) throttle one uid asking 500+ calls/s; lift it here.
-"$bin/pathprofd" --config /dev/null --socket "$sock" --rate-qps 100000 --rate-burst 100000 \
-  --log-level warning 2>"$dir/log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-"$bin/example_hotloop" 0 & loop=$!
+start_daemon --rate-qps 100000 --rate-burst 100000
+start_busy 1
+loop=${loops[0]}
 id=$("$bin/pathctl" start --pid "$loop" --socket "$sock" 2>/dev/null)
 sleep 3  # let the session fill its profile
 echo "session $id on example_hotloop (pid $loop); nproc $(nproc)"

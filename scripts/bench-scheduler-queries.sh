@@ -7,19 +7,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${1:-$root/build}/bin"
-dir="$(mktemp -d /tmp/pathprofd-sched-XXXXXX)"
-sock="$dir/pathprofd.sock"
-cleanup() {
-  [ -n "${loop:-}" ] && kill "$loop" 2>/dev/null || true
-  [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-"$bin/pathprofd" --config /dev/null --socket "$sock" --rate-qps 100000 --rate-burst 100000 \
-  --log-level warning 2>"$dir/log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-"$bin/example_hotloop" 0 & loop=$!
+. "$root/scripts/bench-daemon-lib.sh"
+bench_scratch pathprofd-sched
+start_daemon --rate-qps 100000 --rate-burst 100000
+start_busy 1
+loop=${loops[0]}
 sleep 0.2
 id=$("$bin/pathctl" start --name example_hotloop --socket "$sock" 2>/dev/null)
 sleep 3  # let the session fill its profile

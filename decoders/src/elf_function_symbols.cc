@@ -97,4 +97,16 @@ const FunctionSymbol* FindFunction(const std::vector<FunctionSymbol>& sorted, ui
   return vaddr < it->vaddr + it->size ? &*it : nullptr;
 }
 
+Result<FunctionSymbol> ReadFunctionNamed(const std::string& path, std::string_view name) {
+  PATHPROF_ASSIGN_OR_RETURN(auto image, ElfImage::Open(path));
+  PATHPROF_ASSIGN_OR_RETURN(std::vector<FunctionSymbol> functions, ReadFunctionSymbols(*image));
+  for (const FunctionSymbol& f : functions) {
+    const std::string_view n = f.bolt_name;
+    if (n == name || (n.starts_with(name) && n.size() > name.size() && n[name.size()] == '/'))
+      return f;
+  }
+  return Error(ErrorCode::kNotFound,
+               "no function " + std::string(name) + " in the symbols of " + path);
+}
+
 }  // namespace pathprof::decoders

@@ -303,20 +303,16 @@ TEST(OtlpExport, AWindowThatIsNotAProfileIsAnErrorNotACrash) {
 
 // The collector side: records each request and its authorization, answers from a script of
 // status codes (then OK), optionally with a partial success.
-class FakeCollector final : public collector::ProfilesService::Service {
+class FakeCollector final
+    : public collector::ProfilesService::Service,
+      public testing::ScriptedBackend<collector::ExportProfilesServiceRequest> {
  public:
   explicit FakeCollector(std::vector<grpc::StatusCode> script, int64_t reject = 0)
-      : script_(std::move(script)), reject_(reject) {}
+      : ScriptedBackend(std::move(script)), reject_(reject) {}
   grpc::Status Export(grpc::ServerContext* context,
                       const collector::ExportProfilesServiceRequest* request,
                       collector::ExportProfilesServiceResponse* response) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.push_back(*request);
-    auto auth = context->client_metadata().find("authorization");
-    authorization_.push_back(auth == context->client_metadata().end()
-                                 ? "<absent>"
-                                 : std::string(auth->second.data(), auth->second.size()));
-    const grpc::StatusCode code = next_ < script_.size() ? script_[next_++] : grpc::StatusCode::OK;
+    const grpc::StatusCode code = Record(*context, *request);
     if (code != grpc::StatusCode::OK) return grpc::Status(code, "scripted");
     if (reject_ > 0) {
       response->mutable_partial_success()->set_rejected_profiles(reject_);
@@ -324,38 +320,12 @@ class FakeCollector final : public collector::ProfilesService::Service {
     }
     return grpc::Status::OK;
   }
-  std::vector<collector::ExportProfilesServiceRequest> requests() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return requests_;
-  }
-  std::vector<std::string> authorization() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return authorization_;
-  }
 
  private:
-  std::mutex mu_;
-  std::vector<grpc::StatusCode> script_;
   int64_t reject_;
-  size_t next_ = 0;
-  std::vector<collector::ExportProfilesServiceRequest> requests_;
-  std::vector<std::string> authorization_;
 };
 
-struct RunningCollector {
-  explicit RunningCollector(std::vector<grpc::StatusCode> script, int64_t reject = 0)
-      : service(std::move(script), reject) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&service);
-    server = builder.BuildAndStart();
-  }
-  ~RunningCollector() { server->Shutdown(); }
-  std::string Target() const { return "127.0.0.1:" + std::to_string(port); }
-  FakeCollector service;
-  int port = 0;
-  std::unique_ptr<grpc::Server> server;
-};
+using RunningCollector = testing::RunningFake<FakeCollector>;
 
 TEST(OtlpSinkTest, RetriesUnavailableThenExportsTheWindow) {
   RunningCollector collector({grpc::StatusCode::UNAVAILABLE});

@@ -55,50 +55,18 @@ TEST(ParcaWireTest, BuiltRequestAddsNameLabelAndSortsLabels) {
 
 // The profile store side: records each request and its authorization metadata, answers from a
 // script of status codes (then OK).
-class FakeProfileStore final : public pb::ProfileStoreService::Service {
+class FakeProfileStore final : public pb::ProfileStoreService::Service,
+                               public testing::ScriptedBackend<pb::WriteRawRequest> {
  public:
-  explicit FakeProfileStore(std::vector<grpc::StatusCode> script) : script_(std::move(script)) {}
+  using ScriptedBackend::ScriptedBackend;
   grpc::Status WriteRaw(grpc::ServerContext* context, const pb::WriteRawRequest* request,
                         pb::WriteRawResponse*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.push_back(*request);
-    auto auth = context->client_metadata().find("authorization");
-    authorization_.push_back(auth == context->client_metadata().end()
-                                 ? "<absent>"
-                                 : std::string(auth->second.data(), auth->second.size()));
-    const grpc::StatusCode code = next_ < script_.size() ? script_[next_++] : grpc::StatusCode::OK;
+    const grpc::StatusCode code = Record(*context, *request);
     return code == grpc::StatusCode::OK ? grpc::Status::OK : grpc::Status(code, "scripted");
   }
-  std::vector<pb::WriteRawRequest> requests() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return requests_;
-  }
-  std::vector<std::string> authorization() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return authorization_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<grpc::StatusCode> script_;
-  size_t next_ = 0;
-  std::vector<pb::WriteRawRequest> requests_;
-  std::vector<std::string> authorization_;
 };
 
-struct RunningServer {
-  explicit RunningServer(std::vector<grpc::StatusCode> script) : store(std::move(script)) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&store);
-    server = builder.BuildAndStart();
-  }
-  ~RunningServer() { server->Shutdown(); }
-  std::string Target() const { return "127.0.0.1:" + std::to_string(port); }
-  FakeProfileStore store;
-  int port = 0;
-  std::unique_ptr<grpc::Server> server;
-};
+using RunningServer = testing::RunningFake<FakeProfileStore>;
 
 ProfileWindow Window(std::string pprof) {
   ProfileWindow w;
@@ -129,9 +97,9 @@ TEST(ParcaSinkTest, RetriesUnavailableThenStoresExactBytesAndLabels) {
   EXPECT_EQ(stats.sent, 1u);
   EXPECT_EQ(stats.attempts, 2u);
   EXPECT_EQ(stats.retries, 1u);
-  const auto requests = server.store.requests();
+  const auto requests = server.service.requests();
   ASSERT_EQ(requests.size(), 2u);
-  EXPECT_EQ(server.store.authorization(), (std::vector<std::string>{"Bearer tok", "Bearer tok"}));
+  EXPECT_EQ(server.service.authorization(), (std::vector<std::string>{"Bearer tok", "Bearer tok"}));
   const pb::WriteRawRequest& r = requests[1];
   EXPECT_FALSE(r.normalized());
   EXPECT_EQ(r.tenant(), "");
@@ -158,7 +126,7 @@ TEST(ParcaSinkTest, InvalidArgumentIsARejection) {
   const PushStats stats = PushOne(std::move(sink).value(), Window("p"), 5);
   EXPECT_EQ(stats.attempts, 1u);
   EXPECT_EQ(stats.dropped_rejected, 1u);
-  EXPECT_EQ(server.store.authorization(), (std::vector<std::string>{"<absent>"}));
+  EXPECT_EQ(server.service.authorization(), (std::vector<std::string>{"<absent>"}));
   EXPECT_NE(stats.last_error.find("scripted"), std::string::npos) << stats.last_error;
 }
 

@@ -6,9 +6,7 @@
 // context, and not the same one. The program is static and not PIE, so the addresses of the
 // exact run and the profiled run agree.
 #include <fcntl.h>
-#include <gelf.h>
 #include <gtest/gtest.h>
-#include <libelf.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -22,6 +20,7 @@
 #include <unordered_map>
 
 #include "pathprof/collectors/capabilities.h"
+#include "pathprof/decoders/elf_function_symbols.h"
 #include "pathprof/hwmodel/path_stack.h"
 #include "pathprof/pipeline/session.h"
 #include "pathprof/stepping/exact_tracer.h"
@@ -47,24 +46,11 @@ struct Range {
 // [value, value + size) of each named function symbol (static, not PIE: runtime = link address).
 std::map<std::string, Range> FunctionRanges(const std::string& path) {
   std::map<std::string, Range> out;
-  elf_version(EV_CURRENT);
-  const int fd = open(path.c_str(), O_RDONLY);
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    gelf_getshdr(scn, &sh);
-    if (sh.sh_type != SHT_SYMTAB) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      gelf_getsym(data, static_cast<int>(i), &sym);
-      const std::string name = elf_strptr(elf, sh.sh_link, sym.st_name);
-      if (name == "loop" || name == "caller_a" || name == "caller_b")
-        out[name] = {sym.st_value, sym.st_value + sym.st_size};
-    }
+  for (const char* name : {"loop", "caller_a", "caller_b"}) {
+    auto f = pathprof::decoders::ReadFunctionNamed(path, name);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    if (f.ok()) out[name] = {f->vaddr, f->vaddr + f->size};
   }
-  elf_end(elf);
-  close(fd);
   return out;
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "pathprof/core/clock.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/stepping/ptrace_bursts.h"
 #include "ptrace_burst_test_util.h"
 #include "target_process.h"
@@ -32,6 +33,7 @@ namespace pathprof::stepping {
 namespace {
 
 using testing::Bin;
+using testing::Collected;
 using testing::WaitFor;
 
 // Every wait in this file is bounded by these (they bound hangs; nothing is timed against them).
@@ -43,43 +45,6 @@ using testing::Target;
 // other tests on two CPUs (21 of 40 fault-ended windows after 7,104 bursts).
 constexpr int kCollectMs = 50000;
 constexpr int kCollectorEndMs = 5000;
-
-// What the collector handed on: windows and notes (a verified window that differed is a note).
-struct Collected {
-  std::mutex mu;
-  std::vector<BranchBatch> windows;
-  std::vector<std::string> notes;
-  PtraceBurstSink Sink() {
-    PtraceBurstSink s;
-    s.on_window = [this](const BranchBatch& b) {
-      std::lock_guard<std::mutex> lock(mu);
-      windows.push_back(b);
-    };
-    s.on_note = [this](const std::string& n) {
-      std::lock_guard<std::mutex> lock(mu);
-      notes.push_back(n);
-    };
-    return s;
-  }
-  // Windows with an event that starts in [begin, end): a branch retired there.
-  size_t WindowsBranchingFrom(uint64_t begin, uint64_t end) {
-    std::lock_guard<std::mutex> lock(mu);
-    size_t n = 0;
-    for (const BranchBatch& b : windows)
-      for (const BranchEvent& e : b.events)
-        if (e.from >= begin && e.from < end) {
-          ++n;
-          break;
-        }
-    return n;
-  }
-  std::string Notes() {
-    std::lock_guard<std::mutex> lock(mu);
-    std::string all;
-    for (const std::string& n : notes) all += n + "\n";
-    return all;
-  }
-};
 
 PtraceBurstOptions EmulateOptions(pid_t pid, bool verify) {
   PtraceBurstOptions o;
@@ -204,7 +169,8 @@ PtraceBurstStats TraceUntil(Target& target, const PtraceBurstOptions& o, Collect
 
 // The permissions /proc/PID/maps gives the mapping that starts at `start` ("r-xp"), or "".
 std::string MapPermissions(pid_t pid, uint64_t start) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  auto text = procfs::Procfs::Host().Read(pid, "maps");
+  std::istringstream maps(text.ok() ? *text : "");
   std::string line;
   while (std::getline(maps, line)) {
     unsigned long long from = 0, to = 0;
@@ -525,7 +491,7 @@ TEST(EmulatedWindowsHostile, JitThroughFilesMappedInTurnIsExact) {
 
 // FNV-1a of `len` bytes of the target's memory at `address`, read through /proc/PID/mem.
 uint64_t MemoryChecksum(pid_t pid, uint64_t address, uint64_t len) {
-  const int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = procfs::Procfs::Host().Open(pid, "mem", O_RDONLY);
   if (fd < 0) return 0;
   std::vector<uint8_t> buf(1 << 20);
   uint64_t h = 1469598103934665603ull;

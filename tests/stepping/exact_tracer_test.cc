@@ -3,9 +3,7 @@
 #include "pathprof/stepping/exact_tracer.h"
 
 #include <fcntl.h>
-#include <gelf.h>
 #include <gtest/gtest.h>
-#include <libelf.h>
 #include <unistd.h>
 
 #include <climits>
@@ -13,6 +11,8 @@
 #include <map>
 #include <set>
 #include <string>
+
+#include "pathprof/decoders/elf_function_symbols.h"
 
 namespace pathprof::stepping {
 namespace {
@@ -45,35 +45,16 @@ struct ElfFunction {
 
 ElfFunction FindFunction(const std::string& path, const std::string& name) {
   ElfFunction f;
-  elf_version(EV_CURRENT);
-  int fd = open(path.c_str(), O_RDONLY);
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  size_t nphdr = 0;
-  elf_getphdrnum(elf, &nphdr);
-  for (size_t i = 0; i < nphdr; ++i) {
-    GElf_Phdr ph;
-    gelf_getphdr(elf, static_cast<int>(i), &ph);
-    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-      f.seg_vaddr = ph.p_vaddr;
-      f.seg_offset = ph.p_offset;
-    }
+  auto image = decoders::ElfImage::Open(path);
+  auto symbol = decoders::ReadFunctionNamed(path, name);
+  if (!image.ok() || !symbol.ok()) return f;
+  for (const decoders::ElfSegment& seg : (*image)->segments()) {
+    if (!seg.executable) continue;
+    f.seg_vaddr = seg.vaddr;
+    f.seg_offset = seg.file_offset;
   }
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    gelf_getshdr(scn, &sh);
-    if (sh.sh_type != SHT_SYMTAB) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      gelf_getsym(data, static_cast<int>(i), &sym);
-      if (name == elf_strptr(elf, sh.sh_link, sym.st_name)) {
-        f.value = sym.st_value;
-        f.size = sym.st_size;
-      }
-    }
-  }
-  elf_end(elf);
-  close(fd);
+  f.value = symbol->vaddr;
+  f.size = symbol->size;
   return f;
 }
 

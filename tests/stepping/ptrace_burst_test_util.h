@@ -1,4 +1,5 @@
-// Helpers for the live ptrace-burst tests: start example programs, read their /proc state.
+// Helpers for the live ptrace-burst tests: start example programs, read their /proc state,
+// collect what a burst collector hands on.
 #pragma once
 
 #include <signal.h>
@@ -9,9 +10,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "pathprof/core/procfs.h"
+#include "pathprof/stepping/ptrace_bursts.h"
 
 namespace pathprof::stepping::testing {
 
@@ -42,16 +47,14 @@ inline void KillAndReap(pid_t pid) {
 }
 
 inline std::string StatusField(pid_t pid, const std::string& name) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(name + ":", 0) == 0) {
-      std::istringstream ls(line.substr(name.size() + 1));
-      std::string v;
-      ls >> v;
-      return v;
-    }
-  return "";
+  auto text = procfs::Procfs::Host().Read(pid, "status");
+  if (!text.ok()) return "";
+  const auto value = procfs::StatusField(*text, name);
+  if (!value) return "";
+  std::istringstream ls{std::string(*value)};
+  std::string v;
+  ls >> v;  // the first word: "S" of "S (sleeping)"
+  return v;
 }
 
 inline long TracerPid(pid_t pid) {
@@ -65,18 +68,10 @@ struct ProcStat {
 };
 inline ProcStat ReadProcStat(pid_t pid) {
   ProcStat s;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto close = all.rfind(')');
-  if (close == std::string::npos) return s;
-  std::istringstream ls(all.substr(close + 2));
-  std::string field;
-  std::vector<std::string> f;
-  while (ls >> field) f.push_back(field);
-  if (f.size() < 13) return s;
-  s.state = f[0][0];
-  // Fields after the name: state(0) ... utime(11) stime(12).
-  s.cpu_ticks = std::stoull(f[11]) + std::stoull(f[12]);
+  auto stat = procfs::Procfs::Host().ReadStat(pid);
+  if (!stat.ok()) return s;
+  s.state = stat->state;
+  s.cpu_ticks = stat->utime_ticks + stat->stime_ticks;
   return s;
 }
 
@@ -107,5 +102,47 @@ inline ::testing::AssertionResult RunsFreely(pid_t pid) {
     return ::testing::AssertionFailure() << "exited: status " << st;
   return ::testing::AssertionSuccess();
 }
+
+// What a burst collector handed on: its windows and notes (a verified window that differed is a
+// note), from its threads.
+struct Collected {
+  std::mutex mu;
+  std::vector<BranchBatch> windows;
+  std::vector<std::string> notes;
+  PtraceBurstSink Sink() {
+    PtraceBurstSink s;
+    s.on_window = [this](const BranchBatch& b) {
+      std::lock_guard<std::mutex> lock(mu);
+      windows.push_back(b);
+    };
+    s.on_note = [this](const std::string& n) {
+      std::lock_guard<std::mutex> lock(mu);
+      notes.push_back(n);
+    };
+    return s;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return windows.size();
+  }
+  // Windows with an event that starts in [begin, end): a branch retired there.
+  size_t WindowsBranchingFrom(uint64_t begin, uint64_t end) {
+    std::lock_guard<std::mutex> lock(mu);
+    size_t n = 0;
+    for (const BranchBatch& b : windows)
+      for (const BranchEvent& e : b.events)
+        if (e.from >= begin && e.from < end) {
+          ++n;
+          break;
+        }
+    return n;
+  }
+  std::string Notes() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::string all;
+    for (const std::string& n : notes) all += n + "\n";
+    return all;
+  }
+};
 
 }  // namespace pathprof::stepping::testing

@@ -8,9 +8,7 @@
 // in the other), the metric of profiles/accuracy.h, computed inline here (collectors tests do not
 // link profiles).
 #include <fcntl.h>
-#include <gelf.h>
 #include <gtest/gtest.h>
-#include <libelf.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -23,6 +21,7 @@
 
 #include "common/figures.h"
 #include "pathprof/decoders/cycle_model.h"
+#include "pathprof/decoders/elf_function_symbols.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/hwmodel/exact_path_profile.h"
 #include "pathprof/hwmodel/path_stack.h"
@@ -41,25 +40,9 @@ using Shares = std::unordered_map<PathDescriptor, double, hwmodel::PathDescripto
 
 // [value, value + size) of a function symbol (the binary is not PIE: link address = runtime).
 std::pair<uint64_t, uint64_t> FunctionRange(const std::string& path, const std::string& name) {
-  std::pair<uint64_t, uint64_t> out{0, 0};
-  elf_version(EV_CURRENT);
-  int fd = open(path.c_str(), O_RDONLY);
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    gelf_getshdr(scn, &sh);
-    if (sh.sh_type != SHT_SYMTAB) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      gelf_getsym(data, static_cast<int>(i), &sym);
-      if (name == elf_strptr(elf, sh.sh_link, sym.st_name))
-        out = {sym.st_value, sym.st_value + sym.st_size};
-    }
-  }
-  elf_end(elf);
-  close(fd);
-  return out;
+  auto f = decoders::ReadFunctionNamed(path, name);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? std::pair{f->vaddr, f->vaddr + f->size} : std::pair<uint64_t, uint64_t>{0, 0};
 }
 
 Shares Normalize(const std::vector<std::pair<PathDescriptor, double>>& weights) {

@@ -18,36 +18,20 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/core/clock.h"
 #include "pathprof/stepping/ptrace_bursts.h"
 #include "pathprof/stepping/step_probe.h"
-#include "pathprof/core/clock.h"
 #include "ptrace_burst_test_util.h"
 
 namespace pathprof::stepping {
 namespace {
 
 using testing::Bin;
+using testing::Collected;
 using testing::KillAndReap;
 using testing::RunsFreely;
 using testing::Spawn;
 using testing::WaitFor;
-
-struct Collected {
-  std::mutex mu;
-  std::vector<BranchBatch> windows;
-  PtraceBurstSink Sink() {
-    PtraceBurstSink s;
-    s.on_window = [this](const BranchBatch& b) {
-      std::lock_guard<std::mutex> lock(mu);
-      windows.push_back(b);
-    };
-    return s;
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mu);
-    return windows.size();
-  }
-};
 
 // example_churn with its stdout on a pipe we read at the end.
 struct Churn {

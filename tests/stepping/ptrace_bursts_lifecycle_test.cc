@@ -17,27 +17,11 @@ namespace pathprof::stepping {
 namespace {
 
 using testing::Bin;
+using testing::Collected;
 using testing::KillAndReap;
 using testing::RunsFreely;
 using testing::Spawn;
 using testing::WaitFor;
-
-struct Collected {
-  std::mutex mu;
-  std::vector<BranchBatch> windows;
-  PtraceBurstSink Sink() {
-    PtraceBurstSink s;
-    s.on_window = [this](const BranchBatch& b) {
-      std::lock_guard<std::mutex> lock(mu);
-      windows.push_back(b);
-    };
-    return s;
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mu);
-    return windows.size();
-  }
-};
 
 PtraceBurstOptions FastOptions(pid_t pid) {
   PtraceBurstOptions o;

@@ -5,9 +5,7 @@
 // everywhere). Every window must hold the same events (addresses, kinds, taken flags,
 // instruction counts), and the threads must end at the same rip.
 #include <fcntl.h>
-#include <gelf.h>
 #include <gtest/gtest.h>
-#include <libelf.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
@@ -19,35 +17,21 @@
 #include <string>
 #include <vector>
 
+#include "pathprof/core/clock.h"
+#include "pathprof/decoders/elf_function_symbols.h"
+#include "pathprof/stepping/step_probe.h"
+#include "ptrace_burst_test_util.h"
 #include "ptrace_primitives.h"
 #include "software_breakpoints.h"
-#include "pathprof/stepping/step_probe.h"
 #include "window_stepper.h"
-#include "pathprof/core/clock.h"
-#include "ptrace_burst_test_util.h"
 
 namespace pathprof::stepping {
 namespace {
 
 uint64_t SymbolAddress(const std::string& path, const std::string& name) {
-  uint64_t out = 0;
-  elf_version(EV_CURRENT);
-  int fd = open(path.c_str(), O_RDONLY);
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    gelf_getshdr(scn, &sh);
-    if (sh.sh_type != SHT_SYMTAB) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      gelf_getsym(data, static_cast<int>(i), &sym);
-      if (name == elf_strptr(elf, sh.sh_link, sym.st_name)) out = sym.st_value;
-    }
-  }
-  elf_end(elf);
-  close(fd);
-  return out;
+  auto f = decoders::ReadFunctionNamed(path, name);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? f->vaddr : 0;
 }
 
 // fork + PTRACE_TRACEME + exec, then run to `stop_at` with an int3 planted there.

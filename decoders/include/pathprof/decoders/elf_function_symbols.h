@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pathprof/core/status.h"
@@ -27,5 +28,11 @@ Result<std::vector<FunctionSymbol>> ReadFunctionSymbols(const ElfImage& image);
 
 // The symbol whose [vaddr, vaddr + size) holds `vaddr`, or nullptr.
 const FunctionSymbol* FindFunction(const std::vector<FunctionSymbol>& sorted, uint64_t vaddr);
+
+// The function named `name` in the ELF file at `path`, the first in address order (a local
+// symbol, BOLT's `name/N`, answers to `name` too): for tools and tests that find a function's
+// code by its name. kNotFound naming both when the file has none; the errors of ElfImage::Open
+// and ReadFunctionSymbols.
+Result<FunctionSymbol> ReadFunctionNamed(const std::string& path, std::string_view name);
 
 }  // namespace pathprof::decoders
