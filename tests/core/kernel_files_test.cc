@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -36,13 +35,18 @@ bool Skipped(const fs::path& relative) {
 
 TEST(KernelFiles, NoSourceOutsideCoreNamesAProcOrSysPath) {
   const fs::path root = PATHPROF_SOURCE_DIR;
-  // A string literal that starts a path under /proc or /sys.
-  const std::regex literal("\"/(proc|sys)/");
+  // A string literal that starts a path under /proc or /sys (the needles are built so that
+  // this file does not name one).
+  const std::string quote(1, '"');
+  const std::string proc = quote + "/proc" + "/", sys = quote + "/sys" + "/";
+  auto names_one = [&](const std::string& line) {
+    return line.find(proc) != std::string::npos || line.find(sys) != std::string::npos;
+  };
   std::vector<std::string> found;
   size_t scanned = 0;
   for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
        ++it) {
-    const fs::path relative = fs::relative(it->path(), root);
+    const fs::path relative = it->path().lexically_relative(root);
     if (it->is_directory()) {
       if (Skipped(relative)) it.disable_recursion_pending();
       continue;
@@ -56,7 +60,7 @@ TEST(KernelFiles, NoSourceOutsideCoreNamesAProcOrSysPath) {
     int line_no = 0;
     for (std::string line; std::getline(in, line);) {
       ++line_no;
-      if (std::regex_search(line, literal))
+      if (names_one(line))
         found.push_back(relative.string() + ":" + std::to_string(line_no) + ": " + line);
     }
   }
