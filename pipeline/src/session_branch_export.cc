@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/pipeline/session.h"
 
 namespace pathprof::pipeline {
@@ -21,7 +22,10 @@ class MemoryFile {
   MemoryFile(const MemoryFile&) = delete;
   MemoryFile& operator=(const MemoryFile&) = delete;
   bool ok() const { return fd_ >= 0; }
-  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+  // The memfd by name, for the exporters that write to a path.
+  std::string path() const {
+    return procfs::Procfs::Host().GlobalPath("self/fd/" + std::to_string(fd_));
+  }
   Result<std::string> Contents() const {
     std::string out;
     char buf[1 << 16];
@@ -43,8 +47,8 @@ class MemoryFile {
 std::string ExecutableImage(const PbsContents& recording, const TargetInfo& info) {
   for (const ImageRecord& img : recording.images) {
     if (img.pid != info.pid || info.executable.empty()) continue;
-    if (img.path == info.executable ||
-        (img.path.starts_with("/proc/") && img.path.ends_with(info.executable)))
+    if (img.path == info.executable || (img.path.starts_with(procfs::Procfs::Host().root() + "/") &&
+                                        img.path.ends_with(info.executable)))
       return img.path;
   }
   return "";

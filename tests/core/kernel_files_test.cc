@@ -20,11 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Files that still name such a path, each with why. Keep it empty.
-const std::set<std::string> kKnownExceptions = {
-    // TODO: its /self/fd path and executable check move to core once the branch-export rework
-    // that edits this file lands.
-    "pipeline/src/session_branch_export.cc",
-};
+const std::set<std::string> kKnownExceptions = {};
 
 bool Skipped(const fs::path& relative) {
   const std::string first = relative.begin()->string();
