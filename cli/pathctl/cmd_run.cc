@@ -131,9 +131,13 @@ int RunRun(Args& args) {
   // when `held` goes.
   auto session = pl::Session::Start("run", flags.config,
                                     pathprof::collectors::ProbeHostCapabilities(), nullptr);
+  // A held command never ran: its pid would only point the user at a process that is gone, and
+  // the reason (a source this host cannot give, most often) is the host's, not the command's.
   if (!session.ok())
-    return FailLocal("run", pathprof::WithContext(session.status(),
-                                                  "cannot profile pid " + std::to_string(pid)));
+    return FailLocal("run", held
+                                ? session.status()
+                                : pathprof::WithContext(session.status(), "cannot profile pid " +
+                                                                              std::to_string(pid)));
   if (held) {
     // Until its exec the child runs pathctl's code (and its libc), not the command's: as perf
     // record's enable_on_exec, the profile starts at the exec.

@@ -165,7 +165,7 @@ TEST_F(Authorization, NoElevationUnderANonAdminsPtraceSession) {
   ASSERT_TRUE(WaitForExec(target, suid.path()));
   // The exec happened under a tracer with the user's credentials: the kernel kept the user's.
   const std::string uid = std::to_string(TestUid());
-  EXPECT_EQ(Uids(target), "\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid) << Uids(target);
+  EXPECT_EQ(Uids(target), uid + "\t" + uid + "\t" + uid + "\t" + uid) << Uids(target);
   // And collecting goes on: hot paths arrive (bounded wait: the user's tracer runs at normal
   // priority, and under ctest -j2 its windows can take seconds).
   CmdResult paths;
