@@ -1,6 +1,7 @@
-// What every flag of pathprofd does (each flag in its --help has a case showing its effect), and
-// pathtop's --help and unknown flags; the helpers and the pathctl cases are beside it
-// (flag_effects_util.h, flag_effects_test.cc).
+// pathctl's list of commands, exit codes and version; what every flag of pathprofd does (each
+// flag in its --help has a case showing its effect); pathtop's --help and unknown flags. The
+// helpers and the cases of pathctl's flags are beside it (flag_effects_util.h,
+// flag_effects_test.cc).
 #include <gtest/gtest.h>
 
 #include "cli/flag_effects_util.h"
@@ -8,6 +9,27 @@
 namespace {
 
 using namespace flag_effects;
+
+TEST(EveryFlag, PathctlListsItsCommandsExitCodesAndVersion) {
+  const R help = Ctl("--help");
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_GE(Commands().size(), 20u) << help.out;
+  // The exit codes of command.h, in the help.
+  for (const char* code : {"  0  success", "  2  usage error", "  3  ran, but found nothing",
+                           "  4  no daemon", "  5  refused", "  6  no such process",
+                           "  7  the socket is there", "  8  the daemon did not answer"})
+    EXPECT_TRUE(Has(help.out, code)) << code << "\n" << help.out;
+  for (const char* v : {"--version", "-V", "version"}) {
+    const R r = Ctl(v);
+    EXPECT_EQ(r.rc, 0) << v;
+    EXPECT_EQ(r.out.rfind("pathctl ", 0), 0u) << v << ": " << r.out;
+  }
+  const R none = Ctl("");
+  EXPECT_EQ(none.rc, 2);
+  const R bogus = Ctl("frobnicate");
+  EXPECT_EQ(bogus.rc, 2);
+  EXPECT_TRUE(Has(bogus.err, "frobnicate")) << bogus.err;
+}
 
 // ---------------------------------------------------------------- pathprofd and pathtop
 
