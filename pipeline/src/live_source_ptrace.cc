@@ -81,6 +81,12 @@ class PtraceBurstSource final : public LiveSource {
       losses.drops["burst_aborted_exit"] = st.aborted_exit;
       losses.drops["burst_aborted_steps"] = st.aborted_steps;
       losses.drops["burst_skipped_no_thread"] = st.skipped_no_thread;
+      // The other ends of a burst without a window, each by its reason: none is silent.
+      losses.drops["burst_aborted_budget"] = st.aborted_budget;
+      losses.drops["burst_aborted_timeout"] = st.aborted_timeout;
+      losses.drops["burst_aborted_ptrace"] = st.aborted_ptrace;
+      losses.drops["burst_aborted_trap_flag"] = st.aborted_trap_flag;
+      losses.drops["burst_window_dropped_pipe"] = st.windows_dropped_pipe;
       losses.decode_errors["burst_undecodable_instruction"] = st.aborted_decode;
     }
     return out;
