@@ -40,9 +40,10 @@ std::string Symbolization::ToString() const {
 struct Symbolizer::Module {
   Dwfl* dwfl = nullptr;
   Dwfl_Module* mod = nullptr;
-  std::shared_ptr<const ElfImage> image;  // owns the bytes libdw reads
-  Dwarf_Addr base = 0;                    // where libdwfl placed the image's vaddr 0
-  std::unordered_map<uint64_t, Symbolization> cache;
+  std::shared_ptr<const ElfImage> image;              // owns the bytes libdw reads
+  Dwarf_Addr base = 0;                                // where libdwfl placed the image's vaddr 0
+  std::unordered_map<uint64_t, Symbolization> cache;  // whole results, source lines too
+  std::unordered_map<uint64_t, Symbolization> functions;  // the symbol part only (FunctionOf)
   std::optional<CodeNames> code_names;  // read at the first address without a symbol
   ~Module() {
     if (dwfl != nullptr) dwfl_end(dwfl);
@@ -169,18 +170,17 @@ void Symbolizer::Forget(const ElfImage* image) {
   modules_.erase(image);
 }
 
-Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage>& image,
-                                            uint64_t vaddr, const std::string& debug_file) {
-  PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file));
-  Module* m = mod;
-  auto hit = m->cache.find(vaddr);
-  if (hit != m->cache.end()) return hit->second;
-
+// The symbol table's part only: what names the function and where it starts. Reading the
+// symbol table is cheap; the source lines below decompress and parse DWARF, which a session's
+// ingest (one lookup per new stack frame, for its function's start) must not pay for.
+const Symbolization& Symbolizer::FunctionPart(Module* m, uint64_t vaddr) {
+  if (auto whole = m->cache.find(vaddr); whole != m->cache.end()) return whole->second;
+  if (auto hit = m->functions.find(vaddr); hit != m->functions.end()) return hit->second;
   Symbolization s;
   GElf_Sym sym;
   GElf_Off off = 0;
-  const Dwarf_Addr at = vaddr + m->base;
-  const char* name = dwfl_module_addrinfo(m->mod, at, &off, &sym, nullptr, nullptr, nullptr);
+  const char* name =
+      dwfl_module_addrinfo(m->mod, vaddr + m->base, &off, &sym, nullptr, nullptr, nullptr);
   // A code address is never named after a data symbol: stripped binaries keep their exported
   // objects (python3's PyFunction_Type) in .dynsym, and the nearest symbol libdw finds may be
   // one. Such an address stays unnamed, as perf shows it ([unknown]).
@@ -193,6 +193,26 @@ Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage
     if (name != nullptr) ++data_symbols_refused_;
     NameUnsymbolized(m, vaddr, &s);
   }
+  return m->functions.emplace(vaddr, std::move(s)).first->second;
+}
+
+Result<Symbolization> Symbolizer::FunctionOf(const std::shared_ptr<const ElfImage>& image,
+                                             uint64_t vaddr, const std::string& debug_file) {
+  PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file));
+  return FunctionPart(mod, vaddr);
+}
+
+Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage>& image,
+                                            uint64_t vaddr, const std::string& debug_file) {
+  PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file));
+  Module* m = mod;
+  auto hit = m->cache.find(vaddr);
+  if (hit != m->cache.end()) return hit->second;
+
+  // Each address is held once: its symbol part moves into the whole result.
+  Symbolization s = FunctionPart(m, vaddr);
+  m->functions.erase(vaddr);
+  const Dwarf_Addr at = vaddr + m->base;
   if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, at)) {
     int lineno = 0;
     const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);

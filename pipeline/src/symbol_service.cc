@@ -4,6 +4,7 @@
 #include <charconv>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -15,10 +16,19 @@
 namespace pathprof::pipeline {
 namespace {
 
+// Names and modules point into the kallsyms text the table keeps: 120k symbols as two strings
+// each were most of the table's build (an allocation per name) and twice its memory.
 struct KernelSymbol {
   uint64_t address;
-  std::string name;
-  std::string module;
+  std::string_view name;
+  std::string_view module;
+};
+
+struct KernelSymbols {
+  // /proc/kallsyms as read; never changed once parsed. Behind a pointer so that moving the
+  // table keeps the views valid (a moved short string's bytes would move with it).
+  std::unique_ptr<const std::string> text;
+  std::vector<KernelSymbol> sorted;
 };
 
 // The next whitespace-separated field of `line` from `*pos` on (empty at the end).
@@ -39,12 +49,14 @@ std::string_view NextField(std::string_view line, size_t* pos) {
 // parsed in place: it has 100-200k lines, and a stream per line took 1.5 s of a sanitizer
 // build's start (the first kernel frame of a session waits for it under the service's lock).
 // Bounded at 64 MiB (a kernel's table is a few MiB).
-std::vector<KernelSymbol> ReadKallsyms() {
+KernelSymbols ReadKallsyms() {
   constexpr size_t kMaxBytes = 64u << 20;
-  std::vector<KernelSymbol> out;
+  KernelSymbols table;
   auto text = procfs::Procfs::Host().ReadGlobal("kallsyms", kMaxBytes);
-  if (!text.ok()) return out;  // unreadable or absurdly large: kernel frames stay addresses
-  std::string_view rest(*text);
+  if (!text.ok()) return table;  // unreadable or absurdly large: kernel frames stay addresses
+  table.text = std::make_unique<const std::string>(std::move(*text));
+  std::vector<KernelSymbol>& out = table.sorted;
+  std::string_view rest(*table.text);
   while (!rest.empty()) {
     const size_t nl = rest.find('\n');
     const std::string_view line = rest.substr(0, nl);
@@ -61,11 +73,11 @@ std::vector<KernelSymbol> ReadKallsyms() {
       continue;
     if (module.size() >= 2 && module.front() == '[' && module.back() == ']')
       module = module.substr(1, module.size() - 2);
-    out.push_back({a, std::string(name), std::string(module)});
+    out.push_back({a, name, module});
   }
   std::sort(out.begin(), out.end(),
             [](const KernelSymbol& a, const KernelSymbol& b) { return a.address < b.address; });
-  return out;
+  return table;
 }
 
 }  // namespace
@@ -80,7 +92,7 @@ struct SymbolService::Impl {
   uint64_t eviction_seq = 0;
   std::vector<const decoders::ElfImage*> evicted;
   bool kallsyms_loaded = false;
-  std::vector<KernelSymbol> kallsyms;
+  KernelSymbols kallsyms;
 
   // The image and image vaddr of a runtime address; nullptr when no file backs it.
   std::shared_ptr<const decoders::ElfImage> ImageFor(uint32_t pid,
@@ -137,9 +149,10 @@ struct SymbolService::Impl {
       kallsyms = ReadKallsyms();
       kallsyms_loaded = true;
     }
-    auto it = std::upper_bound(kallsyms.begin(), kallsyms.end(), address,
+    const std::vector<KernelSymbol>& sorted = kallsyms.sorted;
+    auto it = std::upper_bound(sorted.begin(), sorted.end(), address,
                                [](uint64_t a, const KernelSymbol& s) { return a < s.address; });
-    if (it == kallsyms.begin()) return nullptr;
+    if (it == sorted.begin()) return nullptr;
     return &*std::prev(it);
   }
 };
@@ -199,7 +212,8 @@ uint64_t SymbolService::FunctionStart(uint32_t pid, const decoders::AddressSpace
   const decoders::Mapping* m = nullptr;
   auto image = impl_->ImageFor(pid, space, address, &vaddr, &m);
   if (image == nullptr) return address;
-  auto sym = impl_->symbolizer->Symbolize(image, vaddr, impl_->DebugFile(image));
+  // The symbol table alone: source lines are read when a report asks (Symbolize), not per frame.
+  auto sym = impl_->symbolizer->FunctionOf(image, vaddr, impl_->DebugFile(image));
   if (!sym.ok() || sym->function.empty() || sym->offset > address) return address;
   return address - sym->offset;
 }
@@ -258,9 +272,9 @@ Location SymbolService::SymbolizeKernel(uint64_t address) {
   loc.image = "[kernel.kallsyms]";
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (const KernelSymbol* s = impl_->Kernel(address)) {
-    loc.function = s->name;
+    loc.function = std::string(s->name);
     loc.offset = address - s->address;
-    if (!s->module.empty()) loc.image = "[" + s->module + "]";
+    if (!s->module.empty()) loc.image = "[" + std::string(s->module) + "]";
   }
   return loc;
 }

@@ -172,5 +172,61 @@ TEST(Symbolizer, StrippedCodeIsNamedAfterItsUnwindEntry) {
   pathprof::testing::RunCommand("rm -rf " + dir);
 }
 
+// What a session's ingest asks per new frame: the function and offset from the symbol table,
+// with no source line (reading it decompresses and parses DWARF). Symbolize afterwards still
+// gives the line, and an address is counted once however it was asked for.
+TEST(Symbolizer, FunctionOfReadsNoSourceLinesAndAgreesWithSymbolize) {
+  char dir_template[] = "/tmp/pathprof-fnof-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  {
+    FILE* f = std::fopen((dir + "/t.c").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(
+        "__attribute__((noinline)) static int hot(int x) { int s = 1;\n"
+        "  for (int i = 0; i < x; ++i) s = s * 3 + i;\n  return s; }\n"
+        "int main(int argc, char** argv) { (void)argv; return hot(argc); }\n",
+        f);
+    std::fclose(f);
+  }
+  const auto built =
+      pathprof::testing::RunCommand("cc -g -O1 -o " + dir + "/t " + dir + "/t.c && strip -o " +
+                                    dir + "/t.stripped " + dir + "/t 2>&1");
+  if (built.rc != 0) GTEST_SKIP() << "no C toolchain to build the test program: " << built.out;
+  const std::string nm = RunCommand("nm " + dir + "/t");
+  const auto at = nm.find(" t hot\n");
+  ASSERT_NE(at, std::string::npos) << nm;
+  const uint64_t hot = std::stoull(nm.substr(nm.rfind('\n', at) + 1, 16), nullptr, 16);
+  auto image = ElfImage::Open(dir + "/t");
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  Symbolizer sym;
+  auto f = sym.FunctionOf(*image, hot + 2);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->function, "hot");
+  EXPECT_EQ(f->offset, 2u);
+  EXPECT_TRUE(f->file.empty()) << f->file;
+  EXPECT_EQ(f->line, 0);
+  EXPECT_TRUE(f->frames.empty());
+  auto s = sym.Symbolize(*image, hot + 2);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->function, "hot");
+  EXPECT_EQ(s->offset, 2u);
+  EXPECT_TRUE(s->file.ends_with("/t.c")) << s->file;
+  EXPECT_GT(s->line, 0);
+  auto again = sym.FunctionOf(*image, hot + 2);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->function, "hot");
+
+  auto stripped = ElfImage::Open(dir + "/t.stripped");
+  ASSERT_TRUE(stripped.ok());
+  auto u = sym.FunctionOf(*stripped, hot + 2);
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->from_unwind_entry) << u->function;
+  EXPECT_EQ(u->offset, 2u);
+  ASSERT_TRUE(sym.Symbolize(*stripped, hot + 2).ok());
+  ASSERT_TRUE(sym.FunctionOf(*stripped, hot + 2).ok());
+  EXPECT_EQ(sym.unwind_entry_names(), 1u);
+  pathprof::testing::RunCommand("rm -rf " + dir);
+}
+
 }  // namespace
 }  // namespace pathprof::decoders

@@ -5,9 +5,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
+#include <string>
+
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/pipeline/profile_store.h"
 #include "pathprof/pipeline/session.h"
+#include "pathprof/pipeline/symbol_service.h"
 
 namespace {
 
@@ -276,3 +281,39 @@ TEST(ProfileStoreTest, AnExecNobodyReportedIsSeenInTheMaps) {
 }
 
 }  // namespace
+
+// Kernel frames are named from /proc/kallsyms (the table keeps views into the text it read):
+// every text symbol's own address and an address inside it give its name and start.
+TEST(SymbolServiceTest, KernelAddressesAreNamedFromKallsyms) {
+  FILE* f = std::fopen("/proc/kallsyms", "r");
+  ASSERT_NE(f, nullptr);
+  // Two consecutive text symbols of the core kernel, so that start + 1 is still inside the first.
+  char line[512];
+  unsigned long long prev_addr = 0, before_prev = 0;  // an alias shares its address: skip those
+  std::string prev_name;
+  unsigned long long addr = 0;
+  std::string name;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    char type = 0, sym[256] = {};
+    unsigned long long a = 0;
+    if (std::sscanf(line, "%llx %c %255s", &a, &type, sym) != 3 || (type != 'T' && type != 't'))
+      continue;
+    if (std::strchr(line, '[') != nullptr) break;  // modules follow the core kernel
+    if (prev_addr != 0 && a > prev_addr + 1 && before_prev != prev_addr) {
+      addr = prev_addr;
+      name = prev_name;
+    }
+    before_prev = prev_addr;
+    prev_addr = a;
+    prev_name = sym;
+  }
+  std::fclose(f);
+  if (addr == 0) GTEST_SKIP() << "kallsyms shows no addresses (kptr_restrict, not root)";
+  pl::SymbolService symbols;
+  pathprof::decoders::AddressSpace none;
+  const pl::Location at = symbols.Symbolize(0, none, addr + 1);
+  EXPECT_EQ(at.function, name);
+  EXPECT_EQ(at.offset, 1u);
+  EXPECT_EQ(at.image, "[kernel.kallsyms]");
+  EXPECT_EQ(symbols.KernelFunctionStart(addr + 1), addr);
+}

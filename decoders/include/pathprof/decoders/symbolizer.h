@@ -56,6 +56,11 @@ class Symbolizer {
   Result<Symbolization> Symbolize(const std::shared_ptr<const ElfImage>& image, uint64_t vaddr,
                                   const std::string& debug_file = "");
 
+  // The function only (name, offset, size; no source lines or inline frames): what a session's
+  // ingest needs per new frame. Reads the symbol table, never the DWARF.
+  Result<Symbolization> FunctionOf(const std::shared_ptr<const ElfImage>& image, uint64_t vaddr,
+                                   const std::string& debug_file = "");
+
   // Drops what is held for `image` (the image cache evicted it).
   void Forget(const ElfImage* image);
   // Times every module was dropped at the bound on modules held.
@@ -71,6 +76,7 @@ class Symbolizer {
  private:
   struct Module;
   void NameUnsymbolized(Module* m, uint64_t vaddr, Symbolization* s);
+  const Symbolization& FunctionPart(Module* m, uint64_t vaddr);
   Result<Module*> ModuleFor(const std::shared_ptr<const ElfImage>& image,
                             const std::string& debug_file);
 
