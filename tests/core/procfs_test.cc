@@ -207,6 +207,26 @@ TEST_F(FakeProcfs, TheCacheReadsOnceAndNeverLendsAReusedPidItsPredecessor) {
   EXPECT_TRUE(cache.All().empty());
 }
 
+// A file is read whole however many reads it takes (kallsyms is megabytes), and one byte past
+// the bound is refused, naming the file.
+TEST_F(FakeProcfs, AGlobalFileIsReadWholeUpToItsBound) {
+  std::string big;
+  for (int i = 0; big.size() < 200000; ++i)
+    big += std::to_string(i) + " T symbol_" + std::to_string(i) + "\n";
+  Write("kallsyms", big);
+  const Procfs p(root_.string());
+  auto whole = p.ReadGlobal("kallsyms", big.size());
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  const std::string trimmed = big.substr(0, big.size() - 1);  // ReadGlobal drops the last newline
+  EXPECT_EQ(whole->size(), trimmed.size());
+  EXPECT_TRUE(*whole == trimmed) << "the bytes read differ from the file's";
+  auto over = p.ReadGlobal("kallsyms", big.size() - 1);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), pathprof::ErrorCode::kResourceExhausted);
+  EXPECT_NE(over.status().ToString().find("kallsyms"), std::string::npos)
+      << over.status().ToString();
+}
+
 TEST_F(FakeProcfs, TheCacheIsBoundedAndAgesOut) {
   for (int pid = 100; pid < 110; ++pid) {
     Write(std::to_string(pid) + "/stat", StatLine("p", 5, 0));
