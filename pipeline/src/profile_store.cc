@@ -22,41 +22,15 @@ uint32_t FloorPowerOfTwo(uint32_t v) {
 
 }  // namespace
 
-ProfileStore::ProfileStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ProfileStore::~ProfileStore() = default;
-
-Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
-                                                           const SessionConfig& config,
-                                                           BranchWindows windows,
-                                                           std::shared_ptr<SymbolService> symbols) {
-  return Make(pid, config, windows, std::move(symbols), /*offline=*/false);
-}
-
-Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const SessionConfig& config,
-                                                         BranchWindows windows,
-                                                         std::shared_ptr<SymbolService> symbols,
-                                                         bool offline) {
+// What takes branch windows (path stack, Hot Path Table, window estimator, subpath reservoir),
+// built for `windows`; the stack side (calling context tree, methods) is apart from it.
+Status ProfileStore::BuildBranchSide(Impl* impl, const SessionConfig& config,
+                                     BranchWindows windows) {
   const bool windowed = windows != BranchWindows::kNone;
-  if (symbols == nullptr) return Status(ErrorCode::kInvalidArgument, "ProfileStore: no symbols");
-  auto impl = std::make_unique<Impl>();
-  impl->pid = pid;
-  if (config.confine_to_uid && !offline) {
-    // The target's real gid is one its owner holds; without it, only the uid's own rights.
-    auto creds = ReadTargetCredentials(pid);
-    impl->open_as =
-        decoders::FileCredentials{*config.confine_to_uid, creds.ok() ? creds->gids[0] : kNoGroup};
-  }
-  impl->offline = offline;
-  impl->config = config;
   impl->windowed = windowed;
-  impl->symbols = std::move(symbols);
-  impl->info.pid = pid;
-
-  profiles::PcctOptions pcct;
-  pcct.max_walk = config.pcct.max_depth;
-  pcct.max_nodes = config.pcct.max_nodes;
-  impl->pcct = std::make_unique<profiles::Pcct>(pid, pcct);
-
+  impl->estimator.reset();
+  impl->cycles.reset();
+  impl->window_weighting.clear();
   const hwmodel::PathStackConfig stack_config = PathStackConfigFor(config.engine);
   PATHPROF_ASSIGN_OR_RETURN(auto stack, hwmodel::PathStack::Create(stack_config));
   impl->stack_proto.emplace(std::move(stack));
@@ -95,9 +69,51 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const Ses
   // Windowed sources see little of the stream: start sampling every block (f = 1) and let the
   // reservoir raise f when it fills.
   osp.expected_blocks = windowed ? 0 : config.osp.expected_blocks;
-  osp.seed ^= pid;
+  osp.seed ^= impl->pid;
   PATHPROF_ASSIGN_OR_RETURN(auto reservoir, profiles::OspReservoir::Create(std::move(osp)));
   impl->osp = std::move(reservoir);
+  return Status::Ok();
+}
+
+ProfileStore::ProfileStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProfileStore::~ProfileStore() = default;
+
+Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
+                                                           const SessionConfig& config,
+                                                           BranchWindows windows,
+                                                           std::shared_ptr<SymbolService> symbols) {
+  return Make(pid, config, windows, std::move(symbols), /*offline=*/false);
+}
+
+Status ProfileStore::ResetWindows(BranchWindows windows) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return BuildBranchSide(impl_.get(), impl_->config, windows);
+}
+
+Result<std::unique_ptr<ProfileStore>> ProfileStore::Make(uint32_t pid, const SessionConfig& config,
+                                                         BranchWindows windows,
+                                                         std::shared_ptr<SymbolService> symbols,
+                                                         bool offline) {
+  if (symbols == nullptr) return Status(ErrorCode::kInvalidArgument, "ProfileStore: no symbols");
+  auto impl = std::make_unique<Impl>();
+  impl->pid = pid;
+  if (config.confine_to_uid && !offline) {
+    // The target's real gid is one its owner holds; without it, only the uid's own rights.
+    auto creds = ReadTargetCredentials(pid);
+    impl->open_as =
+        decoders::FileCredentials{*config.confine_to_uid, creds.ok() ? creds->gids[0] : kNoGroup};
+  }
+  impl->offline = offline;
+  impl->config = config;
+  impl->symbols = std::move(symbols);
+  impl->info.pid = pid;
+
+  profiles::PcctOptions pcct;
+  pcct.max_walk = config.pcct.max_depth;
+  pcct.max_nodes = config.pcct.max_nodes;
+  impl->pcct = std::make_unique<profiles::Pcct>(pid, pcct);
+
+  PATHPROF_RETURN_IF_ERROR(BuildBranchSide(impl.get(), config, windows));
 
   // Read the mappings now: a short-lived target may be gone by the time its samples are read.
   {

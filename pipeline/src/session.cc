@@ -59,14 +59,19 @@ Status Session::Impl::ConfineTargets() {
   return Status::Ok();
 }
 
-Status Session::Impl::ResetStores(BranchWindows windows) {
-  std::map<uint32_t, std::shared_ptr<ProfileStore>> made;
-  for (uint32_t pid : config.pids) {
-    PATHPROF_ASSIGN_OR_RETURN(auto store, ProfileStore::Create(pid, config, windows, symbols));
-    made.emplace(pid, std::shared_ptr<ProfileStore>(std::move(store)));
-  }
+Status Session::Impl::SetWindows(BranchWindows windows) {
   std::lock_guard<std::mutex> lock(mu);
-  stores = std::move(made);
+  // The session's own targets only: a process that joined (a followed child) gets stacks alone.
+  for (uint32_t pid : config.pids) {
+    auto it = stores.find(pid);
+    if (it == stores.end()) {
+      PATHPROF_ASSIGN_OR_RETURN(auto store, ProfileStore::Create(pid, config, windows, symbols));
+      stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(store)));
+    } else if (windows != stores_windows) {
+      PATHPROF_RETURN_IF_ERROR(it->second->ResetWindows(windows));
+    }
+  }
+  stores_windows = windows;
   return Status::Ok();
 }
 
@@ -84,8 +89,9 @@ Status Session::Impl::StartBranchSource(const SourceTable& table, collectors::Br
   // A fallback loop in the table ends at none once every row has had its try.
   for (size_t tries = 1;; ++tries) {
     const BranchSourceRow* row = table.Find(kind);
-    // Nothing has reached the stores yet: a fallback's windows get stores that estimate them.
-    PATHPROF_RETURN_IF_ERROR(ResetStores(row ? row->windows : BranchWindows::kNone));
+    // No window has reached the stores yet: a fallback's windows are weighted as its own (the
+    // stack samples that arrived meanwhile stay).
+    PATHPROF_RETURN_IF_ERROR(SetWindows(row ? row->windows : BranchWindows::kNone));
     if (row == nullptr) break;  // none: stacks only
     std::unique_ptr<LiveSource> source = row->make();
     const Status st = source->Start(Targets(asked_for), *this);
@@ -151,9 +157,13 @@ Result<std::unique_ptr<Session>> Session::Start(std::string id, SessionConfig co
   PATHPROF_RETURN_IF_ERROR(s->ConfineTargets());
   s->ingestor =
       std::make_unique<Ingestor>(s->config.queues, [s](uint32_t pid) { return s->Lookup(pid); });
-  // The branch source first: should it fall back, its stores are made again, still empty.
-  PATHPROF_RETURN_IF_ERROR(s->StartBranchSource(table, chosen, caps, std::move(reason)));
+  // Stacks first, as a held command's tracer then attaches last: started first, it burst
+  // through the sampler's load while the command was still held (tens of skipped bursts) and
+  // took windows in its dynamic loader's start-up.
+  const BranchSourceRow* first = table.Find(chosen);
+  PATHPROF_RETURN_IF_ERROR(s->SetWindows(first ? first->windows : BranchWindows::kNone));
   s->StartStackSource(table);
+  PATHPROF_RETURN_IF_ERROR(s->StartBranchSource(table, chosen, caps, std::move(reason)));
   if (s->sources.empty()) {
     s->ingestor->Close();
     return Status(ErrorCode::kUnavailable, "nothing to collect: " + s->info.stacks_reason +

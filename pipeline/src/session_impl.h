@@ -40,6 +40,7 @@ struct Session::Impl final : SourceSink {
   // Shrinks only in whole-host mode, where the coldest store leaves for a hotter newcomer:
   // callers hold a store through its shared_ptr.
   std::map<uint32_t, std::shared_ptr<ProfileStore>> stores;
+  BranchWindows stores_windows = BranchWindows::kNone;  // how `stores` weight branch windows
   uint32_t descendants = 0;             // stores made for followed children (or any process)
   std::set<uint32_t> live_descendants;  // ... whose exit was not noted yet
   uint64_t descendants_over_limit = 0;  // samples of children past max_descendants
@@ -85,8 +86,9 @@ struct Session::Impl final : SourceSink {
   // A confined session: each target's credentials, refused when it holds more than its
   // requester.
   Status ConfineTargets();
-  // One store per target, for branch windows of the kind `windows` (nothing has been applied yet).
-  Status ResetStores(BranchWindows windows);
+  // Stores for every target, their windows weighted as `windows` say: made at the first call,
+  // re-weighted in place at a later one (a branch source's fallback).
+  Status SetWindows(BranchWindows windows);
   SourceTargets Targets(bool all_or_nothing) const;
   // The branch source `kind` from `table`, and under auto its fallbacks while one fails; says
   // which runs, and why, in info.

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "pathprof/pipeline/live_source.h"
 #include "pathprof/pipeline/session.h"
@@ -49,6 +51,7 @@ pathprof::BranchBatch LoopWindow(uint32_t pid) {
 struct Script {
   int windows = 10;        // loop windows (or, for the stack fake, samples) handed on
   std::string fail_start;  // non-empty: Start fails with this message
+  int fail_after_ms = 0;   // how long a failing Start takes (the stacks already flowing)
   std::atomic<bool> fail_now{false};
   std::atomic<int> polls{0};
   std::atomic<int> stops{0};
@@ -60,7 +63,10 @@ class FakeBranchSource : public pl::LiveSource {
  public:
   explicit FakeBranchSource(Script* script) : script_(script) {}
   Status Start(const pl::SourceTargets& targets, pl::SourceSink& sink) override {
-    if (!script_->fail_start.empty()) return Status(ErrorCode::kUnavailable, script_->fail_start);
+    if (!script_->fail_start.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(script_->fail_after_ms));
+      return Status(ErrorCode::kUnavailable, script_->fail_start);
+    }
     sink_ = &sink;
     pid_ = targets.config.pids.front();
     return Status::Ok();
@@ -203,6 +209,31 @@ TEST(LiveSource, AutoTakesTheTablesFallbackWithItsWindowsAndSaysWhy) {
   EXPECT_EQ(paths.estimator, pl::PathEstimator::kWindows);
   ASSERT_EQ(paths.paths.size(), 1u);
   EXPECT_EQ(paths.paths[0].start.address, 0x2000u);
+}
+
+// Stacks start before the branch source; a fallback to a source whose windows are weighted
+// otherwise re-weights the stores in place, and the stack samples taken meanwhile stay.
+TEST(LiveSource, StackSamplesTakenBeforeABranchFallbackStay) {
+  Script broken, working, stacks;
+  broken.fail_start = "the fake PMU is busy";
+  broken.fail_after_ms = 300;  // the ingestor has applied the samples by then
+  pl::SourceTable table = pl::DefaultSources();
+  table.Set(FakeRow(BranchSource::kIntelPt, pl::BranchWindows::kNone, &broken, BranchSource::kLbr));
+  table.Set(FakeRow(BranchSource::kLbr, pl::BranchWindows::kTakenBranches, &working));
+  table.stacks = [&stacks] { return std::make_unique<FakeStackSource>(&stacks); };
+  pl::SessionConfig config = SelfConfig(pl::SourceChoice::kAuto);
+  config.sampling.stack_hz = 99;
+  auto s = pl::Session::Start("fallback-stacks", config, {}, nullptr, table);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  (*s)->Stop();
+  EXPECT_EQ((*s)->Info().source, BranchSource::kLbr);
+  const std::vector<pl::TargetStats> stats = (*s)->Stats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].stack_samples, 10u);
+  EXPECT_EQ(stats[0].windows, 10u);
+  pl::HotPathsQuery q;
+  q.top_k = 1;
+  EXPECT_EQ((*s)->HotPaths(q).estimator, pl::PathEstimator::kWindows);
 }
 
 TEST(LiveSource, AutoEndsAtStacksOnlyWhenTheFallbacksFailToo) {

@@ -44,6 +44,10 @@ class ProfileStore {
   static Result<std::unique_ptr<ProfileStore>> CreateOffline(
       uint32_t pid, const SessionConfig& config, BranchWindows windows,
       std::shared_ptr<SymbolService> symbols);
+  // Rebuilds what takes branch windows for another kind of windows (a session's branch source
+  // fell back to one whose windows are weighted otherwise), keeping the stack side: the stack
+  // samples that arrived meanwhile stay. Only before any window has been added.
+  Status ResetWindows(BranchWindows windows);
   ~ProfileStore();
   ProfileStore(const ProfileStore&) = delete;
   ProfileStore& operator=(const ProfileStore&) = delete;
@@ -108,6 +112,7 @@ class ProfileStore {
 
  private:
   struct Impl;
+  static Status BuildBranchSide(Impl* impl, const SessionConfig& config, BranchWindows windows);
   explicit ProfileStore(std::unique_ptr<Impl> impl);
   static Result<std::unique_ptr<ProfileStore>> Make(uint32_t pid, const SessionConfig& config,
                                                     BranchWindows windows,
