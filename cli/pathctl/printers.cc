@@ -224,6 +224,15 @@ void PrintTargetStats(const google::protobuf::RepeatedPtrField<v1::TargetStats>&
           "newest windows, %lld older let go\n",
           session.c_str(), t.pid(), static_cast<long long>(t.export_windows_kept()),
           static_cast<long long>(t.export_windows_let_go()));
+    // The rate's bound, not a loss: bursts whose time came when the target's stopped-time
+    // budget was spent. A run with few windows says here why.
+    std::string held;
+    for (const v1::DropCount& h : t.windows_held_back())
+      if (h.count() > 0)
+        held += (held.empty() ? "" : ", ") + h.reason() + "=" + std::to_string(h.count());
+    if (!held.empty())
+      std::printf("%s pid %u: windows held back (the rate's bounds, not losses): %s\n",
+                  session.c_str(), t.pid(), held.c_str());
   }
 }
 

@@ -88,6 +88,7 @@ class PtraceBurstSource final : public LiveSource {
       losses.drops["burst_aborted_trap_flag"] = st.aborted_trap_flag;
       losses.drops["burst_window_dropped_pipe"] = st.windows_dropped_pipe;
       losses.decode_errors["burst_undecodable_instruction"] = st.aborted_decode;
+      losses.held_back["stopped_time_cap"] = st.deferred_cap;
     }
     return out;
   }

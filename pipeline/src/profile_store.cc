@@ -237,6 +237,7 @@ TargetStats ProfileStore::Stats() const {
   t.branches = s.accounting.branches.load();
   t.drops = s.accounting.drops.Snapshot();
   t.decode_errors = s.accounting.decode_errors.Snapshot();
+  t.windows_held_back = s.accounting.windows_held_back.Snapshot();
   t.pipeline_cpu_seconds = double(s.accounting.pipeline_cpu_ns.load()) / 1e9;
   const profiles::OspStats osp = s.osp->stats();
   std::lock_guard<std::mutex> lock(s.mu);

@@ -114,6 +114,8 @@ void Session::Impl::SettleRetired(ProfileStore& first) {
     for (const auto& [reason, n] : a.drops.Snapshot()) first.accounting().drops.Add(reason, n);
     for (const auto& [reason, n] : a.decode_errors.Snapshot())
       first.accounting().decode_errors.Add(reason, n);
+    for (const auto& [reason, n] : a.windows_held_back.Snapshot())
+      first.accounting().windows_held_back.Add(reason, n);
   }
 }
 

@@ -61,6 +61,7 @@ void Session::Impl::AccountSources() {
       SourceLosses& seen = r.seen[pid];
       AddGrowth(now.drops, seen.drops, store->accounting().drops);
       AddGrowth(now.decode_errors, seen.decode_errors, store->accounting().decode_errors);
+      AddGrowth(now.held_back, seen.held_back, store->accounting().windows_held_back);
       seen = now;
     }
   }

@@ -193,6 +193,29 @@ TEST_F(RunTest, AHeldCommandsTracerStartsAfterTheStackSampler) {
   EXPECT_GT(report.stats(0).windows(), 0);
 }
 
+// A low window rate says why: bursts put off because the target's stopped-time budget for the
+// last second was spent are the rate's bound, shown beside the windows, not among the drops.
+TEST_F(RunTest, WindowsHeldBackByTheStoppedTimeCapAreSaidNotDropped) {
+  const std::string args =
+      "--source ptrace -F 0 --burst-rate 1000 --max-stopped 0.002 --duration 2 -- " + example_;
+  const CmdResult json = Pathctl("run --json " + args);
+  ASSERT_EQ(json.rc, 0) << json.out.substr(0, 600);
+  v1::RunReport report;
+  ASSERT_TRUE(ParseReport(json, &report));
+  ASSERT_GT(report.stats_size(), 0);
+  int64_t held = 0;
+  for (const v1::DropCount& h : report.stats(0).windows_held_back())
+    if (h.reason() == "stopped_time_cap") held = h.count();
+  EXPECT_GT(held, 0) << "a 0.2% cap at 1000 bursts a second puts bursts off";
+  for (const v1::DropCount& d : report.stats(0).drops())
+    EXPECT_EQ(d.reason().find("cap"), std::string::npos) << d.reason() << " among the drops";
+  const CmdResult text = Pathctl("run " + args);
+  ASSERT_EQ(text.rc, 0) << text.out.substr(0, 600);
+  EXPECT_NE(text.out.find("windows held back (the rate's bounds, not losses): stopped_time_cap="),
+            std::string::npos)
+      << text.out;
+}
+
 TEST_F(RunTest, ACommandThatExitsEndsTheSessionWithItsStatus) {
   const CmdResult r = Pathctl("run --json --top 3 -- " + example_ + " 20000");
   ASSERT_EQ(r.rc, 0) << r.out;

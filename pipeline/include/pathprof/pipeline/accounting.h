@@ -42,6 +42,7 @@ struct TargetAccounting {
   std::atomic<uint64_t> branches{0};
   ReasonCounters drops;                      // data lost before it reached a profile
   ReasonCounters decode_errors;              // bytes that could not be turned into branches
+  ReasonCounters windows_held_back;          // windows a source chose not to take (its caps)
   std::atomic<uint64_t> pipeline_cpu_ns{0};  // thread CPU time spent on this target
 };
 

@@ -51,6 +51,9 @@ struct SourceTargets {
 struct SourceLosses {
   std::map<std::string, uint64_t> drops;          // data that never reached a profile
   std::map<std::string, uint64_t> decode_errors;  // data that could not be decoded
+  // Windows the source chose not to take, by reason (a cap on the target's stopped time): what
+  // bounds the rate, not a loss; said beside the windows so a low rate explains itself.
+  std::map<std::string, uint64_t> held_back;
 };
 // Losses by the process they belong to. kSessionLosses: the session's own (its targets' share of
 // a host-wide ring), counted on the session's first store.

@@ -220,6 +220,10 @@ struct TargetStats {
   // profile first), so not among `drops`.
   uint64_t export_windows_kept = 0;
   uint64_t export_windows_let_go = 0;
+  // Windows the branch source chose not to take, by reason ("stopped_time_cap": the burst's time
+  // came when the target's stopped-time budget for the last second was spent): the rate's
+  // bound, not a loss, so not among `drops`.
+  std::map<std::string, uint64_t> windows_held_back;
 };
 
 }  // namespace pathprof::pipeline
