@@ -19,6 +19,19 @@ std::string RunCommand(const std::string& cmd) {
   return pathprof::testing::RunCommand(cmd).out;
 }
 
+// A fresh directory from `dir_template` (mkdtemp's XXXXXX) holding `name` with `text`; empty when
+// it cannot be made. The caller removes it.
+std::string DirWithFile(const std::string& dir_template, const std::string& name,
+                        const std::string& text) {
+  std::string dir = dir_template;
+  if (mkdtemp(dir.data()) == nullptr) return "";
+  FILE* f = std::fopen((dir + "/" + name).c_str(), "w");
+  if (f == nullptr) return "";
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return dir;
+}
+
 TEST(Symbolizer, GzipAddressGivesFunctionAndLine) {
   PATHPROF_SKIP_WITHOUT_CORPUS("lbr/autofdo/test.binary");
   auto image = ElfImage::Open(kCorpus + "test.binary");
@@ -74,19 +87,13 @@ TEST(Symbolizer, DemanglesCxx) {
 // A code address whose nearest symbol is a data object (stripped binaries keep their exported
 // objects in .dynsym) stays unnamed: the object's name would be a made-up caller.
 TEST(Symbolizer, ADataSymbolNeverNamesCode) {
-  char dir_template[] = "/tmp/pathprof-datasym-XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
-  {
-    FILE* f = std::fopen((dir + "/t.s").c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs(
-        ".text\n"
-        ".globl code_fn\n.type code_fn, @function\ncode_fn: nop\nnop\nret\n.size code_fn, 3\n"
-        ".globl table_in_text\n.type table_in_text, @object\n"
-        "table_in_text: nop\nnop\nnop\nret\n.size table_in_text, 4\n",
-        f);
-    std::fclose(f);
-  }
+  const std::string dir = DirWithFile(
+      "/tmp/pathprof-datasym-XXXXXX", "t.s",
+      ".text\n"
+      ".globl code_fn\n.type code_fn, @function\ncode_fn: nop\nnop\nret\n.size code_fn, 3\n"
+      ".globl table_in_text\n.type table_in_text, @object\n"
+      "table_in_text: nop\nnop\nnop\nret\n.size table_in_text, 4\n");
+  ASSERT_FALSE(dir.empty());
   const auto built = pathprof::testing::RunCommand("cc -shared -nostdlib -o " + dir + "/t.so " +
                                                    dir + "/t.s 2>&1");
   if (built.rc != 0) GTEST_SKIP() << "no C toolchain to build the test object: " << built.out;
@@ -117,20 +124,14 @@ TEST(Symbolizer, ADataSymbolNeverNamesCode) {
 // it: its code is named `image+0xSTART` after that entry, START being the function's address in
 // the unstripped build (nm), so every address of one function gives one name (one hot method).
 TEST(Symbolizer, StrippedCodeIsNamedAfterItsUnwindEntry) {
-  char dir_template[] = "/tmp/pathprof-fde-XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
-  {
-    FILE* f = std::fopen((dir + "/t.c").c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs(
-        "__attribute__((noinline)) static int warm(int x) { int s = 0; "
-        "for (int i = 0; i < x; ++i) s += i * x; return s; }\n"
-        "__attribute__((noinline)) static int hot(int x) { int s = 1; "
-        "for (int i = 0; i < x; ++i) s = s * 3 + i; return s; }\n"
-        "int main(int argc, char** argv) { (void)argv; return hot(argc) + warm(argc); }\n",
-        f);
-    std::fclose(f);
-  }
+  const std::string dir = DirWithFile(
+      "/tmp/pathprof-fde-XXXXXX", "t.c",
+      "__attribute__((noinline)) static int warm(int x) { int s = 0; "
+      "for (int i = 0; i < x; ++i) s += i * x; return s; }\n"
+      "__attribute__((noinline)) static int hot(int x) { int s = 1; "
+      "for (int i = 0; i < x; ++i) s = s * 3 + i; return s; }\n"
+      "int main(int argc, char** argv) { (void)argv; return hot(argc) + warm(argc); }\n");
+  ASSERT_FALSE(dir.empty());
   const auto built =
       pathprof::testing::RunCommand("cc -O1 -o " + dir + "/t " + dir + "/t.c && " + "strip -o " +
                                     dir + "/t.stripped " + dir + "/t 2>&1");
@@ -176,18 +177,12 @@ TEST(Symbolizer, StrippedCodeIsNamedAfterItsUnwindEntry) {
 // with no source line (reading it decompresses and parses DWARF). Symbolize afterwards still
 // gives the line, and an address is counted once however it was asked for.
 TEST(Symbolizer, FunctionOfReadsNoSourceLinesAndAgreesWithSymbolize) {
-  char dir_template[] = "/tmp/pathprof-fnof-XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
-  {
-    FILE* f = std::fopen((dir + "/t.c").c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs(
-        "__attribute__((noinline)) static int hot(int x) { int s = 1;\n"
-        "  for (int i = 0; i < x; ++i) s = s * 3 + i;\n  return s; }\n"
-        "int main(int argc, char** argv) { (void)argv; return hot(argc); }\n",
-        f);
-    std::fclose(f);
-  }
+  const std::string dir =
+      DirWithFile("/tmp/pathprof-fnof-XXXXXX", "t.c",
+                  "__attribute__((noinline)) static int hot(int x) { int s = 1;\n"
+                  "  for (int i = 0; i < x; ++i) s = s * 3 + i;\n  return s; }\n"
+                  "int main(int argc, char** argv) { (void)argv; return hot(argc); }\n");
+  ASSERT_FALSE(dir.empty());
   const auto built =
       pathprof::testing::RunCommand("cc -g -O1 -o " + dir + "/t " + dir + "/t.c && strip -o " +
                                     dir + "/t.stripped " + dir + "/t 2>&1");

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "pathprof/core/procfs.h"
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/pipeline/profile_store.h"
 #include "pathprof/pipeline/session.h"
@@ -285,20 +286,25 @@ TEST(ProfileStoreTest, AnExecNobodyReportedIsSeenInTheMaps) {
 // Kernel frames are named from /proc/kallsyms (the table keeps views into the text it read):
 // every text symbol's own address and an address inside it give its name and start.
 TEST(SymbolServiceTest, KernelAddressesAreNamedFromKallsyms) {
-  FILE* f = std::fopen("/proc/kallsyms", "r");
-  ASSERT_NE(f, nullptr);
+  auto text = pathprof::procfs::Procfs::Host().ReadGlobal("kallsyms", 64u << 20);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
   // Two consecutive text symbols of the core kernel, so that start + 1 is still inside the first.
-  char line[512];
   unsigned long long prev_addr = 0, before_prev = 0;  // an alias shares its address: skip those
   std::string prev_name;
   unsigned long long addr = 0;
   std::string name;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
+  size_t pos = 0;
+  while (pos < text->size()) {
+    size_t nl = text->find('\n', pos);
+    if (nl == std::string::npos) nl = text->size();
+    const std::string line = text->substr(pos, nl - pos);
+    pos = nl + 1;
     char type = 0, sym[256] = {};
     unsigned long long a = 0;
-    if (std::sscanf(line, "%llx %c %255s", &a, &type, sym) != 3 || (type != 'T' && type != 't'))
+    if (std::sscanf(line.c_str(), "%llx %c %255s", &a, &type, sym) != 3 ||
+        (type != 'T' && type != 't'))
       continue;
-    if (std::strchr(line, '[') != nullptr) break;  // modules follow the core kernel
+    if (line.find('[') != std::string::npos) break;  // modules follow the core kernel
     if (prev_addr != 0 && a > prev_addr + 1 && before_prev != prev_addr) {
       addr = prev_addr;
       name = prev_name;
@@ -307,7 +313,6 @@ TEST(SymbolServiceTest, KernelAddressesAreNamedFromKallsyms) {
     prev_addr = a;
     prev_name = sym;
   }
-  std::fclose(f);
   if (addr == 0) GTEST_SKIP() << "kallsyms shows no addresses (kptr_restrict, not root)";
   pl::SymbolService symbols;
   pathprof::decoders::AddressSpace none;
