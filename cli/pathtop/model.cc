@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 
 #include <google/protobuf/util/time_util.h>
 
@@ -70,6 +71,7 @@ const char* ViewTitle(View view) {
 
 StatsView StatsTracker::Update(const v1::Stats& stats, double now_s) {
   StatsView v;
+  std::map<std::string, int64_t> held_back;
   for (const v1::TargetStats& t : stats.targets()) {
     int64_t biggest = 0;
     for (const v1::DropCount& d : t.drops()) {
@@ -82,7 +84,12 @@ StatsView StatsTracker::Update(const v1::Stats& stats, double now_s) {
     for (const v1::DropCount& d : t.decode_errors()) v.decode_errors += d.count();
     v.export_windows_kept += t.export_windows_kept();
     v.export_windows_let_go += t.export_windows_let_go();
+    for (const v1::DropCount& h : t.windows_held_back()) held_back[h.reason()] += h.count();
   }
+  for (const auto& [reason, n] : held_back)
+    if (n > 0)
+      v.windows_held_back +=
+          (v.windows_held_back.empty() ? "" : ", ") + reason + " " + std::to_string(n);
   v.daemon_rss_bytes = stats.daemon_rss_bytes();
   double dt = now_s - previous_s_;
   if (previous_ && dt > 0) {
@@ -797,6 +804,11 @@ std::vector<ScreenLine> Model::DetailsLayout(int width, int height) const {
                                      " newest windows, " +
                                      std::to_string(stats_.export_windows_let_go) +
                                      " older let go (retention, not drops)");
+  if (!stats_.windows_held_back.empty())
+    items.emplace_back("held back",
+                       "windows the source did not take (the rate's bounds, not "
+                       "drops): " +
+                           stats_.windows_held_back);
   char every[32];
   std::snprintf(every, sizeof every, " every %gs", interval_s_);
   items.emplace_back("daemon",

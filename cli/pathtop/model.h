@@ -76,6 +76,9 @@ struct StatsView {
   // drops (every window reached the profile first).
   uint64_t export_windows_kept = 0;
   uint64_t export_windows_let_go = 0;
+  // Windows the branch source chose not to take, by reason, summed over targets ("stopped_time_cap
+  // 120"): what bounds the window rate, not a loss.
+  std::string windows_held_back;
   double daemon_cpu_percent = 0;
   uint64_t daemon_rss_bytes = 0;
   double pipeline_cpu_percent = 0;

@@ -620,6 +620,30 @@ TEST(Model, TheExportBufferIsRetentionNotDrops) {
   EXPECT_NE(text.find("kept 2048 newest windows, 6559 older let go"), std::string::npos) << text;
 }
 
+// Windows the branch source held back (its stopped-time cap) are the rate's bound: `i` says so
+// beside the drops, which stay 0.
+TEST(Model, WindowsHeldBackAreSaidApartFromTheDrops) {
+  StatsTracker tracker;
+  v1::Stats a;
+  v1::TargetStats* t = a.add_targets();
+  t->set_windows(300);
+  v1::DropCount* h = t->add_windows_held_back();
+  h->set_reason("stopped_time_cap");
+  h->set_count(120);
+  const StatsView v = tracker.Update(a, 10.0);
+  EXPECT_EQ(v.drops, 0u);
+  EXPECT_EQ(v.windows_held_back, "stopped_time_cap 120");
+  Model m;
+  m.SetTargetLabel("pid 5243 (example_hotloop)");
+  m.SetSession(RunningSession(v1::BRANCH_SOURCE_PTRACE, "auto (best available)"));
+  m.SetStats(v);
+  m.HandleKey('i');
+  ExpectNoCutLines(m.Layout(80, 24), 80);
+  std::string text;
+  for (const auto& l : m.Layout(200, 24)) text += l.text + "\n";
+  EXPECT_NE(text.find("not drops): stopped_time_cap 120"), std::string::npos) << text;
+}
+
 // main (100) calls hot (62: self 60.6, inner 1.4), warm (37.5) and tiny (0.5); context ids are
 // the node ids x 100, but tiny's is 0 (a daemon that gave none).
 v1::CallingContextTree FlameTree() {
