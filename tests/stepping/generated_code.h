@@ -4,7 +4,9 @@
 // instruction is one whose result the architecture defines for the operands it gets: flags are
 // consumed only after an instruction that defines them all (add, sub, cmp, test, and, or, xor,
 // neg, adc, sbb), shifts and rotates take immediate counts, and the one division has a divisor
-// forced odd and a dividend smaller than it (no #DE).
+// forced odd and a dividend smaller than it (no #DE). With `vector`, SSE2 integer instructions
+// too (movq both ways, paddd, psubq, pxor, pand, por, pcmpeqb, pcmpgtd, paddusb, pmuludq, pshufd,
+// psrlq, pmovmskb), their results brought back to general registers and so to the branches.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +19,10 @@ class GeneratedProgram {
  public:
   // `blocks` blocks of straight-line code, each ending in a conditional branch over the next
   // few instructions, looped forever.
-  static std::string Assembly(uint32_t seed, int blocks) {
+  // `vector`: SSE2 integer instructions too, their results moved back to general registers.
+  static std::string Assembly(uint32_t seed, int blocks, bool vector = false) {
     GeneratedProgram g(seed);
+    g.vector_ = vector;
     std::string s =
         ".bss\n.align 64\nbuf: .zero 4096\n.text\n.globl main\n.type main, @function\nmain:\n"
         "  push %rbx\n  push %r12\n  push %r13\n  push %r14\n  push %r15\n";
@@ -65,7 +69,7 @@ class GeneratedProgram {
   std::string Instruction() {
     const std::string a = R(), b = R();
     const int ra = static_cast<int>(Below(kRegCount));
-    switch (Below(20)) {
+    switch (Below(vector_ ? 26 : 20)) {
       case 0:
         return "  add " + a + ", " + b + "\n";
       case 1:
@@ -116,6 +120,7 @@ class GeneratedProgram {
   }
 
   std::mt19937 rng_;
+  bool vector_ = false;
 };
 
 }  // namespace pathprof::stepping::testing
