@@ -141,9 +141,15 @@ def bpf_prog_stats(stop, out):
             pass
         stop.wait(0.2)
 
-old = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+def bpf_stats(value=None):  # the sysctl, read or set through sysctl(8)
+    if value is None:
+        return subprocess.run(["sysctl", "-n", "kernel.bpf_stats_enabled"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={value}"], check=True)
+
+old = bpf_stats()
 try:
-    open("/proc/sys/kernel/bpf_stats_enabled", "w").write("1")
+    bpf_stats("1")
     for name, cmd in workloads.items():
         data = os.path.join(tmp, "pathctl.perf")
         stop, progs = threading.Event(), {}
@@ -164,5 +170,5 @@ try:
             print(f"eBPF sample_stack (prog {pid}): {cnt} runs, {ns / cnt / 1000:.2f} us per run "
                   f"(filtered events included)")
 finally:
-    open("/proc/sys/kernel/bpf_stats_enabled", "w").write(old)
+    bpf_stats(old)
 PY

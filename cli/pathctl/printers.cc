@@ -192,15 +192,23 @@ void PrintReportTables(const v1::HotPaths& paths, const v1::HotSubpaths& subpath
   PrintHotMethods(methods);
 }
 
+namespace {
+// "reason=count" for each count above zero, space-separated after what `out` holds.
+void AppendCounts(const google::protobuf::RepeatedPtrField<v1::DropCount>& counts,
+                  std::string* out) {
+  for (const v1::DropCount& d : counts)
+    if (d.count() > 0)
+      *out += (out->empty() ? "" : " ") + d.reason() + "=" + std::to_string(d.count());
+}
+}  // namespace
+
 void PrintTargetStats(const google::protobuf::RepeatedPtrField<v1::TargetStats>& stats) {
   std::printf("%-10s %7s %10s %9s %12s %8s %9s  %s\n", "SESSION", "PID", "STACKS", "WINDOWS",
               "BRANCHES", "CPU s", "MEM MiB", "DROPS / DECODE ERRORS");
   for (const auto& t : stats) {
     std::string lost;
-    for (const auto& d : t.drops())
-      lost += (lost.empty() ? "" : " ") + d.reason() + "=" + std::to_string(d.count());
-    for (const auto& d : t.decode_errors())
-      lost += (lost.empty() ? "" : " ") + d.reason() + "=" + std::to_string(d.count());
+    AppendCounts(t.drops(), &lost);
+    AppendCounts(t.decode_errors(), &lost);
     const std::string session = t.session().empty() ? "-" : SessionIdForDisplay(t.session());
     std::printf("%-10s %7u %10llu %9llu %12llu %8.2f %9.1f  %s\n", session.c_str(), t.pid(),
                 static_cast<unsigned long long>(t.stack_samples()),
@@ -227,9 +235,7 @@ void PrintTargetStats(const google::protobuf::RepeatedPtrField<v1::TargetStats>&
     // The rate's bound, not a loss: bursts whose time came when the target's stopped-time
     // budget was spent. A run with few windows says here why.
     std::string held;
-    for (const v1::DropCount& h : t.windows_held_back())
-      if (h.count() > 0)
-        held += (held.empty() ? "" : ", ") + h.reason() + "=" + std::to_string(h.count());
+    AppendCounts(t.windows_held_back(), &held);
     if (!held.empty())
       std::printf("%s pid %u: windows held back (the rate's bounds, not losses): %s\n",
                   session.c_str(), t.pid(), held.c_str());

@@ -37,13 +37,18 @@ std::string Symbolization::ToString() const {
   return s;
 }
 
+// Per address: the symbol part, and the source lines once Symbolize asked for them.
+struct Symbolizer::Cached {
+  Symbolization s;
+  bool lines_read = false;
+};
+
 struct Symbolizer::Module {
   Dwfl* dwfl = nullptr;
   Dwfl_Module* mod = nullptr;
-  std::shared_ptr<const ElfImage> image;              // owns the bytes libdw reads
-  Dwarf_Addr base = 0;                                // where libdwfl placed the image's vaddr 0
-  std::unordered_map<uint64_t, Symbolization> cache;  // whole results, source lines too
-  std::unordered_map<uint64_t, Symbolization> functions;  // the symbol part only (FunctionOf)
+  std::shared_ptr<const ElfImage> image;  // owns the bytes libdw reads
+  Dwarf_Addr base = 0;                    // where libdwfl placed the image's vaddr 0
+  std::unordered_map<uint64_t, Cached> cache;
   std::optional<CodeNames> code_names;  // read at the first address without a symbol
   ~Module() {
     if (dwfl != nullptr) dwfl_end(dwfl);
@@ -173,10 +178,10 @@ void Symbolizer::Forget(const ElfImage* image) {
 // The symbol table's part only: what names the function and where it starts. Reading the
 // symbol table is cheap; the source lines below decompress and parse DWARF, which a session's
 // ingest (one lookup per new stack frame, for its function's start) must not pay for.
-const Symbolization& Symbolizer::FunctionPart(Module* m, uint64_t vaddr) {
-  if (auto whole = m->cache.find(vaddr); whole != m->cache.end()) return whole->second;
-  if (auto hit = m->functions.find(vaddr); hit != m->functions.end()) return hit->second;
-  Symbolization s;
+Symbolizer::Cached& Symbolizer::FunctionPart(Module* m, uint64_t vaddr) {
+  auto [it, added] = m->cache.try_emplace(vaddr);
+  if (!added) return it->second;
+  Symbolization& s = it->second.s;
   GElf_Sym sym;
   GElf_Off off = 0;
   const char* name =
@@ -193,25 +198,23 @@ const Symbolization& Symbolizer::FunctionPart(Module* m, uint64_t vaddr) {
     if (name != nullptr) ++data_symbols_refused_;
     NameUnsymbolized(m, vaddr, &s);
   }
-  return m->functions.emplace(vaddr, std::move(s)).first->second;
+  return it->second;
 }
 
 Result<Symbolization> Symbolizer::FunctionOf(const std::shared_ptr<const ElfImage>& image,
                                              uint64_t vaddr, const std::string& debug_file) {
   PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file));
-  return FunctionPart(mod, vaddr);
+  return FunctionPart(mod, vaddr).s;
 }
 
 Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage>& image,
                                             uint64_t vaddr, const std::string& debug_file) {
   PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file));
   Module* m = mod;
-  auto hit = m->cache.find(vaddr);
-  if (hit != m->cache.end()) return hit->second;
-
-  // Each address is held once: its symbol part moves into the whole result.
-  Symbolization s = FunctionPart(m, vaddr);
-  m->functions.erase(vaddr);
+  Cached& cached = FunctionPart(m, vaddr);
+  Symbolization& s = cached.s;
+  if (cached.lines_read) return s;
+  cached.lines_read = true;
   const Dwarf_Addr at = vaddr + m->base;
   if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, at)) {
     int lineno = 0;
@@ -247,7 +250,6 @@ Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage
     }
     std::free(scopes);
   }
-  m->cache.emplace(vaddr, s);
   return s;
 }
 

@@ -139,6 +139,18 @@ pl::SessionConfig SelfConfig(pl::SourceChoice source) {
   return c;
 }
 
+// The default table with a fake PT row that falls back to a fake LBR row, and a fake stack
+// source when `stacks` is given. PT's stores would count a continuous stream in the Hot Path
+// Table; LBR's estimate windows.
+pl::SourceTable PtFallingBackToLbr(Script* pt, Script* lbr, Script* stacks = nullptr) {
+  pl::SourceTable table = pl::DefaultSources();
+  table.Set(FakeRow(BranchSource::kIntelPt, pl::BranchWindows::kNone, pt, BranchSource::kLbr));
+  table.Set(FakeRow(BranchSource::kLbr, pl::BranchWindows::kTakenBranches, lbr));
+  if (stacks != nullptr)
+    table.stacks = [stacks] { return std::make_unique<FakeStackSource>(stacks); };
+  return table;
+}
+
 TEST(LiveSource, AFakeSourceInOneRowFeedsTheSessionsAnswers) {
   Script branches, stacks;
   pl::SourceTable table = pl::DefaultSources();
@@ -192,10 +204,7 @@ TEST(LiveSource, AFakeSourceInOneRowFeedsTheSessionsAnswers) {
 TEST(LiveSource, AutoTakesTheTablesFallbackWithItsWindowsAndSaysWhy) {
   Script broken, working;
   broken.fail_start = "the fake PMU is busy";
-  pl::SourceTable table = pl::DefaultSources();
-  // PT's stores would count a continuous stream in the Hot Path Table; LBR's estimate windows.
-  table.Set(FakeRow(BranchSource::kIntelPt, pl::BranchWindows::kNone, &broken, BranchSource::kLbr));
-  table.Set(FakeRow(BranchSource::kLbr, pl::BranchWindows::kTakenBranches, &working));
+  const pl::SourceTable table = PtFallingBackToLbr(&broken, &working);
   auto s = pl::Session::Start("fallback", SelfConfig(pl::SourceChoice::kAuto), {}, nullptr, table);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   const pl::SessionInfo info = (*s)->Info();
@@ -217,10 +226,7 @@ TEST(LiveSource, StackSamplesTakenBeforeABranchFallbackStay) {
   Script broken, working, stacks;
   broken.fail_start = "the fake PMU is busy";
   broken.fail_after_ms = 300;  // the ingestor has applied the samples by then
-  pl::SourceTable table = pl::DefaultSources();
-  table.Set(FakeRow(BranchSource::kIntelPt, pl::BranchWindows::kNone, &broken, BranchSource::kLbr));
-  table.Set(FakeRow(BranchSource::kLbr, pl::BranchWindows::kTakenBranches, &working));
-  table.stacks = [&stacks] { return std::make_unique<FakeStackSource>(&stacks); };
+  const pl::SourceTable table = PtFallingBackToLbr(&broken, &working, &stacks);
   pl::SessionConfig config = SelfConfig(pl::SourceChoice::kAuto);
   config.sampling.stack_hz = 99;
   auto s = pl::Session::Start("fallback-stacks", config, {}, nullptr, table);
@@ -240,10 +246,7 @@ TEST(LiveSource, AutoEndsAtStacksOnlyWhenTheFallbacksFailToo) {
   Script pt, lbr, stacks;
   pt.fail_start = "no PT here";
   lbr.fail_start = "no LBR either";
-  pl::SourceTable table = pl::DefaultSources();
-  table.Set(FakeRow(BranchSource::kIntelPt, pl::BranchWindows::kNone, &pt, BranchSource::kLbr));
-  table.Set(FakeRow(BranchSource::kLbr, pl::BranchWindows::kTakenBranches, &lbr));
-  table.stacks = [&stacks] { return std::make_unique<FakeStackSource>(&stacks); };
+  const pl::SourceTable table = PtFallingBackToLbr(&pt, &lbr, &stacks);
   pl::SessionConfig config = SelfConfig(pl::SourceChoice::kAuto);
   config.sampling.stack_hz = 99;
   auto s = pl::Session::Start("stacks-only", config, {}, nullptr, table);

@@ -56,8 +56,8 @@ class Symbolizer {
   Result<Symbolization> Symbolize(const std::shared_ptr<const ElfImage>& image, uint64_t vaddr,
                                   const std::string& debug_file = "");
 
-  // The function only (name, offset, size; no source lines or inline frames): what a session's
-  // ingest needs per new frame. Reads the symbol table, never the DWARF.
+  // The function (name, offset, size): what a session's ingest needs per new frame. Reads the
+  // symbol table, never the DWARF (source lines are there only if Symbolize read them before).
   Result<Symbolization> FunctionOf(const std::shared_ptr<const ElfImage>& image, uint64_t vaddr,
                                    const std::string& debug_file = "");
 
@@ -75,8 +75,9 @@ class Symbolizer {
 
  private:
   struct Module;
+  struct Cached;
   void NameUnsymbolized(Module* m, uint64_t vaddr, Symbolization* s);
-  const Symbolization& FunctionPart(Module* m, uint64_t vaddr);
+  Cached& FunctionPart(Module* m, uint64_t vaddr);
   Result<Module*> ModuleFor(const std::shared_ptr<const ElfImage>& image,
                             const std::string& debug_file);
 
