@@ -2,6 +2,8 @@
 // them (so a session can start first), then running the test's function for some CPU seconds.
 #pragma once
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,8 +18,10 @@ inline double CpuSeconds() {
 
 struct GatedChild {
   pid_t pid = -1;
-  int gate = -1;  // closing it lets the child run
+  int gate = -1;  // a byte written to it lets the child run
   void Release() {
+    const char go = 1;
+    [[maybe_unused]] const ssize_t n = write(gate, &go, 1);  // fails only if the child died
     close(gate);
     gate = -1;
   }
@@ -25,15 +29,18 @@ struct GatedChild {
 
 // Forks a child that waits for Release(), runs work(seconds) and then exits or, with `park`,
 // blocks without using CPU until it is killed. pid -1 when it could not be started.
+// The gate opens on a byte, not on end-of-file: a child forked later inherits this child's write
+// end, and would hold the gate shut. A child dies with the test, so a failed assertion that
+// returns before the test kills it leaves no process holding ctest's output open.
 inline GatedChild SpawnGated(void (*work)(double), double seconds, bool park) {
   int gate[2];
   if (pipe(gate) != 0) return {};
   const pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(gate[1]);
     char c;
-    while (read(gate[0], &c, 1) > 0) {
-    }
+    if (read(gate[0], &c, 1) != 1) _exit(0);  // the test ended without releasing it
     work(seconds);
     while (park) pause();  // taking no CPU until SIGKILL
     _exit(0);

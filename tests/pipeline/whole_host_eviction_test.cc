@@ -76,8 +76,11 @@ TEST(WholeHostEviction, AHotProcessTakesTheColdestStoresPlace) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the children park
   before = (*session)->Stats();
   std::string held;
-  for (const auto& t : before)
-    held += " " + std::to_string(t.pid) + " (" + std::to_string(t.stack_samples) + " samples)";
+  for (const auto& t : before) {
+    held += " " + std::to_string(t.pid) + " (" + std::to_string(t.stack_samples) + " samples";
+    for (const auto& [reason, n] : t.drops) held += ", " + std::to_string(n) + " " + reason;
+    held += ")";
+  }
   ASSERT_EQ(before.size(), 2u) << "stores:" << held << "; cold children " << cold1.pid << ", "
                                << cold2.pid;
   EXPECT_EQ(StatsOf(before, hot.pid), nullptr);
