@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format
   zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libelf-dev libdw-dev libipt-dev libzydis-dev
-  libbpf-dev bpftool clang llvm
+  libbpf-dev bpftool clang llvm libseccomp-dev
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev
   libncurses-dev libsystemd-dev libdebuginfod-dev debuginfod tmux
   linux-perf bpftrace golang-go golang-github-google-pprof-dev bolt-15 autofdo

@@ -27,6 +27,7 @@
 #include "../src/burst_wire.h"
 #include "pathprof/core/procfs.h"
 #include "pathprof/stepping/step_probe.h"
+#include "tracer_sandbox.h"
 
 namespace {
 
@@ -152,8 +153,25 @@ int RunBursts(int argc, char** argv) {
     pc::wire::SendError(kDataFd, st.code(), 0, st.message());
     return 1;
   }
+  // The sandbox comes after the attach (seizing is what needs the rights) and before the first
+  // window (the first code interpreted).
+  const pc::AfterAttach sandbox = [](pc::StepMode mode) -> std::string {
+    pc::TracerSandboxOptions s;
+    s.allow_text_writes = mode == pc::StepMode::kInt3 || mode == pc::StepMode::kBreakpoints;
+    const std::string error = pc::EnterTracerSandbox(s);
+    if (!error.empty()) return "ptrace bursts: the tracer runs without its sandbox: " + error;
+#ifndef NDEBUG
+    // Tests only (builds with assertions): what an exploit of the emulator would do next.
+    if (const char* fault = std::getenv("PATHPROF_TRACER_FAULT");
+        fault != nullptr && std::strcmp(fault, "exec") == 0) {
+      char* const argv[] = {const_cast<char*>("/bin/sh"), nullptr};
+      execve(argv[0], argv, environ);
+    }
+#endif
+    return "";
+  };
   return pc::RunBurstTracer(o, kControlFd, kDataFd, static_cast<pid_t>(parent),
-                            probe ? &*probe : nullptr);
+                            probe ? &*probe : nullptr, sandbox);
 }
 
 }  // namespace

@@ -36,6 +36,8 @@ int BurstTracer::Run() {
     DetachAll();
     return Fail(err == EPERM ? ErrorCode::kPermission : ErrorCode::kUnavailable, err, error);
   }
+  if (after_attach_)
+    if (const std::string note = after_attach_(mode_); !note.empty()) Note(note);
   const uint8_t mode = static_cast<uint8_t>(mode_);
   if (wire::Send(data_fd_, wire::Type::kReady, &mode, 1) != wire::SendResult::kSent) {
     DetachAll();
@@ -289,8 +291,8 @@ bool BurstTracer::AwaitInterrupt(pid_t tid) {
 }  // namespace burst
 
 int RunBurstTracer(const PtraceBurstOptions& options, int control_fd, int data_fd, pid_t parent,
-                   const StepProbeResult* probe) {
-  burst::BurstTracer tracer(options, control_fd, data_fd, parent, probe);
+                   const StepProbeResult* probe, const AfterAttach& after_attach) {
+  burst::BurstTracer tracer(options, control_fd, data_fd, parent, probe, after_attach);
   return tracer.Run();
 }
 

@@ -6,6 +6,9 @@
 
 #include <sys/types.h>
 
+#include <functional>
+#include <string>
+
 #include "pathprof/stepping/ptrace_bursts.h"
 #include "pathprof/stepping/step_probe.h"
 
@@ -16,7 +19,11 @@ namespace pathprof::stepping {
 // the spawning thread ended, and is not a stop request.
 // `probe`: the step probe's result to decide the mode by; null: this process's
 // (CachedStepProbe).
+// `after_attach`: run once every thread is seized, before the first window, with the step mode
+// chosen (the helper enters its sandbox there); what it returns, when not empty, is sent to the
+// collector as a note.
+using AfterAttach = std::function<std::string(StepMode mode)>;
 int RunBurstTracer(const PtraceBurstOptions& options, int control_fd, int data_fd, pid_t parent,
-                   const StepProbeResult* probe = nullptr);
+                   const StepProbeResult* probe = nullptr, const AfterAttach& after_attach = {});
 
 }  // namespace pathprof::stepping

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "burst_tracer.h"
 #include "emulated_windows.h"
 #include "interrupted_syscall.h"
 #include "pathprof/core/clock.h"
@@ -116,12 +117,13 @@ struct Guest {
 class BurstTracer {
  public:
   BurstTracer(const PtraceBurstOptions& options, int control_fd, int data_fd, pid_t parent,
-              const StepProbeResult* probe)
+              const StepProbeResult* probe, AfterAttach after_attach)
       : options_(options),
         control_fd_(control_fd),
         data_fd_(data_fd),
         parent_(parent),
         given_probe_(probe),
+        after_attach_(std::move(after_attach)),
         reader_(options.pid),
         int3_(options.pid),
         rng_(options.seed ? options.seed : MonotonicNs()) {
@@ -282,6 +284,7 @@ class BurstTracer {
   const int data_fd_;
   const pid_t parent_;
   const StepProbeResult* const given_probe_;  // the collector's probe, or null: our own
+  const AfterAttach after_attach_;
   int signal_fd_ = -1;
   bool quit_ = false;
   uint64_t start_ns_ = 0;
