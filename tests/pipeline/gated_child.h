@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,7 +22,8 @@ struct GatedChild {
   int gate = -1;  // a byte written to it lets the child run
   void Release() {
     const char go = 1;
-    [[maybe_unused]] const ssize_t n = write(gate, &go, 1);  // fails only if the child died
+    // Fails only if the child died (a test may kill it first): no SIGPIPE for that.
+    [[maybe_unused]] const ssize_t n = send(gate, &go, 1, MSG_NOSIGNAL);
     close(gate);
     gate = -1;
   }
@@ -33,8 +35,8 @@ struct GatedChild {
 // end, and would hold the gate shut. A child dies with the test, so a failed assertion that
 // returns before the test kills it leaves no process holding ctest's output open.
 inline GatedChild SpawnGated(void (*work)(double), double seconds, bool park) {
-  int gate[2];
-  if (pipe(gate) != 0) return {};
+  int gate[2];  // a socket pair, not a pipe: Release's send must not raise SIGPIPE
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gate) != 0) return {};
   const pid_t pid = fork();
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
