@@ -118,6 +118,8 @@ const std::map<std::string, Key>& Keys() {
     k["tcp.tls_client_ca"] = StringKey("tcp.tls_client_ca", &DaemonConfig::tls_client_ca_file);
     k["metrics.address"] = StringKey("metrics.address", &DaemonConfig::metrics_address);
     k["metrics.per_session"] = BoolKey("metrics.per_session", &DaemonConfig::metrics_per_session);
+    k["ptrace.tracer_as_target"] =
+        BoolKey("ptrace.tracer_as_target", &DaemonConfig::tracer_as_target);
     k["log.level"] = Key{[](const toml::node& n, DaemonConfig& c) -> Status {
                            auto v = n.value<std::string>();
                            if (!v) return Bad("log.level", "expects a string");

@@ -99,6 +99,7 @@ void ProfilerService::Configure(const DaemonConfig& config) {
   std::lock_guard<std::mutex> lock(mu_);
   limits_ = config.limits;
   stepping::ParseStepRequest(config.step_mode, &default_step_mode_);  // validated on load
+  tracer_as_target_ = config.tracer_as_target;
   host_ = HostLabel(config.continuous);
 }
 
@@ -268,6 +269,10 @@ grpc::Status ProfilerService::Create(grpc::ServerContext* ctx, const Peer& peer,
     return s;
   c.owner_uid = peer.uid;
   if (!peer.admin) c.confine_to_uid = peer.uid;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c.tracer_as_target = tracer_as_target_;
+  }
   if (Status v = c.Validate(); !v.ok()) return ToGrpc(v, {.reason = v1::SESSION_SETTINGS_INVALID});
   std::lock_guard<std::mutex> start_lock(start_mu_);
   if (grpc::Status s = MakeRoom(peer, c.MemoryBoundBytes(), l); !s.ok()) return s;

@@ -48,7 +48,17 @@ class PtraceBurstSource final : public LiveSource {
       stepping::PtraceBurstSink burst_sink;
       burst_sink.on_window = [&sink](const BranchBatch& b) { sink.OfferBranches(b); };
       burst_sink.on_exec = [&sink, pid] { sink.NoteExec(pid); };
-      auto collector = stepping::PtraceBurstCollector::Start(po, std::move(burst_sink));
+      auto collector = stepping::PtraceBurstCollector::Start(po, burst_sink);
+      if (!collector.ok() && po.run_as && targets.run_as_preferred &&
+          collector.status().code() == ErrorCode::kPermission) {
+        // The target's user may not attach here (Yama): the caller's tracer, said.
+        skipped_ += (skipped_.empty() ? "" : "; ") + std::string("the tracer of pid ") +
+                    std::to_string(pid) + " runs as the caller: as uid " +
+                    std::to_string(po.run_as->uid) + " it could not attach (" +
+                    collector.status().message() + ")";
+        po.run_as.reset();
+        collector = stepping::PtraceBurstCollector::Start(po, std::move(burst_sink));
+      }
       if (!collector.ok()) {
         if (targets.all_or_nothing) {
           tracers_.clear();

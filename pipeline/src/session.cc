@@ -78,6 +78,16 @@ Status Session::Impl::SetWindows(BranchWindows windows) {
 SourceTargets Session::Impl::Targets(bool all_or_nothing) const {
   SourceTargets targets{config, {}, all_or_nothing};
   for (const auto& [pid, who] : confinement) targets.run_as[pid] = RunAs{who.uid, who.gids.front()};
+  if (config.tracer_as_target && !config.confine_to_uid) {
+    targets.run_as_preferred = true;
+    for (uint32_t pid : config.pids) {
+      auto creds = ReadTargetCredentials(pid);
+      if (!creds.ok() || creds->uids[0] == 0) continue;  // root's own process: root's tracer
+      // A plain user's process: nothing beyond its real uid and gid.
+      if (!PrivilegeGain(*creds, Confinement{creds->uids[0], {creds->gids[0]}}).empty()) continue;
+      targets.run_as[pid] = RunAs{creds->uids[0], creds->gids[0]};
+    }
+  }
   return targets;
 }
 

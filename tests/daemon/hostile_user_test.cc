@@ -395,6 +395,49 @@ TEST_F(HostileUser, StartsWhoseDeadlinePassedLeaveNoSession) {
                              << sessions.out;
 }
 
+// The code an admin's tracer interprets is a user's: with [ptrace] tracer_as_target the tracer
+// of that user's process runs as the user (an exploit of the emulator gains nothing), while it
+// takes windows as before.
+TEST(HostileCode, AnAdminsTracerOfAUsersProcessRunsAsThatUserWhenConfigured) {
+  EnsureTestUser();
+  Daemon d("[ptrace]\ntracer_as_target = true\n");
+  ASSERT_TRUE(d.Ready()) << d.Log();
+  const pid_t loop = Spawn({"/usr/bin/setpriv", std::string("--reuid=") + kTestUser,
+                            std::string("--regid=") + kTestGroup, "--clear-groups",
+                            kBin + "/example_hotloop", "0"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto started = d.Ctl("start --pid " + std::to_string(loop) + " --source ptrace");
+  ASSERT_EQ(started.rc, 0) << started.out << d.Log();
+  const passwd* user = getpwnam(kTestUser);
+  ASSERT_NE(user, nullptr);
+  std::string tracer_uid;
+  for (int i = 0; i < 100 && tracer_uid.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto status = procfs::Procfs::Host().Read(loop, "status");
+    if (!status.ok()) break;
+    const auto tracer = procfs::StatusField(*status, "TracerPid");
+    if (!tracer || *tracer == "0") continue;
+    auto tracer_status =
+        procfs::Procfs::Host().Read(std::atoi(std::string(*tracer).c_str()), "status");
+    if (!tracer_status.ok()) continue;
+    const auto uid = procfs::StatusField(*tracer_status, "Uid");
+    if (uid) tracer_uid = std::string(uid->substr(0, uid->find_first_of(" \t")));
+  }
+  EXPECT_EQ(tracer_uid, std::to_string(user->pw_uid)) << d.Log();
+  // And it takes windows as that user.
+  uint64_t windows = 0;
+  for (int i = 0; i < 50 && windows == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string out = d.Ctl("stats " + FirstLine(started.out) + " --json").out;
+    std::smatch m;
+    if (std::regex_search(out, m, std::regex("\"windows\":\\s*\"?([0-9]+)")))
+      windows = std::stoull(m[1].str());
+  }
+  EXPECT_GT(windows, 0u);
+  kill(loop, SIGKILL);
+  waitpid(loop, nullptr, 0);
+}
+
 // Attack 5: one user's sessions cannot fill the non-admins' memory and refuse the next user.
 TEST(HostileMemory, OneUserCannotTakeTheWholePool) {
   const std::string as = EnsureTestUser();

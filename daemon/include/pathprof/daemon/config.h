@@ -134,6 +134,9 @@ struct DaemonConfig {
   // continuous mode): auto (what the step probe found works best), emulate, breakpoints, int3,
   // step.
   std::string step_mode = "auto";
+  // [ptrace] tracer_as_target: an admin's tracer of a plain user's process runs as that user
+  // (pipeline::SessionConfig::tracer_as_target). Confined sessions' tracers always do.
+  bool tracer_as_target = false;
   Limits limits;
   ContinuousConfig continuous;
 };

@@ -136,10 +136,12 @@ class ProfilerService final : public v1::PathProfiler::Service {
 
   api::PageTokens page_tokens_;  // signs the lists' page tokens with a key drawn at start
 
-  mutable std::mutex mu_;  // guards limits_, held_, metrics_, default_step_mode_, host_
+  // guards limits_, held_, metrics_, default_step_mode_, tracer_as_target_, host_
+  mutable std::mutex mu_;
   Limits limits_;
   std::string host_;  // HostLabel(config.continuous): the host an export names
   stepping::StepRequest default_step_mode_;  // [ptrace] step_mode (nullopt: auto)
+  bool tracer_as_target_ = false;            // [ptrace] tracer_as_target
   // What the daemon knows of a session beyond the pipeline: who started it (per-client quotas)
   // and the target it named (empty for an import).
   struct Held {

@@ -41,6 +41,9 @@ struct SourceTargets {
   // A confined session (config.confine_to_uid): whom each target's collector runs as. Empty
   // otherwise.
   std::map<uint32_t, RunAs> run_as;
+  // run_as is a preference (SessionConfig::tracer_as_target), not a confinement: a collector
+  // refused as that user starts as the caller instead.
+  bool run_as_preferred = false;
   // The source was asked for by name (not auto): a target it cannot watch fails it. Otherwise a
   // source may start on the targets it can, say in Detail() which it could not, and fail only
   // when it could start on none.

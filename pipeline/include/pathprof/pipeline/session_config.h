@@ -132,6 +132,12 @@ struct SessionConfig {
   // credentials are checked at start, at every exec and every query; stack samples are filtered
   // in the kernel by credentials; the ptrace tracer runs as this uid. Unset: no confinement.
   std::optional<uint32_t> confine_to_uid;
+  // An unconfined session: the ptrace tracer of a target that is a plain user's process (its
+  // uids agree, not root, no capabilities) runs as that user, not as the caller, so the code it
+  // interprets can do no more than its own author could. The price: the kernel grants no
+  // set-uid elevation to the target under such a tracer. Where that user may not attach (Yama's
+  // ptrace_scope), the tracer runs as the caller, and the source's detail says so.
+  bool tracer_as_target = false;
   // Processes the targets fork are profiled too, each in its own store (the eBPF filter adds a
   // child in the kernel at fork; branch sources stay on the targets). At most max_descendants
   // stores are made; samples of further ones are counted ("descendant_limit").
