@@ -9,7 +9,8 @@
 # The workload is pinned to CPU 1 and pathctl to CPU 0; each configuration runs once per round,
 # rounds interleaved. Workloads: Debian's zstd -19 -T1 on 4 MiB of text and python3 on a
 # dict-and-str loop.
-# usage: scripts/bench-bpf-sample-cost.sh [BUILD_DIR] [HZ] [ROUNDS] [SECONDS]   (as root)
+# CONFIGS="fp dwarf,16384" runs only those copies.
+# usage: [CONFIGS=...] scripts/bench-bpf-sample-cost.sh [BUILD_DIR] [HZ] [ROUNDS] [SECONDS]   (as root)
 set -euo pipefail
 build="${1:-build}"
 hz="${2:-999}"
@@ -38,7 +39,7 @@ workloads = {
     "python3": ["/usr/bin/python3", loop],
     "sleep": ["sleep", "1000"],
 }
-configs = ["fp", "dwarf,4096", "dwarf,16384", "dwarf,65536"]
+configs = os.environ.get("CONFIGS", "fp dwarf,4096 dwarf,16384 dwarf,65536").split()
 
 def prog_stats(pid):
     # pathctl's perf_event program (type 7), from its own file descriptors' fdinfo.
