@@ -90,31 +90,27 @@ Seen TracerOf(pid_t target, bool tracer_as_target) {
   return seen;
 }
 
-TEST(TracerIdentity, AsTargetAPlainUsersProcessIsTracedAsThatUser) {
-  const pid_t target = SpawnHotLoop(kNobody);
+// A hot loop run as `target_uid` (0: root), profiled with or without tracer_as_target: its
+// tracer's uid, once windows came.
+void ExpectTracerUid(uid_t target_uid, bool tracer_as_target, uid_t tracer_uid) {
+  const pid_t target = SpawnHotLoop(target_uid);
   ASSERT_GT(target, 0);
-  const Seen seen = TracerOf(target, true);
+  const Seen seen = TracerOf(target, tracer_as_target);
   End(target);
   EXPECT_GE(seen.windows, 10u) << seen.source_reason;
-  EXPECT_EQ(seen.tracer_uid, std::to_string(kNobody)) << seen.source_reason;
+  EXPECT_EQ(seen.tracer_uid, std::to_string(tracer_uid)) << seen.source_reason;
+}
+
+TEST(TracerIdentity, AsTargetAPlainUsersProcessIsTracedAsThatUser) {
+  ExpectTracerUid(kNobody, true, kNobody);
 }
 
 TEST(TracerIdentity, AsTargetRootsOwnProcessIsTracedAsRoot) {
-  const pid_t target = SpawnHotLoop(0);
-  ASSERT_GT(target, 0);
-  const Seen seen = TracerOf(target, true);
-  End(target);
-  EXPECT_GE(seen.windows, 10u) << seen.source_reason;
-  EXPECT_EQ(seen.tracer_uid, "0") << seen.source_reason;
+  ExpectTracerUid(0, true, 0);
 }
 
 TEST(TracerIdentity, WithoutItTheCallersTracerTracesAUsersProcess) {
-  const pid_t target = SpawnHotLoop(kNobody);
-  ASSERT_GT(target, 0);
-  const Seen seen = TracerOf(target, false);
-  End(target);
-  EXPECT_GE(seen.windows, 10u) << seen.source_reason;
-  EXPECT_EQ(seen.tracer_uid, "0") << seen.source_reason;
+  ExpectTracerUid(kNobody, false, 0);
 }
 
 }  // namespace
