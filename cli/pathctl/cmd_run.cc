@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "pathprof/core/clock.h"
 #include "pathprof/decoders/mapped_file.h"
 #include "pathprof/pipeline/session.h"
+#include "pathprof/pipeline/symbol_service.h"
 
 namespace pathctl {
 namespace {
@@ -129,8 +131,9 @@ int RunRun(Args& args) {
   // Session::Start checks the settings and chooses the branch source (a source the host cannot
   // give fails with the probe's reason); a held command that cannot be profiled is killed unrun
   // when `held` goes.
+  auto symbols = std::make_shared<pl::SymbolService>();
   auto session = pl::Session::Start("run", flags.config,
-                                    pathprof::collectors::ProbeHostCapabilities(), nullptr);
+                                    pathprof::collectors::ProbeHostCapabilities(), symbols);
   // A held command never ran: its pid would only point the user at a process that is gone, and
   // the reason (a source this host cannot give, most often) is the host's, not the command's.
   if (!session.ok())
@@ -167,7 +170,10 @@ int RunRun(Args& args) {
     if ((*session)->Info().state != pl::SessionState::kTargetExited) kill(held->pid(), SIGTERM);
     exit_status = ReapWithin(held->pid(), 500);
   }
-  const pathprof::v1::RunReport report = MakeRunReport(**session, flags.top, exit_status);
+  // The text report names hot methods and the tree's nodes by function alone: their source
+  // lines (the images' DWARF, decompressed) are read for the JSON report only.
+  const pathprof::v1::RunReport report =
+      MakeRunReport(**session, *symbols, flags.top, exit_status, /*function_lines=*/flags.json);
   if (report_file.get() >= 0) {
     std::fflush(stdout);
     dup2(report_file.get(), STDOUT_FILENO);

@@ -15,8 +15,9 @@ namespace v1 = pathprof::v1;
 
 // The session is pathctl's own, not a daemon resource, so neither it nor its answers are named
 // (the scope's empty session id), and nothing is hidden from the user who ran it.
-v1::RunReport MakeRunReport(const pathprof::pipeline::Session& session, uint32_t top,
-                            int exit_status) {
+v1::RunReport MakeRunReport(const pathprof::pipeline::Session& session,
+                            pathprof::pipeline::SymbolService& symbols, uint32_t top,
+                            int exit_status, bool function_lines) {
   v1::RunReport out;
   pathprof::api::ToProto(session.Info(), out.mutable_session());
   out.mutable_session()->clear_name();
@@ -34,6 +35,8 @@ v1::RunReport MakeRunReport(const pathprof::pipeline::Session& session, uint32_t
   v1::GetHotCallPairsRequest pairs;
   pairs.set_top_k(k);
   (void)pathprof::api::Answer(session, pairs, scope, out.mutable_hot_call_pairs());
+  // Paths, subpaths and call pairs print their blocks' lines; methods and the tree print names.
+  symbols.SetSourceLines(function_lines);
   v1::GetHotMethodsRequest methods;
   methods.set_top_k(k);
   (void)pathprof::api::Answer(session, methods, scope, out.mutable_hot_methods());
@@ -43,6 +46,7 @@ v1::RunReport MakeRunReport(const pathprof::pipeline::Session& session, uint32_t
   tree.set_min_weight(0.02);
   tree.set_max_nodes(200);
   (void)pathprof::api::Answer(session, tree, scope, out.mutable_cct());
+  symbols.SetSourceLines(true);
   for (const auto& t : session.Stats()) pathprof::api::ToProto(t, "", out.add_stats());
   return out;
 }

@@ -6,14 +6,18 @@
 #include <cstdint>
 
 #include "pathprof/pipeline/session.h"
+#include "pathprof/pipeline/symbol_service.h"
 #include "pathprof/v1/reports.pb.h"
 
 namespace pathctl {
 
 // `top` entries per table, and the top of the calling context tree. `exit_status` is the
-// command's (-1 for a --pid target).
-pathprof::v1::RunReport MakeRunReport(const pathprof::pipeline::Session& session, uint32_t top,
-                                      int exit_status);
+// command's (-1 for a --pid target). `symbols` is the session's: with `function_lines` false the
+// hot methods and the tree are named without source lines (the text report prints their
+// function names alone; the JSON report has their files and lines).
+pathprof::v1::RunReport MakeRunReport(const pathprof::pipeline::Session& session,
+                                      pathprof::pipeline::SymbolService& symbols, uint32_t top,
+                                      int exit_status, bool function_lines);
 void PrintRunText(const pathprof::v1::RunReport& r);
 
 }  // namespace pathctl

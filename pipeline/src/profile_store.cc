@@ -244,7 +244,8 @@ TargetStats ProfileStore::Stats() const {
   uint64_t mem = s.pcct->node_count() * 64 + osp.memory_bytes;
   mem += uint64_t(s.config.engine.hpt_entries) * 32;
   for (const auto& [path, blocks] : s.representatives) mem += 64 + blocks.size() * 8;
-  mem += s.function_of.size() * 32 + s.space.mappings().size() * 96;
+  mem += (s.function_of.size() + s.kernel_address_keys.size()) * 32;
+  mem += s.space.mappings().size() * 96;
   mem += s.leaf_address_entries * 48;
   if (s.estimator) mem += s.estimator->Estimates().size() * 64;
   mem += s.contexts.memory_bytes();

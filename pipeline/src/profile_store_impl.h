@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "pathprof/decoders/address_space.h"
@@ -28,6 +29,11 @@
 #include "window_contexts.h"
 
 namespace pathprof::pipeline {
+
+// Distinct kernel addresses a store keeps as keys before it reads the kernel's table: a target
+// that spends its time in the kernel has its kernel frames named anyway, and its tree keyed by
+// function, not by every sampled address.
+inline constexpr size_t kMaxKernelAddressKeys = 1024;
 
 // The confidence of the intervals the window estimator reports (window_estimator.h).
 inline constexpr double kConfidence95 = 0.95;
@@ -59,6 +65,10 @@ struct ProfileStore::Impl {
   std::optional<decoders::FileCredentials> open_as;
   std::chrono::steady_clock::time_point last_miss_refresh{};
   std::unordered_map<uint64_t, uint64_t> function_of;  // runtime address -> function start
+  // Kernel frames keyed by their own addresses while the kernel's table is unread (at most
+  // kMaxKernelAddressKeys of them; then the table is read): queries merge them into functions
+  // when one may show (kernel_keys.h).
+  std::unordered_set<uint64_t> kernel_address_keys;
   // Leaf function start -> sampled leaf address -> samples, for per-line pprof locations.
   std::unordered_map<uint64_t, std::unordered_map<uint64_t, uint64_t>> leaf_addresses;
   size_t leaf_address_entries = 0;

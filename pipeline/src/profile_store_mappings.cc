@@ -71,6 +71,13 @@ Status ProfileStore::Impl::RefreshLocked() {
 }
 
 uint64_t ProfileStore::Impl::FunctionOfLocked(uint64_t address) {
+  // A kernel frame is named when a query shows it, not here (kernel_keys.h).
+  if (decoders::IsKernelAddress(address) && !symbols->KernelSymbolsRead() &&
+      (kernel_address_keys.contains(address) ||
+       kernel_address_keys.size() < kMaxKernelAddressKeys)) {
+    kernel_address_keys.insert(address);
+    return address;
+  }
   auto it = function_of.find(address);
   if (it != function_of.end()) return it->second;
   const uint64_t fn = symbols->FunctionStart(pid, space, address);

@@ -2,10 +2,12 @@
 // each context), hot call pairs, hot methods and the sampled addresses of a leaf function.
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kernel_keys.h"
 #include "profile_store_impl.h"
 
 namespace pathprof::pipeline {
@@ -54,15 +56,30 @@ CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
   decoders::AddressSpace space;
   // Branch windows attributed to each node (its own context and those below it).
   std::unordered_map<profiles::PcctNodeId, uint64_t> windows_of;
+  bool kernel_by_address = false;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     nodes = s.pcct->Snapshot();
     st = s.pcct->stats();
     space = s.space;
+    kernel_by_address = !s.kernel_address_keys.empty();
     s.contexts.ForEach([&](const ContextKey& k, const WindowContexts::Context& c) {
       const profiles::PcctNodeId id = s.LiveNodeLocked(k, c.node);
       if (id != profiles::kPcctNoNode) windows_of[id] += c.windows;
     });
+  }
+  // Kernel frames keyed by address become one node per function where one may be shown (a
+  // re-rooted tree compares every node's name); else they stay below the weight shown.
+  const double min_weight = query.min_weight * static_cast<double>(st.weight);
+  if (kernel_by_address &&
+      (!query.root_function.empty() || KernelNodeMayWeigh(nodes, min_weight))) {
+    std::unordered_map<profiles::PcctNodeId, profiles::PcctNodeId> merged_into;
+    nodes = MergeKernelNodes(
+        nodes, [&](uint64_t a) { return s.symbols->KernelFunctionStart(a); }, &merged_into);
+    std::unordered_map<profiles::PcctNodeId, uint64_t> moved;
+    for (const auto& [id, w] : windows_of)
+      moved[merged_into.contains(id) ? merged_into[id] : id] += w;
+    windows_of.swap(moved);
   }
   std::unordered_map<profiles::PcctNodeId, std::vector<size_t>> children_of;
   std::unordered_map<profiles::PcctNodeId, profiles::PcctNodeId> parent_of;
@@ -89,7 +106,6 @@ CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
   };
   out.samples = st.samples;
   out.total_weight = static_cast<double>(st.weight);
-  const double min_weight = query.min_weight * out.total_weight;
 
   std::unordered_map<uint64_t, Location> names;
   auto name_of = [&](uint64_t fn) -> const Location& {
@@ -193,7 +209,13 @@ HotMethodsResult ProfileStore::HotMethods(uint32_t top_k) const {
   std::unordered_map<uint64_t, uint64_t> self_of, entries_of;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    by_self = s.methods_from_stacks.Top(top_k);
+    // Kernel frames keyed by address: every entry, so that a kernel function's addresses add up
+    // before the top is cut (kernel_keys.h).
+    by_self = s.kernel_address_keys.empty()
+                  ? s.methods_from_stacks.Top(top_k)
+                  : TopWithKernelMerged(
+                        s.methods_from_stacks.Top(std::numeric_limits<size_t>::max()), top_k,
+                        [&](uint64_t a) { return s.symbols->KernelFunctionStart(a); });
     by_entries = s.methods_from_branches.Top(top_k);
     self_total = double(s.methods_from_stacks.total());
     entries_total = double(s.methods_from_branches.total());

@@ -93,6 +93,7 @@ struct SymbolService::Impl {
   std::vector<const decoders::ElfImage*> evicted;
   bool kallsyms_loaded = false;
   KernelSymbols kallsyms;
+  bool source_lines = true;
 
   // The image and image vaddr of a runtime address; nullptr when no file backs it.
   std::shared_ptr<const decoders::ElfImage> ImageFor(uint32_t pid,
@@ -180,7 +181,9 @@ Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& sp
   }
   if (image == nullptr) return loc;
   loc.build_id = image->build_id();
-  auto sym = impl_->symbolizer->Symbolize(image, vaddr, impl_->DebugFile(image));
+  auto sym = impl_->source_lines
+                 ? impl_->symbolizer->Symbolize(image, vaddr, impl_->DebugFile(image))
+                 : impl_->symbolizer->FunctionOf(image, vaddr, impl_->DebugFile(image));
   if (!sym.ok()) return loc;
   loc.function = sym->function;
   loc.offset = sym->offset;
@@ -201,6 +204,11 @@ Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& sp
     }
   }
   return loc;
+}
+
+void SymbolService::SetSourceLines(bool on) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->source_lines = on;
 }
 
 uint64_t SymbolService::FunctionStart(uint32_t pid, const decoders::AddressSpace& space,
@@ -277,6 +285,11 @@ Location SymbolService::SymbolizeKernel(uint64_t address) {
     if (!s->module.empty()) loc.image = "[" + std::string(s->module) + "]";
   }
   return loc;
+}
+
+bool SymbolService::KernelSymbolsRead() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->kallsyms_loaded;
 }
 
 uint64_t SymbolService::KernelFunctionStart(uint64_t address) {

@@ -7,9 +7,12 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "pathprof/core/procfs.h"
+#include "pathprof/decoders/address_space.h"
 #include "pathprof/pipeline/ingestor.h"
 #include "pathprof/pipeline/profile_store.h"
 #include "pathprof/pipeline/session.h"
@@ -283,11 +286,18 @@ TEST(ProfileStoreTest, AnExecNobodyReportedIsSeenInTheMaps) {
 
 }  // namespace
 
-// Kernel frames are named from /proc/kallsyms (the table keeps views into the text it read):
-// every text symbol's own address and an address inside it give its name and start.
-TEST(SymbolServiceTest, KernelAddressesAreNamedFromKallsyms) {
+namespace {
+
+// A text symbol of the core kernel at least two bytes long (start + 1 is still inside it), from
+// /proc/kallsyms as read here; address 0 where it shows none (kptr_restrict, not root).
+struct KernelFunction {
+  uint64_t address = 0;
+  std::string name;
+};
+
+KernelFunction TwoByteKernelFunction() {
   auto text = pathprof::procfs::Procfs::Host().ReadGlobal("kallsyms", 64u << 20);
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  if (!text.ok()) return {};
   // Two consecutive text symbols of the core kernel, so that start + 1 is still inside the first.
   unsigned long long prev_addr = 0, before_prev = 0;  // an alias shares its address: skip those
   std::string prev_name;
@@ -313,7 +323,18 @@ TEST(SymbolServiceTest, KernelAddressesAreNamedFromKallsyms) {
     prev_addr = a;
     prev_name = sym;
   }
-  if (addr == 0) GTEST_SKIP() << "kallsyms shows no addresses (kptr_restrict, not root)";
+  return {addr, name};
+}
+
+}  // namespace
+
+// Kernel frames are named from /proc/kallsyms (the table keeps views into the text it read):
+// every text symbol's own address and an address inside it give its name and start.
+TEST(SymbolServiceTest, KernelAddressesAreNamedFromKallsyms) {
+  const KernelFunction k = TwoByteKernelFunction();
+  if (k.address == 0) GTEST_SKIP() << "kallsyms shows no addresses (kptr_restrict, not root)";
+  const uint64_t addr = k.address;
+  const std::string& name = k.name;
   pl::SymbolService symbols;
   pathprof::decoders::AddressSpace none;
   const pl::Location at = symbols.Symbolize(0, none, addr + 1);
@@ -321,4 +342,103 @@ TEST(SymbolServiceTest, KernelAddressesAreNamedFromKallsyms) {
   EXPECT_EQ(at.offset, 1u);
   EXPECT_EQ(at.image, "[kernel.kallsyms]");
   EXPECT_EQ(symbols.KernelFunctionStart(addr + 1), addr);
+}
+
+TEST(SymbolServiceTest, SourceLinesAreReadOnlyWhereAsked) {
+  auto space = pathprof::decoders::ReadProcMaps(getpid());
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  const auto address = reinterpret_cast<uint64_t>(&pathprof_ingest_marker);
+  pl::SymbolService symbols;
+  // Off: the function and its offset from the symbol table, no file, line or inline frames.
+  symbols.SetSourceLines(false);
+  const pl::Location name_only = symbols.Symbolize(0, *space, address + 1);
+  EXPECT_EQ(name_only.function, "pathprof_ingest_marker");
+  EXPECT_EQ(name_only.offset, 1u);
+  EXPECT_EQ(name_only.file, "");
+  EXPECT_EQ(name_only.line, 0u);
+  EXPECT_TRUE(name_only.inlined_by.empty());
+  // On again (the default): the same address gets this file's line.
+  symbols.SetSourceLines(true);
+  const pl::Location with_lines = symbols.Symbolize(0, *space, address + 1);
+  EXPECT_EQ(with_lines.function, "pathprof_ingest_marker");
+  EXPECT_NE(with_lines.file.find("ingest_test.cc"), std::string::npos) << with_lines.file;
+  EXPECT_GT(with_lines.line, 0u);
+}
+
+namespace {
+
+pathprof::collectors::RawStackSample KernelSampleAt(uint64_t kernel_leaf, uint64_t user_leaf) {
+  pathprof::collectors::RawStackSample s = SampleAt(user_leaf);
+  s.kernel = {kernel_leaf};
+  return s;
+}
+
+}  // namespace
+
+// Kernel frames are named when a query shows them, not at ingest: two addresses of one kernel
+// function are one hot method and one node of the tree, named from kallsyms then.
+TEST(SymbolServiceTest, KernelFramesAreNamedWhenAQueryShowsThem) {
+  const KernelFunction k = TwoByteKernelFunction();
+  if (k.address == 0) GTEST_SKIP() << "kallsyms shows no addresses (kptr_restrict, not root)";
+  auto symbols = std::make_shared<pl::SymbolService>();
+  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(),
+                                        pl::BranchWindows::kTakenBranches, symbols);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const uint64_t user = reinterpret_cast<uint64_t>(&pathprof_ingest_marker) + 1;
+  (*store)->AddStackSample(KernelSampleAt(k.address, user));
+  (*store)->AddStackSample(KernelSampleAt(k.address + 1, user));
+  EXPECT_FALSE(symbols->KernelSymbolsRead()) << "the kernel's table was read at ingest";
+
+  const pl::HotMethodsResult methods = (*store)->HotMethods(10);
+  int named = 0;
+  for (const pl::HotMethod& m : methods.methods) {
+    if (m.function.function != k.name) continue;
+    ++named;
+    EXPECT_EQ(m.function.address, k.address);
+    EXPECT_EQ(m.self.value, 2.0) << "both addresses are one function's";
+  }
+  EXPECT_EQ(named, 1);
+  const pl::CallingContextTree tree = (*store)->Cct(pl::CctQuery{});
+  std::vector<const pl::CctNode*> kernel_nodes;
+  uint64_t user_node = 0;
+  for (const pl::CctNode& n : tree.nodes) {
+    if (n.function.function == k.name) kernel_nodes.push_back(&n);
+    if (n.function.function == "pathprof_ingest_marker") user_node = n.id;
+  }
+  ASSERT_EQ(kernel_nodes.size(), 1u);
+  EXPECT_EQ(kernel_nodes[0]->total_weight, 2.0);
+  EXPECT_EQ(kernel_nodes[0]->parent_id, user_node);
+  EXPECT_EQ(kernel_nodes[0]->call_site.address, user);
+  EXPECT_TRUE(symbols->KernelSymbolsRead());
+}
+
+// A query none of whose answer can be a kernel frame leaves the kernel's table unread: one kernel
+// sample beside twenty of a user function is not in the top one, nor in a tree cut at a half.
+TEST(SymbolServiceTest, KernelFramesNoQueryShowsLeaveTheTableUnread) {
+  const KernelFunction k = TwoByteKernelFunction();
+  if (k.address == 0) GTEST_SKIP() << "kallsyms shows no addresses (kptr_restrict, not root)";
+  auto symbols = std::make_shared<pl::SymbolService>();
+  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(),
+                                        pl::BranchWindows::kTakenBranches, symbols);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const uint64_t user = reinterpret_cast<uint64_t>(&pathprof_ingest_marker) + 1;
+  for (int i = 0; i < 20; ++i) (*store)->AddStackSample(SampleAt(user));
+  (*store)->AddStackSample(KernelSampleAt(k.address, user));
+
+  const pl::HotMethodsResult top = (*store)->HotMethods(1);
+  ASSERT_EQ(top.methods.size(), 1u);
+  EXPECT_EQ(top.methods[0].function.function, "pathprof_ingest_marker");
+  EXPECT_EQ(top.methods[0].self.value, 20.0);
+  pl::CctQuery half;
+  half.min_weight = 0.5;
+  const pl::CallingContextTree tree = (*store)->Cct(half);
+  ASSERT_EQ(tree.nodes.size(), 1u);
+  EXPECT_EQ(tree.nodes[0].function.function, "pathprof_ingest_marker");
+  EXPECT_FALSE(symbols->KernelSymbolsRead());
+  // Asked for more, the kernel function is there, by its name.
+  const pl::HotMethodsResult all = (*store)->HotMethods(10);
+  ASSERT_EQ(all.methods.size(), 2u);
+  EXPECT_EQ(all.methods[1].function.function, k.name);
+  EXPECT_EQ(all.methods[1].self.value, 1.0);
+  EXPECT_TRUE(symbols->KernelSymbolsRead());
 }

@@ -29,6 +29,11 @@ class SymbolService {
 
   // Symbolizes `address` of the process whose mappings are `space` (`pid` only for the vdso).
   Location Symbolize(uint32_t pid, const decoders::AddressSpace& space, uint64_t address);
+  // Whether Symbolize reads source lines (file, line, inline frames) from the images' DWARF; on
+  // unless turned off. A report that prints function names only turns them off: the first line
+  // read of an image decompresses and indexes its DWARF (a debug file's .debug_info), which was
+  // most of a short run's report. Names, offsets and images are the same either way.
+  void SetSourceLines(bool on);
   // The runtime entry address of the function holding `address`, for keying profiles by
   // function; `address` itself when no symbol covers it. Cached per (image, address).
   uint64_t FunctionStart(uint32_t pid, const decoders::AddressSpace& space, uint64_t address);
@@ -62,6 +67,9 @@ class SymbolService {
   // Kernel symbols from /proc/kallsyms (read once; addresses are zero without CAP_SYSLOG).
   Location SymbolizeKernel(uint64_t address);
   uint64_t KernelFunctionStart(uint64_t address);
+  // Whether the kernel's table has been read: a store keys kernel frames by their addresses
+  // until a query needs their functions (kernel_keys.h in pipeline/src says why).
+  bool KernelSymbolsRead() const;
 
  private:
   struct Impl;
