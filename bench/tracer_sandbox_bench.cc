@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "pathprof/core/procfs.h"
 #include "tracer_sandbox.h"
 
 namespace {
@@ -32,7 +33,7 @@ char g_buf[4096];
 void Setup() {
   if (g_stat >= 0) return;
   if (pipe2(g_pipe, O_NONBLOCK | O_CLOEXEC) != 0) std::abort();
-  g_stat = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  g_stat = pathprof::procfs::Procfs::Host().Open(getpid(), "stat", O_RDONLY);
   sigevent ev{};
   ev.sigev_notify = SIGEV_NONE;
   if (g_stat < 0 || timer_create(CLOCK_MONOTONIC, &ev, &g_timer) != 0) std::abort();
