@@ -367,6 +367,16 @@ TEST(SymbolServiceTest, SourceLinesAreReadOnlyWhereAsked) {
 
 namespace {
 
+// A store of this process (whose user frames name pathprof_ingest_marker) over `symbols`.
+pathprof::Result<std::unique_ptr<pl::ProfileStore>> StoreOfThisProcess(
+    std::shared_ptr<pl::SymbolService> symbols) {
+  return pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(),
+                                  pl::BranchWindows::kTakenBranches, std::move(symbols));
+}
+uint64_t MarkerAddress() {
+  return reinterpret_cast<uint64_t>(&pathprof_ingest_marker) + 1;
+}
+
 pathprof::collectors::RawStackSample KernelSampleAt(uint64_t kernel_leaf, uint64_t user_leaf) {
   pathprof::collectors::RawStackSample s = SampleAt(user_leaf);
   s.kernel = {kernel_leaf};
@@ -381,10 +391,9 @@ TEST(SymbolServiceTest, KernelFramesAreNamedWhenAQueryShowsThem) {
   const KernelFunction k = TwoByteKernelFunction();
   if (k.address == 0) GTEST_SKIP() << "kallsyms shows no addresses (kptr_restrict, not root)";
   auto symbols = std::make_shared<pl::SymbolService>();
-  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(),
-                                        pl::BranchWindows::kTakenBranches, symbols);
+  auto store = StoreOfThisProcess(symbols);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  const uint64_t user = reinterpret_cast<uint64_t>(&pathprof_ingest_marker) + 1;
+  const uint64_t user = MarkerAddress();
   (*store)->AddStackSample(KernelSampleAt(k.address, user));
   (*store)->AddStackSample(KernelSampleAt(k.address + 1, user));
   EXPECT_FALSE(symbols->KernelSymbolsRead()) << "the kernel's table was read at ingest";
@@ -418,10 +427,9 @@ TEST(SymbolServiceTest, KernelFramesNoQueryShowsLeaveTheTableUnread) {
   const KernelFunction k = TwoByteKernelFunction();
   if (k.address == 0) GTEST_SKIP() << "kallsyms shows no addresses (kptr_restrict, not root)";
   auto symbols = std::make_shared<pl::SymbolService>();
-  auto store = pl::ProfileStore::Create(static_cast<uint32_t>(getpid()), SelfConfig(),
-                                        pl::BranchWindows::kTakenBranches, symbols);
+  auto store = StoreOfThisProcess(symbols);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  const uint64_t user = reinterpret_cast<uint64_t>(&pathprof_ingest_marker) + 1;
+  const uint64_t user = MarkerAddress();
   for (int i = 0; i < 20; ++i) (*store)->AddStackSample(SampleAt(user));
   (*store)->AddStackSample(KernelSampleAt(k.address, user));
 
