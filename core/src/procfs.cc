@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "bounded_read.h"
+#include "pathprof/core/procfs_lines.h"
 
 namespace pathprof::procfs {
 namespace {
@@ -216,6 +217,13 @@ Result<std::string> Procfs::ReadGlobal(std::string_view relative, size_t max_byt
   PATHPROF_ASSIGN_OR_RETURN(std::string text, ReadPath(GlobalPath(relative), max_bytes));
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
+}
+
+Status ForEachGlobalLine(const Procfs& procfs, std::string_view relative, size_t max_bytes,
+                         size_t max_line_bytes,
+                         const std::function<void(std::string_view line)>& on_line) {
+  return internal::ReadBoundedLines(procfs.GlobalPath(relative), max_bytes, max_line_bytes,
+                                    OpenError, on_line);
 }
 
 int Procfs::ReadSysctlInt(std::string_view relative, int fallback) const {

@@ -1,86 +1,20 @@
 #include "pathprof/pipeline/symbol_service.h"
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "kernel_symbols.h"
 #include "pathprof/core/procfs.h"
 #include "pathprof/decoders/image_store.h"
 #include "pathprof/decoders/symbolizer.h"
 
 namespace pathprof::pipeline {
-namespace {
-
-// Names and modules point into the kallsyms text the table keeps: 120k symbols as two strings
-// each were most of the table's build (an allocation per name) and twice its memory.
-struct KernelSymbol {
-  uint64_t address;
-  std::string_view name;
-  std::string_view module;
-};
-
-struct KernelSymbols {
-  // /proc/kallsyms as read; never changed once parsed. Behind a pointer so that moving the
-  // table keeps the views valid (a moved short string's bytes would move with it).
-  std::unique_ptr<const std::string> text;
-  std::vector<KernelSymbol> sorted;
-};
-
-// The next whitespace-separated field of `line` from `*pos` on (empty at the end).
-std::string_view NextField(std::string_view line, size_t* pos) {
-  size_t b = line.find_first_not_of(" \t", *pos);
-  if (b == std::string_view::npos) {
-    *pos = line.size();
-    return {};
-  }
-  size_t e = line.find_first_of(" \t", b);
-  if (e == std::string_view::npos) e = line.size();
-  *pos = e;
-  return line.substr(b, e - b);
-}
-
-// /proc/kallsyms text symbols, sorted. Addresses read as 0 without CAP_SYSLOG (kptr_restrict):
-// then the table is empty and kernel frames show as raw addresses. The file is read whole and
-// parsed in place: it has 100-200k lines, and a stream per line took 1.5 s of a sanitizer
-// build's start (the first kernel frame of a session waits for it under the service's lock).
-// Bounded at 64 MiB (a kernel's table is a few MiB).
-KernelSymbols ReadKallsyms() {
-  constexpr size_t kMaxBytes = 64u << 20;
-  KernelSymbols table;
-  auto text = procfs::Procfs::Host().ReadGlobal("kallsyms", kMaxBytes);
-  if (!text.ok()) return table;  // unreadable or absurdly large: kernel frames stay addresses
-  table.text = std::make_unique<const std::string>(std::move(*text));
-  std::vector<KernelSymbol>& out = table.sorted;
-  std::string_view rest(*table.text);
-  while (!rest.empty()) {
-    const size_t nl = rest.find('\n');
-    const std::string_view line = rest.substr(0, nl);
-    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
-    size_t pos = 0;
-    const std::string_view addr = NextField(line, &pos);
-    const std::string_view type = NextField(line, &pos);
-    const std::string_view name = NextField(line, &pos);
-    std::string_view module = NextField(line, &pos);
-    if (name.empty() || type.size() != 1) continue;
-    if (type != "t" && type != "T" && type != "w" && type != "W") continue;
-    uint64_t a = 0;
-    if (std::from_chars(addr.data(), addr.data() + addr.size(), a, 16).ec != std::errc() || a == 0)
-      continue;
-    if (module.size() >= 2 && module.front() == '[' && module.back() == ']')
-      module = module.substr(1, module.size() - 2);
-    out.push_back({a, name, module});
-  }
-  std::sort(out.begin(), out.end(),
-            [](const KernelSymbol& a, const KernelSymbol& b) { return a.address < b.address; });
-  return table;
-}
-
-}  // namespace
 
 struct SymbolService::Impl {
   explicit Impl(const decoders::ImageStoreOptions& options) : images(options) {}
@@ -92,7 +26,7 @@ struct SymbolService::Impl {
   uint64_t eviction_seq = 0;
   std::vector<const decoders::ElfImage*> evicted;
   bool kallsyms_loaded = false;
-  KernelSymbols kallsyms;
+  KernelSymbolTable kallsyms;
   bool source_lines = true;
 
   // The image and image vaddr of a runtime address; nullptr when no file backs it.
@@ -145,16 +79,12 @@ struct SymbolService::Impl {
     return it->second;
   }
 
-  const KernelSymbol* Kernel(uint64_t address) {
+  std::optional<KernelSymbol> Kernel(uint64_t address) {
     if (!kallsyms_loaded) {
-      kallsyms = ReadKallsyms();
+      kallsyms = KernelSymbolTable::Read(procfs::Procfs::Host());
       kallsyms_loaded = true;
     }
-    const std::vector<KernelSymbol>& sorted = kallsyms.sorted;
-    auto it = std::upper_bound(sorted.begin(), sorted.end(), address,
-                               [](uint64_t a, const KernelSymbol& s) { return a < s.address; });
-    if (it == sorted.begin()) return nullptr;
-    return &*std::prev(it);
+    return kallsyms.Find(address);
   }
 };
 
@@ -279,7 +209,7 @@ Location SymbolService::SymbolizeKernel(uint64_t address) {
   loc.address = address;
   loc.image = "[kernel.kallsyms]";
   std::lock_guard<std::mutex> lock(impl_->mu);
-  if (const KernelSymbol* s = impl_->Kernel(address)) {
+  if (const std::optional<KernelSymbol> s = impl_->Kernel(address)) {
     loc.function = std::string(s->name);
     loc.offset = address - s->address;
     if (!s->module.empty()) loc.image = "[" + std::string(s->module) + "]";
@@ -294,7 +224,7 @@ bool SymbolService::KernelSymbolsRead() const {
 
 uint64_t SymbolService::KernelFunctionStart(uint64_t address) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  const KernelSymbol* s = impl_->Kernel(address);
+  const std::optional<KernelSymbol> s = impl_->Kernel(address);
   return s ? s->address : address;
 }
 

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "pathprof/core/process_identity_cache.h"
+#include "pathprof/core/procfs_lines.h"
 
 namespace pathprof::procfs {
 namespace {
@@ -225,6 +226,52 @@ TEST_F(FakeProcfs, AGlobalFileIsReadWholeUpToItsBound) {
   EXPECT_EQ(over.status().code(), pathprof::ErrorCode::kResourceExhausted);
   EXPECT_NE(over.status().ToString().find("kallsyms"), std::string::npos)
       << over.status().ToString();
+}
+
+// Line by line, a file is the same lines however its reads cut them: lines of 1 to 900 bytes
+// across many 64 KiB reads, an empty line, and a last line without its newline.
+TEST_F(FakeProcfs, AGlobalFileReadLineByLineIsEveryLineWhole) {
+  std::vector<std::string> lines;
+  std::string text;
+  std::mt19937 random(7);
+  while (text.size() < 300000) {
+    std::string line(1 + random() % 900, 'a' + static_cast<char>(lines.size() % 26));
+    if (lines.size() == 100) line.clear();
+    text += line + "\n";
+    lines.push_back(line);
+  }
+  text += "last line, no newline";
+  lines.push_back("last line, no newline");
+  Write("kallsyms", text);
+  const Procfs p(root_.string());
+  std::vector<std::string> seen;
+  const Status read = ForEachGlobalLine(p, "kallsyms", text.size(), 1000,
+                                        [&](std::string_view l) { seen.emplace_back(l); });
+  ASSERT_TRUE(read.ok()) << read.ToString();
+  ASSERT_EQ(seen.size(), lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) ASSERT_EQ(seen[i], lines[i]) << "line " << i;
+}
+
+// The bounds hold and each error names the file: a byte past max_bytes, a line past
+// max_line_bytes, a file that is not there.
+TEST_F(FakeProcfs, AGlobalFileReadLineByLineIsBounded) {
+  const std::string text = std::string(100000, 'x') + "\n" + std::string(10, 'y') + "\n";
+  Write("kallsyms", text);
+  const Procfs p(root_.string());
+  auto ignore = [](std::string_view) {};
+  const Status over = ForEachGlobalLine(p, "kallsyms", text.size() - 1, 200000, ignore);
+  EXPECT_EQ(over.code(), ErrorCode::kResourceExhausted) << over.ToString();
+  EXPECT_NE(over.ToString().find("kallsyms"), std::string::npos) << over.ToString();
+  size_t handed = 0;
+  const Status long_line =
+      ForEachGlobalLine(p, "kallsyms", text.size(), 4096, [&](std::string_view) { ++handed; });
+  EXPECT_EQ(long_line.code(), ErrorCode::kCorrupt) << long_line.ToString();
+  EXPECT_NE(long_line.ToString().find("kallsyms"), std::string::npos) << long_line.ToString();
+  EXPECT_EQ(handed, 0u) << "no part of the long line is handed out as a line";
+  const Status missing = ForEachGlobalLine(p, "no-such-file", 1 << 20, 4096, ignore);
+  EXPECT_EQ(missing.code(), ErrorCode::kNotFound) << missing.ToString();
+  const Status exact = ForEachGlobalLine(p, "kallsyms", text.size(), 100000, ignore);
+  EXPECT_TRUE(exact.ok()) << exact.ToString();
 }
 
 TEST_F(FakeProcfs, TheCacheIsBoundedAndAgesOut) {
