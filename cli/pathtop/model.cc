@@ -91,15 +91,20 @@ StatsView StatsTracker::Update(const v1::Stats& stats, double now_s) {
       v.windows_held_back +=
           (v.windows_held_back.empty() ? "" : ", ") + reason + " " + std::to_string(n);
   v.daemon_rss_bytes = stats.daemon_rss_bytes();
-  double dt = now_s - previous_s_;
-  if (previous_ && dt > 0) {
+  // The base of the rates: the latest answer at least kRateSpanS old, else the oldest kept.
+  // Answers older than that base are let go.
+  while (history_.size() >= 2 && now_s - history_[1].first >= kRateSpanS) history_.pop_front();
+  while (history_.size() >= kMaxKept) history_.pop_front();
+  const v1::Stats* base = history_.empty() ? nullptr : &history_.front().second;
+  const double dt = history_.empty() ? 0 : now_s - history_.front().first;
+  if (base && dt > 0) {
     auto sum = [](const v1::Stats& s, auto field) {
       double total = 0;
       for (const v1::TargetStats& t : s.targets()) total += static_cast<double>(field(t));
       return total;
     };
     auto rate = [&](auto field) {
-      return std::max(0.0, (sum(stats, field) - sum(*previous_, field)) / dt);
+      return std::max(0.0, (sum(stats, field) - sum(*base, field)) / dt);
     };
     v.stack_samples_per_s = rate([](const v1::TargetStats& t) { return t.stack_samples(); });
     v.windows_per_s = rate([](const v1::TargetStats& t) { return t.windows(); });
@@ -107,11 +112,10 @@ StatsView StatsTracker::Update(const v1::Stats& stats, double now_s) {
     v.pipeline_cpu_percent =
         100.0 * rate([](const v1::TargetStats& t) { return t.pipeline_cpu_seconds(); });
     v.daemon_cpu_percent =
-        std::max(0.0, 100.0 * (stats.daemon_cpu_seconds() - previous_->daemon_cpu_seconds()) / dt);
+        std::max(0.0, 100.0 * (stats.daemon_cpu_seconds() - base->daemon_cpu_seconds()) / dt);
     v.valid = true;
   }
-  previous_ = stats;
-  previous_s_ = now_s;
+  history_.emplace_back(now_s, stats);
   last_ = v;
   return v;
 }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -84,14 +85,19 @@ struct StatsView {
   double pipeline_cpu_percent = 0;
 };
 
-// Turns successive Stats into rates. `now_s` is a steady clock in seconds.
+// Turns successive Stats into rates. `now_s` is a steady clock in seconds. A rate spans at
+// least kRateSpanS where the answers allow (against the latest answer that old, else the
+// oldest kept): windows arrive in bursts, and a refresh a tenth of a second after the last
+// (a key press, a view switch) read "win 0/s" over that tenth.
 class StatsTracker {
  public:
+  static constexpr double kRateSpanS = 2.0;
+  static constexpr size_t kMaxKept = 256;  // answers kept, whatever the refresh rate
+
   StatsView Update(const v1::Stats& stats, double now_s);
 
  private:
-  std::optional<v1::Stats> previous_;
-  double previous_s_ = 0;
+  std::deque<std::pair<double, v1::Stats>> history_;  // oldest first
   StatsView last_;
 };
 

@@ -523,6 +523,33 @@ TEST(StatsTracker, RatesFromTwoAnswers) {
   EXPECT_EQ(v.top_drop, "lost 7");
 }
 
+// A refresh right after another (a key press, a view switch) does not read a burst's gap as a
+// rate of 0: rates span up to two seconds of answers, not the last tenth.
+TEST(StatsTracker, ARefreshRightAfterAnotherKeepsTheRate) {
+  StatsTracker tracker;
+  v1::Stats a;
+  a.add_targets()->set_windows(0);
+  (void)tracker.Update(a, 10.0);
+  a.mutable_targets(0)->set_windows(100);
+  EXPECT_DOUBLE_EQ(tracker.Update(a, 11.0).windows_per_s, 100);
+  // A tenth of a second later, no window came: the rate is over the 1.1 s since the first.
+  StatsView soon = tracker.Update(a, 11.1);
+  ASSERT_TRUE(soon.valid);
+  EXPECT_NEAR(soon.windows_per_s, 100 / 1.1, 1e-9);
+  // Later answers are rated against the latest one two seconds older: 11.0's.
+  a.mutable_targets(0)->set_windows(300);
+  EXPECT_DOUBLE_EQ(tracker.Update(a, 13.0).windows_per_s, 100);
+  // Answers many times a second keep a bounded history and the same two-second span.
+  for (int i = 1; i <= 1000; ++i) {
+    a.mutable_targets(0)->set_windows(300 + static_cast<uint64_t>(i));
+    (void)tracker.Update(a, 13.0 + i * 0.01);
+  }
+  a.mutable_targets(0)->set_windows(1400);
+  // Against 21.01's answer (1,101 windows): 299 windows in 2 s.
+  EXPECT_NEAR(tracker.Update(a, 23.01).windows_per_s, (1400.0 - 1101) / 2.0, 0.5)
+      << "a rate over the last two seconds of answers";
+}
+
 // Stats a second apart: 304 stacks/s, 11 windows/s, 3 drops, the daemon at 2.8% and 193 MiB.
 StatsView BusyStats() {
   StatsTracker tracker;
