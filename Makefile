@@ -44,9 +44,10 @@ $(ASAN_BUILD)/build.ninja: | deps
 # so a test that grows fails by its name; measurements run at full size in `make check-figures`,
 # not here. The package boot test (label `boot`) needs a Debian root from the network: it runs
 # in `make check-packaging`. After the run, the build's time and the ten slowest tests.
-# The budget is 60 s a test; the limit stays at 180 s until a whole timed run on a 2-core host
-# under -j2 has shown which tests pass 60 s there (each of those is shortened, then this drops).
-TEST_TIMEOUT ?= 180
+# The budget is 60 s a test. A whole timed run on a quiet 2-core host under -j2 (2026-12-02)
+# had none over 45 s once the exec loop was cut; the limit is 120 s, not 60, because the slowest
+# (pathctl's flag tests, 39-43 s there) are within 1.4x of 60 s and CI hosts differ.
+TEST_TIMEOUT ?= 120
 SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 test: deps $(ASAN_BUILD)/build.ninja
