@@ -147,9 +147,9 @@ KernelSymbolTable KernelSymbolTable::Read(const procfs::Procfs& procfs) {
         const Entry e{a, name_offset, static_cast<uint16_t>(name.size()), module_index};
         std::memcpy(entry_at, &e, sizeof e);
       });
-  // Unreadable, too large or a corrupt line: no table rather than part of one (kernel frames
-  // stay addresses, as without CAP_SYSLOG).
-  if (!read.ok() || full || table.entries_.data() == nullptr) return KernelSymbolTable();
+  // Unreadable, too large, a corrupt line or no memory reserved: no table rather than part of
+  // one (kernel frames stay addresses, as without CAP_SYSLOG).
+  if (!read.ok() || full) return KernelSymbolTable();
   // The kernel lists its own image in address order and then each module's: sorted once, in
   // place (a stable sort would allocate a second table); aliases of one address keep file order.
   Entry* first = reinterpret_cast<Entry*>(table.entries_.data());

@@ -3,11 +3,12 @@
 // kernel frame is first named.
 //
 // Read line by line and kept compact, in memory populated ahead of its use: the table is 120k
-// symbols and 3 MB of names, and built the plain way (a vector of views grown by doubling,
-// names in heap blocks) it took ~3,300 page faults, which cost ~19 us each on a PVM guest: most
-// of the 135 ms that naming the first kernel frame took, a third of a short `pathctl run`'s
-// CPU. Here each part is one reservation of address space whose pages are populated 1 MiB at
-// a time by one call (MADV_POPULATE_WRITE), and entries are 16 bytes.
+// symbols and 3 MB of names. Built from the whole 5.4 MB file read into a string grown by
+// doubling, with 40-byte views grown by doubling, it took 5,807 page faults, which cost ~19 us
+// each on a PVM guest: most of the 140-179 ms that naming the first kernel frame took, about a
+// third of a short `pathctl run`'s CPU. Here each part is one reservation of address space
+// whose pages are populated 1 MiB at a time by one call (MADV_POPULATE_WRITE), and entries are
+// 16 bytes: 54 ms and 1,280 faults (bench/kernel_symbols_bench).
 #pragma once
 
 #include <cstddef>
