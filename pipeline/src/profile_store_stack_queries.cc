@@ -122,8 +122,11 @@ CallingContextTree ProfileStore::Cct(const CctQuery& query) const {
   uint64_t next_id = 1;
   auto push_children = [&](profiles::PcctNodeId id, uint64_t parent_out, uint32_t depth) {
     for (const profiles::PcctNode* c : children(id)) {
-      // Nodes only branch windows named (no stack sample passed through them) stay visible.
-      if ((double(c->total) < min_weight || c->total == 0) && windows_at(c->id) == 0) continue;
+      // A node lighter than the bound is left out, windows or not (the bound is a share of the
+      // stack weight: a light node kept for its windows broke `tree --min-weight`); a node no
+      // stack sample passed through stays visible while branch windows name it and no bound is
+      // set (or no sample has arrived at all, where the bound is 0 too).
+      if (double(c->total) < min_weight || (c->total == 0 && windows_at(c->id) == 0)) continue;
       queue.push_back({*c, parent_out, depth});
     }
   };

@@ -346,17 +346,19 @@ TEST(DaemonStripped, PprofNamesAStrippedProgramFromTheUnstrippedFile) {
             std::string::npos)
       << top.out;
   EXPECT_EQ(top.out.find("hotloop_stripped+0x"), std::string::npos) << top.out;
-  // With lines from the unstripped file's DWARF, spread over hot()'s lines.
-  auto lines = Sh(pprof + " -top -lines " + file);
-  EXPECT_NE(lines.out.find(" hot "), std::string::npos) << lines.out;
-  // Which of hot()'s lines the samples hit depends on the host's timer skid (one run here had
-  // 12, 14 and 19 but not 16): at least two distinct lines of hot(), from the DWARF of the file.
-  std::set<std::string> hot_lines;
-  const std::regex hot_line(R"( hot \S*hotloop\.c:(\d+))");
-  for (auto it = std::sregex_iterator(lines.out.begin(), lines.out.end(), hot_line);
+  // With lines from the unstripped file's DWARF, at the sampled addresses inside hot(), not one
+  // address per function (an export of functions' start addresses would give pprof one).
+  // Distinct addresses, not distinct lines: which instructions the samples hit depends on the
+  // host's timer skid, and hot()'s first instruction, its loop test and the instruction after
+  // each volatile store are all line 12 (a fresh AMD EPYC PVM guest put all 143 samples of a
+  // run on that line; other runs had 12, 14 and 19).
+  auto lines = Sh(pprof + " -top -addresses " + file);
+  std::set<std::string> hot_addresses;
+  const std::regex hot_address(R"(([0-9a-f]{16}) hot \S*hotloop\.c:\d+)");
+  for (auto it = std::sregex_iterator(lines.out.begin(), lines.out.end(), hot_address);
        it != std::sregex_iterator(); ++it)
-    hot_lines.insert((*it)[1].str());
-  EXPECT_GE(hot_lines.size(), 2u) << lines.out;
+    hot_addresses.insert((*it)[1].str());
+  EXPECT_GE(hot_addresses.size(), 2u) << lines.out;
   Sh("rm -rf " + dir);
 }
 

@@ -147,4 +147,37 @@ TEST(WindowContexts, AWindowWithoutAStackTakesTheNearestStackSampleOfItsThread) 
   EXPECT_EQ(store->HotPaths(q).contexts_matched, 0u);
 }
 
+TEST(WindowContexts, AMinimumWeightLeavesOutALightNodeThatWindowsName) {
+  auto store = Store();
+  pathprof::collectors::RawStackSample s;
+  s.pid = 4242;
+  s.tid = 9;  // a heavy leaf at 0x6004: nine samples of ten
+  s.user = {0x6004, 0x2010, 0x3020};
+  for (int i = 0; i < 9; ++i) {
+    s.time_ns = 100'000'000ull * (i + 1);
+    store->AddStackSample(s);
+  }
+  s.tid = 7;  // the window's thread: one sample of ten, at the loop
+  s.time_ns = 1'000'000'000;
+  s.user = {0x1004, 0x2010, 0x3020};
+  store->AddStackSample(s);
+  store->AddBranches(LoopWindow(1'010'000'000));
+  ASSERT_EQ(store->Stats().windows_with_context, 1u);
+
+  auto loop_node = [](const pl::CallingContextTree& t) -> const pl::CctNode* {
+    for (const pl::CctNode& n : t.nodes)
+      if (n.function.address == 0x1004) return &n;
+    return nullptr;
+  };
+  const pl::CallingContextTree all = store->Cct(pl::CctQuery{});
+  const pl::CctNode* shown = loop_node(all);
+  ASSERT_NE(shown, nullptr);
+  EXPECT_EQ(shown->windows, 1u);
+  pl::CctQuery bounded;
+  bounded.min_weight = 0.3;  // the loop's leaf has 10% of the weight
+  const pl::CallingContextTree cut = store->Cct(bounded);
+  EXPECT_EQ(loop_node(cut), nullptr);
+  EXPECT_LT(cut.nodes.size(), all.nodes.size());
+}
+
 }  // namespace
