@@ -11,16 +11,21 @@ build="${1:?usage: build-times.sh BUILD [N]}"
 count="${2:-15}"
 log="$build/.ninja_log"
 [ -f "$log" ] || { echo "build-times: no $log"; exit 1; }
-# One line per step: seconds, kind, output, start ms, end ms (tab-separated).
-steps="$(awk -F'\t' '
+# One line per step: seconds, kind, output, start ms, end ms (tab-separated). A custom command's
+# outputs are logged under their absolute paths as well as relative ones (the fuzzers' objects
+# and links): the build folder's own prefix is taken off, so such a step counts once.
+abs="$(cd "$build" && pwd -P)"
+steps="$(awk -F'\t' -v abs="$abs/" '
   /^#/ { next }
-  { start[$4] = $1; end[$4] = $2 }
+  { out = $4; if (index(out, abs) == 1) out = substr(out, length(abs) + 1)
+    start[out] = $1; end[out] = $2 }
   END {
     for (out in end) {
       kind = "other"
       if (out ~ /^bin\/[^\/]*_test$/ || out ~ /^bin\/pathprof_test_pch$/) kind = "link: test executables"
       else if (out ~ /^bin\/[^\/]*_bench$/ || out ~ /^bin\/pathprofd_load$/) kind = "link: benchmarks"
-      else if (out ~ /^bin\/[^\/]*_fuzz$/) kind = "fuzzers (clang, compile+link)"
+      else if (out ~ /^bin\/[^\/]*_fuzz$/) kind = "fuzzers: links (clang)"
+      else if (out ~ /^tests\/fuzz\/objects\//) kind = "fuzzers: objects (clang)"
       else if (out ~ /^bin\/example_/ || out ~ /^examples\//) kind = "examples (compile+link)"
       else if (out ~ /^bin\//) kind = "link: programs (pathctl, pathprofd, ...)"
       else if (out ~ /\.(a|so)$/) kind = "archive: stage libraries"
