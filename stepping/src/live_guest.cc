@@ -284,7 +284,7 @@ bool ProcessPages::Executable(uint64_t page) {
   // the maps read last may be older than the code. A program starting up jumps into a library
   // the loader mapped, or made executable, since (a miss re-reads the maps only every
   // kMissRefreshNs, and a range found but stale is not re-read at all): on a fresh AMD EPYC
-  // KVM guest, 10 of the 47 windows of examples/threads ended as not_executable that way.
+  // KVM guest, 6-10 of ~47 windows of examples/threads ended as not_executable that way.
   ProcmapQuery q{};
   if (Query(page, &q)) return (q.vma_flags & kProcmapExecutable) != 0;
   return false;  // unmapped now, or no PROCMAP_QUERY: the maps it is

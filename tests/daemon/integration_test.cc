@@ -350,7 +350,7 @@ TEST(DaemonStripped, PprofNamesAStrippedProgramFromTheUnstrippedFile) {
   // address per function (an export of functions' start addresses would give pprof one).
   // Distinct addresses, not distinct lines: which instructions the samples hit depends on the
   // host's timer skid, and hot()'s first instruction, its loop test and the instruction after
-  // each volatile store are all line 12 (a fresh AMD EPYC PVM guest put all 143 samples of a
+  // each volatile store are all line 12 (a fresh AMD EPYC KVM guest put all 143 samples of a
   // run on that line; other runs had 12, 14 and 19).
   auto lines = Sh(pprof + " -top -addresses " + file);
   std::set<std::string> hot_addresses;

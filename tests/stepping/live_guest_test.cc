@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -88,45 +89,75 @@ TEST(VectorState, AnUntouchedX87StateReadsAsAfterFninit) {
   EXPECT_EQ(s.fsw, sw);
 }
 
-// A traced child that stops, then (once resumed) maps a page and makes a PROT_NONE page
-// readable, writes a pattern to both, tells their addresses through `report` and stops again.
-pid_t ChildThatMapsLater(int report) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
-    void* reserved = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    raise(SIGSTOP);
-    auto* fresh = static_cast<uint8_t*>(
-        mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    mprotect(reserved, 4096, PROT_READ | PROT_WRITE);
-    std::memset(fresh, 0xa5, 4096);
-    std::memset(reserved, 0x3c, 4096);
-    const uint64_t addresses[2] = {reinterpret_cast<uint64_t>(fresh),
-                                   reinterpret_cast<uint64_t>(reserved)};
-    if (write(report, addresses, sizeof addresses) != sizeof addresses) _exit(1);
-    raise(SIGSTOP);
-    for (;;) pause();
+// A traced child changes its mappings behind a ProcessPages whose maps were read before: the
+// child runs `before` (which returns what `after` needs) and stops; RunChange reads the maps,
+// resumes it; it runs `after`, tells the N addresses `after` returns and stops again.
+template <size_t N>
+struct MapsChange {
+  pid_t child = -1;
+  int report[2] = {-1, -1};
+  std::array<uint64_t, N> addresses{};
+
+  ~MapsChange() {
+    if (child > 0) KillChild(child);
+    for (int fd : report)
+      if (fd >= 0) close(fd);
   }
-  int status = 0;
-  if (pid > 0 && (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status))) return -1;
-  return pid;
+
+  template <typename Before, typename After>
+  void Start(Before before, After after) {
+    ASSERT_EQ(pipe(report), 0);
+    child = fork();
+    if (child == 0) {
+      ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+      auto state = before();
+      raise(SIGSTOP);
+      const std::array<uint64_t, N> told = after(state);
+      if (write(report[1], told.data(), sizeof told) != sizeof told) _exit(1);
+      raise(SIGSTOP);
+      for (;;) pause();
+    }
+    ASSERT_GT(child, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSTOPPED(status));
+  }
+
+  // The maps as a window starts now; then the child changes them at once, well within the
+  // interval in which a miss does not read the maps again.
+  void RunChange(ProcessPages& pages) {
+    pages.Refresh(MonotonicNs(), 0);
+    ASSERT_EQ(ptrace(PTRACE_CONT, child, nullptr, nullptr), 0);
+    ASSERT_EQ(read(report[0], addresses.data(), sizeof addresses),
+              static_cast<ssize_t>(sizeof addresses));
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSTOPPED(status));
+  }
+};
+
+void* MapPage(int prot) {
+  return mmap(nullptr, 4096, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 }
 
+uint64_t Address(void* p) {
+  return reinterpret_cast<uint64_t>(p);
+}
+
+// The child maps a page and makes a PROT_NONE page readable, writing a pattern to both.
 TEST(ProcessPages, ReadsPagesMappedOrMadeReadableSinceTheMapsWereRead) {
-  int report[2];
-  ASSERT_EQ(pipe(report), 0);
-  const pid_t child = ChildThatMapsLater(report[1]);
-  ASSERT_GT(child, 0);
-  ProcessPages pages(child);
-  // The maps as a window starts now; then the child maps at once, well within the interval in
-  // which a miss does not read the maps again.
-  pages.Refresh(MonotonicNs(), 0);
-  ASSERT_EQ(ptrace(PTRACE_CONT, child, nullptr, nullptr), 0);
-  uint64_t addresses[2] = {};
-  ASSERT_EQ(read(report[0], addresses, sizeof addresses), static_cast<ssize_t>(sizeof addresses));
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSTOPPED(status));
+  MapsChange<2> change;
+  ASSERT_NO_FATAL_FAILURE(change.Start([] { return MapPage(PROT_NONE); },
+                                       [](void* reserved) {
+                                         void* fresh = MapPage(PROT_READ | PROT_WRITE);
+                                         mprotect(reserved, 4096, PROT_READ | PROT_WRITE);
+                                         std::memset(fresh, 0xa5, 4096);
+                                         std::memset(reserved, 0x3c, 4096);
+                                         return std::array{Address(fresh), Address(reserved)};
+                                       }));
+  ProcessPages pages(change.child);
+  ASSERT_NO_FATAL_FAILURE(change.RunChange(pages));
+  const auto& addresses = change.addresses;
   uint8_t page[4096];
   bool stable = true;
   EXPECT_TRUE(pages.Read(addresses[0], page, &stable)) << "a page mapped since the maps were read";
@@ -137,58 +168,30 @@ TEST(ProcessPages, ReadsPagesMappedOrMadeReadableSinceTheMapsWereRead) {
   EXPECT_EQ(page[100], 0x3c);
   // And a page that is not mapped at all stays unreadable.
   EXPECT_FALSE(pages.Read(addresses[0] ^ (uint64_t{1} << 44), page, &stable));
-  KillChild(child);
-  close(report[0]);
-  close(report[1]);
-}
-
-// A traced child that maps a readable page and a writable one, stops, then (once resumed) maps
-// a page of code and makes the readable page executable, tells the three addresses through
-// `report` (the new code, the page made executable, the writable page) and stops again.
-pid_t ChildThatMapsCodeLater(int report) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
-    void* readable = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    void* data = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    raise(SIGSTOP);
-    void* code = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    mprotect(readable, 4096, PROT_READ | PROT_EXEC);
-    const uint64_t addresses[3] = {reinterpret_cast<uint64_t>(code),
-                                   reinterpret_cast<uint64_t>(readable),
-                                   reinterpret_cast<uint64_t>(data)};
-    if (write(report, addresses, sizeof addresses) != sizeof addresses) _exit(1);
-    raise(SIGSTOP);
-    for (;;) pause();
-  }
-  int status = 0;
-  if (pid > 0 && (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status))) return -1;
-  return pid;
 }
 
 // A window that jumps into code the loader mapped a moment ago ran on in the CPU: the emulator
-// ended it as not_executable by the stale maps (10 of 47 windows of examples/threads on a fresh
-// AMD EPYC KVM guest) until a "no" was asked of the kernel.
+// ended it as not_executable by the stale maps (6-10 of ~47 windows of examples/threads on a
+// fresh AMD EPYC KVM guest) until a "no" was asked of the kernel. The child maps a page of
+// code, makes a readable page executable, and has a writable page beside them.
 TEST(ProcessPages, CodeMappedOrMadeExecutableSinceTheMapsWereReadIsExecutable) {
-  int report[2];
-  ASSERT_EQ(pipe(report), 0);
-  const pid_t child = ChildThatMapsCodeLater(report[1]);
-  ASSERT_GT(child, 0);
-  ProcessPages pages(child);
-  pages.Refresh(MonotonicNs(), 0);
-  ASSERT_EQ(ptrace(PTRACE_CONT, child, nullptr, nullptr), 0);
-  uint64_t addresses[3] = {};
-  ASSERT_EQ(read(report[0], addresses, sizeof addresses), static_cast<ssize_t>(sizeof addresses));
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSTOPPED(status));
+  MapsChange<3> change;
+  ASSERT_NO_FATAL_FAILURE(change.Start(
+      [] {
+        return std::array{MapPage(PROT_READ), MapPage(PROT_READ | PROT_WRITE)};
+      },
+      [](std::array<void*, 2> before) {
+        void* code = MapPage(PROT_READ | PROT_EXEC);
+        mprotect(before[0], 4096, PROT_READ | PROT_EXEC);
+        return std::array{Address(code), Address(before[0]), Address(before[1])};
+      }));
+  ProcessPages pages(change.child);
+  ASSERT_NO_FATAL_FAILURE(change.RunChange(pages));
+  const auto& addresses = change.addresses;
   EXPECT_TRUE(pages.Executable(addresses[0])) << "code mapped since the maps were read";
   EXPECT_TRUE(pages.Executable(addresses[1])) << "a readable page made executable since";
   EXPECT_FALSE(pages.Executable(addresses[2])) << "writable data the CPU would not execute";
   EXPECT_FALSE(pages.Executable(addresses[0] ^ (uint64_t{1} << 44))) << "nothing mapped there";
-  KillChild(child);
-  close(report[0]);
-  close(report[1]);
 }
 
 }  // namespace
