@@ -45,6 +45,9 @@ using pathprof::emulator::kRsp;
 using pathprof::emulator::WindowEmulator;
 using pathprof::stepping::HintPages;
 using pathprof::stepping::ProcessPages;
+using pathprof::stepping::ByteRange;
+using pathprof::stepping::RegisterRanges;
+using pathprof::stepping::TotalBytes;
 using pathprof::stepping::SnapshotGuest;
 using pathprof::stepping::SnapshotPageClass;
 using pathprof::stepping::SnapshotPolicy;
@@ -53,6 +56,7 @@ using pathprof::stepping::TakenInCommon;
 using pathprof::stepping::ThreadGuest;
 
 constexpr uint32_t kWindowTaken = 32;
+constexpr uint32_t kPage = Guest::kPageSize;
 constexpr uint64_t kMapsMaxAgeNs = 100'000'000;
 constexpr std::array<uint8_t, 2> kPoisons = {0x00, 0xff};
 
@@ -85,6 +89,30 @@ std::vector<Policy> Policies() {
     out.push_back({{"stack64+image+process-hints" + std::to_string(n), 64 * 1024, true, n},
                    Learning::kStopWindows,
                    true});
+  // What the registers point at, copied at the sample (no learning): bytes around each
+  // address, or its whole page (and the next), alone and with the process's hint pages; then
+  // the best rows without the vector registers, which the sampler's user registers do not hold.
+  auto regs = [](std::string name, uint32_t below, uint32_t above, bool pages, uint32_t hints,
+                 bool vector = true) {
+    SnapshotPolicy p{std::move(name), 16 * 1024, true, hints};
+    p.register_below = below, p.register_above = above, p.register_whole_pages = pages;
+    p.vector_state = vector;
+    return Policy{p, hints ? Learning::kStopWindows : Learning::kNone, hints > 0};
+  };
+  out.push_back(regs("stack16+image+regs(-64,+192)", 64, 192, false, 0));
+  out.push_back(regs("stack16+image+regs(-256,+768)", 256, 768, false, 0));
+  out.push_back(regs("stack16+image+regs(-1024,+3072)", 1024, 3072, false, 0));
+  out.push_back(regs("stack16+image+regs(page)", 0, 1, true, 0));
+  out.push_back(regs("stack16+image+regs(page, next)", 0, kPage + 1, true, 0));
+  for (uint32_t n : {16u, 64u})
+    out.push_back(regs("stack16+image+regs(page, next)+process-hints" + std::to_string(n), 0,
+                       kPage + 1, true, n));
+  out.push_back(regs("stack16+image+regs(-256,+768)+process-hints16", 256, 768, false, 16));
+  SnapshotPolicy best{"stack64+image+process-hints64, no vector registers", 64 * 1024, true, 64};
+  best.vector_state = false;
+  out.push_back({best, Learning::kStopWindows, true});
+  out.push_back(regs("stack16+image+regs(page, next)+process-hints64, no vector registers", 0,
+                     kPage + 1, true, 64, false));
   return out;
 }
 
@@ -119,6 +147,7 @@ struct ProgramResult {
   uint32_t windows = 0;
   Lengths live;  // the stop-and-emulate window itself (all memory)
   std::vector<Lengths> ends, refined;
+  std::vector<uint64_t> register_bytes;  // per policy: bytes its register copy added, all windows
   std::array<uint64_t, kKinds> kinds{};
   uint32_t vector_windows = 0;      // windows that needed the vector registers
   uint32_t inconsistent = 0;        // a policy's run left the live window's events (a bug)
@@ -133,12 +162,11 @@ EmulatorLimits Limits() {
   return l;
 }
 
-// The mapping that holds `rsp` (the thread's stack), from the process's maps now.
-SnapshotStack StackOf(pid_t pid, uint64_t rsp) {
+// The mapping that holds `rsp` (the thread's stack), in the process's maps `space`.
+SnapshotStack StackOf(const pathprof::decoders::AddressSpace* space, uint64_t rsp) {
   SnapshotStack s;
   s.rsp = rsp;
-  auto space = pathprof::decoders::ReadProcMaps(pid);
-  if (space.ok())
+  if (space != nullptr)
     if (const pathprof::decoders::Mapping* m = space->Find(rsp))
       s.low = m->start, s.high = m->end();
   return s;
@@ -159,6 +187,7 @@ class Reach {
     }
     result_.ends.resize(policies_.size());
     result_.refined.resize(policies_.size());
+    result_.register_bytes.resize(policies_.size());
   }
 
   // `start`: the registers of the thread, stopped by this tracer.
@@ -170,7 +199,14 @@ class Reach {
         for (auto& e : r.poison) e->Reset();
       }
     }
-    const SnapshotStack stack = StackOf(pid_, start.gpr[kRsp]);
+    // The maps now: the stack's mapping, and which pages the registers point into are readable.
+    auto maps = pathprof::decoders::ReadProcMaps(pid_);
+    const pathprof::decoders::AddressSpace* space = maps.ok() ? &*maps : nullptr;
+    const SnapshotStack stack = StackOf(space, start.gpr[kRsp]);
+    auto readable = [space](uint64_t page) {
+      const pathprof::decoders::Mapping* m = space ? space->Find(page) : nullptr;
+      return m != nullptr && m->readable;
+    };
     const uint64_t key = start.rip & ~(Guest::kPageSize - 1);
     pages_.BeginWindow(start.gpr[kRsp]);
     ThreadGuest thread(pid_, pages_);
@@ -189,8 +225,12 @@ class Reach {
       const Policy& p = policies_[i];
       Runs& runs = runs_[i];
       const uint64_t hint_key = p.per_process ? 0 : key;
+      const std::vector<ByteRange> register_bytes =
+          RegisterRanges(start, p.snapshot, stack, readable);
+      result_.register_bytes[i] += TotalBytes(register_bytes);
       SnapshotGuest ends(thread, p.snapshot, stack, runs.hints.get(), hint_key,
                          SnapshotGuest::Mode::kEnd);
+      ends.HoldAlso(register_bytes);
       const EmulatedWindow end = runs.end->Run(start, ends);
       result_.inconsistent += TakenInCommon(live, end) != end.taken;
       result_.ends[i].v.push_back(end.taken);
@@ -198,6 +238,7 @@ class Reach {
       for (size_t k = 0; k < kPoisons.size(); ++k) {
         SnapshotGuest poisoned(thread, p.snapshot, stack, runs.hints.get(), hint_key,
                                SnapshotGuest::Mode::kPoison, kPoisons[k]);
+        poisoned.HoldAlso(register_bytes);
         refined = std::min(refined, TakenInCommon(live, runs.poison[k]->Run(start, poisoned)));
       }
       // Poison changes only bytes the end run could not read, and the dead stack below the
@@ -319,17 +360,19 @@ void PrintTables() {
   std::printf("\n### Window length in taken branches (of %u)\n\n", kWindowTaken);
   std::printf(
       "| program | policy | median | mean | >= 24 | = 32 | refined median | refined mean | "
-      "refined = 32 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+      "refined = 32 | register KiB |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const ProgramResult& r : g_results) {
-    std::printf("| %s (%u windows) | live (all memory) | %.0f | %.1f | %.0f%% | %.0f%% | | | |\n",
+    std::printf("| %s (%u windows) | live (all memory) | %.0f | %.1f | %.0f%% | %.0f%% | | | | |\n",
                 r.program.c_str(), r.windows, r.live.Median(), r.live.Mean(),
                 r.live.ShareAtLeast(24), r.live.ShareAtLeast(kWindowTaken));
     for (size_t i = 0; i < policies.size(); ++i)
-      std::printf("| | %s | %.0f | %.1f | %.0f%% | %.0f%% | %.0f | %.1f | %.0f%% |\n",
+      std::printf("| | %s | %.0f | %.1f | %.0f%% | %.0f%% | %.0f | %.1f | %.0f%% | %.1f |\n",
                   policies[i].snapshot.name.c_str(), r.ends[i].Median(), r.ends[i].Mean(),
                   r.ends[i].ShareAtLeast(24), r.ends[i].ShareAtLeast(kWindowTaken),
                   r.refined[i].Median(), r.refined[i].Mean(),
-                  r.refined[i].ShareAtLeast(kWindowTaken));
+                  r.refined[i].ShareAtLeast(kWindowTaken),
+                  static_cast<double>(r.register_bytes[i]) / 1024.0 /
+                      std::max<uint32_t>(r.windows, 1));
   }
   std::printf("\n### Pages live windows read, by class (each page once per window)\n\n");
   std::printf("| program | pages/window |");

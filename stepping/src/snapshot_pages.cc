@@ -49,6 +49,60 @@ bool SnapshotHolds(const SnapshotPolicy& policy, const SnapshotPage& page, bool 
   return false;
 }
 
+namespace {
+
+constexpr uint64_t kPage = Guest::kPageSize;
+
+// Appends `r` less what `cut` covers (up to two pieces) to `out`.
+void AppendOutside(ByteRange r, ByteRange cut, std::vector<ByteRange>* out) {
+  if (r.lo < std::min(r.hi, cut.lo)) out->push_back({r.lo, std::min(r.hi, cut.lo)});
+  if (std::max(r.lo, cut.hi) < r.hi) out->push_back({std::max(r.lo, cut.hi), r.hi});
+}
+
+std::vector<ByteRange> Merged(std::vector<ByteRange> v) {
+  std::sort(v.begin(), v.end(), [](const ByteRange& a, const ByteRange& b) { return a.lo < b.lo; });
+  std::vector<ByteRange> out;
+  for (const ByteRange& r : v) {
+    if (!out.empty() && r.lo <= out.back().hi)
+      out.back().hi = std::max(out.back().hi, r.hi);
+    else
+      out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ByteRange> RegisterRanges(const emulator::CpuState& state,
+                                      const SnapshotPolicy& policy, const SnapshotStack& stack,
+                                      const std::function<bool(uint64_t)>& readable) {
+  std::vector<ByteRange> out;
+  if (policy.register_below == 0 && policy.register_above == 0) return out;
+  const ByteRange copy{stack.rsp - SnapshotStack::kRedZone, stack.rsp + policy.stack_bytes};
+  constexpr uint64_t kTop = ~(kPage - 1);  // the last page's start: ranges end at or below it
+  auto add = [&](uint64_t value) {
+    if (value >= kTop) return;  // no user address
+    uint64_t lo = value >= policy.register_below ? value - policy.register_below : 0;
+    uint64_t hi = std::min<uint64_t>(kTop, value + policy.register_above);
+    if (policy.register_whole_pages) {
+      lo &= ~(kPage - 1);
+      hi = (hi + kPage - 1) & ~(kPage - 1);
+    }
+    for (uint64_t page = lo & ~(kPage - 1); page < hi; page += kPage)
+      if (readable(page))
+        AppendOutside({std::max(lo, page), std::min(hi, page + kPage)}, copy, &out);
+  };
+  for (uint64_t value : state.gpr) add(value);
+  add(state.fs_base);
+  return Merged(std::move(out));
+}
+
+uint64_t TotalBytes(const std::vector<ByteRange>& ranges) {
+  uint64_t n = 0;
+  for (const ByteRange& r : ranges) n += r.hi - r.lo;
+  return n;
+}
+
 bool HintPages::Holds(uint64_t code_page, uint64_t page) const {
   auto it = pages_.find(code_page);
   return it != pages_.end() &&
@@ -70,7 +124,13 @@ bool SnapshotGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
   Read r;
   r.page = ClassifySnapshotPage(page, *stable, executable, stack_);
   const bool hinted = hints_ != nullptr && hints_->Holds(hint_key_, page);
-  r.held = SnapshotHolds(policy_, r.page, hinted);
+  // The parts of this page the register copy holds, as offsets into it.
+  std::vector<ByteRange> kept;
+  for (const ByteRange& h : also_held_)
+    if (h.lo < page + kPage && h.hi > page)
+      kept.push_back({std::max(h.lo, page) - page, std::min(h.hi, page + kPage) - page});
+  const bool whole_by_registers = kept.size() == 1 && kept[0].lo == 0 && kept[0].hi == kPage;
+  r.held = SnapshotHolds(policy_, r.page, hinted) || whole_by_registers;
   reads_.push_back(r);
   if (r.held && r.page.cls != SnapshotPageClass::kStack) return true;
   if (mode_ == Mode::kServe) return true;
@@ -87,17 +147,30 @@ bool SnapshotGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
     return true;
   }
   if (mode_ == Mode::kEnd) return false;
-  // Not held as a whole page; a stack page the copy reaches into keeps the copied part.
-  uint64_t keep_from = kPageSize, keep_to = kPageSize;  // [keep_from, keep_to): live bytes
+  // Not held as a whole page: the bytes the stack copy or the register copy hold are kept,
+  // the rest is poison.
   if (r.page.cls == SnapshotPageClass::kStack) {
     const uint64_t copy_low = stack_.rsp - SnapshotStack::kRedZone;
     const uint64_t copy_high = stack_.rsp + policy_.stack_bytes;
     const uint64_t lo = std::max(copy_low, page), hi = std::min(copy_high, page + kPageSize);
-    if (lo < hi) keep_from = lo - page, keep_to = hi - page;
+    if (lo < hi) kept.push_back({lo - page, hi - page});
   }
-  std::memset(out, poison_, keep_from);
-  std::memset(out + keep_to, poison_, kPageSize - keep_to);
+  uint8_t live[kPageSize];
+  std::memcpy(live, out, kPageSize);
+  std::memset(out, poison_, kPageSize);
+  for (const ByteRange& k : kept) std::memcpy(out + k.lo, live + k.lo, k.hi - k.lo);
   *stable = false;  // its bytes are this snapshot's: not to be kept across windows
+  return true;
+}
+
+bool SnapshotGuest::LoadVectorState(emulator::CpuState* state) {
+  ++vector_loads_;
+  if (policy_.vector_state || mode_ == Mode::kServe) return live_.LoadVectorState(state);
+  if (mode_ == Mode::kEnd) return false;
+  // Poison: the registers' bytes and the opmasks; the control words keep the values every
+  // program here runs with (the defaults), which a snapshot could assume.
+  for (auto& z : state->zmm) std::memset(z.data(), poison_, z.size());
+  for (uint64_t& k : state->k) std::memset(&k, poison_, sizeof k);
   return true;
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,7 +56,29 @@ struct SnapshotPolicy {
   uint64_t stack_bytes = 64 * 1024;  // copied from the stack pointer up (and the red zone)
   bool image = false;                // stable pages that are not code
   uint32_t hint_pages = 0;           // per code page of a window's start; 0: no hints
+  // The bytes around what each general-purpose register and fs_base holds at the sample,
+  // [value - register_below, value + register_above), widened to whole pages where
+  // `register_whole_pages`: a sampler can copy them with bpf_probe_read_user at the sample, no
+  // learning needed (a register that holds no address copies nothing). 0, 0: none.
+  uint32_t register_below = 0, register_above = 0;
+  bool register_whole_pages = false;
+  // Whether the snapshot holds the vector registers. The eBPF sampler's user registers do not:
+  // without them a window that needs them ends there (or, poisoned, runs on over poison).
+  bool vector_state = true;
 };
+
+// Bytes [lo, hi) of the address space.
+struct ByteRange {
+  uint64_t lo = 0, hi = 0;
+};
+
+// The bytes `policy`'s register copy adds for a thread whose registers are `state`: sorted,
+// disjoint ranges, each within pages for which `readable(page)` holds (what
+// bpf_probe_read_user could copy); bytes the stack copy holds are left out.
+std::vector<ByteRange> RegisterRanges(const emulator::CpuState& state,
+                                      const SnapshotPolicy& policy, const SnapshotStack& stack,
+                                      const std::function<bool(uint64_t)>& readable);
+uint64_t TotalBytes(const std::vector<ByteRange>& ranges);
 
 // Whether a snapshot taken under `policy` holds `page`; `hinted`: the hint pages of the
 // window's code page include it (counts only where the policy has hints).
@@ -88,6 +111,8 @@ class HintPages {
 //            part keeps the part): the window goes on, and where its branches first differ
 //            from the live window's is where unknown bytes steered it;
 //   kServe:  read as the live guest reads it (only recorded).
+// Vector registers, where the policy holds none, are by the same mode: unreadable (the window
+// ends as vector_state), all `poison`, or the live thread's.
 // Every page read is recorded with its class and whether the snapshot holds it.
 class SnapshotGuest final : public emulator::Guest {
  public:
@@ -112,10 +137,10 @@ class SnapshotGuest final : public emulator::Guest {
   bool ReadPage(uint64_t page, uint8_t* out, bool* stable) override;
   bool PageWritable(uint64_t page) override { return live_.PageWritable(page); }
   bool PageExecutable(uint64_t page) override { return live_.PageExecutable(page); }
-  bool LoadVectorState(emulator::CpuState* state) override {
-    ++vector_loads_;
-    return live_.LoadVectorState(state);
-  }
+  bool LoadVectorState(emulator::CpuState* state) override;
+  // Bytes the snapshot holds besides those of `policy` (RegisterRanges: sorted, disjoint). A
+  // page they cover in part is not held (kEnd), or keeps those bytes and is poisoned elsewhere.
+  void HoldAlso(std::vector<ByteRange> ranges) { also_held_ = std::move(ranges); }
 
   const std::vector<Read>& reads() const { return reads_; }
   // The first page read that the snapshot does not hold, or ~0 when none was.
@@ -130,6 +155,7 @@ class SnapshotGuest final : public emulator::Guest {
   uint64_t hint_key_;
   Mode mode_;
   uint8_t poison_;
+  std::vector<ByteRange> also_held_;
   std::vector<Read> reads_;
   uint32_t vector_loads_ = 0;
 };
