@@ -194,7 +194,13 @@ Table MakeTable(std::map<std::string, Gap>* gaps) {
     ASSERT_TRUE(has_light_node(all)) << all.out;
     const R r = Ctl("tree " + S() + " --min-weight 0.3 --json" + Sock());
     EXPECT_TRUE(r.rc == 0 || r.rc == 3) << Show("tree --min-weight", r);
-    EXPECT_LT(Count(r.out, "\"parent_id\""), Count(all.out, "\"parent_id\"")) << r.out;
+    // Every node left is at least 0.3 of the tree (the light node seen above stays light: the
+    // tree only grows). Not "fewer nodes than the unbounded tree": the session samples on
+    // between the two queries, and a node that arrived in between made the counts equal (6
+    // against 6, a fresh clone on an AMD EPYC Firecracker guest, 2026-12-03).
+    const std::vector<double> w = Nums(r.out, "total_weight");
+    ASSERT_GE(w.size(), 2u) << r.out;
+    for (size_t i = 0; i + 1 < w.size(); ++i) EXPECT_GE(w[i], 0.3 * w.back()) << r.out;
   };
   t["tree --root"] = [] {
     const R r = Ctl("tree " + S() + " --root hot --json" + Sock());
