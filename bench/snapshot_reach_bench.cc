@@ -43,17 +43,17 @@ using pathprof::emulator::EmulatorLimits;
 using pathprof::emulator::Guest;
 using pathprof::emulator::kRsp;
 using pathprof::emulator::WindowEmulator;
+using pathprof::stepping::ByteRange;
 using pathprof::stepping::HintPages;
 using pathprof::stepping::ProcessPages;
-using pathprof::stepping::ByteRange;
 using pathprof::stepping::RegisterRanges;
-using pathprof::stepping::TotalBytes;
 using pathprof::stepping::SnapshotGuest;
 using pathprof::stepping::SnapshotPageClass;
 using pathprof::stepping::SnapshotPolicy;
 using pathprof::stepping::SnapshotStack;
 using pathprof::stepping::TakenInCommon;
 using pathprof::stepping::ThreadGuest;
+using pathprof::stepping::TotalBytes;
 
 constexpr uint32_t kWindowTaken = 32;
 constexpr uint32_t kPage = Guest::kPageSize;
@@ -366,13 +366,12 @@ void PrintTables() {
                 r.program.c_str(), r.windows, r.live.Median(), r.live.Mean(),
                 r.live.ShareAtLeast(24), r.live.ShareAtLeast(kWindowTaken));
     for (size_t i = 0; i < policies.size(); ++i)
-      std::printf("| | %s | %.0f | %.1f | %.0f%% | %.0f%% | %.0f | %.1f | %.0f%% | %.1f |\n",
-                  policies[i].snapshot.name.c_str(), r.ends[i].Median(), r.ends[i].Mean(),
-                  r.ends[i].ShareAtLeast(24), r.ends[i].ShareAtLeast(kWindowTaken),
-                  r.refined[i].Median(), r.refined[i].Mean(),
-                  r.refined[i].ShareAtLeast(kWindowTaken),
-                  static_cast<double>(r.register_bytes[i]) / 1024.0 /
-                      std::max<uint32_t>(r.windows, 1));
+      std::printf(
+          "| | %s | %.0f | %.1f | %.0f%% | %.0f%% | %.0f | %.1f | %.0f%% | %.1f |\n",
+          policies[i].snapshot.name.c_str(), r.ends[i].Median(), r.ends[i].Mean(),
+          r.ends[i].ShareAtLeast(24), r.ends[i].ShareAtLeast(kWindowTaken), r.refined[i].Median(),
+          r.refined[i].Mean(), r.refined[i].ShareAtLeast(kWindowTaken),
+          static_cast<double>(r.register_bytes[i]) / 1024.0 / std::max<uint32_t>(r.windows, 1));
   }
   std::printf("\n### Pages live windows read, by class (each page once per window)\n\n");
   std::printf("| program | pages/window |");

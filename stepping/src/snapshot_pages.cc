@@ -73,8 +73,8 @@ std::vector<ByteRange> Merged(std::vector<ByteRange> v) {
 
 }  // namespace
 
-std::vector<ByteRange> RegisterRanges(const emulator::CpuState& state,
-                                      const SnapshotPolicy& policy, const SnapshotStack& stack,
+std::vector<ByteRange> RegisterRanges(const emulator::CpuState& state, const SnapshotPolicy& policy,
+                                      const SnapshotStack& stack,
                                       const std::function<bool(uint64_t)>& readable) {
   std::vector<ByteRange> out;
   if (policy.register_below == 0 && policy.register_above == 0) return out;

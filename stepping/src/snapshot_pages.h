@@ -75,8 +75,8 @@ struct ByteRange {
 // The bytes `policy`'s register copy adds for a thread whose registers are `state`: sorted,
 // disjoint ranges, each within pages for which `readable(page)` holds (what
 // bpf_probe_read_user could copy); bytes the stack copy holds are left out.
-std::vector<ByteRange> RegisterRanges(const emulator::CpuState& state,
-                                      const SnapshotPolicy& policy, const SnapshotStack& stack,
+std::vector<ByteRange> RegisterRanges(const emulator::CpuState& state, const SnapshotPolicy& policy,
+                                      const SnapshotStack& stack,
                                       const std::function<bool(uint64_t)>& readable);
 uint64_t TotalBytes(const std::vector<ByteRange>& ranges);
 
