@@ -48,6 +48,8 @@ $(ASAN_BUILD)/build.ninja: | deps
 # had none over 45 s once the exec loop was cut; the limit is 120 s, not 60, because the slowest
 # (pathctl's flag tests, 39-43 s there) are within 1.4x of 60 s and CI hosts differ.
 TEST_TIMEOUT ?= 120
+# handle_sigill: the stages' UBSan checks trap (CMakeLists.txt), and ASan then reports where;
+# UBSAN_OPTIONS is for the fuzzers, whose clang-built checks call the UBSan runtime.
 SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:handle_sigill=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 test: deps $(ASAN_BUILD)/build.ninja

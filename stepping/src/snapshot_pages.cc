@@ -53,6 +53,11 @@ namespace {
 
 constexpr uint64_t kPage = Guest::kPageSize;
 
+// The bytes the stack copy holds: from the red zone below the stack pointer up stack_bytes.
+ByteRange StackCopy(const SnapshotStack& stack, uint64_t stack_bytes) {
+  return {stack.rsp - SnapshotStack::kRedZone, stack.rsp + stack_bytes};
+}
+
 // Appends `r` less what `cut` covers (up to two pieces) to `out`.
 void AppendOutside(ByteRange r, ByteRange cut, std::vector<ByteRange>* out) {
   if (r.lo < std::min(r.hi, cut.lo)) out->push_back({r.lo, std::min(r.hi, cut.lo)});
@@ -78,7 +83,7 @@ std::vector<ByteRange> RegisterRanges(const emulator::CpuState& state, const Sna
                                       const std::function<bool(uint64_t)>& readable) {
   std::vector<ByteRange> out;
   if (policy.register_below == 0 && policy.register_above == 0) return out;
-  const ByteRange copy{stack.rsp - SnapshotStack::kRedZone, stack.rsp + policy.stack_bytes};
+  const ByteRange copy = StackCopy(stack, policy.stack_bytes);
   constexpr uint64_t kTop = ~(kPage - 1);  // the last page's start: ranges end at or below it
   auto add = [&](uint64_t value) {
     if (value >= kTop) return;  // no user address
@@ -139,7 +144,7 @@ bool SnapshotGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
     // zone, only what the window writes there itself is live (a read of the rest would be a
     // read of dead stack), so poison shows a window that relied on more.
     if (mode_ == Mode::kPoison) {
-      const uint64_t copy_low = stack_.rsp - SnapshotStack::kRedZone;
+      const uint64_t copy_low = StackCopy(stack_, policy_.stack_bytes).lo;
       const uint64_t below = copy_low > page ? std::min(copy_low - page, kPageSize) : 0;
       std::memset(out, poison_, below);
       // stack_reach <= stack_bytes: every byte above the red zone is in the copy.
@@ -150,9 +155,8 @@ bool SnapshotGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
   // Not held as a whole page: the bytes the stack copy or the register copy hold are kept,
   // the rest is poison.
   if (r.page.cls == SnapshotPageClass::kStack) {
-    const uint64_t copy_low = stack_.rsp - SnapshotStack::kRedZone;
-    const uint64_t copy_high = stack_.rsp + policy_.stack_bytes;
-    const uint64_t lo = std::max(copy_low, page), hi = std::min(copy_high, page + kPageSize);
+    const ByteRange copy = StackCopy(stack_, policy_.stack_bytes);
+    const uint64_t lo = std::max(copy.lo, page), hi = std::min(copy.hi, page + kPageSize);
     if (lo < hi) kept.push_back({lo - page, hi - page});
   }
   uint8_t live[kPageSize];
