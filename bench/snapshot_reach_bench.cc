@@ -147,6 +147,12 @@ struct ProgramResult {
   uint32_t windows = 0;
   Lengths live;  // the stop-and-emulate window itself (all memory)
   std::vector<Lengths> ends, refined;
+  // Tracked: run over a partial guest (SnapshotGuest::Mode::kTrack), the emulator marking the
+  // bytes the snapshot does not hold unknown: what a snapshot emulator gets.
+  std::vector<Lengths> tracked;
+  std::vector<std::array<uint32_t, pathprof::emulator::kEmulationEndCount>> tracked_ends;
+  uint32_t tracked_wrong = 0;    // a tracked window left the live window's events (a bug)
+  uint32_t tracked_steered = 0;  // two poisons gave two tracked windows (a bug: missed unknown)
   std::vector<uint64_t> register_bytes;  // per policy: bytes its register copy added, all windows
   std::array<uint64_t, kKinds> kinds{};
   uint32_t vector_windows = 0;      // windows that needed the vector registers
@@ -181,11 +187,14 @@ class Reach {
       Runs r;
       r.end = std::make_unique<WindowEmulator>(Limits());
       for (auto& e : r.poison) e = std::make_unique<WindowEmulator>(Limits());
+      for (auto& e : r.tracked) e = std::make_unique<WindowEmulator>(Limits());
       if (p.learning != Learning::kNone)
         r.hints = std::make_unique<HintPages>(p.snapshot.hint_pages);
       runs_.push_back(std::move(r));
     }
     result_.ends.resize(policies_.size());
+    result_.tracked.resize(policies_.size());
+    result_.tracked_ends.resize(policies_.size());
     result_.refined.resize(policies_.size());
     result_.register_bytes.resize(policies_.size());
   }
@@ -197,6 +206,7 @@ class Reach {
       for (Runs& r : runs_) {
         r.end->Reset();
         for (auto& e : r.poison) e->Reset();
+        for (auto& e : r.tracked) e->Reset();
       }
     }
     // The maps now: the stack's mapping, and which pages the registers point into are readable.
@@ -246,6 +256,18 @@ class Reach {
       // read dead stack before it wrote it, and SnapshotGuest's rule for it would be wrong.
       result_.dead_stack_steered += refined < end.taken;
       result_.refined[i].v.push_back(refined);
+      // Tracked, under both poisons: the unknown bytes' values must not show in the window.
+      std::array<EmulatedWindow, kPoisons.size()> tracked;
+      for (size_t k = 0; k < kPoisons.size(); ++k) {
+        SnapshotGuest partial(thread, p.snapshot, stack, runs.hints.get(), hint_key,
+                              SnapshotGuest::Mode::kTrack, kPoisons[k]);
+        partial.HoldAlso(register_bytes);
+        tracked[k] = runs.tracked[k]->Run(start, partial);
+      }
+      result_.tracked_wrong += TakenInCommon(live, tracked[0]) != tracked[0].taken;
+      result_.tracked_steered += tracked[0].events != tracked[1].events;
+      result_.tracked[i].v.push_back(tracked[0].taken);
+      ++result_.tracked_ends[i][static_cast<size_t>(tracked[0].end)];
       if (p.learning == Learning::kMisses && ends.first_unheld() != ~0ull)
         runs.hints->Learn(hint_key, ends.first_unheld());
     }
@@ -270,6 +292,7 @@ class Reach {
   struct Runs {
     std::unique_ptr<WindowEmulator> end;
     std::array<std::unique_ptr<WindowEmulator>, kPoisons.size()> poison;
+    std::array<std::unique_ptr<WindowEmulator>, kPoisons.size()> tracked;
     std::unique_ptr<HintPages> hints;
   };
 
@@ -348,6 +371,8 @@ void BM_SnapshotReach(benchmark::State& state, const char* name) {
   state.counters["live_mean_taken"] = r.live.Mean();
   state.counters["inconsistent"] = r.inconsistent;
   state.counters["dead_stack_steered"] = r.dead_stack_steered;
+  state.counters["tracked_wrong"] = r.tracked_wrong;
+  state.counters["tracked_steered"] = r.tracked_steered;
   for (size_t i = 0; i < reach.policies().size(); ++i)
     if (reach.policies()[i].snapshot.name == "stack64+image")
       state.counters["stack64_image_mean_taken"] = r.ends[i].Mean();
@@ -373,6 +398,24 @@ void PrintTables() {
           r.refined[i].Mean(), r.refined[i].ShareAtLeast(kWindowTaken),
           static_cast<double>(r.register_bytes[i]) / 1024.0 / std::max<uint32_t>(r.windows, 1));
   }
+  std::printf(
+      "\n### Tracked: unknown bytes marked, the window ends where one steers it\n\n"
+      "| program | policy | median | mean | >= 24 | = 32 | ends by reason (not complete) |\n"
+      "|---|---|---:|---:|---:|---:|---|\n");
+  for (const ProgramResult& r : g_results)
+    for (size_t i = 0; i < policies.size(); ++i) {
+      std::string reasons;
+      for (int e = 1; e < pathprof::emulator::kEmulationEndCount; ++e)
+        if (const uint32_t n = r.tracked_ends[i][static_cast<size_t>(e)]; n != 0)
+          reasons += std::string(reasons.empty() ? "" : ", ") +
+                     std::string(pathprof::emulator::EmulationEndName(
+                         static_cast<pathprof::emulator::EmulationEnd>(e))) +
+                     " " + std::to_string(n);
+      std::printf("| %s | %s | %.0f | %.1f | %.0f%% | %.0f%% | %s |\n",
+                  i == 0 ? r.program.c_str() : "", policies[i].snapshot.name.c_str(),
+                  r.tracked[i].Median(), r.tracked[i].Mean(), r.tracked[i].ShareAtLeast(24),
+                  r.tracked[i].ShareAtLeast(kWindowTaken), reasons.c_str());
+    }
   std::printf("\n### Pages live windows read, by class (each page once per window)\n\n");
   std::printf("| program | pages/window |");
   for (const char* k : kKindNames) std::printf(" %s |", k);
@@ -392,6 +435,11 @@ void PrintTables() {
     if (r.inconsistent)
       std::printf("\n%s: %u policy runs left the live window's events (a bug to look at)\n",
                   r.program.c_str(), r.inconsistent);
+    if (r.tracked_wrong || r.tracked_steered)
+      std::printf(
+          "\n%s: %u tracked windows left the live window's events and %u differed between "
+          "two poisons (unknown bytes steered them unseen: a bug to look at)\n",
+          r.program.c_str(), r.tracked_wrong, r.tracked_steered);
     if (r.dead_stack_steered)
       std::printf(
           "\n%s: %u poisoned runs were steered before the end run's first unheld read "

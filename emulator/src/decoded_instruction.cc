@@ -231,6 +231,7 @@ bool DecodeInstruction(const uint8_t* bytes, size_t size, uint64_t address,
   d.atomic = (insn.attributes & ZYDIS_ATTRIB_HAS_LOCK) != 0 ||
              (insn.mnemonic == ZYDIS_MNEMONIC_XCHG &&
               (d.op[0].type == OperandType::kMemory || d.op[1].type == OperandType::kMemory));
+  d.flow = SummariseDataFlow(insn, ops);
   d.fast = ClassifyFast(d);
   if (d.fast == FastOp::kJcc)
     d.condition = static_cast<uint8_t>(ConditionOf(static_cast<ZydisMnemonic>(d.mnemonic)));

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 
+#include "data_flow.h"
 #include "pathprof/decoders/x86_branch.h"
 
 namespace pathprof::emulator {
@@ -85,6 +86,7 @@ struct DecodedInstruction {
   uint8_t rounding = 0;       // EVEX embedded rounding / SAE present: unmodelled
   std::array<Operand, 4> op{};
   decoders::X86Instruction branch;  // the branch classification the stepper uses
+  DataFlow flow;                    // what it reads and writes, for snapshot windows
   std::array<uint8_t, 15> bytes{};  // to check a cached decode against the code it came from
 };
 

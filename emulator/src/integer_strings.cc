@@ -92,7 +92,8 @@ Step StringOp(Machine& m, const DecodedInstruction& d) {
   const RegRef acc{RegClass::kGpr, kRax, static_cast<uint8_t>(size), 0};
   constexpr bool movs = kKind == StringKind::kMovs;
   constexpr bool stos = kKind == StringKind::kStos;
-  bool bulk = counted && (movs || stos) && !(m.s.rflags & kDF);
+  // Not while tracking unknown bytes: element by element, every store is recorded as made.
+  bool bulk = counted && (movs || stos) && !(m.s.rflags & kDF) && m.unknowns == nullptr;
   constexpr uint64_t kMaxIterations = (1u << 20) + 1;  // then the window ends
   for (uint64_t iterations = 0;; ++iterations) {
     if (counted && m.s.gpr[kRcx] == 0) break;

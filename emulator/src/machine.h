@@ -7,6 +7,7 @@
 
 #include "decoded_instruction.h"
 #include "pathprof/emulator/window_emulator.h"
+#include "unknown_bytes.h"
 #include "window_memory.h"
 
 namespace pathprof::emulator {
@@ -29,7 +30,8 @@ struct Machine {
   WindowMemory* memory = nullptr;
   Guest* guest = nullptr;
   EmulatorStats* stats = nullptr;
-  uint64_t next_rip = 0;  // address of the next instruction (for rip-relative operands)
+  UnknownState* unknowns = nullptr;  // tracked for a partial guest (unknown_bytes.h), else null
+  uint64_t next_rip = 0;             // address of the next instruction (for rip-relative operands)
   bool taken = false;
   EmulationEnd end = EmulationEnd::kComplete;
 
@@ -184,5 +186,7 @@ inline bool Condition(uint64_t f, unsigned cc) {
 // Executes one instruction of its family; kNotMine when it is not one of them.
 Step ExecuteInteger(Machine& m, const DecodedInstruction& d);
 Step ExecuteVector(Machine& m, const DecodedInstruction& d);
+// Whether the vector instruction `mnemonic` rounds or raises by mxcsr.
+bool VectorReadsMxcsr(uint16_t mnemonic);
 
 }  // namespace pathprof::emulator

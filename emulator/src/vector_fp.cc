@@ -234,54 +234,88 @@ Step StoreMxcsr(Machine& m, const DecodedInstruction& d) {
 }  // namespace
 
 void AddFloatingPointOps(VectorHandlers& t) {
-  t.Add({ZYDIS_MNEMONIC_ADDSS, ZYDIS_MNEMONIC_VADDSS}, ScalarArithmetic<uint32_t, FpOp::kAdd>);
-  t.Add({ZYDIS_MNEMONIC_ADDSD, ZYDIS_MNEMONIC_VADDSD}, ScalarArithmetic<uint64_t, FpOp::kAdd>);
-  t.Add({ZYDIS_MNEMONIC_SUBSS, ZYDIS_MNEMONIC_VSUBSS}, ScalarArithmetic<uint32_t, FpOp::kSub>);
-  t.Add({ZYDIS_MNEMONIC_SUBSD, ZYDIS_MNEMONIC_VSUBSD}, ScalarArithmetic<uint64_t, FpOp::kSub>);
-  t.Add({ZYDIS_MNEMONIC_MULSS, ZYDIS_MNEMONIC_VMULSS}, ScalarArithmetic<uint32_t, FpOp::kMul>);
-  t.Add({ZYDIS_MNEMONIC_MULSD, ZYDIS_MNEMONIC_VMULSD}, ScalarArithmetic<uint64_t, FpOp::kMul>);
-  t.Add({ZYDIS_MNEMONIC_DIVSS, ZYDIS_MNEMONIC_VDIVSS}, ScalarArithmetic<uint32_t, FpOp::kDiv>);
-  t.Add({ZYDIS_MNEMONIC_DIVSD, ZYDIS_MNEMONIC_VDIVSD}, ScalarArithmetic<uint64_t, FpOp::kDiv>);
-  t.Add({ZYDIS_MNEMONIC_MINSS, ZYDIS_MNEMONIC_VMINSS}, ScalarArithmetic<uint32_t, FpOp::kMin>);
-  t.Add({ZYDIS_MNEMONIC_MINSD, ZYDIS_MNEMONIC_VMINSD}, ScalarArithmetic<uint64_t, FpOp::kMin>);
-  t.Add({ZYDIS_MNEMONIC_MAXSS, ZYDIS_MNEMONIC_VMAXSS}, ScalarArithmetic<uint32_t, FpOp::kMax>);
-  t.Add({ZYDIS_MNEMONIC_MAXSD, ZYDIS_MNEMONIC_VMAXSD}, ScalarArithmetic<uint64_t, FpOp::kMax>);
-  t.Add({ZYDIS_MNEMONIC_SQRTSS, ZYDIS_MNEMONIC_VSQRTSS}, ScalarArithmetic<uint32_t, FpOp::kSqrt>);
-  t.Add({ZYDIS_MNEMONIC_SQRTSD, ZYDIS_MNEMONIC_VSQRTSD}, ScalarArithmetic<uint64_t, FpOp::kSqrt>);
-  t.Add({ZYDIS_MNEMONIC_RCPSS, ZYDIS_MNEMONIC_VRCPSS}, ScalarArithmetic<uint32_t, FpOp::kRcp>);
-  t.Add({ZYDIS_MNEMONIC_RSQRTSS, ZYDIS_MNEMONIC_VRSQRTSS},
-        ScalarArithmetic<uint32_t, FpOp::kRsqrt>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_ADDSS, ZYDIS_MNEMONIC_VADDSS},
+                     ScalarArithmetic<uint32_t, FpOp::kAdd>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_ADDSD, ZYDIS_MNEMONIC_VADDSD},
+                     ScalarArithmetic<uint64_t, FpOp::kAdd>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_SUBSS, ZYDIS_MNEMONIC_VSUBSS},
+                     ScalarArithmetic<uint32_t, FpOp::kSub>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_SUBSD, ZYDIS_MNEMONIC_VSUBSD},
+                     ScalarArithmetic<uint64_t, FpOp::kSub>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MULSS, ZYDIS_MNEMONIC_VMULSS},
+                     ScalarArithmetic<uint32_t, FpOp::kMul>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MULSD, ZYDIS_MNEMONIC_VMULSD},
+                     ScalarArithmetic<uint64_t, FpOp::kMul>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_DIVSS, ZYDIS_MNEMONIC_VDIVSS},
+                     ScalarArithmetic<uint32_t, FpOp::kDiv>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_DIVSD, ZYDIS_MNEMONIC_VDIVSD},
+                     ScalarArithmetic<uint64_t, FpOp::kDiv>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MINSS, ZYDIS_MNEMONIC_VMINSS},
+                     ScalarArithmetic<uint32_t, FpOp::kMin>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MINSD, ZYDIS_MNEMONIC_VMINSD},
+                     ScalarArithmetic<uint64_t, FpOp::kMin>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MAXSS, ZYDIS_MNEMONIC_VMAXSS},
+                     ScalarArithmetic<uint32_t, FpOp::kMax>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MAXSD, ZYDIS_MNEMONIC_VMAXSD},
+                     ScalarArithmetic<uint64_t, FpOp::kMax>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_SQRTSS, ZYDIS_MNEMONIC_VSQRTSS},
+                     ScalarArithmetic<uint32_t, FpOp::kSqrt>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_SQRTSD, ZYDIS_MNEMONIC_VSQRTSD},
+                     ScalarArithmetic<uint64_t, FpOp::kSqrt>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_RCPSS, ZYDIS_MNEMONIC_VRCPSS},
+                     ScalarArithmetic<uint32_t, FpOp::kRcp>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_RSQRTSS, ZYDIS_MNEMONIC_VRSQRTSS},
+                     ScalarArithmetic<uint32_t, FpOp::kRsqrt>);
 
-  t.Add({ZYDIS_MNEMONIC_ADDPS, ZYDIS_MNEMONIC_VADDPS}, PackedArithmetic<uint32_t, FpOp::kAdd>);
-  t.Add({ZYDIS_MNEMONIC_ADDPD, ZYDIS_MNEMONIC_VADDPD}, PackedArithmetic<uint64_t, FpOp::kAdd>);
-  t.Add({ZYDIS_MNEMONIC_SUBPS, ZYDIS_MNEMONIC_VSUBPS}, PackedArithmetic<uint32_t, FpOp::kSub>);
-  t.Add({ZYDIS_MNEMONIC_SUBPD, ZYDIS_MNEMONIC_VSUBPD}, PackedArithmetic<uint64_t, FpOp::kSub>);
-  t.Add({ZYDIS_MNEMONIC_MULPS, ZYDIS_MNEMONIC_VMULPS}, PackedArithmetic<uint32_t, FpOp::kMul>);
-  t.Add({ZYDIS_MNEMONIC_MULPD, ZYDIS_MNEMONIC_VMULPD}, PackedArithmetic<uint64_t, FpOp::kMul>);
-  t.Add({ZYDIS_MNEMONIC_DIVPS, ZYDIS_MNEMONIC_VDIVPS}, PackedArithmetic<uint32_t, FpOp::kDiv>);
-  t.Add({ZYDIS_MNEMONIC_DIVPD, ZYDIS_MNEMONIC_VDIVPD}, PackedArithmetic<uint64_t, FpOp::kDiv>);
-  t.Add({ZYDIS_MNEMONIC_MINPS, ZYDIS_MNEMONIC_VMINPS}, PackedArithmetic<uint32_t, FpOp::kMin>);
-  t.Add({ZYDIS_MNEMONIC_MINPD, ZYDIS_MNEMONIC_VMINPD}, PackedArithmetic<uint64_t, FpOp::kMin>);
-  t.Add({ZYDIS_MNEMONIC_MAXPS, ZYDIS_MNEMONIC_VMAXPS}, PackedArithmetic<uint32_t, FpOp::kMax>);
-  t.Add({ZYDIS_MNEMONIC_MAXPD, ZYDIS_MNEMONIC_VMAXPD}, PackedArithmetic<uint64_t, FpOp::kMax>);
-  t.Add({ZYDIS_MNEMONIC_SQRTPS, ZYDIS_MNEMONIC_VSQRTPS}, PackedArithmetic<uint32_t, FpOp::kSqrt>);
-  t.Add({ZYDIS_MNEMONIC_SQRTPD, ZYDIS_MNEMONIC_VSQRTPD}, PackedArithmetic<uint64_t, FpOp::kSqrt>);
-  t.Add({ZYDIS_MNEMONIC_RCPPS, ZYDIS_MNEMONIC_VRCPPS}, PackedArithmetic<uint32_t, FpOp::kRcp>);
-  t.Add({ZYDIS_MNEMONIC_RSQRTPS, ZYDIS_MNEMONIC_VRSQRTPS},
-        PackedArithmetic<uint32_t, FpOp::kRsqrt>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_ADDPS, ZYDIS_MNEMONIC_VADDPS},
+                     PackedArithmetic<uint32_t, FpOp::kAdd>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_ADDPD, ZYDIS_MNEMONIC_VADDPD},
+                     PackedArithmetic<uint64_t, FpOp::kAdd>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_SUBPS, ZYDIS_MNEMONIC_VSUBPS},
+                     PackedArithmetic<uint32_t, FpOp::kSub>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_SUBPD, ZYDIS_MNEMONIC_VSUBPD},
+                     PackedArithmetic<uint64_t, FpOp::kSub>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MULPS, ZYDIS_MNEMONIC_VMULPS},
+                     PackedArithmetic<uint32_t, FpOp::kMul>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MULPD, ZYDIS_MNEMONIC_VMULPD},
+                     PackedArithmetic<uint64_t, FpOp::kMul>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_DIVPS, ZYDIS_MNEMONIC_VDIVPS},
+                     PackedArithmetic<uint32_t, FpOp::kDiv>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_DIVPD, ZYDIS_MNEMONIC_VDIVPD},
+                     PackedArithmetic<uint64_t, FpOp::kDiv>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MINPS, ZYDIS_MNEMONIC_VMINPS},
+                     PackedArithmetic<uint32_t, FpOp::kMin>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MINPD, ZYDIS_MNEMONIC_VMINPD},
+                     PackedArithmetic<uint64_t, FpOp::kMin>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MAXPS, ZYDIS_MNEMONIC_VMAXPS},
+                     PackedArithmetic<uint32_t, FpOp::kMax>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_MAXPD, ZYDIS_MNEMONIC_VMAXPD},
+                     PackedArithmetic<uint64_t, FpOp::kMax>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_SQRTPS, ZYDIS_MNEMONIC_VSQRTPS},
+                     PackedArithmetic<uint32_t, FpOp::kSqrt>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_SQRTPD, ZYDIS_MNEMONIC_VSQRTPD},
+                     PackedArithmetic<uint64_t, FpOp::kSqrt>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_RCPPS, ZYDIS_MNEMONIC_VRCPPS},
+                     PackedArithmetic<uint32_t, FpOp::kRcp>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_RSQRTPS, ZYDIS_MNEMONIC_VRSQRTPS},
+                     PackedArithmetic<uint32_t, FpOp::kRsqrt>);
 
-  t.Add({ZYDIS_MNEMONIC_CMPSS, ZYDIS_MNEMONIC_VCMPSS}, Compare<uint32_t, true>);
-  t.Add({ZYDIS_MNEMONIC_CMPSD, ZYDIS_MNEMONIC_VCMPSD}, Compare<uint64_t, true>);
-  t.Add({ZYDIS_MNEMONIC_CMPPS, ZYDIS_MNEMONIC_VCMPPS}, Compare<uint32_t, false>);
-  t.Add({ZYDIS_MNEMONIC_CMPPD, ZYDIS_MNEMONIC_VCMPPD}, Compare<uint64_t, false>);
-  t.Add({ZYDIS_MNEMONIC_COMISS, ZYDIS_MNEMONIC_VCOMISS}, OrderedCompare<uint32_t, true>);
-  t.Add({ZYDIS_MNEMONIC_COMISD, ZYDIS_MNEMONIC_VCOMISD}, OrderedCompare<uint64_t, true>);
-  t.Add({ZYDIS_MNEMONIC_UCOMISS, ZYDIS_MNEMONIC_VUCOMISS}, OrderedCompare<uint32_t, false>);
-  t.Add({ZYDIS_MNEMONIC_UCOMISD, ZYDIS_MNEMONIC_VUCOMISD}, OrderedCompare<uint64_t, false>);
-  t.Add({ZYDIS_MNEMONIC_ROUNDSS, ZYDIS_MNEMONIC_VROUNDSS}, Round<uint32_t, true>);
-  t.Add({ZYDIS_MNEMONIC_ROUNDSD, ZYDIS_MNEMONIC_VROUNDSD}, Round<uint64_t, true>);
-  t.Add({ZYDIS_MNEMONIC_ROUNDPS, ZYDIS_MNEMONIC_VROUNDPS}, Round<uint32_t, false>);
-  t.Add({ZYDIS_MNEMONIC_ROUNDPD, ZYDIS_MNEMONIC_VROUNDPD}, Round<uint64_t, false>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CMPSS, ZYDIS_MNEMONIC_VCMPSS}, Compare<uint32_t, true>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CMPSD, ZYDIS_MNEMONIC_VCMPSD}, Compare<uint64_t, true>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CMPPS, ZYDIS_MNEMONIC_VCMPPS}, Compare<uint32_t, false>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CMPPD, ZYDIS_MNEMONIC_VCMPPD}, Compare<uint64_t, false>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_COMISS, ZYDIS_MNEMONIC_VCOMISS},
+                     OrderedCompare<uint32_t, true>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_COMISD, ZYDIS_MNEMONIC_VCOMISD},
+                     OrderedCompare<uint64_t, true>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_UCOMISS, ZYDIS_MNEMONIC_VUCOMISS},
+                     OrderedCompare<uint32_t, false>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_UCOMISD, ZYDIS_MNEMONIC_VUCOMISD},
+                     OrderedCompare<uint64_t, false>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_ROUNDSS, ZYDIS_MNEMONIC_VROUNDSS}, Round<uint32_t, true>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_ROUNDSD, ZYDIS_MNEMONIC_VROUNDSD}, Round<uint64_t, true>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_ROUNDPS, ZYDIS_MNEMONIC_VROUNDPS}, Round<uint32_t, false>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_ROUNDPD, ZYDIS_MNEMONIC_VROUNDPD}, Round<uint64_t, false>);
 
   auto& shapes = FmaShapes();
   for (unsigned mn = 0; mn <= ZYDIS_MNEMONIC_MAX_VALUE; ++mn) {
@@ -291,8 +325,8 @@ void AddFloatingPointOps(VectorHandlers& t) {
     if (shapes[mn].valid) t.Add({static_cast<ZydisMnemonic>(mn)}, FusedMultiplyAdd);
   }
 
-  t.Add({ZYDIS_MNEMONIC_LDMXCSR, ZYDIS_MNEMONIC_VLDMXCSR}, LoadMxcsr);
-  t.Add({ZYDIS_MNEMONIC_STMXCSR, ZYDIS_MNEMONIC_VSTMXCSR}, StoreMxcsr);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_LDMXCSR, ZYDIS_MNEMONIC_VLDMXCSR}, LoadMxcsr);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_STMXCSR, ZYDIS_MNEMONIC_VSTMXCSR}, StoreMxcsr);
 }
 
 }  // namespace pathprof::emulator

@@ -112,32 +112,36 @@ Step PackedConvert(Machine& m, const DecodedInstruction& d) {
 }  // namespace
 
 void AddFloatingPointConversions(VectorHandlers& t) {
-  t.Add({ZYDIS_MNEMONIC_CVTSI2SS, ZYDIS_MNEMONIC_VCVTSI2SS}, IntegerToFloat<false>);
-  t.Add({ZYDIS_MNEMONIC_CVTSI2SD, ZYDIS_MNEMONIC_VCVTSI2SD}, IntegerToFloat<true>);
-  t.Add({ZYDIS_MNEMONIC_CVTSS2SI, ZYDIS_MNEMONIC_VCVTSS2SI}, FloatToInteger<false, false>);
-  t.Add({ZYDIS_MNEMONIC_CVTTSS2SI, ZYDIS_MNEMONIC_VCVTTSS2SI}, FloatToInteger<false, true>);
-  t.Add({ZYDIS_MNEMONIC_CVTSD2SI, ZYDIS_MNEMONIC_VCVTSD2SI}, FloatToInteger<true, false>);
-  t.Add({ZYDIS_MNEMONIC_CVTTSD2SI, ZYDIS_MNEMONIC_VCVTTSD2SI}, FloatToInteger<true, true>);
-  t.Add({ZYDIS_MNEMONIC_CVTSS2SD, ZYDIS_MNEMONIC_VCVTSS2SD},
-        ScalarConvert<uint32_t, uint64_t, FpConversion::kSingleToDouble>);
-  t.Add({ZYDIS_MNEMONIC_CVTSD2SS, ZYDIS_MNEMONIC_VCVTSD2SS},
-        ScalarConvert<uint64_t, uint32_t, FpConversion::kDoubleToSingle>);
-  t.Add({ZYDIS_MNEMONIC_CVTPS2PD, ZYDIS_MNEMONIC_VCVTPS2PD},
-        PackedConvert<uint32_t, uint64_t, FpConversion::kSingleToDouble>);
-  t.Add({ZYDIS_MNEMONIC_CVTPD2PS, ZYDIS_MNEMONIC_VCVTPD2PS},
-        PackedConvert<uint64_t, uint32_t, FpConversion::kDoubleToSingle>);
-  t.Add({ZYDIS_MNEMONIC_CVTDQ2PS, ZYDIS_MNEMONIC_VCVTDQ2PS},
-        PackedConvert<uint32_t, uint32_t, FpConversion::kInt32ToSingle>);
-  t.Add({ZYDIS_MNEMONIC_CVTDQ2PD, ZYDIS_MNEMONIC_VCVTDQ2PD},
-        PackedConvert<uint32_t, uint64_t, FpConversion::kInt32ToDouble>);
-  t.Add({ZYDIS_MNEMONIC_CVTPS2DQ, ZYDIS_MNEMONIC_VCVTPS2DQ},
-        PackedConvert<uint32_t, uint32_t, FpConversion::kSingleToInt32>);
-  t.Add({ZYDIS_MNEMONIC_CVTTPS2DQ, ZYDIS_MNEMONIC_VCVTTPS2DQ},
-        PackedConvert<uint32_t, uint32_t, FpConversion::kSingleToInt32Truncated>);
-  t.Add({ZYDIS_MNEMONIC_CVTPD2DQ, ZYDIS_MNEMONIC_VCVTPD2DQ},
-        PackedConvert<uint64_t, uint32_t, FpConversion::kDoubleToInt32>);
-  t.Add({ZYDIS_MNEMONIC_CVTTPD2DQ, ZYDIS_MNEMONIC_VCVTTPD2DQ},
-        PackedConvert<uint64_t, uint32_t, FpConversion::kDoubleToInt32Truncated>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTSI2SS, ZYDIS_MNEMONIC_VCVTSI2SS}, IntegerToFloat<false>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTSI2SD, ZYDIS_MNEMONIC_VCVTSI2SD}, IntegerToFloat<true>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTSS2SI, ZYDIS_MNEMONIC_VCVTSS2SI},
+                     FloatToInteger<false, false>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTTSS2SI, ZYDIS_MNEMONIC_VCVTTSS2SI},
+                     FloatToInteger<false, true>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTSD2SI, ZYDIS_MNEMONIC_VCVTSD2SI},
+                     FloatToInteger<true, false>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTTSD2SI, ZYDIS_MNEMONIC_VCVTTSD2SI},
+                     FloatToInteger<true, true>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTSS2SD, ZYDIS_MNEMONIC_VCVTSS2SD},
+                     ScalarConvert<uint32_t, uint64_t, FpConversion::kSingleToDouble>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTSD2SS, ZYDIS_MNEMONIC_VCVTSD2SS},
+                     ScalarConvert<uint64_t, uint32_t, FpConversion::kDoubleToSingle>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTPS2PD, ZYDIS_MNEMONIC_VCVTPS2PD},
+                     PackedConvert<uint32_t, uint64_t, FpConversion::kSingleToDouble>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTPD2PS, ZYDIS_MNEMONIC_VCVTPD2PS},
+                     PackedConvert<uint64_t, uint32_t, FpConversion::kDoubleToSingle>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTDQ2PS, ZYDIS_MNEMONIC_VCVTDQ2PS},
+                     PackedConvert<uint32_t, uint32_t, FpConversion::kInt32ToSingle>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTDQ2PD, ZYDIS_MNEMONIC_VCVTDQ2PD},
+                     PackedConvert<uint32_t, uint64_t, FpConversion::kInt32ToDouble>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTPS2DQ, ZYDIS_MNEMONIC_VCVTPS2DQ},
+                     PackedConvert<uint32_t, uint32_t, FpConversion::kSingleToInt32>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTTPS2DQ, ZYDIS_MNEMONIC_VCVTTPS2DQ},
+                     PackedConvert<uint32_t, uint32_t, FpConversion::kSingleToInt32Truncated>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTPD2DQ, ZYDIS_MNEMONIC_VCVTPD2DQ},
+                     PackedConvert<uint64_t, uint32_t, FpConversion::kDoubleToInt32>);
+  t.AddFloatingPoint({ZYDIS_MNEMONIC_CVTTPD2DQ, ZYDIS_MNEMONIC_VCVTTPD2DQ},
+                     PackedConvert<uint64_t, uint32_t, FpConversion::kDoubleToInt32Truncated>);
 }
 
 }  // namespace pathprof::emulator

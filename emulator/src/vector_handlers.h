@@ -20,9 +20,15 @@ class VectorHandlers {
     // vpblendm*, vblendm*: their opmask picks a source. Every other handler takes the opmask
     // as a writemask, so an instruction Zydis gives a control mask is left unmodelled there.
     bool control_mask = false;
+    // Rounds or raises by mxcsr (the floating-point families): a window that could not load
+    // the vector state does not know its result (unknown_bytes.h).
+    bool floating_point = false;
   };
   void Add(std::initializer_list<ZydisMnemonic> mnemonics, VectorHandler handler) {
     for (ZydisMnemonic mn : mnemonics) table_.Set(mn, Entry{handler, false});
+  }
+  void AddFloatingPoint(std::initializer_list<ZydisMnemonic> mnemonics, VectorHandler handler) {
+    for (ZydisMnemonic mn : mnemonics) table_.Set(mn, Entry{handler, false, true});
   }
   void AddWithControlMask(std::initializer_list<ZydisMnemonic> mnemonics, VectorHandler handler) {
     for (ZydisMnemonic mn : mnemonics) table_.Set(mn, Entry{handler, true});

@@ -30,6 +30,10 @@ const VectorHandlers& Handlers() {
 
 }  // namespace
 
+bool VectorReadsMxcsr(uint16_t mnemonic) {
+  return Handlers().Find(mnemonic).floating_point;
+}
+
 Step ExecuteVector(Machine& m, const DecodedInstruction& d) {
   const VectorHandlers::Entry& e = Handlers().Find(d.mnemonic);
   if (!e.handler || (d.mask_control && !e.control_mask)) return Step::kNotMine;
@@ -43,7 +47,12 @@ Step ExecuteVector(Machine& m, const DecodedInstruction& d) {
   // shlx... are VEX-encoded integer instructions).
   if (!m.s.vector_loaded) {
     ++m.stats->vector_loads;
-    if (!m.guest->LoadVectorState(&m.s)) return m.End(EmulationEnd::kVectorState);
+    if (!m.guest->LoadVectorState(&m.s)) {
+      if (m.unknowns == nullptr) return m.End(EmulationEnd::kVectorState);
+      // A snapshot without the vector state: the registers run on as whatever they hold,
+      // unknown (unknown_bytes.h).
+      m.unknowns->VectorStateUnheld();
+    }
     m.s.vector_loaded = true;
   }
   return e.handler(m, d);

@@ -11,6 +11,7 @@
 #include "fast_ops.h"
 #include "machine.h"
 #include "pathprof/core/clock.h"
+#include "unknown_bytes.h"
 #include "window_memory.h"
 
 namespace pathprof::emulator {
@@ -47,6 +48,12 @@ std::string_view EmulationEndName(EmulationEnd end) {
       return "shared_memory";
     case EmulationEnd::kNotExecutable:
       return "not_executable";
+    case EmulationEnd::kNotInSnapshot:
+      return "not_in_snapshot";
+    case EmulationEnd::kVectorStateUnknown:
+      return "vector_state_unknown";
+    case EmulationEnd::kRegisterUnknown:
+      return "register_unknown";
   }
   return "?";
 }
@@ -193,6 +200,14 @@ EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest, bool sha
   m.memory = &memory;
   m.guest = &guest;
   m.stats = &im.stats;
+  // A partial guest (a snapshot): what it does not hold is tracked, not read (unknown_bytes.h).
+  UnknownState unknowns;
+  if (memory.tracking()) {
+    const uint16_t unheld = guest.UnheldRegisters();
+    for (unsigned r = 0; r < unknowns.gpr.size(); ++r)
+      if (unheld & (1u << r)) unknowns.gpr[r] = kUnheldRegister;
+    m.unknowns = &unknowns;
+  }
   EmulatedWindow w;
   w.events.reserve(std::min<uint32_t>(im.limits.window_taken, 64) * 2);
   uint32_t since_event = 0;
@@ -241,6 +256,15 @@ EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest, bool sha
       } else {
         d = im.Fetch(m, memory, w);
         if (!d) break;
+        // Code on a page the snapshot holds in part (a JIT's, on the heap): its bytes must
+        // be known too. Stable blocks come from pages a partial guest holds whole.
+        if (m.unknowns != nullptr) {
+          if (const uint8_t u = memory.UnknownAt(m.s.rip, d->length); u != 0) {
+            w.end =
+                u & kUnheldMemory ? EmulationEnd::kNotInSnapshot : EmulationEnd::kRegisterUnknown;
+            break;
+          }
+        }
       }
     }
     const uint64_t rip = m.s.rip;
@@ -272,6 +296,10 @@ EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest, bool sha
     }
     m.next_rip = rip + d->length;
     m.taken = false;
+    if (m.unknowns != nullptr && CheckUnknownInputs(m, *d) == Step::kEnded) {
+      w.end = m.end;
+      break;
+    }
     Step st;
     if (d->fast != FastOp::kNone) {
       st = ExecuteFast(m, *d);
@@ -290,6 +318,7 @@ EmulatedWindow WindowEmulator::Run(const CpuState& start, Guest& guest, bool sha
         w.mnemonic = d->mnemonic;
       break;
     }
+    if (m.unknowns != nullptr) PropagateUnknown(m, *d);
     ++w.instructions;
     ++since_event;
     if (d->branch.is_branch) {

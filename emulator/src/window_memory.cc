@@ -24,6 +24,9 @@ void WindowMemory::Begin(Guest& guest) {
   wrote_stable_ = false;
   last_page_ = ~0ull;
   last_ = nullptr;
+  tracking_ = guest.Partial();
+  read_unknown_ = 0;
+  stored_.clear();
 }
 
 uint8_t* WindowMemory::NewBuffer() {
@@ -53,6 +56,17 @@ MemoryStatus WindowMemory::Get(uint64_t page, Page** out) {
       }
       ++pages_read_;
       ++stats_->pages_read;
+      if (tracking_) {
+        uint8_t* unknown = NewBuffer();
+        std::memset(unknown, 0, Guest::kPageSize);
+        if (guest_->UnheldBytes(page, unknown)) {
+          for (size_t i = 0; i < Guest::kPageSize; ++i) unknown[i] = unknown[i] ? kUnheldMemory : 0;
+          p.unknown = unknown;
+          stable = false;  // its bytes are this snapshot's, not the image's
+        } else {
+          --used_;
+        }
+      }
       if (stable) {
         PageBytes copy;
         std::memcpy(copy.data(), buf, copy.size());
@@ -95,6 +109,8 @@ MemoryStatus WindowMemory::ReadSlow(uint64_t address, void* out, size_t size) {
     const size_t offset = address & kPageMask;
     const size_t n = std::min(size, Guest::kPageSize - offset);
     std::memcpy(dst, p->bytes + offset, n);
+    if (p->unknown != nullptr)
+      for (size_t i = 0; i < n; ++i) read_unknown_ |= p->unknown[offset + i];
     dst += n;
     address += n;
     size -= n;
@@ -114,11 +130,58 @@ MemoryStatus WindowMemory::WriteSlow(uint64_t address, const void* in, size_t si
     const size_t offset = address & kPageMask;
     const size_t n = std::min(size, Guest::kPageSize - offset);
     std::memcpy(p->own + offset, src, n);
+    if (tracking_) Stored(address, n);
     src += n;
     address += n;
     size -= n;
   }
   return MemoryStatus::kOk;
+}
+
+// Consecutive stores (a rep movs, stos, one element at a time) extend one range.
+void WindowMemory::Stored(uint64_t address, size_t n) {
+  if (!stored_.empty()) {
+    auto& last = stored_.back();
+    if (address == last.second) return void(last.second = address + n);
+    if (address + n == last.first) return void(last.first = address);
+  }
+  stored_.emplace_back(address, address + n);
+}
+
+void WindowMemory::ApplyWriteUnknown(uint8_t unknown) {
+  for (auto [lo, hi] : stored_) {
+    while (lo < hi) {
+      const uint64_t page = lo & ~kPageMask;
+      const size_t offset = lo & kPageMask;
+      const size_t n = std::min<uint64_t>(hi - lo, Guest::kPageSize - offset);
+      auto it = pages_.find(page);  // present: the store went there
+      if (it != pages_.end()) {
+        Page& p = it->second;
+        if (p.unknown == nullptr && unknown != 0) {
+          p.unknown = NewBuffer();
+          std::memset(p.unknown, 0, Guest::kPageSize);
+        }
+        if (p.unknown != nullptr) std::memset(p.unknown + offset, unknown, n);
+      }
+      lo += n;
+    }
+  }
+  stored_.clear();
+}
+
+uint8_t WindowMemory::UnknownAt(uint64_t address, size_t size) {
+  uint8_t u = 0;
+  while (size > 0) {
+    Page* p = nullptr;
+    if (Get(address & ~kPageMask, &p) != MemoryStatus::kOk) return u;  // the load itself ends it
+    const size_t offset = address & kPageMask;
+    const size_t n = std::min(size, Guest::kPageSize - offset);
+    if (p->unknown != nullptr)
+      for (size_t i = 0; i < n; ++i) u |= p->unknown[offset + i];
+    address += n;
+    size -= n;
+  }
+  return u;
 }
 
 MemoryStatus WindowMemory::WritableSpan(uint64_t address, size_t size, uint8_t** out, size_t* n) {
@@ -128,6 +191,9 @@ MemoryStatus WindowMemory::WritableSpan(uint64_t address, size_t size, uint8_t**
   const size_t offset = address & kPageMask;
   *out = p->own + offset;
   *n = std::min(size, Guest::kPageSize - offset);
+  // Tracking: the whole span counts as stored (rep movs/stos copy element by element then,
+  // integer_strings.cc, so no caller stores less than it asked for).
+  if (tracking_) Stored(address, *n);
   return MemoryStatus::kOk;
 }
 
@@ -138,6 +204,8 @@ MemoryStatus WindowMemory::ReadableSpan(uint64_t address, size_t size, const uin
   const size_t offset = address & kPageMask;
   *out = p->bytes + offset;
   *n = std::min(size, Guest::kPageSize - offset);
+  if (p->unknown != nullptr)
+    for (size_t i = 0; i < *n; ++i) read_unknown_ |= p->unknown[offset + i];
   return MemoryStatus::kOk;
 }
 

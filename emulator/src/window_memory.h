@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pathprof/emulator/window_emulator.h"
+#include "unknown_bytes.h"
 
 namespace pathprof::emulator {
 
@@ -47,13 +48,14 @@ class WindowMemory {
   // accessed last take an inline path: most of a window's accesses hit the stack page it used
   // just before; anything else goes through the general one.
   MemoryStatus Read(uint64_t address, void* out, size_t size) {
-    if ((address & ~kPageMask) == last_page_ && (address & kPageMask) + size <= Guest::kPageSize)
+    if ((address & ~kPageMask) == last_page_ && (address & kPageMask) + size <= Guest::kPageSize &&
+        !tracking_)
       return CopySmall(out, last_->bytes + (address & kPageMask), size), MemoryStatus::kOk;
     return ReadSlow(address, out, size);
   }
   MemoryStatus Write(uint64_t address, const void* in, size_t size) {
     if ((address & ~kPageMask) == last_page_ && last_->written &&
-        (address & kPageMask) + size <= Guest::kPageSize)
+        (address & kPageMask) + size <= Guest::kPageSize && !tracking_)
       return CopySmall(last_->own + (address & kPageMask), in, size), MemoryStatus::kOk;
     return WriteSlow(address, in, size);
   }
@@ -68,6 +70,23 @@ class WindowMemory {
   MemoryStatus WritableSpan(uint64_t address, size_t size, uint8_t** out, size_t* n);
   MemoryStatus ReadableSpan(uint64_t address, size_t size, const uint8_t** out, size_t* n);
   uint32_t pages_read() const { return pages_read_; }
+
+  // Unknown bytes (unknown_bytes.h), tracked where the guest is partial (Guest::Partial): each
+  // byte of a page the guest does not wholly hold carries why it is unknown (0: known). Loads
+  // gather the kinds of the bytes they read; stores are remembered until the instruction's
+  // outputs are known (the union of its inputs), then given that kind.
+  bool tracking() const { return tracking_; }
+  // The kinds of the bytes loads read since the last call.
+  uint8_t TakeReadUnknown() {
+    const uint8_t u = read_unknown_;
+    read_unknown_ = 0;
+    return u;
+  }
+  // The bytes stored since the last call take `unknown` (0: known from now on).
+  void ApplyWriteUnknown(uint8_t unknown);
+  // The kinds of [address, address + size): for a jump target or a faulting operand, checked
+  // before the instruction runs. Pages are read as a load would read them.
+  uint8_t UnknownAt(uint64_t address, size_t size);
   // A store went to a page that was stable (code or read-only data): cached decodes of stable
   // code must be checked against this window's bytes from now on.
   bool wrote_stable_page() const { return wrote_stable_; }
@@ -101,8 +120,10 @@ class WindowMemory {
     uint8_t* own = nullptr;          // the window's copy once it has one
     bool stable = false;
     bool written = false;
+    uint8_t* unknown = nullptr;  // tracking: a kind per byte, or null when all are known
   };
   MemoryStatus Get(uint64_t page, Page** out);
+  void Stored(uint64_t address, size_t n);
   MemoryStatus MakeWritable(uint64_t address, Page* page);
   uint8_t* NewBuffer();
 
@@ -115,7 +136,10 @@ class WindowMemory {
   uint64_t last_page_ = ~0ull;
   Page* last_ = nullptr;
   std::unordered_map<uint64_t, Page> pages_;
-  std::vector<std::unique_ptr<PageBytes>> buffers_;  // the first used_ belong to this window
+  bool tracking_ = false;
+  uint8_t read_unknown_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> stored_;  // [lo, hi) since ApplyWriteUnknown
+  std::vector<std::unique_ptr<PageBytes>> buffers_;    // the first used_ belong to this window
   size_t used_ = 0;
 };
 

@@ -142,11 +142,13 @@ bool SnapshotGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
   if (r.held) {
     // A stack page: the copy holds the bytes from the red zone up stack_bytes; below the red
     // zone, only what the window writes there itself is live (a read of the rest would be a
-    // read of dead stack), so poison shows a window that relied on more.
-    if (mode_ == Mode::kPoison) {
+    // read of dead stack), so poison shows a window that relied on more, and tracking makes
+    // those bytes unknown.
+    if (mode_ == Mode::kPoison || mode_ == Mode::kTrack) {
       const uint64_t copy_low = StackCopy(stack_, policy_.stack_bytes).lo;
       const uint64_t below = copy_low > page ? std::min(copy_low - page, kPageSize) : 0;
       std::memset(out, poison_, below);
+      if (mode_ == Mode::kTrack && below > 0) held_parts_[page] = {{below, kPageSize}};
       // stack_reach <= stack_bytes: every byte above the red zone is in the copy.
     }
     return true;
@@ -164,13 +166,22 @@ bool SnapshotGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
   std::memset(out, poison_, kPageSize);
   for (const ByteRange& k : kept) std::memcpy(out + k.lo, live + k.lo, k.hi - k.lo);
   *stable = false;  // its bytes are this snapshot's: not to be kept across windows
+  if (mode_ == Mode::kTrack) held_parts_[page] = std::move(kept);
+  return true;
+}
+
+bool SnapshotGuest::UnheldBytes(uint64_t page, uint8_t* unheld) {
+  auto it = held_parts_.find(page);
+  if (it == held_parts_.end()) return false;
+  std::memset(unheld, 1, kPageSize);
+  for (const ByteRange& k : it->second) std::memset(unheld + k.lo, 0, k.hi - k.lo);
   return true;
 }
 
 bool SnapshotGuest::LoadVectorState(emulator::CpuState* state) {
   ++vector_loads_;
   if (policy_.vector_state || mode_ == Mode::kServe) return live_.LoadVectorState(state);
-  if (mode_ == Mode::kEnd) return false;
+  if (mode_ == Mode::kEnd || mode_ == Mode::kTrack) return false;  // kTrack: unknown from here
   // Poison: the registers' bytes and the opmasks; the control words keep the values every
   // program here runs with (the defaults), which a snapshot could assume.
   for (auto& z : state->zmm) std::memset(z.data(), poison_, z.size());

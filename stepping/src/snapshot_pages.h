@@ -110,13 +110,16 @@ class HintPages {
 //   kPoison: every byte it would not hold reads as `poison` (a stack page the copy holds in
 //            part keeps the part): the window goes on, and where its branches first differ
 //            from the live window's is where unknown bytes steered it;
-//   kServe:  read as the live guest reads it (only recorded).
+//   kServe:  read as the live guest reads it (only recorded);
+//   kTrack:  a partial guest (Guest::Partial): the bytes it would not hold read as `poison`
+//            and are unknown to the emulator, which ends the window only where a branch,
+//            jump target or address depends on them: what a snapshot emulator gets.
 // Vector registers, where the policy holds none, are by the same mode: unreadable (the window
-// ends as vector_state), all `poison`, or the live thread's.
+// ends as vector_state), all `poison`, the live thread's, or unknown.
 // Every page read is recorded with its class and whether the snapshot holds it.
 class SnapshotGuest final : public emulator::Guest {
  public:
-  enum class Mode : uint8_t { kEnd, kPoison, kServe };
+  enum class Mode : uint8_t { kEnd, kPoison, kServe, kTrack };
   struct Read {
     SnapshotPage page;
     bool held = false;
@@ -138,6 +141,8 @@ class SnapshotGuest final : public emulator::Guest {
   bool PageWritable(uint64_t page) override { return live_.PageWritable(page); }
   bool PageExecutable(uint64_t page) override { return live_.PageExecutable(page); }
   bool LoadVectorState(emulator::CpuState* state) override;
+  bool Partial() override { return mode_ == Mode::kTrack; }
+  bool UnheldBytes(uint64_t page, uint8_t* unheld) override;
   // Bytes the snapshot holds besides those of `policy` (RegisterRanges: sorted, disjoint). A
   // page they cover in part is not held (kEnd), or keeps those bytes and is poisoned elsewhere.
   void HoldAlso(std::vector<ByteRange> ranges) { also_held_ = std::move(ranges); }
@@ -156,6 +161,8 @@ class SnapshotGuest final : public emulator::Guest {
   Mode mode_;
   uint8_t poison_;
   std::vector<ByteRange> also_held_;
+  // kTrack: the pages held in part, and the parts held (offsets into the page).
+  std::unordered_map<uint64_t, std::vector<ByteRange>> held_parts_;
   std::vector<Read> reads_;
   uint32_t vector_loads_ = 0;
 };

@@ -205,5 +205,55 @@ TEST(SnapshotPages, PoisonedWindowRunsOnUntilAnUnknownByteSteersABranch) {
   EXPECT_EQ(Length(p, nullptr, SnapshotGuest::Mode::kPoison, 0xff, code), 32u);
 }
 
+TEST(SnapshotPages, TrackedWindowEndsWhereAnUnknownByteSteersIt) {
+  // The same program: tracked (a partial guest), the load of the unheld heap word is not the
+  // end, and the jnz it steers is, whatever the poison: 2 taken branches, never 32.
+  const std::vector<uint8_t> code = {0x48, 0x8b, 0x04, 0x25, 0x00, 0x00, 0x70, 0x00, 0xeb, 0x00,
+                                     0xeb, 0x00, 0x48, 0x85, 0xc0, 0x75, 0x00, 0xeb, 0xfe};
+  const SnapshotPolicy p{"stack64+image", 64 * 1024, true, 0};
+  for (uint8_t poison : {0x00, 0xff}) {
+    PlainGuest live = Machine(code);
+    SnapshotGuest guest(live, p, Stack(), nullptr, kCode, SnapshotGuest::Mode::kTrack, poison);
+    WindowEmulator emulator;
+    const emulator::EmulatedWindow w = emulator.Run(Start(), guest);
+    EXPECT_EQ(w.taken, 2u);
+    EXPECT_EQ(w.end, emulator::EmulationEnd::kNotInSnapshot);
+    EXPECT_EQ(w.end_address, kCode + 15);  // the jnz
+  }
+  // Held by a hint: the window runs its 32.
+  HintPages hints(4);
+  hints.Learn(kCode, kHeap);
+  EXPECT_EQ(Length({"hints4", 64 * 1024, true, 4}, &hints, SnapshotGuest::Mode::kTrack, 0, code),
+            32u);
+}
+
+TEST(SnapshotPages, TrackingMarksWhatTheCopiesDoNotHold) {
+  PlainGuest live = Machine(kReads);
+  const SnapshotPolicy p{"stack16", 16 * 1024, false, 0};
+  SnapshotGuest guest(live, p, Stack(), nullptr, kCode, SnapshotGuest::Mode::kTrack, 0xee);
+  guest.HoldAlso({{kHeap + 0x100, kHeap + 0x180}});
+  EXPECT_TRUE(guest.Partial());
+  std::array<uint8_t, Guest::kPageSize> page{}, unheld{};
+  bool stable = true;
+  // The page below the stack pointer's: the red zone (its last 0x40 bytes) is held, the dead
+  // stack below it is not.
+  ASSERT_TRUE(guest.ReadPage(0x100ef000, page.data(), &stable));
+  ASSERT_TRUE(guest.UnheldBytes(0x100ef000, unheld.data()));
+  EXPECT_EQ(unheld[0xfbf], 1);
+  EXPECT_EQ(unheld[0xfc0], 0);
+  // The page holding rsp: all of it in the copy.
+  unheld.fill(0);
+  ASSERT_TRUE(guest.ReadPage(0x100f0000, page.data(), &stable));
+  EXPECT_FALSE(guest.UnheldBytes(0x100f0000, unheld.data()));
+  // The heap: only what the register copy holds.
+  ASSERT_TRUE(guest.ReadPage(kHeap, page.data(), &stable));
+  ASSERT_TRUE(guest.UnheldBytes(kHeap, unheld.data()));
+  EXPECT_EQ(unheld[0xff], 1);
+  EXPECT_EQ(unheld[0x100], 0);
+  EXPECT_EQ(unheld[0x17f], 0);
+  EXPECT_EQ(unheld[0x180], 1);
+  EXPECT_FALSE(stable);
+}
+
 }  // namespace
 }  // namespace pathprof::stepping

@@ -259,17 +259,25 @@ objcopy -O binary -j .text "$tmp/emu.o" "$tmp/emu.bin"
 em="$here/emulator"
 mkdir -p "$em"
 # seed NAME RIP_OFFSET FLAGS (bit 0: rsp at the stack's top; bit 1: vector state readable; bit 2:
-# other threads share the memory)
+# other threads share the memory; bit 3: also over a partial guest). The *_partial seeds: the
+# data page's second half (the stack's top) and a third page are not held, nor are rax and rdx.
 python3 - "$tmp/emu.bin" "$em" <<'PY'
 import struct, sys
 code = open(sys.argv[1], 'rb').read()
 for name, rip, flags in [('loop_call', 0x000, 1), ('strings', 0x080, 1), ('arith', 0x100, 1),
                          ('vectors', 0x180, 3), ('indirect', 0x200, 1),
-                         ('indirect_shared', 0x200, 5)]:
-    header = bytes(16 * 8) + struct.pack('<QHBB', 0x202, rip, 31, flags)
+                         ('indirect_shared', 0x200, 5), ('loop_call_partial', 0x000, 9),
+                         ('strings_partial', 0x080, 9), ('vectors_partial', 0x180, 9),
+                         ('indirect_partial', 0x200, 9)]:
+    partial = flags & 8
+    rflags = 0x202 | (0b101 << 16 if partial else 0)  # bits 16-31: the unheld registers
+    header = bytes(16 * 8) + struct.pack('<QHBB', rflags, rip, 31, flags)
     code_page = bytes([6]) + code.ljust(4096, b'\xcc')   # executable, stable
-    data_page = bytes([1]) + bytes(range(64))            # writable, zero-filled past 64 bytes
-    open(f'{sys.argv[2]}/{name}.bin', 'wb').write(header + code_page + data_page)
+    data_page = bytes([1 | (16 if partial else 0)]) + bytes(range(64)).ljust(4096, b'\0')
+    if not partial:
+        data_page = bytes([1]) + bytes(range(64))        # writable, zero-filled past 64 bytes
+    extra = bytes([1 | 8]) + bytes(range(64)) if partial else b''  # writable, not held
+    open(f'{sys.argv[2]}/{name}.bin', 'wb').write(header + code_page + data_page + extra)
 PY
 
 # --- cfi_unwind ---

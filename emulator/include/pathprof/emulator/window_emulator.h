@@ -69,6 +69,22 @@ class Guest {
   virtual bool PageExecutable(uint64_t /*page*/) { return true; }
   // Fills state->zmm, k, mxcsr, fcw and fsw from the thread; false when they cannot be read.
   virtual bool LoadVectorState(CpuState* state) = 0;
+
+  // A guest that holds only part of the target (a snapshot taken without stopping it:
+  // stepping/'s SnapshotGuest) says so here. The emulator then tracks which bytes are unknown:
+  // a load of bytes the guest does not hold, vector registers it cannot load, and registers it
+  // does not hold make what is computed from them unknown, and the window ends only where a
+  // branch condition, a jump target, an address or a faulting operand depends on them
+  // (EmulationEnd::kNotInSnapshot, kVectorStateUnknown, kRegisterUnknown). Exact or shorter,
+  // never wrong, as every other window.
+  virtual bool Partial() { return false; }
+  // Partial guests, after ReadPage(page): sets to 1 the bytes of `unheld` (kPageSize, zeroed
+  // by the caller) whose values the guest does not hold (ReadPage gave something else there);
+  // false when it holds the whole page.
+  virtual bool UnheldBytes(uint64_t /*page*/, uint8_t* /*unheld*/) { return false; }
+  // Partial guests: the general registers whose start values it does not hold (a bit per
+  // CpuState::gpr index; rax of a thread sampled inside a system call).
+  virtual uint16_t UnheldRegisters() { return 0; }
 };
 
 // Why a window ended. Every end but kComplete leaves a shorter window, still exact.
@@ -88,8 +104,13 @@ enum class EmulationEnd : uint8_t {
   kTimeLimit,         // the window ran max_ns (the tracer lost its CPU while the thread waited)
   kSharedMemory,      // an atomic (lock prefix, xchg with memory) in a process of many threads
   kNotExecutable,     // the code is in a page the CPU would not execute (NX): it would fault
+  // Partial guests only (Guest::Partial): a branch condition, jump target, address or
+  // faulting operand next depends on bytes ...
+  kNotInSnapshot,       // ... of memory the guest does not hold
+  kVectorStateUnknown,  // ... of vector registers (or mxcsr) it could not load
+  kRegisterUnknown,     // ... of a general register it does not hold at the start
 };
-inline constexpr int kEmulationEndCount = 15;
+inline constexpr int kEmulationEndCount = 18;
 std::string_view EmulationEndName(EmulationEnd end);  // "complete", "syscall", ...
 
 struct EmulatorLimits {

@@ -78,7 +78,7 @@ struct PtraceBurstOptions {
 
 // Slots for the emulator's window-end reasons (emulator::EmulationEnd), and how many of the
 // instructions that ended emulated windows are reported by name.
-inline constexpr size_t kEmulationEndSlots = 16;
+inline constexpr size_t kEmulationEndSlots = 20;
 inline constexpr size_t kEndingInstructions = 16;
 std::string_view EmulationEndReason(size_t slot);     // "complete", "syscall", "unmodelled", ...
 std::string_view InstructionName(uint16_t mnemonic);  // "vpcmpeqb"
