@@ -9,7 +9,9 @@
 //   runs on, and its length is how many taken branches both runs share with the live window
 //   (an upper bound on what a snapshot emulator that marks unknown bytes and ends where a
 //   branch, jump target or address depends on one would reach: poison that happens to steer
-//   a branch the live way is not caught).
+//   a branch the live way is not caught), and
+//   "tracked": that emulator itself (SnapshotGuest::Mode::kTrack; emulator/src/unknown_bytes.h),
+//   run under both poisons: the two must agree and follow the live window (counted if not).
 // Also the pages the live windows read, by class. Counts of pages and branches, not times: the
 // figures do not depend on the host's load. After the benchmarks the tables are printed in
 // Markdown (docs/performance.md, "Snapshot windows"). Windows per program:
