@@ -23,9 +23,10 @@ class IntegerHandlers {
   MnemonicTable<InstructionHandler> table_;
 };
 
-void AddIntegerDataOps(IntegerHandlers& t);     // integer_ops.cc: moves, arithmetic, flags
-void AddIntegerControlOps(IntegerHandlers& t);  // integer_control.cc: stack, jumps, conditions
-void AddStringOps(IntegerHandlers& t);          // integer_strings.cc: movs, stos, lods, cmps, scas
-void AddHostFlaggedOps(IntegerHandlers& t);     // integer_host_flags.cc: undefined flags
+void AddIntegerDataOps(IntegerHandlers& t);      // integer_ops.cc: moves, arithmetic, flags
+void AddIntegerControlOps(IntegerHandlers& t);   // integer_control.cc: stack, jumps, conditions
+void AddStringOps(IntegerHandlers& t);           // integer_strings.cc: movs, stos, lods, cmps, scas
+void AddHostFlaggedOps(IntegerHandlers& t);      // integer_host_flags.cc: undefined flags
+void AddBitManipulationOps(IntegerHandlers& t);  // integer_bit_manipulation.cc: pdep, mulx, adcx
 
 }  // namespace pathprof::emulator

@@ -293,6 +293,7 @@ const IntegerHandlers& Handlers() {
     AddIntegerControlOps(t);
     AddStringOps(t);
     AddHostFlaggedOps(t);
+    AddBitManipulationOps(t);
     return t;
   }();
   return handlers;

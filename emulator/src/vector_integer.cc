@@ -90,6 +90,24 @@ T Sign(T a, T b) {
   return b < 0 ? static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a)) : b == 0 ? 0 : a;
 }
 
+// pmaddwd per dword: the two signed word products added (0x8000 * 0x8000 twice wraps to
+// INT32_MIN, as the CPU gives it).
+inline uint32_t MultiplyAddWords(uint32_t a, uint32_t b) {
+  const int64_t lo = int64_t{static_cast<int16_t>(a)} * static_cast<int16_t>(b);
+  const int64_t hi = int64_t{static_cast<int16_t>(a >> 16)} * static_cast<int16_t>(b >> 16);
+  return static_cast<uint32_t>(lo + hi);
+}
+// psadbw per qword: the sum of the eight bytes' absolute differences, in the low word.
+inline uint64_t SumAbsoluteDifferences(uint64_t a, uint64_t b) {
+  uint64_t sum = 0;
+  for (int i = 0; i < 8; ++i) {
+    const int x = static_cast<int>((a >> (8 * i)) & 0xff),
+              y = static_cast<int>((b >> (8 * i)) & 0xff);
+    sum += static_cast<uint64_t>(x > y ? x - y : y - x);
+  }
+  return sum;
+}
+
 // dst = fn(a, b) per element; masked-off elements of a memory b are not read.
 template <typename T, T (*Fn)(T, T)>
 Step ElementWise(Machine& m, const DecodedInstruction& d) {
@@ -241,6 +259,9 @@ void AddVectorIntegerOps(VectorHandlers& t) {
   t.Add({ZYDIS_MNEMONIC_PMULUDQ, ZYDIS_MNEMONIC_VPMULUDQ},
         ElementWise<uint64_t, MultiplyEvenUnsigned>);
   t.Add({ZYDIS_MNEMONIC_PMULDQ, ZYDIS_MNEMONIC_VPMULDQ}, ElementWise<uint64_t, MultiplyEvenSigned>);
+  t.Add({ZYDIS_MNEMONIC_PMADDWD, ZYDIS_MNEMONIC_VPMADDWD}, ElementWise<uint32_t, MultiplyAddWords>);
+  t.Add({ZYDIS_MNEMONIC_PSADBW, ZYDIS_MNEMONIC_VPSADBW},
+        ElementWise<uint64_t, SumAbsoluteDifferences>);
 
   // Bitwise: the q forms of the unmasked encodings (element size only matters under a mask).
   t.Add({ZYDIS_MNEMONIC_PAND, ZYDIS_MNEMONIC_VPAND, ZYDIS_MNEMONIC_VPANDQ, ZYDIS_MNEMONIC_ANDPD,

@@ -216,6 +216,17 @@ pathprof_run_native:
   CASE pp_blsi64, blsi rax, rcx
   CASE pp_blsmsk32, blsmsk eax, ecx
   CASE pp_blsmsk64, blsmsk rax, rcx
+  CASE pp_pdep32, pdep eax, ecx, edx
+  CASE pp_pdep64, pdep rax, rcx, rdx
+  CASE pp_pext32, pext eax, ecx, edx
+  CASE pp_pext64, pext rax, rcx, rdx
+  CASE pp_mulx32, mulx eax, ecx, ebx
+  CASE pp_mulx64, mulx rax, rcx, rbx
+  CASE pp_mulx_same, mulx rax, rax, rbx
+  CASE pp_adcx32, adcx eax, ecx
+  CASE pp_adcx64, adcx rax, rcx
+  CASE pp_adox64, adox rax, rcx
+  CASE pp_adox_mem64, adox rax, qword ptr [rdi]
   CASE pp_movbe_load16, movbe ax, word ptr [rdi]
   CASE pp_movbe_load32, movbe eax, dword ptr [rdi]
   CASE pp_movbe_load64, movbe rax, qword ptr [rdi]
@@ -271,7 +282,9 @@ pathprof_run_native:
   X(pp_tzcnt32) X(pp_tzcnt64) X(pp_lzcnt16) X(pp_lzcnt32) X(pp_lzcnt64) X(pp_popcnt16)        \
   X(pp_popcnt32) X(pp_popcnt64) X(pp_andn32) X(pp_andn64) X(pp_bzhi32) X(pp_bzhi64)           \
   X(pp_bextr32) X(pp_bextr64) X(pp_blsr32) X(pp_blsr64) X(pp_blsi32) X(pp_blsi64)             \
-  X(pp_blsmsk32) X(pp_blsmsk64) X(pp_movbe_load16) X(pp_movbe_load32) X(pp_movbe_load64)      \
+  X(pp_blsmsk32) X(pp_blsmsk64) X(pp_pdep32) X(pp_pdep64) X(pp_pext32) X(pp_pext64)         \
+  X(pp_mulx32) X(pp_mulx64) X(pp_mulx_same) X(pp_adcx32) X(pp_adcx64) X(pp_adox64)           \
+  X(pp_adox_mem64) X(pp_movbe_load16) X(pp_movbe_load32) X(pp_movbe_load64)      \
   X(pp_movbe_store16) X(pp_movbe_store32) X(pp_movbe_store64) X(pp_add32) X(pp_adc64)         \
   X(pp_sbb16) X(pp_xor8) X(pp_neg32) X(pp_inc64) X(pp_xadd32) X(pp_xadd_same) X(pp_xadd_mem)  \
   X(pp_xchg_mem) X(pp_cmpxchg32) X(pp_cmpxchg_mem) X(pp_cmpxchg_mem_equal) X(pp_pop_mem)

@@ -261,6 +261,8 @@ NATIVE uint64_t Sse2Kernel(const uint8_t* p, uint64_t n) {
     t = _mm_insert_epi16(t, _mm_extract_epi16(a, 3), 6);
     t = _mm_sub_epi64(t, _mm_srli_epi64(a, 61));
     t = _mm_adds_epu16(t, _mm_subs_epi8(a, b));
+    t = _mm_add_epi32(t, _mm_madd_epi16(a, b));
+    t = _mm_xor_si128(t, _mm_sad_epu8(a, b));
     acc = _mm_add_epi64(acc, t);
     bits = Fold(bits, static_cast<uint64_t>(_mm_movemask_epi8(t)));
   }
@@ -315,6 +317,8 @@ NATIVE_FOR("avx2,bmi2") uint64_t Avx2Kernel(const uint8_t* p, uint64_t n) {
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32));
     __m256i t = _mm256_add_epi8(a, b);
     t = _mm256_xor_si256(t, _mm256_shuffle_epi8(a, b));
+    t = _mm256_add_epi32(t, _mm256_madd_epi16(a, b));
+    t = _mm256_xor_si256(t, _mm256_sad_epu8(a, b));
     t = _mm256_add_epi64(t, _mm256_permute4x64_epi64(a, 0x4e));
     t = _mm256_xor_si256(t, _mm256_permutevar8x32_epi32(b, a));
     t = _mm256_add_epi8(t, _mm256_permute2x128_si256(a, b, 0x21));
