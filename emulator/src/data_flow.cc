@@ -241,6 +241,9 @@ DataFlow SummariseDataFlow(const ZydisDecodedInstruction& insn, const ZydisDecod
     const bool conditional = (o.actions & ZYDIS_OPERAND_ACTION_CONDWRITE) != 0 ||
                              mn == ZYDIS_MNEMONIC_BSF || mn == ZYDIS_MNEMONIC_BSR;
     const bool hidden = o.visibility != ZYDIS_OPERAND_VISIBILITY_EXPLICIT;
+    if (o.reg.value == ZYDIS_REGISTER_RFLAGS || o.reg.value == ZYDIS_REGISTER_EFLAGS ||
+        o.reg.value == ZYDIS_REGISTER_FLAGS)
+      f.flags_conditional = f.flags_conditional || conditional;
     switch (g.kind) {
       case Kind::kSkip:
         break;
@@ -292,7 +295,9 @@ DataFlow SummariseDataFlow(const ZydisDecodedInstruction& insn, const ZydisDecod
         break;
       }
       case Kind::kControl:
-        f.control_read = f.control_read || read;
+        // Zydis's actions for these are not to be trusted (fnstcw, which stores the control
+        // word, lists the status word as written): whatever touches them reads them too.
+        f.control_read = f.control_read || read || write;
         f.control_write = f.control_write || write;
         break;
     }
@@ -300,10 +305,12 @@ DataFlow SummariseDataFlow(const ZydisDecodedInstruction& insn, const ZydisDecod
   // The EVEX writemask Zydis lists among the visible operands is read like any other.
   if (insn.cpu_flags != nullptr) {
     f.flags_read = static_cast<uint16_t>(insn.cpu_flags->tested & kModelledFlags);
-    f.flags_computed = static_cast<uint16_t>(
-        (insn.cpu_flags->modified | insn.cpu_flags->undefined) & kModelledFlags);
-    f.flags_constant = static_cast<uint16_t>((insn.cpu_flags->set_0 | insn.cpu_flags->set_1) &
-                                             kModelledFlags & ~f.flags_computed);
+    f.flags_undefined = static_cast<uint16_t>(insn.cpu_flags->undefined & kModelledFlags);
+    f.flags_computed =
+        static_cast<uint16_t>(insn.cpu_flags->modified & kModelledFlags & ~f.flags_undefined);
+    f.flags_constant =
+        static_cast<uint16_t>((insn.cpu_flags->set_0 | insn.cpu_flags->set_1) & kModelledFlags &
+                              ~f.flags_computed & ~f.flags_undefined);
   }
   f.zero_idiom = ZeroingMnemonic(mn) && SameSources(insn, ops);
   f.faults_on_value = mn == ZYDIS_MNEMONIC_DIV || mn == ZYDIS_MNEMONIC_IDIV;

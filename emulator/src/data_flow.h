@@ -35,7 +35,14 @@ struct DataFlow {
   uint16_t flags_read = 0;      // RFLAGS bits (CF, PF, AF, ZF, SF, DF, OF) tested
   uint16_t flags_computed = 0;  // RFLAGS bits written with a value computed from the inputs
   uint16_t flags_constant = 0;  // RFLAGS bits set to 0 or 1
-  bool control_read = false;    // mxcsr or the x87 control and status words
+  // RFLAGS bits the SDM leaves undefined: the emulator runs those instructions on this CPU
+  // (host_integer.h), which may keep the old flag there for some operands (found by
+  // emulator_differential_test): the old flag stays an input of the new.
+  uint16_t flags_undefined = 0;
+  // The flags are written only on some values (a shift or rotate by 0 leaves them): the old
+  // flags stay an input of the new.
+  bool flags_conditional = false;
+  bool control_read = false;  // mxcsr or the x87 control and status words
   bool control_write = false;
   bool zero_idiom = false;       // the result does not depend on the inputs (xor eax, eax)
   bool faults_on_value = false;  // div, idiv: an unknown operand may make it fault

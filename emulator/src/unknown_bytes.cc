@@ -96,8 +96,15 @@ void PropagateUnknown(Machine& m, const DecodedInstruction& d) {
   Assign(u.vector_high, f.vector_write_high | f.vector_merge, in);
   Assign(u.vector_high, f.vector_zero_high, 0);
   Assign(u.mask, f.mask_write, in);
-  Assign(u.flags, f.flags_computed, in);
-  Assign(u.flags, f.flags_constant, 0);
+  // Written or left as they were (a conditional write, an undefined flag): the new flag is
+  // known only where both are.
+  const uint64_t merged = f.flags_undefined | (f.flags_conditional ? f.flags_computed : 0);
+  for (uint64_t bits = merged; bits != 0; bits &= bits - 1)
+    u.flags[static_cast<size_t>(__builtin_ctzll(bits))] |= in;
+  if (!f.flags_conditional) {
+    Assign(u.flags, f.flags_computed, in);
+    Assign(u.flags, f.flags_constant, 0);
+  }
   // One state for the three control words: a write to one cannot make the others known.
   if (f.control_write) u.control |= in;
   // repe/repne cmps, scas: where they stop, and so rcx, rsi and rdi, depends on the data.

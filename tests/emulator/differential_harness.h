@@ -274,7 +274,10 @@ class Arena {
 
   // Writes the trampoline, `block` and the epilogue; returns the instructions after the block
   // that both runs execute (pushfq, pop, the fold).
-  int Write(const std::vector<Instruction>& block) {
+  // `probes`: after the fold, a test of one bit of each register and of the flags, each
+  // followed by a jz over nothing, so that a window's branch events show those values (the
+  // tracked check below); the exit then follows them.
+  int Write(const std::vector<Instruction>& block, bool probes = false) {
     uint8_t* p = code_;
     auto emit = [&p](std::initializer_list<uint8_t> b) {
       for (uint8_t x : b) *p++ = x;
@@ -314,6 +317,20 @@ class Arena {
       emit({0x49, 0xc1, 0xc7, 13});                           // rol r15, 13
       emit({0x4c, 0x03, 0x7b, static_cast<uint8_t>(8 * k)});  // add r15, [rbx+8k]
       extra += 2;
+    }
+    if (probes) {
+      // test r, imm32 (bit k of the register); jz +0: for rax..r15 but rbx and rsp, and for
+      // r14's CF, PF, ZF, SF and OF bits.
+      auto probe = [&](int r, uint32_t bit) {
+        emit({static_cast<uint8_t>(r >= 8 ? 0x49 : 0x48), 0xf7,
+              static_cast<uint8_t>(0xc0 | (r & 7))});
+        imm32(p, bit);
+        emit({0x74, 0x00});
+        extra += 2;
+      };
+      for (int r = 0; r < 16; ++r)
+        if (r != 3 && r != 4) probe(r, 1u << (r * 7 % 31));
+      for (uint32_t flag : {0x1u, 0x4u, 0x40u, 0x80u, 0x800u}) probe(14, flag);
     }
     exit_ = reinterpret_cast<uint64_t>(p);
     // Exit: push rax; mov rax, out; store every register; rflags; restore and return.
@@ -396,9 +413,96 @@ class ArenaGuest : public Guest {
   const Arena& arena_;
 };
 
+// The arena as a snapshot that holds part of it (Guest::Partial): the buffer bytes `unheld`
+// marks and the registers `unheld_registers` names are unknown and read as `poison`.
+class PartialArenaGuest : public ArenaGuest {
+ public:
+  PartialArenaGuest(const Arena& a, const std::array<bool, kBufferBytes>& unheld,
+                    uint16_t unheld_registers, bool vector_state, uint8_t poison)
+      : ArenaGuest(a),
+        arena_(a),
+        unheld_(unheld),
+        registers_(unheld_registers),
+        vector_state_(vector_state),
+        poison_(poison) {}
+  bool ReadPage(uint64_t page, uint8_t* out, bool* stable) override {
+    if (!ArenaGuest::ReadPage(page, out, stable)) return false;
+    if (page == BufferPage())
+      for (int i = 0; i < kBufferBytes; ++i)
+        if (unheld_[i]) out[i] = poison_;
+    return true;
+  }
+  bool LoadVectorState(CpuState* state) override {
+    if (vector_state_) return ArenaGuest::LoadVectorState(state);
+    for (auto& z : state->zmm) z.fill(poison_);
+    return false;
+  }
+  bool Partial() override { return true; }
+  bool UnheldBytes(uint64_t page, uint8_t* unheld) override {
+    if (page != BufferPage()) return false;
+    for (int i = 0; i < kBufferBytes; ++i) unheld[i] = unheld_[i];
+    return true;
+  }
+  uint16_t UnheldRegisters() override { return registers_; }
+
+ private:
+  uint64_t BufferPage() const { return reinterpret_cast<uint64_t>(arena_.buffer()); }
+  const Arena& arena_;
+  std::array<bool, kBufferBytes> unheld_;
+  uint16_t registers_;
+  bool vector_state_;
+  uint8_t poison_;
+};
+
+// Tracking unknown bytes (emulator/src/unknown_bytes.h) on the block: run over the whole arena
+// and twice over a partial one (what it does not hold reading 0x00, then 0xff), with probes
+// of every register and flag after it. The two partial windows must be equal and agree with
+// the whole one as far as they go: an unknown value that reached a probe unseen would steer
+// one of them elsewhere. Returns false on a disagreement; *taken: the partial window's taken
+// branches (how far tracking let it go).
+inline bool TrackedAgrees(Arena& a, const std::vector<Instruction>& block, const State& start,
+                          const std::vector<uint8_t>& buffer,
+                          const std::array<bool, kBufferBytes>& unheld, uint16_t unheld_registers,
+                          bool vector_state, uint32_t* taken) {
+  const int extra = a.Write(block, true);
+  std::memcpy(a.buffer(), buffer.data(), buffer.size());
+  std::memcpy(reinterpret_cast<uint8_t*>(a.in()) + kXmmOffset, start.xmm.data(), sizeof start.xmm);
+  EmulatorLimits limits;
+  limits.window_taken = 1000;
+  limits.max_instructions = block.size() + static_cast<uint64_t>(extra);
+  auto state = [&](int poison) {
+    CpuState s;
+    s.gpr = start.gpr;
+    for (int r = 0; r < 16; ++r)
+      if (poison >= 0 && (unheld_registers >> r) & 1) s.gpr[r] = poison ? ~0ull : 0;
+    s.gpr[3] = reinterpret_cast<uint64_t>(a.buffer());
+    s.gpr[4] = a.stack_top();
+    s.rflags = start.rflags;
+    s.rip = a.block_address();
+    return s;
+  };
+  ArenaGuest whole(a);
+  const EmulatedWindow full = WindowEmulator(limits).Run(state(-1), whole);
+  std::array<EmulatedWindow, 2> partial;
+  for (int k = 0; k < 2; ++k) {
+    PartialArenaGuest g(a, unheld, unheld_registers, vector_state, k ? 0xff : 0x00);
+    partial[k] = WindowEmulator(limits).Run(state(k), g);
+  }
+  *taken = partial[0].taken;
+  if (partial[0].events != partial[1].events) return false;
+  if (partial[0].events.size() > full.events.size()) return false;
+  for (size_t i = 0; i < partial[0].events.size(); ++i)
+    if (!(partial[0].events[i] == full.events[i])) return false;
+  return true;
+}
+
 struct Totals {
   uint64_t instructions = 0, blocks = 0, compared_blocks = 0;
   uint64_t native_faults = 0;
+  // Tracked (TrackedAgrees): blocks checked, those whose partial windows disagreed (by the
+  // first instruction of the block whose prefix disagrees), and the probes' taken branches.
+  uint64_t tracked_blocks = 0, tracked_taken = 0, tracked_probes = 0;
+  std::map<std::string, uint64_t> tracked_disagreements;
   std::map<std::string, uint64_t> early_ends;   // reason (mnemonic) -> blocks
   std::map<std::string, uint64_t> faults_by;    // the faulting instruction -> blocks
   std::map<std::string, uint64_t> divergences;  // mnemonic -> blocks
@@ -518,7 +622,45 @@ inline bool RunBlocks(uint64_t wanted, uint64_t seed, Totals& t) {
         continue;
       }
       ++t.compared_blocks;
-      if (same) continue;
+      if (same) {
+        // Tracking: part of the buffer and of the registers unheld, the vector state too in
+        // every other block.
+        std::array<bool, kBufferBytes> unheld{};
+        const uint64_t chunk = gen.Next() % (kBufferBytes / 16);  // one 16-byte piece
+        for (uint64_t i = 0; i < 16; ++i) unheld[chunk * 16 + i] = true;
+        uint16_t registers = 0;
+        for (int r : kFree)
+          if (gen.Next() % 12 == 0) registers |= static_cast<uint16_t>(1u << r);
+        const bool vector_state = (t.blocks & 1) != 0;
+        uint32_t taken = 0;
+        ++t.tracked_blocks;
+        if (TrackedAgrees(arena, block, start, buffer, unheld, registers, vector_state, &taken)) {
+          t.tracked_taken += taken;
+          t.tracked_probes += 19;
+          continue;
+        }
+        size_t lo = 0, hi = block.size();  // prefix lo agrees, prefix hi does not
+        while (hi - lo > 1) {
+          const size_t mid = (lo + hi) / 2;
+          const std::vector<Instruction> prefix(block.begin(),
+                                                block.begin() + static_cast<long>(mid));
+          uint32_t k = 0;
+          (TrackedAgrees(arena, prefix, start, buffer, unheld, registers, vector_state, &k) ? lo
+                                                                                            : hi) =
+              mid;
+        }
+        const std::string name(MnemonicName(static_cast<uint16_t>(block[hi - 1].mnemonic)));
+        if (++t.tracked_disagreements[name] <= 2) {
+          std::string prefix;
+          for (size_t i = 0; i < hi; ++i) prefix += Hex(block[i]) + " ";
+          char regs[64];
+          std::snprintf(regs, sizeof regs, " (unheld registers %#x%s)", registers,
+                        vector_state ? "" : ", vector state");
+          t.examples.push_back("tracked: " + name + " " + Hex(block[hi - 1]) + regs + " after " +
+                               prefix);
+        }
+        continue;
+      }
       // The first instruction whose prefix differs.
       size_t lo = 0, hi = block.size();  // prefix lo is the same, prefix hi differs
       while (hi - lo > 1) {

@@ -179,6 +179,18 @@ TEST(UnknownBytes, FlagsSetToConstantsStayKnown) {
   EXPECT_FALSE(c.w.events[0].taken);
   c = RunBoth(LoadUnknown({0x48, 0x21, 0xc0, 0x74, 0x00}));
   EXPECT_EQ(c.w.end, EmulationEnd::kNotInSnapshot);
+  // shl by cl = 0 leaves the flags as they were: after a compare of an unknown value they stay
+  // unknown though the shift's inputs are known. cmp rax, 0; mov ecx, 0; shl rdx, cl; jz +0
+  c = RunBoth(
+      LoadUnknown({0x48, 0x83, 0xf8, 0x00, 0xb9, 0, 0, 0, 0, 0x48, 0xd3, 0xe2, 0x74, 0x00}));
+  EXPECT_EQ(c.w.end, EmulationEnd::kNotInSnapshot) << EmulationEndName(c.w.end);
+  EXPECT_EQ(c.w.end_address, kCode + 3 + 4 + 5 + 3);
+  // imul leaves SF, ZF, AF and PF undefined, and this CPU may keep the old ones there: after a
+  // compare of an unknown value, SF stays unknown. cmp rax, 0; mov ecx, 3; imul ecx, ecx; js +0
+  c = RunBoth(
+      LoadUnknown({0x48, 0x83, 0xf8, 0x00, 0xb9, 3, 0, 0, 0, 0x0f, 0xaf, 0xc9, 0x78, 0x00}));
+  EXPECT_EQ(c.w.end, EmulationEnd::kNotInSnapshot) << EmulationEndName(c.w.end);
+  EXPECT_EQ(c.w.end_address, kCode + 3 + 4 + 5 + 3);
   // inc leaves CF as it was (known): jc runs on after inc of an unknown value.
   c = RunBoth(LoadUnknown({0x48, 0xff, 0xc0, 0x72, 0x00}));
   EXPECT_EQ(c.w.end, EmulationEnd::kComplete);
@@ -217,6 +229,11 @@ TEST(UnknownBytes, VectorStateTheGuestCannotLoadIsUnknownNotTheEnd) {
                0x85, 0xc0, 0x74, 0x00},
               false);
   EXPECT_EQ(c.w.end, EmulationEnd::kVectorStateUnknown) << EmulationEndName(c.w.end);
+  // fnstcw stores the x87 control word, part of the state not loaded: the stored bytes are
+  // unknown. fnstcw [rdi]; movzx eax, word [rdi]; test eax, eax; jz +0
+  c = RunBoth({0xd9, 0x3f, 0x0f, 0xb7, 0x07, 0x85, 0xc0, 0x74, 0x00}, false);
+  EXPECT_EQ(c.w.end, EmulationEnd::kVectorStateUnknown) << EmulationEndName(c.w.end);
+  EXPECT_EQ(c.w.end_address, kCode + 7);
   // With the vector state held, the first case runs on.
   c = RunBoth({0x66, 0x48, 0x0f, 0x7e, 0xc0, 0x48, 0x85, 0xc0, 0x74, 0x00}, true);
   EXPECT_EQ(c.w.end, EmulationEnd::kComplete);
