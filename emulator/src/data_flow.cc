@@ -312,6 +312,30 @@ DataFlow SummariseDataFlow(const ZydisDecodedInstruction& insn, const ZydisDecod
         static_cast<uint16_t>((insn.cpu_flags->set_0 | insn.cpu_flags->set_1) & kModelledFlags &
                               ~f.flags_computed & ~f.flags_undefined);
   }
+  // A shift or rotate leaves the flags as they were when its masked count is 0, which Zydis
+  // marks only for counts in cl (an immediate of 32 on a byte register is masked to 0 too; rcl
+  // and rcr reduce the count further, modulo the size plus one).
+  switch (mn) {
+    case ZYDIS_MNEMONIC_SHL:
+    case ZYDIS_MNEMONIC_SHR:
+    case ZYDIS_MNEMONIC_SAR:
+    case ZYDIS_MNEMONIC_ROL:
+    case ZYDIS_MNEMONIC_ROR:
+    case ZYDIS_MNEMONIC_SHLD:
+    case ZYDIS_MNEMONIC_SHRD: {
+      const ZydisDecodedOperand& count = ops[insn.operand_count_visible - 1];
+      const uint64_t mask = insn.operand_width == 64 ? 0x3f : 0x1f;
+      if (count.type != ZYDIS_OPERAND_TYPE_IMMEDIATE || (count.imm.value.u & mask) == 0)
+        f.flags_conditional = true;
+      break;
+    }
+    case ZYDIS_MNEMONIC_RCL:
+    case ZYDIS_MNEMONIC_RCR:
+      f.flags_conditional = true;
+      break;
+    default:
+      break;
+  }
   f.zero_idiom = ZeroingMnemonic(mn) && SameSources(insn, ops);
   f.faults_on_value = mn == ZYDIS_MNEMONIC_DIV || mn == ZYDIS_MNEMONIC_IDIV;
   f.counted_compare = counted && IsCompareString(mn);

@@ -39,6 +39,7 @@ constexpr int kBlock = 64;         // random instructions per block
 constexpr int kBufferBytes = 128;  // what memory operands reach ([rbx + 0..127])
 constexpr uint64_t kArithmeticFlags = 0xcd5;
 constexpr size_t kXmmOffset = 17 * 8;  // in the register areas: after the gprs and rflags
+constexpr size_t kVectorBytes = 32;    // ymm0-15 in and out
 
 // The registers random instructions use. rbx holds the buffer's address, rsp the private
 // stack, r14 the flags after the block and r15 the buffer's fold: none is an operand.
@@ -150,6 +151,40 @@ inline const std::vector<ZydisMnemonic>& VectorClasses() {
   return all;
 }
 
+// AVX2 integer instructions the emulator claims, VEX-encoded on ymm (and xmm) registers.
+inline const std::vector<ZydisMnemonic>& Avx2Classes() {
+  static const std::vector<ZydisMnemonic> all = {
+      ZYDIS_MNEMONIC_VPADDB,       ZYDIS_MNEMONIC_VPADDW,       ZYDIS_MNEMONIC_VPADDD,
+      ZYDIS_MNEMONIC_VPADDQ,       ZYDIS_MNEMONIC_VPSUBB,       ZYDIS_MNEMONIC_VPSUBW,
+      ZYDIS_MNEMONIC_VPSUBD,       ZYDIS_MNEMONIC_VPSUBQ,       ZYDIS_MNEMONIC_VPADDUSB,
+      ZYDIS_MNEMONIC_VPSUBUSB,     ZYDIS_MNEMONIC_VPADDSW,      ZYDIS_MNEMONIC_VPSUBSW,
+      ZYDIS_MNEMONIC_VPMULLW,      ZYDIS_MNEMONIC_VPMULLD,      ZYDIS_MNEMONIC_VPMULHUW,
+      ZYDIS_MNEMONIC_VPMULUDQ,     ZYDIS_MNEMONIC_VPMADDWD,     ZYDIS_MNEMONIC_VPSADBW,
+      ZYDIS_MNEMONIC_VPAVGB,       ZYDIS_MNEMONIC_VPMINUB,      ZYDIS_MNEMONIC_VPMAXUB,
+      ZYDIS_MNEMONIC_VPMINSD,      ZYDIS_MNEMONIC_VPMAXUD,      ZYDIS_MNEMONIC_VPABSB,
+      ZYDIS_MNEMONIC_VPABSD,       ZYDIS_MNEMONIC_VPAND,        ZYDIS_MNEMONIC_VPANDN,
+      ZYDIS_MNEMONIC_VPOR,         ZYDIS_MNEMONIC_VPXOR,        ZYDIS_MNEMONIC_VPCMPEQB,
+      ZYDIS_MNEMONIC_VPCMPEQD,     ZYDIS_MNEMONIC_VPCMPEQQ,     ZYDIS_MNEMONIC_VPCMPGTB,
+      ZYDIS_MNEMONIC_VPCMPGTQ,     ZYDIS_MNEMONIC_VPSLLW,       ZYDIS_MNEMONIC_VPSLLD,
+      ZYDIS_MNEMONIC_VPSLLQ,       ZYDIS_MNEMONIC_VPSRLW,       ZYDIS_MNEMONIC_VPSRLD,
+      ZYDIS_MNEMONIC_VPSRLQ,       ZYDIS_MNEMONIC_VPSRAW,       ZYDIS_MNEMONIC_VPSRAD,
+      ZYDIS_MNEMONIC_VPSLLVD,      ZYDIS_MNEMONIC_VPSLLVQ,      ZYDIS_MNEMONIC_VPSRLVD,
+      ZYDIS_MNEMONIC_VPSRLVQ,      ZYDIS_MNEMONIC_VPSRAVD,      ZYDIS_MNEMONIC_VPSLLDQ,
+      ZYDIS_MNEMONIC_VPSRLDQ,      ZYDIS_MNEMONIC_VPSHUFB,      ZYDIS_MNEMONIC_VPSHUFD,
+      ZYDIS_MNEMONIC_VPSHUFLW,     ZYDIS_MNEMONIC_VPSHUFHW,     ZYDIS_MNEMONIC_VPALIGNR,
+      ZYDIS_MNEMONIC_VPUNPCKLBW,   ZYDIS_MNEMONIC_VPUNPCKHWD,   ZYDIS_MNEMONIC_VPUNPCKLDQ,
+      ZYDIS_MNEMONIC_VPUNPCKHQDQ,  ZYDIS_MNEMONIC_VPACKSSWB,    ZYDIS_MNEMONIC_VPACKUSWB,
+      ZYDIS_MNEMONIC_VPACKUSDW,    ZYDIS_MNEMONIC_VPERMD,       ZYDIS_MNEMONIC_VPERMQ,
+      ZYDIS_MNEMONIC_VPERM2I128,   ZYDIS_MNEMONIC_VINSERTI128,  ZYDIS_MNEMONIC_VEXTRACTI128,
+      ZYDIS_MNEMONIC_VPBLENDD,     ZYDIS_MNEMONIC_VPBLENDW,     ZYDIS_MNEMONIC_VPBLENDVB,
+      ZYDIS_MNEMONIC_VPBROADCASTB, ZYDIS_MNEMONIC_VPBROADCASTD, ZYDIS_MNEMONIC_VPBROADCASTQ,
+      ZYDIS_MNEMONIC_VPMOVMSKB,    ZYDIS_MNEMONIC_VPTEST,       ZYDIS_MNEMONIC_VMOVDQU,
+      ZYDIS_MNEMONIC_VMOVDQA,      ZYDIS_MNEMONIC_VPMOVZXBW,    ZYDIS_MNEMONIC_VPMOVSXWD,
+      ZYDIS_MNEMONIC_VPSIGNB,      ZYDIS_MNEMONIC_VPMAXSW,      ZYDIS_MNEMONIC_VPMINUW,
+  };
+  return all;
+}
+
 struct Instruction {
   std::array<uint8_t, ZYDIS_MAX_INSTRUCTION_LENGTH> bytes{};
   uint8_t length = 0;
@@ -162,10 +197,11 @@ class Generator {
   explicit Generator(uint64_t seed) : rng_(seed) {}
   uint64_t Next() { return rng_(); }
   Instruction Draw() {
-    for (;;) {
-      // A third of the draws from the SSE integer instructions.
-      const bool vector = Below(3) == 0;
-      const auto& classes = vector ? VectorClasses() : Classes();
+    for (;;) {  // A third of the draws from the SSE integer instructions, a sixth from AVX2's.
+      const uint64_t kind = Below(6);
+      const bool vector = kind >= 3;
+      avx_ = kind == 5;
+      const auto& classes = avx_ ? Avx2Classes() : vector ? VectorClasses() : Classes();
       const ZydisMnemonic mn = classes[Below(classes.size())];
       vector_ = vector;
       for (int attempt = 0; attempt < 16; ++attempt) {
@@ -190,13 +226,19 @@ class Generator {
       const uint64_t form = Below(8);
       if (form < 4 || (memory && form < 6)) {
         o.type = ZYDIS_OPERAND_TYPE_REGISTER;
-        o.reg.value = vector_ && Below(4) != 0
-                          ? static_cast<ZydisRegister>(ZYDIS_REGISTER_XMM0 + Below(16))
-                          : Sized(kFree[Below(kFree.size())], Below(4) == 0 ? 1 << Below(4) : size);
+        o.reg.value =
+            vector_ && Below(4) != 0
+                ? static_cast<ZydisRegister>(
+                      (avx_ && Below(3) != 0 ? ZYDIS_REGISTER_YMM0 : ZYDIS_REGISTER_XMM0) +
+                      Below(16))
+                : Sized(kFree[Below(kFree.size())], Below(4) == 0 ? 1 << Below(4) : size);
       } else if (form < 6) {
         memory = true;
         o.type = ZYDIS_OPERAND_TYPE_MEMORY;
-        const int bytes = vector_ && Below(2) ? 16 : Below(4) == 0 ? 1 << Below(4) : size;
+        const int bytes = avx_ && Below(2)      ? 32
+                          : vector_ && Below(2) ? 16
+                          : Below(4) == 0       ? 1 << Below(4)
+                                                : size;
         if (mn == ZYDIS_MNEMONIC_LEA) {  // no access: any registers
           o.mem.base = kGpr64[kFree[Below(kFree.size())]];
           o.mem.index = Below(2) ? kGpr64[kFree[Below(kFree.size())]] : ZYDIS_REGISTER_NONE;
@@ -205,8 +247,8 @@ class Generator {
         } else {
           o.mem.base = ZYDIS_REGISTER_RBX;
           // Legacy SSE's 16-byte operands must be aligned (or the CPU faults).
-          o.mem.displacement = static_cast<ZyanI64>(bytes == 16 ? 16 * Below(kBufferBytes / 16)
-                                                                : Below(kBufferBytes - bytes + 1));
+          o.mem.displacement = static_cast<ZyanI64>(
+              bytes >= 16 ? bytes * Below(kBufferBytes / bytes) : Below(kBufferBytes - bytes + 1));
         }
         o.mem.size = static_cast<ZyanU16>(bytes);
       } else {
@@ -233,13 +275,14 @@ class Generator {
   }
   std::mt19937_64 rng_;
   bool vector_ = false;
+  bool avx_ = false;
 };
 
 // What a block starts from and ends with.
 struct State {
   std::array<uint64_t, 16> gpr{};
   uint64_t rflags = 0;
-  std::array<std::array<uint8_t, 16>, 16> xmm{};
+  std::array<std::array<uint8_t, kVectorBytes>, 16> xmm{};  // ymm0-15
 };
 
 // The page a block runs from: trampoline, block, epilogue. Its layout (offsets fixed per
@@ -300,7 +343,7 @@ class Arena {
       emit({static_cast<uint8_t>(r >= 8 ? 0x4c : 0x48), 0x8b,
             static_cast<uint8_t>(0x40 | ((r & 7) << 3)), static_cast<uint8_t>(8 * r)});
     }
-    for (int x = 0; x < 16; ++x) Xmm(p, 0x6f, x);  // movdqu xmm, [rax + kXmmOffset + 16x]
+    for (int x = 0; x < 16; ++x) Ymm(p, 0x6f, x);  // vmovdqu ymm, [rax + kXmmOffset + 32x]
     emit({0x48, 0x8b, 0x00});                      // mov rax, [rax]
     std::memset(p, 0x90, static_cast<size_t>(code_ + kBlockOffset - p));  // nops to the block
     p = code_ + kBlockOffset;
@@ -341,7 +384,7 @@ class Arena {
       emit({static_cast<uint8_t>(r >= 8 ? 0x4c : 0x48), 0x89,
             static_cast<uint8_t>(0x40 | ((r & 7) << 3)), static_cast<uint8_t>(8 * r)});
     }
-    for (int x = 0; x < 16; ++x) Xmm(p, 0x7f, x);  // movdqu [rax + kXmmOffset + 16x], xmm
+    for (int x = 0; x < 16; ++x) Ymm(p, 0x7f, x);  // vmovdqu [rax + kXmmOffset + 32x], ymm
     emit({0x59});                                  // pop rcx (rax's value)
     emit({0x48, 0x89, 0x08});                      // mov [rax], rcx
     emit({0x48, 0xb8}), imm64(reinterpret_cast<uint64_t>(saved_rsp()));
@@ -352,14 +395,14 @@ class Arena {
 
  private:
   static constexpr size_t kBlockOffset = 512;
-  // movdqu between xmm`x` and [rax + kXmmOffset + 16x]: `op` 0x6f loads, 0x7f stores.
-  static void Xmm(uint8_t*& p, uint8_t op, int x) {
-    *p++ = 0xf3;
-    if (x >= 8) *p++ = 0x44;
-    *p++ = 0x0f;
+  // vmovdqu between ymm`x` and [rax + kXmmOffset + 32x] (VEX.256.F3.0F): `op` 0x6f loads,
+  // 0x7f stores.
+  static void Ymm(uint8_t*& p, uint8_t op, int x) {
+    *p++ = 0xc5;
+    *p++ = static_cast<uint8_t>((x < 8 ? 0x80 : 0x00) | 0x78 | 0x04 | 0x02);
     *p++ = op;
     *p++ = static_cast<uint8_t>(0x80 | ((x & 7) << 3));
-    imm32(p, static_cast<uint32_t>(kXmmOffset + 16 * x));
+    imm32(p, static_cast<uint32_t>(kXmmOffset + kVectorBytes * x));
   }
   static void imm32(uint8_t*& p, uint32_t v) {
     std::memcpy(p, &v, 4);
@@ -404,7 +447,8 @@ class ArenaGuest : public Guest {
     for (int x = 0; x < 32; ++x) state->zmm[x].fill(0);
     for (int x = 0; x < 16; ++x)
       std::memcpy(state->zmm[x].data(),
-                  reinterpret_cast<const uint8_t*>(arena_.in()) + kXmmOffset + 16 * x, 16);
+                  reinterpret_cast<const uint8_t*>(arena_.in()) + kXmmOffset + kVectorBytes * x,
+                  kVectorBytes);
     state->k.fill(0);
     return true;
   }
@@ -566,7 +610,7 @@ inline bool Same(Arena& a, const std::vector<Instruction>& block, size_t n, cons
   }
   if (w.state.vector_loaded)
     for (int x = 0; x < 16; ++x)
-      if (std::memcmp(w.state.zmm[x].data(), native.xmm[x].data(), 16) != 0) return false;
+      if (std::memcmp(w.state.zmm[x].data(), native.xmm[x].data(), kVectorBytes) != 0) return false;
   return true;
 }
 

@@ -185,6 +185,11 @@ TEST(UnknownBytes, FlagsSetToConstantsStayKnown) {
       LoadUnknown({0x48, 0x83, 0xf8, 0x00, 0xb9, 0, 0, 0, 0, 0x48, 0xd3, 0xe2, 0x74, 0x00}));
   EXPECT_EQ(c.w.end, EmulationEnd::kNotInSnapshot) << EmulationEndName(c.w.end);
   EXPECT_EQ(c.w.end_address, kCode + 3 + 4 + 5 + 3);
+  // shl by an immediate 32 on a byte register is a shift by 0 (the count is masked): the flags
+  // stay unknown. cmp rax, 0; shl cl, 32; js +0
+  c = RunBoth(LoadUnknown({0x48, 0x83, 0xf8, 0x00, 0xc0, 0xe1, 0x20, 0x78, 0x00}));
+  EXPECT_EQ(c.w.end, EmulationEnd::kNotInSnapshot) << EmulationEndName(c.w.end);
+  EXPECT_EQ(c.w.end_address, kCode + 3 + 4 + 3);
   // imul leaves SF, ZF, AF and PF undefined, and this CPU may keep the old ones there: after a
   // compare of an unknown value, SF stays unknown. cmp rax, 0; mov ecx, 3; imul ecx, ecx; js +0
   c = RunBoth(
