@@ -23,6 +23,13 @@ void BM_Differential(benchmark::State& state) {
   const uint64_t wanted = env ? std::strtoull(env, nullptr, 10) : 1'000'000;
   const char* seed_env = std::getenv("PATHPROF_DIFFERENTIAL_SEED");
   const uint64_t seed = seed_env ? std::strtoull(seed_env, nullptr, 10) : 1;
+  if (const std::string missing = pathprof::emulator::differential::MissingCpuFeatures();
+      !missing.empty()) {
+    static std::string why;  // the library may keep the pointer past this call
+    why = "this CPU lacks what the drawn instructions need:" + missing;
+    state.SkipWithError(why.c_str());
+    return;
+  }
   for (auto _ : state) {
     if (!pathprof::emulator::differential::RunBlocks(wanted, seed, g_totals)) {
       state.SkipWithError("cannot map the arena");

@@ -614,6 +614,22 @@ inline bool Same(Arena& a, const std::vector<Instruction>& block, size_t n, cons
   return true;
 }
 
+// What this CPU lacks of what the drawn instructions and the trampoline (ymm moves) need, by
+// name; empty when it has all.
+inline std::string MissingCpuFeatures() {
+  std::string missing;
+  if (!__builtin_cpu_supports("avx2")) missing += " avx2";
+  if (!__builtin_cpu_supports("bmi")) missing += " bmi";
+  if (!__builtin_cpu_supports("bmi2")) missing += " bmi2";
+  if (!__builtin_cpu_supports("lzcnt")) missing += " lzcnt";
+  if (!__builtin_cpu_supports("movbe")) missing += " movbe";
+  if (!__builtin_cpu_supports("adx")) missing += " adx";
+  if (!__builtin_cpu_supports("popcnt")) missing += " popcnt";
+  if (!__builtin_cpu_supports("sse4.1")) missing += " sse4.1";
+  if (!__builtin_cpu_supports("ssse3")) missing += " ssse3";
+  return missing;
+}
+
 // Runs blocks drawn from `seed` until `wanted` random instructions ran, adding to `t`. False
 // when the arena cannot be mapped.
 inline bool RunBlocks(uint64_t wanted, uint64_t seed, Totals& t) {

@@ -432,16 +432,16 @@ std::string Describe(const Registers& r) {
   return s + buf;
 }
 
-// The cases run natively: BMI1, BMI2, LZCNT, POPCNT and MOVBE must be there.
+// The cases run natively: BMI1, BMI2, LZCNT, POPCNT, MOVBE and ADX must be there.
 bool HasEveryExtension() {
   return __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
          __builtin_cpu_supports("lzcnt") && __builtin_cpu_supports("popcnt") &&
-         __builtin_cpu_supports("movbe");
+         __builtin_cpu_supports("movbe") && __builtin_cpu_supports("adx");
 }
 
 TEST(IntegerInstructions, EveryCaseMatchesTheCpuOnRandomOperandsAndFlags) {
   if (!HasEveryExtension()) {
-    GTEST_SKIP() << "this CPU lacks BMI1/BMI2/LZCNT/POPCNT/MOVBE";
+    GTEST_SKIP() << "this CPU lacks BMI1/BMI2/LZCNT/POPCNT/MOVBE/ADX";
   }
   std::mt19937_64 rng(20261126);
   Scratch scratch;
@@ -562,7 +562,7 @@ void ExpectNoTrace(const std::vector<FaultCase>& cases) {
 // before its first iteration, not the partly advanced ones of the CPU's fault.
 TEST(IntegerInstructions, AFaultingStoreLeavesNoTrace) {
   if (!HasEveryExtension()) {
-    GTEST_SKIP() << "this CPU lacks BMI1/BMI2/LZCNT/POPCNT/MOVBE";
+    GTEST_SKIP() << "this CPU lacks BMI1/BMI2/LZCNT/POPCNT/MOVBE/ADX";
   }
   ExpectNoTrace({
       {&pp_fault_xadd_mem, "xadd [ro], eax", false},
