@@ -622,7 +622,6 @@ inline std::string MissingCpuFeatures() {
   if (!__builtin_cpu_supports("bmi")) missing += " bmi";
   if (!__builtin_cpu_supports("bmi2")) missing += " bmi2";
   if (!__builtin_cpu_supports("lzcnt")) missing += " lzcnt";
-  if (!__builtin_cpu_supports("movbe")) missing += " movbe";
   if (!__builtin_cpu_supports("adx")) missing += " adx";
   if (!__builtin_cpu_supports("popcnt")) missing += " popcnt";
   if (!__builtin_cpu_supports("sse4.1")) missing += " sse4.1";
