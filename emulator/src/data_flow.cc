@@ -194,6 +194,32 @@ bool LegacyWritesWholeXmm(const ZydisDecodedInstruction& insn, const ZydisDecode
   }
 }
 
+// Where Zydis's flag table says an instruction sets a flag to a constant and the SDM agrees.
+// Elsewhere such a flag counts as computed from the inputs: the table has errors (it gives blsi
+// CF = 0, where the CPU sets CF when the source is not zero; found by emulator_differential_test).
+bool ConstantFlagsTrusted(ZydisMnemonic mn) {
+  switch (mn) {
+    case ZYDIS_MNEMONIC_AND:
+    case ZYDIS_MNEMONIC_OR:
+    case ZYDIS_MNEMONIC_XOR:
+    case ZYDIS_MNEMONIC_TEST:
+    case ZYDIS_MNEMONIC_CLC:
+    case ZYDIS_MNEMONIC_STC:
+    case ZYDIS_MNEMONIC_CLD:
+    case ZYDIS_MNEMONIC_STD:
+    case ZYDIS_MNEMONIC_POPCNT:
+    case ZYDIS_MNEMONIC_PTEST:
+    case ZYDIS_MNEMONIC_VPTEST:
+    case ZYDIS_MNEMONIC_ANDN:
+    case ZYDIS_MNEMONIC_BZHI:
+    case ZYDIS_MNEMONIC_BLSR:
+    case ZYDIS_MNEMONIC_BLSMSK:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 DataFlow SummariseDataFlow(const ZydisDecodedInstruction& insn, const ZydisDecodedOperand* ops) {
@@ -335,6 +361,10 @@ DataFlow SummariseDataFlow(const ZydisDecodedInstruction& insn, const ZydisDecod
       break;
     default:
       break;
+  }
+  if (!ConstantFlagsTrusted(mn)) {
+    f.flags_computed |= f.flags_constant;
+    f.flags_constant = 0;
   }
   f.zero_idiom = ZeroingMnemonic(mn) && SameSources(insn, ops);
   f.faults_on_value = mn == ZYDIS_MNEMONIC_DIV || mn == ZYDIS_MNEMONIC_IDIV;

@@ -196,6 +196,11 @@ TEST(UnknownBytes, FlagsSetToConstantsStayKnown) {
       LoadUnknown({0x48, 0x83, 0xf8, 0x00, 0xb9, 3, 0, 0, 0, 0x0f, 0xaf, 0xc9, 0x78, 0x00}));
   EXPECT_EQ(c.w.end, EmulationEnd::kNotInSnapshot) << EmulationEndName(c.w.end);
   EXPECT_EQ(c.w.end_address, kCode + 3 + 4 + 5 + 3);
+  // blsi sets CF when its source is not zero (Zydis's table says it clears CF): after blsi of
+  // an unknown value, jc is steered by it. mov rax, [rsi]; blsi rcx, rax; jc +0
+  c = RunBoth(LoadUnknown({0xc4, 0xe2, 0xf0, 0xf3, 0xd8, 0x72, 0x00}));
+  EXPECT_EQ(c.w.end, EmulationEnd::kNotInSnapshot) << EmulationEndName(c.w.end);
+  EXPECT_EQ(c.w.end_address, kCode + 3 + 5);
   // inc leaves CF as it was (known): jc runs on after inc of an unknown value.
   c = RunBoth(LoadUnknown({0x48, 0xff, 0xc0, 0x72, 0x00}));
   EXPECT_EQ(c.w.end, EmulationEnd::kComplete);
