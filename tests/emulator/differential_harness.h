@@ -218,7 +218,7 @@ class Generator {
     std::memset(&req, 0, sizeof req);
     req.machine_mode = ZYDIS_MACHINE_MODE_LONG_64;
     req.mnemonic = mn;
-    req.operand_count = static_cast<ZyanU8>(Below(4));
+    req.operand_count = static_cast<ZyanU8>(Below(5));  // up to vpblendvb's four
     const int size = 1 << Below(4);
     bool memory = false;
     for (ZyanU8 k = 0; k < req.operand_count; ++k) {
