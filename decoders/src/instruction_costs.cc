@@ -1,5 +1,7 @@
 #include "instruction_costs.h"
 
+#include "pathprof/decoders/x86_idioms.h"
+
 #include <array>
 #include <string_view>
 
@@ -342,46 +344,6 @@ bool IsGpr(ZydisRegister r) {
   }
 }
 
-// Idioms whose result does not depend on their inputs when both sources are one register
-// (xor eax, eax is 0; pcmpeqd x, x is all ones): the core breaks the dependency at rename.
-bool IsDependencyBreakingIdiom(ZydisMnemonic m) {
-  switch (m) {
-    case ZYDIS_MNEMONIC_XOR:
-    case ZYDIS_MNEMONIC_SUB:
-    case ZYDIS_MNEMONIC_PXOR:
-    case ZYDIS_MNEMONIC_VPXOR:
-    case ZYDIS_MNEMONIC_VPXORD:
-    case ZYDIS_MNEMONIC_VPXORQ:
-    case ZYDIS_MNEMONIC_XORPS:
-    case ZYDIS_MNEMONIC_VXORPS:
-    case ZYDIS_MNEMONIC_XORPD:
-    case ZYDIS_MNEMONIC_VXORPD:
-    case ZYDIS_MNEMONIC_PSUBB:
-    case ZYDIS_MNEMONIC_PSUBW:
-    case ZYDIS_MNEMONIC_PSUBD:
-    case ZYDIS_MNEMONIC_PSUBQ:
-    case ZYDIS_MNEMONIC_VPSUBB:
-    case ZYDIS_MNEMONIC_VPSUBW:
-    case ZYDIS_MNEMONIC_VPSUBD:
-    case ZYDIS_MNEMONIC_VPSUBQ:
-    case ZYDIS_MNEMONIC_PCMPEQB:
-    case ZYDIS_MNEMONIC_PCMPEQW:
-    case ZYDIS_MNEMONIC_PCMPEQD:
-    case ZYDIS_MNEMONIC_VPCMPEQB:
-    case ZYDIS_MNEMONIC_VPCMPEQW:
-    case ZYDIS_MNEMONIC_VPCMPEQD:
-    case ZYDIS_MNEMONIC_PCMPGTB:
-    case ZYDIS_MNEMONIC_PCMPGTW:
-    case ZYDIS_MNEMONIC_PCMPGTD:
-    case ZYDIS_MNEMONIC_VPCMPGTB:
-    case ZYDIS_MNEMONIC_VPCMPGTW:
-    case ZYDIS_MNEMONIC_VPCMPGTD:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Full-register copies the renamer performs by pointing the destination at the source's
 // physical register (Zen, and Intel since Ivy Bridge; Ice Lake's microcode turned it off for
 // general-purpose registers, where such a move costs 1 cycle instead).
@@ -501,8 +463,8 @@ InstructionClass ClassOf(const ZydisDecodedInstruction& insn, const ZydisDecoded
   if (insn.mnemonic == ZYDIS_MNEMONIC_XCHG && memory) return C::kAtomic;  // implicitly locked
 
   // Two sources that are one register: the last two registers of `xor r, r` or `vpxor x, y, y`.
-  if (IsDependencyBreakingIdiom(insn.mnemonic) && !memory && reg_count >= 2 &&
-      regs[reg_count - 1] == regs[reg_count - 2]) {
+  if (IsDependencyBreakingIdiom(static_cast<uint16_t>(insn.mnemonic)) && !memory &&
+      reg_count >= 2 && regs[reg_count - 1] == regs[reg_count - 2]) {
     const bool zero =
         insn.mnemonic != ZYDIS_MNEMONIC_PCMPEQB && insn.mnemonic != ZYDIS_MNEMONIC_PCMPEQW &&
         insn.mnemonic != ZYDIS_MNEMONIC_PCMPEQD && insn.mnemonic != ZYDIS_MNEMONIC_VPCMPEQB &&

@@ -2,6 +2,8 @@
 
 #include <initializer_list>
 
+#include "pathprof/decoders/x86_idioms.h"
+
 namespace pathprof::emulator {
 namespace {
 
@@ -112,42 +114,6 @@ bool StepsAddressRegisters(ZydisMnemonic mn) {
   }
 }
 
-// Results that do not depend on the source when both sources are one register: x ^ x, x - x
-// (zero) and x == x (all ones).
-bool ZeroingMnemonic(ZydisMnemonic mn) {
-  switch (mn) {
-    case ZYDIS_MNEMONIC_XOR:
-    case ZYDIS_MNEMONIC_SUB:
-    case ZYDIS_MNEMONIC_PXOR:
-    case ZYDIS_MNEMONIC_XORPS:
-    case ZYDIS_MNEMONIC_XORPD:
-    case ZYDIS_MNEMONIC_VPXOR:
-    case ZYDIS_MNEMONIC_VPXORD:
-    case ZYDIS_MNEMONIC_VPXORQ:
-    case ZYDIS_MNEMONIC_VXORPS:
-    case ZYDIS_MNEMONIC_VXORPD:
-    case ZYDIS_MNEMONIC_PSUBB:
-    case ZYDIS_MNEMONIC_PSUBW:
-    case ZYDIS_MNEMONIC_PSUBD:
-    case ZYDIS_MNEMONIC_PSUBQ:
-    case ZYDIS_MNEMONIC_VPSUBB:
-    case ZYDIS_MNEMONIC_VPSUBW:
-    case ZYDIS_MNEMONIC_VPSUBD:
-    case ZYDIS_MNEMONIC_VPSUBQ:
-    case ZYDIS_MNEMONIC_PCMPEQB:
-    case ZYDIS_MNEMONIC_PCMPEQW:
-    case ZYDIS_MNEMONIC_PCMPEQD:
-    case ZYDIS_MNEMONIC_PCMPEQQ:
-    case ZYDIS_MNEMONIC_VPCMPEQB:
-    case ZYDIS_MNEMONIC_VPCMPEQW:
-    case ZYDIS_MNEMONIC_VPCMPEQD:
-    case ZYDIS_MNEMONIC_VPCMPEQQ:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Whether the instruction's two sources are one register: operands 0 and 1 of the two-operand
 // (legacy) forms, 1 and 2 of the three-operand (VEX/EVEX) ones. Merge-masked EVEX forms keep
 // the destination's elements, so they never qualify.
@@ -190,7 +156,7 @@ bool LegacyWritesWholeXmm(const ZydisDecodedInstruction& insn, const ZydisDecode
     case ZYDIS_MNEMONIC_MOVSD:
       return insn.operand_count_visible >= 2 && ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY;
     default:
-      return ZeroingMnemonic(insn.mnemonic) && SameSources(insn, ops);
+      return decoders::IsDependencyBreakingIdiom(insn.mnemonic) && SameSources(insn, ops);
   }
 }
 
@@ -366,7 +332,7 @@ DataFlow SummariseDataFlow(const ZydisDecodedInstruction& insn, const ZydisDecod
     f.flags_computed |= f.flags_constant;
     f.flags_constant = 0;
   }
-  f.zero_idiom = ZeroingMnemonic(mn) && SameSources(insn, ops);
+  f.zero_idiom = decoders::IsDependencyBreakingIdiom(mn) && SameSources(insn, ops);
   f.faults_on_value = mn == ZYDIS_MNEMONIC_DIV || mn == ZYDIS_MNEMONIC_IDIV;
   f.counted_compare = counted && IsCompareString(mn);
   if (mn == ZYDIS_MNEMONIC_LEAVE) {
