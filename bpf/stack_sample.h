@@ -18,6 +18,25 @@
 #define PATHPROF_UID_NOT_PLAIN 0xffffffffu  // stack_sample.plain_uid: uids differ, or capabilities
 #define PATHPROF_EVERY_PROCESS 0u           // the targets key that stands for every process
 
+// A snapshot (for windows emulated later from the sample, with no stop): besides the stack copy,
+// the bytes around what each register points at and the process's hint pages, each a piece of
+// the record. Registers: the 15 general-purpose ones but rsp (the stack copy holds it) and
+// fs_base; each range is cut at most once by a page boundary, so two pieces at most.
+#define PATHPROF_SNAPSHOT_REGISTERS 16
+#define PATHPROF_SNAPSHOT_MAX_RANGE 4096  // stack_target.register_below + register_above
+#define PATHPROF_SNAPSHOT_MAX_HINT_PAGES 64
+#define PATHPROF_SNAPSHOT_MAX_PIECES \
+  (2 * PATHPROF_SNAPSHOT_REGISTERS + PATHPROF_SNAPSHOT_MAX_HINT_PAGES)
+// The bytes of the pieces in one record at most (a target's snapshot_max_bytes is at most this).
+#define PATHPROF_SNAPSHOT_MAX_BYTES \
+  (PATHPROF_SNAPSHOT_REGISTERS * PATHPROF_SNAPSHOT_MAX_RANGE + \
+   PATHPROF_SNAPSHOT_MAX_HINT_PAGES * PATHPROF_STACK_PAGE)
+// stack_sample.snapshot_flags:
+#define PATHPROF_SNAPSHOT_TAKEN 1      // the record carries a snapshot
+#define PATHPROF_SNAPSHOT_IN_KERNEL 2  // sampled in a system call or an interrupt: the registers
+                                       // are the user ones saved on entry; the window starts
+                                       // where the thread returns
+
 enum pathprof_counter {
   PATHPROF_COUNTER_EVENTS = 0,            // perf events that ran the program
   PATHPROF_COUNTER_IDLE,                  // the CPU was idle
@@ -31,6 +50,10 @@ enum pathprof_counter {
   PATHPROF_COUNTER_STACK_COPY_FAILED,     // no user stack bytes or registers could be read
   PATHPROF_COUNTER_FOLLOWED_CHILDREN,     // processes added to the filter by a target's fork
   PATHPROF_COUNTER_THINNED,               // a target sampled slower than the events run
+  PATHPROF_COUNTER_SNAPSHOTS,             // records carrying a snapshot
+  PATHPROF_COUNTER_SNAPSHOT_CUT,          // a snapshot's pieces left out: snapshot_max_bytes
+  PATHPROF_COUNTER_SNAPSHOT_HINT_UNREADABLE,  // a hint page no longer mapped (or not readable)
+  PATHPROF_COUNTER_SNAPSHOT_RANGE_UNREADABLE,  // a register's bytes unreadable: not an address
   PATHPROF_COUNTER_COUNT,
 };
 
@@ -46,8 +69,32 @@ struct stack_target {
   __u8 kernel_stacks;    // copy the kernel stack too
   __u8 stack_pages;      // user stack pages copied for DWARF unwinding (0: none)
   __u8 follow_children;  // a fork adds the child with this entry (same root)
-  __u32 pad;
+  // Snapshot (0: none; needs stack_pages): register_below + register_above bytes around what
+  // each register holds (at most PATHPROF_SNAPSHOT_MAX_RANGE), up to hint_pages of the
+  // process's snapshot_hints entry, and at most snapshot_max_bytes of pieces in all.
+  __u8 snapshot;
+  __u8 hint_pages;
+  __u16 register_below;
+  __u16 register_above;
+  __u16 pad;
+  __u32 snapshot_max_bytes;
 };
+
+// The data pages user space asks the sampler to copy with each snapshot of a process (key: its
+// pid), learned from the pages earlier windows of it read.
+struct snapshot_hints {
+  __u32 count;
+  __u32 pad;
+  __u64 page[PATHPROF_SNAPSHOT_MAX_HINT_PAGES];  // page addresses (4 KiB aligned)
+};
+
+// One piece of a snapshot: `bytes` bytes of the process at `address`.
+struct snapshot_piece {
+  __u64 address;
+  __u32 bytes;
+  __u32 source;  // 0..PATHPROF_SNAPSHOT_REGISTERS-1: that register's range; else a hint page
+};
+#define PATHPROF_SNAPSHOT_SOURCE_HINT 0xffu
 
 // Losses and deliveries of one root's samples (a per-CPU hash keyed by stack_target.root), so
 // that each session is told its own, not the host's.
@@ -57,6 +104,8 @@ struct target_counters {
   __u64 filtered_credentials;
   __u64 stack_copy_failed;
   __u64 stack_copy_short;
+  __u64 snapshot_cut;
+  __u64 snapshot_hint_unreadable;
 };
 
 struct stack_sample {
@@ -80,7 +129,24 @@ struct stack_sample {
   __u64 stack_base;                  // user address of stack[0] (page of the stack pointer)
   __u32 stack_bytes;                 // bytes of stack[] filled
   __u32 pad2;
+  // Filled only for a snapshot: the flags register, the thread's fs and gs bases, the system
+  // call the sample interrupted (orig_rax; -1: none) and PATHPROF_SNAPSHOT_* flags.
+  __u64 rflags;
+  __u64 fs_base;
+  __u64 gs_base;
+  __u64 orig_rax;
+  __u32 snapshot_flags;
+  // The snapshot's pieces follow the stack bytes copied: snapshot_bytes bytes of them, then
+  // snapshot_pieces struct snapshot_piece entries saying what they are, in that order.
+  __u32 snapshot_pieces;
+  __u32 snapshot_bytes;
+  __u32 pad3;
   __u8 stack[PATHPROF_STACK_COPY_MAX_PAGES * PATHPROF_STACK_PAGE];
+  // Room for the snapshot's pieces and table after a full stack copy; the table is built in
+  // piece_table (never sent from there) and copied behind the pieces.
+  __u8 snapshot_area[PATHPROF_SNAPSHOT_MAX_BYTES +
+                     PATHPROF_SNAPSHOT_MAX_PIECES * sizeof(struct snapshot_piece)];
+  struct snapshot_piece piece_table[PATHPROF_SNAPSHOT_MAX_PIECES];
 };
 
 #endif

@@ -46,6 +46,14 @@ struct {
   __type(value, struct stack_sample);
 } scratch SEC(".maps");
 
+// Per process: the data pages its snapshots also copy (user space learns them from windows).
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, PATHPROF_MAX_TARGET_PIDS);
+  __type(key, __u32);
+  __type(value, struct snapshot_hints);
+} snapshot_hints SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, PATHPROF_COUNTER_COUNT);
@@ -53,9 +61,13 @@ struct {
   __type(value, __u64);
 } counters SEC(".maps");
 
-static __always_inline void count(__u32 which) {
+static __always_inline void count_by(__u32 which, __u64 n) {
   __u64* c = bpf_map_lookup_elem(&counters, &which);
-  if (c) *c += 1;
+  if (c) *c += n;
+}
+
+static __always_inline void count(__u32 which) {
+  count_by(which, 1);
 }
 
 // The user registers of the interrupted task, whatever mode the sample interrupted: the frame
@@ -117,6 +129,193 @@ static __always_inline __u32 copy_user_stack_pages(struct stack_sample* s, __u32
   }
   s->stack_bytes = copied;
   return copied;
+}
+
+// The bytes after the fixed part of a record: the stack copy, then a snapshot's pieces.
+#define RECORD_AREA                                        \
+  (sizeof(((struct stack_sample*)0)->stack) + \
+   sizeof(((struct stack_sample*)0)->snapshot_area))
+#define USER_ADDRESS_END 0x0000800000000000ull
+
+// What the snapshot's loops share: bpf_loop callbacks, so the verifier walks each body as a
+// loop of its own rather than 16 x 32 unrolled copies (those went past its million
+// instructions). The counters live in a map value, not on the stack: loaded from there they are
+// unknown to the verifier at each iteration, so its walk of a callback converges (on the stack
+// it tracked `at` exactly and walked every value it took).
+struct snapshot_work {
+  __u64 below, above;        // the register range
+  __u64 stack_lo, stack_hi;  // what the stack copy holds
+  __u32 at;                  // bytes of the record area filled
+  __u32 pieces;
+  __u32 limit;  // the record area's bytes at most
+  __u32 hint_count;
+  __u32 range_unreadable, hint_unreadable;
+  __u32 cut;
+  __u32 pad;
+  __u64 lo, hi;  // the register range being clipped to new bytes
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct snapshot_work);
+} snapshot_work SEC(".maps");
+
+struct snapshot_state {
+  struct stack_sample* s;
+  struct snapshot_work* w;
+  const struct snapshot_hints* hints;
+};
+
+enum snapshot_copy_result { COPIED, UNREADABLE, CUT };
+
+// Copies [address, address + bytes), within one page, behind the record's bytes so far as its
+// next piece.
+static __always_inline enum snapshot_copy_result snapshot_copy(struct snapshot_state* st,
+                                                               __u64 address, __u32 bytes,
+                                                               __u32 source) {
+  struct stack_sample* s = st->s;
+  const __u32 o = st->w->at, p = st->w->pieces;
+  // The mask is for the verifier: it must see the size bounded in the register passed, which
+  // the compiler may not take from the comparison below.
+  bytes &= 2 * PATHPROF_STACK_PAGE - 1;
+  if (bytes == 0 || bytes > PATHPROF_STACK_PAGE) return UNREADABLE;
+  if (o > RECORD_AREA - 2 * PATHPROF_STACK_PAGE || o + bytes > st->w->limit ||
+      p >= PATHPROF_SNAPSHOT_MAX_PIECES)
+    return CUT;
+  if (bpf_probe_read_user(s->stack + o, bytes, (const void*)address) != 0) return UNREADABLE;
+  s->piece_table[p].address = address;
+  s->piece_table[p].bytes = bytes;
+  s->piece_table[p].source = source;
+  st->w->at = o + bytes;
+  st->w->pieces = p + 1;
+  return COPIED;
+}
+
+// [lo, hi) less piece j's bytes where that piece covers either end of it.
+static long clip_to_piece(__u64 index, void* data) {
+  struct snapshot_state* st = data;
+  const __u32 j = (__u32)index;
+  // Register pieces come first, at most 2 x 16 of them (the mask is for the verifier).
+  if (j >= st->w->pieces || j >= 2 * PATHPROF_SNAPSHOT_REGISTERS) return 1;
+  const struct snapshot_piece* p = &st->s->piece_table[j & (2 * PATHPROF_SNAPSHOT_REGISTERS - 1)];
+  const __u64 plo = p->address, phi = plo + p->bytes;
+  if (plo <= st->w->lo && st->w->lo < phi) st->w->lo = phi;
+  if (plo < st->w->hi && st->w->hi <= phi) st->w->hi = plo;
+  return 0;
+}
+
+// The range around register i (the sampler's numbering: DWARF 0-6, 8-15, then fs_base), less
+// what an earlier piece holds where that piece covers either end of it (a range that holds an
+// earlier one whole is copied whole: rare, and only bytes), in at most two pieces (it is at most
+// a page long).
+static long copy_register_range(__u64 index, void* data) {
+  struct snapshot_state* st = data;
+  struct stack_sample* s = st->s;
+  const __u32 i = (__u32)index;
+  if (i >= PATHPROF_SNAPSHOT_REGISTERS || st->w->cut) return 1;
+  const __u64 v = i < 7 ? s->regs[i & 15] : i < 15 ? s->regs[(i + 1) & 15] : s->fs_base;
+  if (v < st->w->below + PATHPROF_STACK_PAGE || v >= USER_ADDRESS_END - st->w->above) return 0;
+  __u64 lo = v - st->w->below, hi = v + st->w->above;
+  if (lo >= st->w->stack_lo && hi <= st->w->stack_hi) return 0;
+  st->w->lo = lo;
+  st->w->hi = hi;
+  bpf_loop(2 * PATHPROF_SNAPSHOT_REGISTERS, clip_to_piece, st, 0);
+  lo = st->w->lo;
+  hi = st->w->hi;
+  for (int k = 0; k < 2 && lo < hi; ++k) {
+    const __u64 page_end = (lo | (PATHPROF_STACK_PAGE - 1)) + 1;
+    const __u64 end = hi < page_end ? hi : page_end;
+    const enum snapshot_copy_result got = snapshot_copy(st, lo, (__u32)(end - lo), i);
+    if (got == CUT) {
+      st->w->cut = 1;
+      return 1;
+    }
+    if (got == UNREADABLE) st->w->range_unreadable += 1;
+    lo = end;
+  }
+  return 0;
+}
+
+static long copy_hint_page(__u64 index, void* data) {
+  struct snapshot_state* st = data;
+  const __u32 i = (__u32)index;
+  if (i >= PATHPROF_SNAPSHOT_MAX_HINT_PAGES || i >= st->w->hint_count || st->w->cut || !st->hints)
+    return 1;
+  // The mask, as in snapshot_copy, is for the verifier (64 is a power of two).
+  const __u64 page =
+      st->hints->page[i & (PATHPROF_SNAPSHOT_MAX_HINT_PAGES - 1)] & ~(__u64)(PATHPROF_STACK_PAGE - 1);
+  if (page >= st->w->stack_lo && page < st->w->stack_hi) return 0;
+  const enum snapshot_copy_result got =
+      snapshot_copy(st, page, PATHPROF_STACK_PAGE, PATHPROF_SNAPSHOT_SOURCE_HINT);
+  if (got == CUT) {
+    st->w->cut = 1;
+    return 1;
+  }
+  if (got == UNREADABLE) st->w->hint_unreadable += 1;
+  return 0;
+}
+
+// The snapshot part of a record, after the stack copy: rflags, the fs and gs bases, the bytes
+// around what each register points at, then the process's hint pages, up to the target's
+// bounds; every piece left out for a bound is counted. Returns the bytes added to the record.
+static __always_inline __u32 copy_snapshot(struct bpf_perf_event_data* ctx, struct stack_sample* s,
+                                           const struct stack_target* t, __u32 pid,
+                                           struct target_counters* rc) {
+  struct task_struct* task = bpf_get_current_task_btf();
+  struct pt_regs* r = (struct pt_regs*)bpf_task_pt_regs(task);
+  s->rflags = r ? BPF_CORE_READ(r, flags) : 0;
+  s->orig_rax = r ? BPF_CORE_READ(r, orig_ax) : (__u64)-1;
+  s->fs_base = BPF_CORE_READ(task, thread.fsbase);
+  s->gs_base = BPF_CORE_READ(task, thread.gsbase);
+  // The interrupted instruction's address says the mode (a context read of regs.cs is
+  // refused: it is two bytes of a union on kernels with FRED).
+  s->snapshot_flags = PATHPROF_SNAPSHOT_TAKEN |
+                      (ctx->regs.ip >= USER_ADDRESS_END ? PATHPROF_SNAPSHOT_IN_KERNEL : 0);
+  count(PATHPROF_COUNTER_SNAPSHOTS);
+
+  const __u32 zero = 0;
+  struct snapshot_work* w = bpf_map_lookup_elem(&snapshot_work, &zero);
+  if (!w) return 0;
+  __builtin_memset(w, 0, sizeof(*w));
+  struct snapshot_state st = {};
+  st.s = s;
+  st.w = w;
+  w->at = s->stack_bytes;
+  if (w->at > sizeof(s->stack)) w->at = sizeof(s->stack);
+  __u32 max_bytes = t->snapshot_max_bytes;
+  if (max_bytes > PATHPROF_SNAPSHOT_MAX_BYTES) max_bytes = PATHPROF_SNAPSHOT_MAX_BYTES;
+  w->limit = w->at + max_bytes;
+  w->stack_lo = s->stack_base;
+  w->stack_hi = s->stack_base + s->stack_bytes;
+  w->below = t->register_below;
+  w->above = t->register_above;
+  if (w->below + w->above > 0 && w->below + w->above <= PATHPROF_SNAPSHOT_MAX_RANGE)
+    bpf_loop(PATHPROF_SNAPSHOT_REGISTERS, copy_register_range, &st, 0);
+  if (t->hint_pages && !w->cut) {
+    st.hints = bpf_map_lookup_elem(&snapshot_hints, &pid);
+    if (st.hints) {
+      w->hint_count = st.hints->count < t->hint_pages ? st.hints->count : t->hint_pages;
+      bpf_loop(PATHPROF_SNAPSHOT_MAX_HINT_PAGES, copy_hint_page, &st, 0);
+    }
+  }
+  count_by(PATHPROF_COUNTER_SNAPSHOT_RANGE_UNREADABLE, w->range_unreadable);
+  count_by(PATHPROF_COUNTER_SNAPSHOT_HINT_UNREADABLE, w->hint_unreadable);
+  if (rc) rc->snapshot_hint_unreadable += w->hint_unreadable;
+  if (w->cut) {
+    count(PATHPROF_COUNTER_SNAPSHOT_CUT);
+    if (rc) rc->snapshot_cut += 1;
+  }
+  // The piece table goes behind the pieces' bytes.
+  __u32 o = w->at, pieces = w->pieces;
+  if (o > RECORD_AREA - sizeof(s->piece_table)) o = RECORD_AREA - sizeof(s->piece_table);
+  if (pieces > PATHPROF_SNAPSHOT_MAX_PIECES) pieces = PATHPROF_SNAPSHOT_MAX_PIECES;
+  const __u32 table = pieces * sizeof(struct snapshot_piece);
+  if (bpf_probe_read_kernel(s->stack + o, table, s->piece_table) != 0) pieces = 0;
+  s->snapshot_bytes = o - s->stack_bytes;
+  s->snapshot_pieces = pieces;
+  return s->snapshot_bytes + pieces * sizeof(struct snapshot_piece);
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -202,9 +401,14 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   s->kernel_bytes = t->kernel_stacks ? bpf_get_stack(ctx, s->kernel, sizeof(s->kernel), 0) : 0;
   if (s->kernel_bytes < 0) count(PATHPROF_COUNTER_KERNEL_STACK_ERROR);
   __u64 size = __builtin_offsetof(struct stack_sample, regs);
-  if (t->stack_pages > 0)
+  s->snapshot_flags = 0;
+  s->snapshot_pieces = 0;
+  s->snapshot_bytes = 0;
+  if (t->stack_pages > 0) {
     size = __builtin_offsetof(struct stack_sample, stack) +
            copy_user_stack_pages(s, t->stack_pages, rc);
+    if (t->snapshot && s->stack_bytes > 0) size += copy_snapshot(ctx, s, t, pid, rc);
+  }
   if (size > sizeof(struct stack_sample)) size = sizeof(struct stack_sample);
   // The reader drains the ring at its poll interval (50 ms) and is woken early only when the ring
   // is an eighth full: a wake-up per sample cost the reader two context switches per sample

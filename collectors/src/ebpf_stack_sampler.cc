@@ -83,6 +83,44 @@ Status LoadError(int err) {
                    "(Linux 5.8 or newer)");
 }
 
+// The snapshot behind the stack copy of `s` (`area`: the record's bytes from the stack on,
+// `area_size` of them): every piece checked against the bytes the record holds, so that a record
+// the ring cut short yields no piece outside it.
+void ParseSnapshot(const stack_sample& s, const uint8_t* area, size_t area_size,
+                   RawStackSample* out) {
+  if (!(s.snapshot_flags & PATHPROF_SNAPSHOT_TAKEN)) return;
+  const uint64_t stack_bytes = std::min<uint64_t>(s.stack_bytes, area_size);
+  const uint64_t table_at = stack_bytes + uint64_t{s.snapshot_bytes};
+  const uint64_t table_bytes = uint64_t{s.snapshot_pieces} * sizeof(snapshot_piece);
+  RawSnapshot snap;
+  snap.rflags = s.rflags;
+  snap.fs_base = s.fs_base;
+  snap.gs_base = s.gs_base;
+  snap.orig_rax = s.orig_rax;
+  snap.in_kernel = (s.snapshot_flags & PATHPROF_SNAPSHOT_IN_KERNEL) != 0;
+  snap.stack_base = s.stack_base;
+  snap.stack.assign(area, area + stack_bytes);
+  if (table_at + table_bytes <= area_size) {
+    snap.bytes.assign(area + stack_bytes, area + table_at);
+    uint64_t offset = 0;
+    for (uint32_t i = 0; i < s.snapshot_pieces; ++i) {
+      snapshot_piece p;
+      std::memcpy(&p, area + table_at + i * sizeof(p), sizeof(p));
+      if (p.bytes == 0 || p.bytes > PATHPROF_STACK_PAGE || offset + p.bytes > snap.bytes.size())
+        break;  // not what the sampler writes: the rest cannot be placed either
+      // The sampler numbers its registers 0-6 (DWARF 0-6), 7-14 (DWARF 8-15), 15 (fs_base).
+      const uint32_t source = p.source < 7    ? p.source
+                              : p.source < 15 ? p.source + 1
+                              : p.source < PATHPROF_SNAPSHOT_REGISTERS
+                                  ? RawSnapshot::Piece::kFsBase
+                                  : RawSnapshot::Piece::kHintPage;
+      snap.pieces.push_back({p.address, static_cast<uint32_t>(offset), p.bytes, source});
+      offset += p.bytes;
+    }
+  }
+  out->snapshot = std::move(snap);
+}
+
 }  // namespace
 
 void EbpfStackSampler::Impl::OpenEvents(int hz, bool prefer_cycles) {
@@ -148,6 +186,9 @@ int EbpfStackSampler::Impl::OnSample(void* ctx, void* data, size_t size) {
       out.stack.assign(s->stack + (sp - s->stack_base), s->stack + copied);
     }
   }
+  if (size >= kStackAt && s->stack_bytes > 0 && !out.regs.empty()) {
+    ParseSnapshot(*s, static_cast<const uint8_t*>(data) + kStackAt, size - kStackAt, &out);
+  }
   ++impl->delivered;
   (*impl->sink)(out);
   return 0;
@@ -157,9 +198,13 @@ Result<uint32_t> EbpfStackSampler::RingBytesFor(const EbpfSamplerConfig& cfg) {
   PATHPROF_ASSIGN_OR_RETURN(auto cpus, OnlineCpus());
   // A second of samples from every CPU between drains (the default stack copy's records are
   // ~18.6 KiB; without a copy ~2.1 KiB), a power of two as ring buffers must be, 4-64 MiB.
-  const uint64_t record = cfg.copy_user_stacks
-                              ? offsetof(stack_sample, stack) + uint64_t{cfg.stack_copy_bytes}
-                              : offsetof(stack_sample, regs);
+  const uint64_t snapshot =
+      cfg.copy_user_stacks && cfg.snapshot.enabled
+          ? uint64_t{cfg.snapshot.max_bytes} + sizeof(snapshot_piece) * PATHPROF_SNAPSHOT_MAX_PIECES
+          : 0;
+  const uint64_t record = cfg.copy_user_stacks ? offsetof(stack_sample, stack) +
+                                                     uint64_t{cfg.stack_copy_bytes} + snapshot
+                                               : offsetof(stack_sample, regs);
   const uint64_t per_second =
       record * static_cast<uint64_t>(std::max(cfg.frequency_hz, 1)) * cpus.size();
   uint32_t ring = 4u << 20;
@@ -183,6 +228,27 @@ Status CheckStackCopyBytes(uint32_t bytes) {
   return Status::Ok();
 }
 
+Status CheckSnapshotSettings(const SnapshotSettings& s) {
+  static_assert(kMaxSnapshotRange == PATHPROF_SNAPSHOT_MAX_RANGE);
+  static_assert(kMaxHintPages == PATHPROF_SNAPSHOT_MAX_HINT_PAGES);
+  static_assert(kMaxSnapshotBytes == PATHPROF_SNAPSHOT_MAX_BYTES);
+  if (!s.enabled) return Status::Ok();
+  if (uint64_t{s.register_below} + s.register_above > kMaxSnapshotRange)
+    return Error(ErrorCode::kInvalidArgument,
+                 "snapshot register range " + std::to_string(s.register_below) + " below + " +
+                     std::to_string(s.register_above) + " above is over " +
+                     std::to_string(kMaxSnapshotRange) + " bytes");
+  if (s.hint_pages > kMaxHintPages)
+    return Error(ErrorCode::kInvalidArgument, "snapshot hint pages " +
+                                                  std::to_string(s.hint_pages) + " over " +
+                                                  std::to_string(kMaxHintPages));
+  if (s.max_bytes > kMaxSnapshotBytes)
+    return Error(ErrorCode::kInvalidArgument, "snapshot of " + std::to_string(s.max_bytes) +
+                                                  " bytes per record is over " +
+                                                  std::to_string(kMaxSnapshotBytes));
+  return Status::Ok();
+}
+
 EbpfStackSampler::EbpfStackSampler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EbpfStackSampler::~EbpfStackSampler() = default;
 
@@ -193,6 +259,7 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
         ErrorCode::kInvalidArgument,
         "at most " + std::to_string(PATHPROF_MAX_TARGET_PIDS) + " target pids per sampler");
   if (cfg.copy_user_stacks) PATHPROF_RETURN_IF_ERROR(CheckStackCopyBytes(cfg.stack_copy_bytes));
+  PATHPROF_RETURN_IF_ERROR(CheckSnapshotSettings(cfg.snapshot));
   static_assert(kMaxStackCopyBytes == PATHPROF_STACK_COPY_MAX_PAGES * PATHPROF_STACK_PAGE);
   PATHPROF_ASSIGN_OR_RETURN(auto cpus, OnlineCpus());
 
@@ -206,6 +273,7 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   target.stack_copy_bytes = cfg.copy_user_stacks ? cfg.stack_copy_bytes : 0;
   target.follow_children = cfg.follow_children && !cfg.pids.empty();
   target.cgroup_id = cfg.cgroup_id;
+  if (cfg.copy_user_stacks) target.snapshot = cfg.snapshot;
   impl->frequency_hz = cfg.frequency_hz;
   uint64_t ring = cfg.ring_bytes;
   if (ring == 0) {
@@ -263,6 +331,10 @@ Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
                                                   std::to_string(impl_->frequency_hz) +
                                                   " Hz (raise it first)");
   if (t.stack_copy_bytes != 0) PATHPROF_RETURN_IF_ERROR(CheckStackCopyBytes(t.stack_copy_bytes));
+  PATHPROF_RETURN_IF_ERROR(CheckSnapshotSettings(t.snapshot));
+  if (t.snapshot.enabled && t.stack_copy_bytes == 0)
+    return Error(ErrorCode::kInvalidArgument,
+                 "a snapshot needs a stack copy: set the target's stack copy bytes too");
   stack_target v{};
   v.root = t.root;
   v.hz = static_cast<__u32>(t.hz);
@@ -277,6 +349,13 @@ Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
   v.stack_pages =
       static_cast<__u8>((t.stack_copy_bytes + PATHPROF_STACK_PAGE - 1) / PATHPROF_STACK_PAGE);
   v.follow_children = t.follow_children;
+  v.snapshot = t.snapshot.enabled;
+  if (t.snapshot.enabled) {
+    v.register_below = static_cast<__u16>(t.snapshot.register_below);
+    v.register_above = static_cast<__u16>(t.snapshot.register_above);
+    v.hint_pages = static_cast<__u8>(t.snapshot.hint_pages);
+    v.snapshot_max_bytes = t.snapshot.max_bytes;
+  }
   // The root's counters first, so that no sample of the new target finds none.
   const int ncpus = libbpf_num_possible_cpus();
   std::vector<target_counters> zero(ncpus > 0 ? ncpus : 1);
@@ -291,7 +370,30 @@ Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
   return Status::Ok();
 }
 
+Status EbpfStackSampler::SetHintPages(uint32_t pid, const std::vector<uint64_t>& pages) {
+  if (pages.size() > kMaxHintPages)
+    return Error(ErrorCode::kInvalidArgument, std::to_string(pages.size()) +
+                                                  " hint pages for pid " + std::to_string(pid) +
+                                                  ": at most " + std::to_string(kMaxHintPages));
+  bpf_map* map = impl_->skel->maps.snapshot_hints;
+  if (pages.empty()) {
+    (void)bpf_map__delete_elem(map, &pid, sizeof(pid), 0);
+    return Status::Ok();
+  }
+  snapshot_hints v{};
+  v.count = static_cast<__u32>(pages.size());
+  for (size_t i = 0; i < pages.size(); ++i)
+    v.page[i] = pages[i] & ~uint64_t{PATHPROF_STACK_PAGE - 1};
+  if (bpf_map__update_elem(map, &pid, sizeof(pid), &v, sizeof(v), BPF_ANY) != 0)
+    return Error(ErrorCode::kResourceExhausted, "cannot set the hint pages of pid " +
+                                                    std::to_string(pid) + " (at most " +
+                                                    std::to_string(PATHPROF_MAX_TARGET_PIDS) +
+                                                    " processes): " + std::strerror(errno));
+  return Status::Ok();
+}
+
 Status EbpfStackSampler::RemovePid(uint32_t pid) {
+  (void)bpf_map__delete_elem(impl_->skel->maps.snapshot_hints, &pid, sizeof(pid), 0);
   if (bpf_map__delete_elem(impl_->skel->maps.targets, &pid, sizeof(pid), 0) != 0 && errno != ENOENT)
     return Error(ErrorCode::kInternal, "cannot remove pid " + std::to_string(pid) +
                                            " from the sampler's targets: " + std::strerror(errno));
@@ -325,6 +427,13 @@ std::vector<std::pair<uint32_t, StackTarget>> EbpfStackSampler::Targets() const 
     t.stack_copy_bytes = uint32_t{v.stack_pages} * PATHPROF_STACK_PAGE;
     t.follow_children = v.follow_children;
     t.cgroup_id = v.cgroup_id;
+    t.snapshot.enabled = v.snapshot != 0;
+    if (v.snapshot) {
+      t.snapshot.register_below = v.register_below;
+      t.snapshot.register_above = v.register_above;
+      t.snapshot.hint_pages = v.hint_pages;
+      t.snapshot.max_bytes = v.snapshot_max_bytes;
+    }
     out.emplace_back(key, t);
   }
   return out;
@@ -343,6 +452,8 @@ StackTargetCounters EbpfStackSampler::CountersOf(uint32_t root) const {
     out.filtered_credentials += c.filtered_credentials;
     out.stack_copies_failed += c.stack_copy_failed;
     out.stack_copies_short += c.stack_copy_short;
+    out.snapshots_cut += c.snapshot_cut;
+    out.snapshot_hints_unreadable += c.snapshot_hint_unreadable;
   }
   return out;
 }
@@ -422,6 +533,10 @@ EbpfSamplerStats EbpfStackSampler::stats() const {
   st.stack_copies_failed = sum(PATHPROF_COUNTER_STACK_COPY_FAILED);
   st.followed_children = sum(PATHPROF_COUNTER_FOLLOWED_CHILDREN);
   st.thinned = sum(PATHPROF_COUNTER_THINNED);
+  st.snapshots = sum(PATHPROF_COUNTER_SNAPSHOTS);
+  st.snapshots_cut = sum(PATHPROF_COUNTER_SNAPSHOT_CUT);
+  st.snapshot_hints_unreadable = sum(PATHPROF_COUNTER_SNAPSHOT_HINT_UNREADABLE);
+  st.snapshot_ranges_unreadable = sum(PATHPROF_COUNTER_SNAPSHOT_RANGE_UNREADABLE);
   st.delivered = impl_->delivered;
   st.cpus_attached = static_cast<int>(impl_->links.size());
   st.cpus_skipped = impl_->cpus_skipped;

@@ -15,6 +15,31 @@
 
 namespace pathprof::collectors {
 
+// What a sample copied for emulating a window from it later, with no stop (a target's
+// SnapshotSettings): the registers the stack record lacks, and pieces of the address space.
+struct RawSnapshot {
+  uint64_t rflags = 0;
+  uint64_t fs_base = 0, gs_base = 0;
+  uint64_t orig_rax = ~uint64_t{0};  // the system call the sample interrupted; ~0: none
+  // Sampled in the kernel (a system call, an interrupt): the registers are those saved on entry
+  // from user space, so a window starts where the thread returns to it.
+  bool in_kernel = false;
+  uint64_t stack_base = 0;     // the stack copy: bytes [stack_base, + stack.size()), whole
+  std::vector<uint8_t> stack;  // pages from the one holding the stack pointer
+  struct Piece {
+    uint64_t address = 0;
+    uint32_t offset = 0;  // into bytes
+    uint32_t size = 0;
+    // Where it came from: the range around a general-purpose register (its DWARF number, 0-15
+    // but 7, rsp), around fs_base (kFsBase), or a hint page (kHintPage).
+    static constexpr uint32_t kFsBase = 0xfe;
+    static constexpr uint32_t kHintPage = 0xff;
+    uint32_t source = 0;
+  };
+  std::vector<Piece> pieces;  // in the order copied: register ranges, then hint pages
+  std::vector<uint8_t> bytes;
+};
+
 struct RawStackSample {
   uint32_t pid = 0;
   uint32_t tid = 0;
@@ -38,6 +63,7 @@ struct RawStackSample {
   std::vector<uint64_t> regs;
   uint64_t stack_start = 0;  // user address of stack[0] (the stack pointer)
   std::vector<uint8_t> stack;
+  std::optional<RawSnapshot> snapshot;  // with a target's SnapshotSettings
 };
 
 // The stack copy's bounds (whole 4 KiB pages): perf's --call-graph dwarf,SIZE takes up to 64 KiB
@@ -51,6 +77,20 @@ Status CheckStackFrequency(int hz);           // 1..100000 Hz
 Status CheckStackCopyBytes(uint32_t bytes);   // kMinStackCopyBytes..kMaxStackCopyBytes
 inline constexpr uint32_t kEveryProcess = 0;  // the target that stands for every process
 
+// A snapshot with each sample of a target, for windows emulated from it later (no stop). The
+// defaults are what docs/performance.md "Snapshot windows" measured to fit the sample's cost
+// budget: 1 KiB around each register, no hint pages (each costs a 4 KiB copy per sample).
+struct SnapshotSettings {
+  bool enabled = false;  // needs a stack copy (StackTarget::stack_copy_bytes)
+  uint32_t register_below = 256, register_above = 768;  // sum at most kMaxSnapshotRange
+  uint32_t hint_pages = 0;         // of the process's SetHintPages pages, at most kMaxHintPages
+  uint32_t max_bytes = 64 * 1024;  // pieces per record at most (kMaxSnapshotBytes); the rest cut
+};
+inline constexpr uint32_t kMaxSnapshotRange = 4096;
+inline constexpr uint32_t kMaxHintPages = 64;
+inline constexpr uint32_t kMaxSnapshotBytes = 16 * 4096 + kMaxHintPages * 4096;
+Status CheckSnapshotSettings(const SnapshotSettings& s);
+
 // What the sampler does for one process (or, for kEveryProcess, any process without a target of
 // its own).
 struct StackTarget {
@@ -63,6 +103,7 @@ struct StackTarget {
   uint32_t stack_copy_bytes = 0;  // user stack copied for DWARF unwinding; 0: none
   bool follow_children = false;   // a fork adds the child with this target (same root)
   uint64_t cgroup_id = 0;         // 0: any cgroup
+  SnapshotSettings snapshot;
 };
 
 // Losses and deliveries of one root's samples.
@@ -72,6 +113,8 @@ struct StackTargetCounters {
   uint64_t filtered_credentials = 0;
   uint64_t stack_copies_failed = 0;
   uint64_t stack_copies_short = 0;
+  uint64_t snapshots_cut = 0;              // snapshots that left pieces out (max_bytes)
+  uint64_t snapshot_hints_unreadable = 0;  // hint pages no longer mapped at a sample
 };
 
 // The sampler's events and ring, and the targets it starts with: every pid (or every process when
@@ -93,22 +136,27 @@ struct EbpfSamplerConfig {
   uint32_t stack_copy_bytes = kDefaultStackCopyBytes;
   // A target's fork adds the child to the pid filter, in the kernel, before the child runs.
   bool follow_children = false;
+  SnapshotSettings snapshot;  // with copy_user_stacks
 };
 
 struct EbpfSamplerStats {
-  uint64_t events = 0;                // times the program ran
-  uint64_t idle = 0;                  // ... on an idle CPU
-  uint64_t filtered = 0;              // ... on a task that is not a target
-  uint64_t filtered_credentials = 0;  // ... on a target whose credentials left only_uid
-  uint64_t ringbuf_full = 0;          // lost: the ring buffer was full
-  uint64_t user_stack_errors = 0;     // delivered without a user stack
-  uint64_t kernel_stack_errors = 0;   // delivered without a kernel stack
-  uint64_t submitted = 0;             // written into the ring buffer
-  uint64_t delivered = 0;             // handed to the callback
-  uint64_t stack_copies_short = 0;    // the stack's top came before the copy's end
-  uint64_t stack_copies_failed = 0;   // no user registers or stack bytes could be read
-  uint64_t followed_children = 0;     // processes added to the filter by a target's fork
-  uint64_t thinned = 0;               // ... on a target sampled slower than the events run
+  uint64_t events = 0;                      // times the program ran
+  uint64_t idle = 0;                        // ... on an idle CPU
+  uint64_t filtered = 0;                    // ... on a task that is not a target
+  uint64_t filtered_credentials = 0;        // ... on a target whose credentials left only_uid
+  uint64_t ringbuf_full = 0;                // lost: the ring buffer was full
+  uint64_t user_stack_errors = 0;           // delivered without a user stack
+  uint64_t kernel_stack_errors = 0;         // delivered without a kernel stack
+  uint64_t submitted = 0;                   // written into the ring buffer
+  uint64_t delivered = 0;                   // handed to the callback
+  uint64_t stack_copies_short = 0;          // the stack's top came before the copy's end
+  uint64_t stack_copies_failed = 0;         // no user registers or stack bytes could be read
+  uint64_t followed_children = 0;           // processes added to the filter by a target's fork
+  uint64_t thinned = 0;                     // ... on a target sampled slower than the events run
+  uint64_t snapshots = 0;                   // records that carry a snapshot
+  uint64_t snapshots_cut = 0;               // ... that left pieces out (max_bytes)
+  uint64_t snapshot_hints_unreadable = 0;   // hint pages not mapped at the sample
+  uint64_t snapshot_ranges_unreadable = 0;  // register ranges unreadable (not an address)
   int cpus_attached = 0;
   int cpus_skipped = 0;  // online but perf_event_open failed (reason in warnings)
   std::string event;     // "cycles" or "cpu-clock"
@@ -137,6 +185,9 @@ class EbpfStackSampler {
   // Removes every target whose root is `root` (its own and its followed children's) and the
   // root's counters.
   Status RemoveRoot(uint32_t root);
+  // The data pages every snapshot of pid copies (the first SnapshotSettings::hint_pages of
+  // them), replacing those set before; at most kMaxHintPages. Empty: none.
+  Status SetHintPages(uint32_t pid, const std::vector<uint64_t>& pages);
   // The targets in the kernel now, children added by forks included.
   std::vector<std::pair<uint32_t, StackTarget>> Targets() const;
   StackTargetCounters CountersOf(uint32_t root) const;
