@@ -54,6 +54,8 @@ enum pathprof_counter {
   PATHPROF_COUNTER_SNAPSHOT_CUT,          // a snapshot's pieces left out: snapshot_max_bytes
   PATHPROF_COUNTER_SNAPSHOT_HINT_UNREADABLE,  // a hint page no longer mapped (or not readable)
   PATHPROF_COUNTER_SNAPSHOT_RANGE_UNREADABLE,  // a register's bytes unreadable: not an address
+  PATHPROF_COUNTER_VERIFY_SIGNALS,        // verify mode: signals sent after a snapshot
+  PATHPROF_COUNTER_VERIFY_SIGNAL_FAILED,  // ... that bpf_send_signal_thread refused
   PATHPROF_COUNTER_COUNT,
 };
 
@@ -76,7 +78,10 @@ struct stack_target {
   __u8 hint_pages;
   __u16 register_below;
   __u16 register_above;
-  __u16 pad;
+  // Verify mode: after a snapshot is submitted, this signal goes to the sampled thread, so that
+  // a ptrace tracer stops it at the instruction the snapshot holds (0: none).
+  __u8 verify_signal;
+  __u8 pad;
   __u32 snapshot_max_bytes;
 };
 

@@ -424,5 +424,8 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   }
   count(PATHPROF_COUNTER_SUBMITTED);
   if (rc) rc->submitted += 1;
+  if (t->verify_signal && (s->snapshot_flags & PATHPROF_SNAPSHOT_TAKEN))
+    count(bpf_send_signal_thread(t->verify_signal) == 0 ? PATHPROF_COUNTER_VERIFY_SIGNALS
+                                                        : PATHPROF_COUNTER_VERIFY_SIGNAL_FAILED);
   return 0;
 }

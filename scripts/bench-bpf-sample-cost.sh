@@ -9,6 +9,11 @@
 # The workload is pinned to CPU 1 and pathctl to CPU 0; each configuration runs once per round,
 # rounds interleaved. Workloads: Debian's zstd -19 -T1 on 4 MiB of text and python3 on a
 # dict-and-str loop.
+# Snapshot rows (issue 39: what a window emulated later from the sample needs) run the sampler
+# alone (build/bin/sampler_run, no session pipeline; the program's run time is the same either
+# way): "raw,STACK" is the stack copy alone, "snap,STACK,BELOW,ABOVE,HINTS" adds the bytes
+# around each register and HINTS hint pages of the target's data (",MAX" after them: the
+# snapshot's byte cap, 64 KiB by default).
 # CONFIGS="fp dwarf,16384" runs only those copies.
 # usage: [CONFIGS=...] scripts/bench-bpf-sample-cost.sh [BUILD_DIR] [HZ] [ROUNDS] [SECONDS]   (as root)
 set -euo pipefail
@@ -17,15 +22,17 @@ hz="${2:-999}"
 rounds="${3:-3}"
 seconds="${4:-3}"
 pathctl="$build/bin/pathctl"
+sampler_run="$build/bin/sampler_run"
 [[ -x "$pathctl" ]] || { echo "bench-bpf-sample-cost: $pathctl not built" >&2; exit 1; }
 for p in /usr/bin/zstd /usr/bin/python3 taskset sysctl; do
   command -v "$p" >/dev/null || { echo "bench-bpf-sample-cost: $p missing" >&2; exit 1; }
 done
 [[ "$(id -u)" -eq 0 ]] || { echo "bench-bpf-sample-cost: run as root (eBPF)" >&2; exit 1; }
-exec /usr/bin/python3 - "$pathctl" "$hz" "$rounds" "$seconds" <<'PY'
+exec /usr/bin/python3 - "$pathctl" "$hz" "$rounds" "$seconds" "$sampler_run" <<'PY'
 import json, os, statistics, subprocess, sys, tempfile, threading, time
 
 pathctl, hz, rounds, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+sampler_run = sys.argv[5]
 tmp = tempfile.mkdtemp(prefix="pathprof-bpf-cost-")
 text = os.path.join(tmp, "input.txt")
 with open(text, "w") as f:
@@ -57,29 +64,46 @@ def prog_stats(pid):
             return int(info["run_time_ns"]), int(info["run_cnt"])
     return None
 
+extra = {}  # the sampler_run rows' last report: bytes per sample, cuts
+
 def one(workload, config):
     w = subprocess.Popen(["taskset", "-c", "1"] + workloads[workload], stdout=subprocess.DEVNULL)
     time.sleep(0.5)
     target = w.pid
     if workload == "zstd":  # the shell loop's children come and go: profile the shell's tree
         pass
-    cmd = ["taskset", "-c", "0", pathctl, "run", "--json", "--source", "none", "-F", str(hz),
-           "--call-graph", config, "--duration", f"{seconds:g}s", "--pid", str(target)]
-    if workload == "zstd":
-        cmd.insert(cmd.index("--pid"), "--inherit")
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    raw = config.startswith("raw,") or config.startswith("snap,")
+    if raw:
+        f = config.split(",")
+        cmd = ["taskset", "-c", "0", sampler_run, "--pid", str(target), "--hz", str(hz),
+               "--seconds", f"{seconds:g}", "--stack", f[1],
+               "--inherit", "1" if workload == "zstd" else "0"]
+        if f[0] == "snap":
+            cmd += ["--snapshot", ",".join(f[2:])]
+    else:
+        cmd = ["taskset", "-c", "0", pathctl, "run", "--json", "--source", "none", "-F", str(hz),
+               "--call-graph", config, "--duration", f"{seconds:g}s", "--pid", str(target)]
+        if workload == "zstd":
+            cmd.insert(cmd.index("--pid"), "--inherit")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stats = None
     deadline = time.time() + seconds - 0.3
     while time.time() < deadline:  # the last reading before pathctl unloads its program
         s = prog_stats(p.pid)
         if s: stats = s
         time.sleep(0.2)
-    out, _ = p.communicate()
+    out, err = p.communicate()
+    if os.environ.get("DEBUG"): print(cmd, out, err[-500:], file=sys.stderr)
     w.kill(); w.wait()
     samples = 0
     try:
-        for t in json.loads(out).get("stats", []):
-            samples += int(t.get("stack_samples", 0))
+        doc = json.loads(out)
+        if raw:
+            samples = int(doc["samples"])
+            extra[(workload, config)] = doc
+        else:
+            for t in doc.get("stats", []):
+                samples += int(t.get("stack_samples", 0))
     except Exception:
         pass
     return stats, samples
@@ -110,8 +134,16 @@ try:
             if not v:
                 print(f"  {w:8s} {c:12s} no samples"); continue
             us = [x[0] / 1000 for x in v]
-            print(f"  {w:8s} {c:12s} {statistics.median(us):6.2f} ({min(us):.2f}-{max(us):.2f})"
-                  f"   {v[-1][1]} / {v[-1][2]}")
+            more = ""
+            d = extra.get((w, c))
+            if d and d.get("samples"):
+                n = d["samples"]
+                more = (f"   {d['stack_bytes'] / n / 1024:.1f} KiB stack + "
+                        f"{d['snapshot_bytes'] / n / 1024:.1f} KiB snapshot a sample, "
+                        f"{d['pieces'] / n:.1f} pieces, cut {d['cut']}, "
+                        f"hints unreadable {d['hints_unreadable']}")
+            print(f"  {w:8s} {c:26s} {statistics.median(us):6.2f} ({min(us):.2f}-{max(us):.2f})"
+                  f"   {v[-1][1]} / {v[-1][2]}{more}")
 finally:
     subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=0"])
 PY

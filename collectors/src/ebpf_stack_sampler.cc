@@ -242,6 +242,9 @@ Status CheckSnapshotSettings(const SnapshotSettings& s) {
     return Error(ErrorCode::kInvalidArgument, "snapshot hint pages " +
                                                   std::to_string(s.hint_pages) + " over " +
                                                   std::to_string(kMaxHintPages));
+  if (s.verify_signal < 0 || s.verify_signal >= 64)
+    return Error(ErrorCode::kInvalidArgument,
+                 "verify signal " + std::to_string(s.verify_signal) + " is not a signal number");
   if (s.max_bytes > kMaxSnapshotBytes)
     return Error(ErrorCode::kInvalidArgument, "snapshot of " + std::to_string(s.max_bytes) +
                                                   " bytes per record is over " +
@@ -355,6 +358,7 @@ Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
     v.register_above = static_cast<__u16>(t.snapshot.register_above);
     v.hint_pages = static_cast<__u8>(t.snapshot.hint_pages);
     v.snapshot_max_bytes = t.snapshot.max_bytes;
+    v.verify_signal = static_cast<__u8>(t.snapshot.verify_signal);
   }
   // The root's counters first, so that no sample of the new target finds none.
   const int ncpus = libbpf_num_possible_cpus();
@@ -433,6 +437,7 @@ std::vector<std::pair<uint32_t, StackTarget>> EbpfStackSampler::Targets() const 
       t.snapshot.register_above = v.register_above;
       t.snapshot.hint_pages = v.hint_pages;
       t.snapshot.max_bytes = v.snapshot_max_bytes;
+      t.snapshot.verify_signal = v.verify_signal;
     }
     out.emplace_back(key, t);
   }
@@ -537,6 +542,8 @@ EbpfSamplerStats EbpfStackSampler::stats() const {
   st.snapshots_cut = sum(PATHPROF_COUNTER_SNAPSHOT_CUT);
   st.snapshot_hints_unreadable = sum(PATHPROF_COUNTER_SNAPSHOT_HINT_UNREADABLE);
   st.snapshot_ranges_unreadable = sum(PATHPROF_COUNTER_SNAPSHOT_RANGE_UNREADABLE);
+  st.verify_signals = sum(PATHPROF_COUNTER_VERIFY_SIGNALS);
+  st.verify_signals_failed = sum(PATHPROF_COUNTER_VERIFY_SIGNAL_FAILED);
   st.delivered = impl_->delivered;
   st.cpus_attached = static_cast<int>(impl_->links.size());
   st.cpus_skipped = impl_->cpus_skipped;

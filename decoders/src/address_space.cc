@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <set>
 
 #include "pathprof/core/procfs.h"
 
@@ -186,6 +187,22 @@ Result<AddressSpace> ReadProcMaps(int pid) {
     rooted.Add(std::move(m));
   }
   return rooted;
+}
+
+std::vector<bool> StableMappings(const AddressSpace& space) {
+  std::set<std::pair<uint64_t, uint64_t>> written_files;  // (device, inode) mapped rw and shared
+  for (const Mapping& m : space.mappings())
+    if (m.writable && m.shared && m.inode != 0) written_files.insert({m.device, m.inode});
+  std::vector<bool> out;
+  out.reserve(space.mappings().size());
+  for (const Mapping& m : space.mappings()) {
+    bool stable = false;
+    if (m.readable && !m.writable)
+      stable = m.IsVdso() || (m.inode != 0 && !m.shared && !m.path.starts_with("/memfd:") &&
+                              written_files.count({m.device, m.inode}) == 0);
+    out.push_back(stable);
+  }
+  return out;
 }
 
 }  // namespace pathprof::decoders

@@ -68,21 +68,6 @@ constexpr uint32_t kXstateBvOffset = 512;
 constexpr uint64_t kX87 = 1u << 0, kSse = 1u << 1, kAvx = 1u << 2, kOpmask = 1u << 5,
                    kZmmHi256 = 1u << 6, kHi16Zmm = 1u << 7;
 
-// Whether a mapping's pages cannot change while the process runs, so that the emulator may
-// keep them, and the instructions decoded from them, across windows: read-only private
-// mappings of files (code, .rodata, RELRO), which change only by an mprotect or a new mapping
-// that the next read of the maps shows, and the vdso. Not a shared mapping, nor a memfd, nor
-// any mapping of a file that this process also maps writable and shared: their bytes change
-// through another mapping without any change to this one (a JIT that writes its code through a
-// read-write view of a memfd and runs it from a read-execute one).
-bool Stable(const decoders::Mapping& m,
-            const std::set<std::pair<uint64_t, uint64_t>>& written_files) {
-  if (!m.readable || m.writable) return false;
-  if (m.IsVdso()) return true;
-  return m.inode != 0 && !m.shared && !m.path.starts_with("/memfd:") &&
-         written_files.count({m.device, m.inode}) == 0;
-}
-
 constexpr unsigned long kProcmapQuery = _IOWR('f', 17, ProcmapQuery);
 constexpr uint64_t kProcmapReadable = 0x01, kProcmapWritable = 0x02, kProcmapExecutable = 0x04;
 
@@ -119,11 +104,10 @@ bool ProcessPages::ReadMaps(uint64_t now_ns) {
   const bool ok = space.ok();
   const std::vector<decoders::Mapping> none;
   const std::vector<decoders::Mapping>& lines = ok ? space->mappings() : none;
-  std::set<std::pair<uint64_t, uint64_t>> written_files;  // (device, inode) mapped rw and shared
-  for (const decoders::Mapping& m : lines)
-    if (m.writable && m.shared && m.inode != 0) written_files.insert({m.device, m.inode});
+  const std::vector<bool> stable = ok ? decoders::StableMappings(*space) : std::vector<bool>{};
   ranges_.reserve(lines.size());
-  for (const decoders::Mapping& m : lines) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const decoders::Mapping& m = lines[i];
     Range r;
     r.start = m.start;
     r.end = m.end();
@@ -133,7 +117,7 @@ bool ProcessPages::ReadMaps(uint64_t now_ns) {
     r.readable = m.readable;
     r.writable = m.writable;
     r.executable = m.executable;
-    r.stable = Stable(m, written_files);
+    r.stable = stable[i];
     ranges_.push_back(r);
   }
   for (const Range& old : before) {

@@ -85,6 +85,10 @@ struct SnapshotSettings {
   uint32_t register_below = 256, register_above = 768;  // sum at most kMaxSnapshotRange
   uint32_t hint_pages = 0;         // of the process's SetHintPages pages, at most kMaxHintPages
   uint32_t max_bytes = 64 * 1024;  // pieces per record at most (kMaxSnapshotBytes); the rest cut
+  // Verify mode (tests, benchmarks): the sampled thread also gets this signal after each
+  // snapshot, so that a ptrace tracer of it stops at the very instruction the snapshot holds
+  // and can compare a stop-and-emulate window with the snapshot's. 0: none.
+  int verify_signal = 0;
 };
 inline constexpr uint32_t kMaxSnapshotRange = 4096;
 inline constexpr uint32_t kMaxHintPages = 64;
@@ -157,6 +161,8 @@ struct EbpfSamplerStats {
   uint64_t snapshots_cut = 0;               // ... that left pieces out (max_bytes)
   uint64_t snapshot_hints_unreadable = 0;   // hint pages not mapped at the sample
   uint64_t snapshot_ranges_unreadable = 0;  // register ranges unreadable (not an address)
+  uint64_t verify_signals = 0;              // verify mode: signals sent
+  uint64_t verify_signals_failed = 0;       // ... refused by the kernel
   int cpus_attached = 0;
   int cpus_skipped = 0;  // online but perf_event_open failed (reason in warnings)
   std::string event;     // "cycles" or "cpu-clock"

@@ -76,6 +76,16 @@ Result<AddressSpace> ParseProcMaps(std::string_view text);
 // ours, each file mapping's read_path goes through /proc/PID/root.
 Result<AddressSpace> ReadProcMaps(int pid);
 
+// Per mapping of `space` (in its order), whether its pages cannot change while the process
+// runs, so that an emulator may keep them, and the instructions decoded from them, across
+// windows: read-only private mappings of files (code, .rodata, RELRO), which change only by an
+// mprotect or a new mapping that the next read of the maps shows, and the vdso. Not a shared
+// mapping, nor a memfd, nor any mapping of a file that the process also maps writable and
+// shared: their bytes change through another mapping without any change to this one (a JIT
+// that writes its code through a read-write view of a memfd and runs it from a read-execute
+// one).
+std::vector<bool> StableMappings(const AddressSpace& space);
+
 // x86-64 canonical kernel half.
 inline bool IsKernelAddress(uint64_t addr) {
   return (addr >> 63) != 0;

@@ -1,0 +1,165 @@
+#include "process_image.h"
+
+#include <fcntl.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "pathprof/core/clock.h"
+#include "pathprof/core/procfs.h"
+
+namespace pathprof::collectors {
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+// /proc/PID/pagemap entries (Documentation/admin-guide/mm/pagemap.rst).
+constexpr uint64_t kPagemapPresent = 1ull << 63;
+constexpr uint64_t kPagemapSwapped = 1ull << 62;  // only anonymous pages are swapped
+constexpr uint64_t kPagemapFileOrSharedAnon = 1ull << 61;
+
+// This process's vdso and its length (the host's kernel maps the same one into every process).
+std::pair<const uint8_t*, uint64_t> OwnVdso() {
+  static const std::pair<const uint8_t*, uint64_t> vdso = [] {
+    const auto base = getauxval(AT_SYSINFO_EHDR);
+    if (base == 0) return std::pair<const uint8_t*, uint64_t>{nullptr, 0};
+    auto self = decoders::ReadProcMaps(getpid());
+    if (self.ok())
+      for (const decoders::Mapping& m : self->mappings())
+        if (m.IsVdso() && m.start == base)
+          return std::pair<const uint8_t*, uint64_t>{reinterpret_cast<const uint8_t*>(base), m.len};
+    return std::pair<const uint8_t*, uint64_t>{nullptr, 0};
+  }();
+  return vdso;
+}
+
+}  // namespace
+
+ProcessImage::ProcessImage(pid_t pid, std::optional<decoders::FileCredentials> open_as)
+    : pid_(pid), open_as_(std::move(open_as)) {}
+
+ProcessImage::~ProcessImage() {
+  if (pagemap_fd_ >= 0) close(pagemap_fd_);
+}
+
+void ProcessImage::ReadMaps(uint64_t now_ns) {
+  read_at_ns_ = now_ns;
+  ++stats_.maps_reads;
+  auto space = decoders::ReadProcMaps(pid_);
+  if (!space.ok()) {
+    space_ = {};
+    stable_.clear();
+    return;
+  }
+  space_ = std::move(*space);
+  stable_ = decoders::StableMappings(space_);
+}
+
+const decoders::Mapping* ProcessImage::Find(uint64_t page, bool* stable) {
+  auto find = [&]() -> const decoders::Mapping* {
+    const decoders::Mapping* m = space_.Find(page);
+    if (m == nullptr) return nullptr;
+    *stable = stable_[static_cast<size_t>(m - space_.mappings().data())];
+    return m;
+  };
+  if (const decoders::Mapping* m = find()) return m;
+  const uint64_t now = MonotonicNs();
+  if (read_at_ns_ != 0 && now - read_at_ns_ < kMissRefreshNs) return nullptr;
+  ReadMaps(now);
+  return find();
+}
+
+ProcessImage::PageInfo ProcessImage::Info(uint64_t page) {
+  PageInfo info;
+  bool stable = false;
+  const decoders::Mapping* m = Find(page, &stable);
+  if (m == nullptr) return info;
+  info.mapped = true;
+  info.readable = m->readable;
+  info.writable = m->writable;
+  info.executable = m->executable;
+  info.stable = stable;
+  return info;
+}
+
+bool ProcessImage::Refresh(uint64_t now_ns, uint64_t max_age_ns) {
+  if (read_at_ns_ != 0 && now_ns - read_at_ns_ < max_age_ns) return false;
+  std::vector<decoders::Mapping> before;
+  for (size_t i = 0; i < space_.mappings().size(); ++i)
+    if (stable_[i]) before.push_back(space_.mappings()[i]);
+  ReadMaps(now_ns);
+  for (const decoders::Mapping& old : before) {
+    const decoders::Mapping* now = space_.Find(old.start);
+    if (now == nullptr || now->start != old.start || now->len != old.len ||
+        now->pgoff != old.pgoff || now->inode != old.inode || now->device != old.device ||
+        now->writable)
+      return true;
+  }
+  return false;
+}
+
+int ProcessImage::Anonymous(uint64_t page) {
+  if (!pagemap_tried_) {
+    pagemap_tried_ = true;
+    pagemap_fd_ = procfs::Procfs::Host().Open(pid_, "pagemap", O_RDONLY);
+  }
+  if (pagemap_fd_ < 0) return -1;
+  uint64_t entry = 0;
+  if (pread(pagemap_fd_, &entry, sizeof entry, static_cast<off_t>(page / kPage * sizeof entry)) !=
+      static_cast<ssize_t>(sizeof entry))
+    return -1;
+  if (entry & kPagemapSwapped) return 1;
+  return (entry & kPagemapPresent) != 0 && (entry & kPagemapFileOrSharedAnon) == 0 ? 1 : 0;
+}
+
+int ProcessImage::FileFor(const decoders::Mapping& m) {
+  const std::pair<uint64_t, uint64_t> key{m.device, m.inode};
+  auto it = files_.find(key);
+  if (it != files_.end()) return it->second.get();
+  if (files_.size() >= kMaxOpenFiles) files_.clear();
+  auto fd = decoders::OpenMappedFile(pid_, m, open_as_);
+  if (!fd.ok()) return -1;
+  const int raw = fd->get();
+  files_.emplace(key, std::move(*fd));
+  return raw;
+}
+
+ProcessImage::StableRead ProcessImage::ReadStable(uint64_t page, uint8_t* out) {
+  bool stable = false;
+  const decoders::Mapping* m = Find(page, &stable);
+  if (m == nullptr || !stable) return StableRead::kNotStable;
+  const uint64_t offset = page - m->start;
+  if (m->IsVdso()) {
+    const auto [vdso, len] = OwnVdso();
+    if (vdso == nullptr || len != m->len || offset + kPage > len) {
+      ++stats_.unreadable;
+      return StableRead::kUnreadable;
+    }
+    std::memcpy(out, vdso + offset, kPage);
+    ++stats_.vdso_pages;
+    return StableRead::kRead;
+  }
+  // Unknown (no pagemap) counts as written: a file page served where the process has its own
+  // copy would be a wrong byte, an unknown one only a shorter window.
+  if (Anonymous(page) != 0) {
+    ++stats_.written_pages;
+    return StableRead::kWritten;
+  }
+  const int fd = FileFor(*m);
+  if (fd < 0) {
+    ++stats_.unreadable;
+    return StableRead::kUnreadable;
+  }
+  const ssize_t got = pread(fd, out, kPage, static_cast<off_t>(m->pgoff + offset));
+  if (got < 0) {
+    ++stats_.unreadable;
+    return StableRead::kUnreadable;
+  }
+  // Past the end of the file the last page of a mapping reads as zeros.
+  std::memset(out + got, 0, kPage - static_cast<size_t>(got));
+  ++stats_.file_pages;
+  return StableRead::kRead;
+}
+
+}  // namespace pathprof::collectors

@@ -1,0 +1,142 @@
+// Snapshot windows (no stop) against stop-and-emulate windows taken at the same instant, on a
+// real child under the real eBPF sampler (tests/collectors/snapshot_verify.h says how). What a
+// wrong implementation gets wrong: a snapshot window that differs from the live one anywhere
+// (a byte served that the sample did not hold, a register mapped to the wrong place, a syscall
+// sample started at the wrong place), or one that ends at once (no tracking of unknown bytes,
+// no image pages).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <filesystem>
+
+#include "pathprof/core/procfs.h"
+#include "snapshot_verify.h"
+
+namespace pathprof::collectors {
+namespace {
+
+std::string ExampleBinary(const std::string& name) {
+  auto exe = procfs::Procfs().Executable(getpid());
+  const std::string dir =
+      exe.ok() ? std::filesystem::path(*exe).parent_path().string() : std::string(".");
+  return dir + "/" + name;
+}
+
+// A child running `argv`, seized (not stopped); killed at the end.
+class SeizedChild {
+ public:
+  explicit SeizedChild(const std::vector<std::string>& argv) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> a;
+      for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+      a.push_back(nullptr);
+      execv(a[0], a.data());
+      _exit(127);
+    }
+    usleep(100'000);  // past start-up
+    ok_ = pid_ > 0 && ptrace(PTRACE_SEIZE, pid_, nullptr, nullptr) == 0;
+  }
+  ~SeizedChild() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, __WALL);
+  }
+  bool ok() const { return ok_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool ok_ = false;
+};
+
+std::string Describe(const verify::Result& r) {
+  std::string s = "stops " + std::to_string(r.stops) + ", compared " + std::to_string(r.compared) +
+                  ", identical " + std::to_string(r.identical) + ", registers differ " +
+                  std::to_string(r.registers_differ) + ", no record " +
+                  std::to_string(r.no_record) + ", median taken " +
+                  std::to_string(verify::Result::Median(r.taken)) + "; ends:";
+  for (int e = 0; e < emulator::kEmulationEndCount; ++e)
+    if (r.ends[static_cast<size_t>(e)])
+      s += " " + std::string(emulator::EmulationEndName(static_cast<emulator::EmulationEnd>(e))) +
+           " " + std::to_string(r.ends[static_cast<size_t>(e)]);
+  for (const std::string& d : r.differences) s += "\n  " + d;
+  return s;
+}
+
+// The hot loop reads one data page that feeds no branch: its snapshot windows, with the default
+// settings (registers' bytes, no hints), run the whole 32 taken branches, as the live ones.
+TEST(SnapshotWindows, HotLoopWindowsAreTheLiveWindows) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF, ptrace)";
+  SeizedChild child({ExampleBinary("example_hotloop_static"), "2000000000"});
+  ASSERT_TRUE(child.ok());
+  verify::Options opt;
+  opt.windows = 150;
+  const verify::Result r = verify::Run(child.pid(), opt);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  std::printf("%s\n", Describe(r).c_str());
+  ASSERT_GE(r.compared, 100u) << Describe(r);
+  EXPECT_EQ(r.wrong(), 0u) << Describe(r);
+  EXPECT_GE(verify::Result::Median(r.taken), 32u) << Describe(r);
+  EXPECT_GT(r.page_sources[static_cast<size_t>(SnapshotPageSource::kImage)], 0u)
+      << "code comes from the executable's file";
+  EXPECT_EQ(r.sampler.verify_signals_failed, 0u);
+}
+
+// A child that spends much of its time inside read(2) of /dev/zero (the kernel copying): its
+// samples taken there start at the call's return with rax unknown, and none of the memory they
+// copied trusted (read() writes it meanwhile); a loop that branches on what it read follows.
+[[noreturn]] void ReadZeroLoop() {
+  static char buf[1 << 16];
+  const int fd = open("/dev/zero", O_RDONLY);
+  uint64_t sum = 0;
+  for (;;) {
+    const ssize_t got = read(fd, buf, sizeof buf);
+    for (ssize_t i = 0; i < got; i += 4093)
+      if (buf[i] == 0) sum += static_cast<uint64_t>(i);
+    asm volatile("" : : "r"(sum));
+  }
+}
+
+TEST(SnapshotWindows, SamplesInsideSystemCallsStartAtTheirReturn) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF, ptrace)";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) ReadZeroLoop();
+  usleep(50'000);
+  ASSERT_EQ(ptrace(PTRACE_SEIZE, pid, nullptr, nullptr), 0);
+  verify::Options opt;
+  opt.windows = 80;
+  opt.max_seconds = 20;
+  const verify::Result r = verify::Run(pid, opt);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, __WALL);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  std::printf("%s\n", Describe(r).c_str());
+  ASSERT_GE(r.compared, 40u) << Describe(r);
+  EXPECT_EQ(r.wrong(), 0u) << Describe(r);
+  EXPECT_GT(r.in_syscall, 0u) << Describe(r);
+}
+
+// Heap sort reads its array everywhere: windows end where a comparison needs a byte the sample
+// did not copy. Shorter, never different.
+TEST(SnapshotWindows, HeapSortWindowsEndEarlyButNeverDiffer) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF, ptrace)";
+  SeizedChild child({ExampleBinary("example_heapsort_static"), "200000000"});
+  ASSERT_TRUE(child.ok());
+  verify::Options opt;
+  opt.windows = 150;
+  const verify::Result r = verify::Run(child.pid(), opt);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  std::printf("%s\n", Describe(r).c_str());
+  ASSERT_GE(r.compared, 100u) << Describe(r);
+  EXPECT_EQ(r.wrong(), 0u) << Describe(r);
+}
+
+}  // namespace
+}  // namespace pathprof::collectors
