@@ -83,20 +83,46 @@ ProcessImage::PageInfo ProcessImage::Info(uint64_t page) {
   return info;
 }
 
+bool ProcessImage::WantsCopy(uint64_t page) {
+  bool stable = false;
+  const decoders::Mapping* m = Find(page, &stable);
+  return m != nullptr && stable && !m->IsVdso() && adopted_.count(page) == 0 &&
+         Anonymous(page) != 0;
+}
+
+bool ProcessImage::Adopt(uint64_t page, const uint8_t* bytes) {
+  if (!WantsCopy(page)) return false;
+  if (adopted_.size() >= kMaxAdopted) {
+    stats_.adopted_dropped += adopted_.size();
+    adopted_.clear();
+  }
+  adopted_.emplace(page, std::vector<uint8_t>(bytes, bytes + kPage));
+  ++stats_.adopted;
+  return true;
+}
+
 bool ProcessImage::Refresh(uint64_t now_ns, uint64_t max_age_ns) {
   if (read_at_ns_ != 0 && now_ns - read_at_ns_ < max_age_ns) return false;
   std::vector<decoders::Mapping> before;
   for (size_t i = 0; i < space_.mappings().size(); ++i)
     if (stable_[i]) before.push_back(space_.mappings()[i]);
   ReadMaps(now_ns);
+  bool changed = false;
   for (const decoders::Mapping& old : before) {
     const decoders::Mapping* now = space_.Find(old.start);
     if (now == nullptr || now->start != old.start || now->len != old.len ||
         now->pgoff != old.pgoff || now->inode != old.inode || now->device != old.device ||
-        now->writable)
-      return true;
+        now->writable) {
+      changed = true;
+      // Copies of its written pages describe a mapping that is gone.
+      for (auto it = adopted_.lower_bound(old.start);
+           it != adopted_.end() && it->first < old.end();) {
+        it = adopted_.erase(it);
+        ++stats_.adopted_dropped;
+      }
+    }
   }
-  return false;
+  return changed;
 }
 
 int ProcessImage::Anonymous(uint64_t page) {
@@ -138,6 +164,10 @@ ProcessImage::StableRead ProcessImage::ReadStable(uint64_t page, uint8_t* out) {
     }
     std::memcpy(out, vdso + offset, kPage);
     ++stats_.vdso_pages;
+    return StableRead::kRead;
+  }
+  if (auto it = adopted_.find(page); it != adopted_.end()) {
+    std::memcpy(out, it->second.data(), kPage);
     return StableRead::kRead;
   }
   // Unknown (no pagemap) counts as written: a file page served where the process has its own

@@ -71,7 +71,14 @@ RecordGuest::RecordGuest(const RawStackSample& sample, const SnapshotStart& star
       snap_(*sample.snapshot),
       image_(image),
       unheld_registers_(start.unheld_registers),
-      trust_memory_(!start.in_syscall) {}
+      trust_memory_(!start.in_syscall) {
+  // A read-only mapping's page cannot change while it stays read-only: a copy is good for
+  // every later window too (a system call does not write it either).
+  for (const RawSnapshot::Piece& p : snap_.pieces)
+    if (p.size == kPage && (p.address & (kPage - 1)) == 0 &&
+        uint64_t{p.offset} + p.size <= snap_.bytes.size())
+      image_.Adopt(p.address, snap_.bytes.data() + p.offset);
+}
 
 bool RecordGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
   const ProcessImage::PageInfo info = image_.Info(page);

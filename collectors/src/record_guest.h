@@ -39,7 +39,8 @@ enum class SnapshotPageSource : uint8_t {
 
 class RecordGuest final : public emulator::Guest {
  public:
-  // All must outlive the guest.
+  // All must outlive the guest. Whole pages the sample copied that the image wants a copy of
+  // (ProcessImage::WantsCopy: RELRO) are handed to it here.
   RecordGuest(const RawStackSample& sample, const SnapshotStart& start, ProcessImage& image);
 
   bool ReadPage(uint64_t page, uint8_t* out, bool* stable) override;

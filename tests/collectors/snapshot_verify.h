@@ -45,7 +45,8 @@ struct Result {
   std::vector<uint32_t> live_taken;
   std::array<uint64_t, emulator::kEmulationEndCount> ends{};  // the snapshot windows'
   std::array<uint64_t, static_cast<size_t>(SnapshotPageSource::kCount)> page_sources{};
-  uint64_t record_bytes = 0;             // stack + snapshot bytes of the compared samples
+  uint64_t record_bytes = 0;  // stack + snapshot bytes of the compared samples
+  ProcessImage::Stats image;
   std::vector<std::string> differences;  // the first few, described
   EbpfSamplerStats sampler;
   std::string error;
@@ -58,19 +59,24 @@ struct Result {
   }
 };
 
-// The Guest decorator that notes the pages a live window read (for learning hint pages).
+// The Guest decorator that notes the pages a live window read (for learning hint pages), with
+// whether they were stable.
 class NotingGuest final : public emulator::Guest {
  public:
   explicit NotingGuest(emulator::Guest& inner) : inner_(inner) {}
   bool ReadPage(uint64_t page, uint8_t* out, bool* stable) override {
     const bool ok = inner_.ReadPage(page, out, stable);
-    if (ok && !*stable) pages.push_back(page);
+    if (ok) pages.push_back({page, *stable});
     return ok;
   }
   bool PageWritable(uint64_t page) override { return inner_.PageWritable(page); }
   bool PageExecutable(uint64_t page) override { return inner_.PageExecutable(page); }
   bool LoadVectorState(emulator::CpuState* s) override { return inner_.LoadVectorState(s); }
-  std::vector<uint64_t> pages;
+  struct Page {
+    uint64_t page;
+    bool stable;
+  };
+  std::vector<Page> pages;
 
  private:
   emulator::Guest& inner_;
@@ -82,8 +88,10 @@ struct Options {
   SnapshotSettings snapshot;  // enabled and verify_signal are set by Run
   uint32_t windows = 200;
   double max_seconds = 30;
-  // Learn hint pages as a sampler beside stop-and-emulate windows would: the data pages the live
-  // windows read, most recent first, up to snapshot.hint_pages.
+  // Hint pages, up to snapshot.hint_pages: first the pages of read-only mappings that are not
+  // their file's (RELRO) that live windows read and the image has no copy of yet (copied once:
+  // ProcessImage::Adopt); then, with learn_hints, the data pages the live windows read, most
+  // recent first, as a sampler beside stop-and-emulate windows would learn them.
   bool learn_hints = false;
 };
 
@@ -111,7 +119,7 @@ inline Result Run(pid_t pid, Options opt) {
   stepping::ProcessPages pages(pid);
   ProcessImage image(pid, std::nullopt);
   emulator::WindowEmulator live_emulator, snapshot_emulator;
-  std::vector<uint64_t> hints;
+  std::vector<uint64_t> data_hints, once_hints;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(opt.max_seconds * 1000));
   while (r.compared < opt.windows && std::chrono::steady_clock::now() < deadline) {
@@ -199,17 +207,32 @@ inline Result Run(pid_t pid, Options opt) {
     r.taken.push_back(snap.taken);
     r.live_taken.push_back(live.taken);
     ++r.ends[static_cast<size_t>(snap.end)];
-    if (opt.learn_hints && opt.snapshot.hint_pages > 0) {
-      for (uint64_t page : noting.pages) {
-        hints.erase(std::remove(hints.begin(), hints.end(), page), hints.end());
-        hints.insert(hints.begin(), page);
+    if (opt.snapshot.hint_pages > 0) {
+      for (const NotingGuest::Page& p : noting.pages) {
+        if (p.stable) {
+          if (image.WantsCopy(p.page) &&
+              std::find(once_hints.begin(), once_hints.end(), p.page) == once_hints.end())
+            once_hints.push_back(p.page);
+        } else if (opt.learn_hints) {
+          data_hints.erase(std::remove(data_hints.begin(), data_hints.end(), p.page),
+                           data_hints.end());
+          data_hints.insert(data_hints.begin(), p.page);
+        }
       }
+      once_hints.erase(std::remove_if(once_hints.begin(), once_hints.end(),
+                                      [&](uint64_t page) { return !image.WantsCopy(page); }),
+                       once_hints.end());
+      if (data_hints.size() > opt.snapshot.hint_pages) data_hints.resize(opt.snapshot.hint_pages);
+      std::vector<uint64_t> hints = once_hints;
+      for (uint64_t page : data_hints)
+        if (hints.size() < opt.snapshot.hint_pages) hints.push_back(page);
       if (hints.size() > opt.snapshot.hint_pages) hints.resize(opt.snapshot.hint_pages);
       (void)(*sampler)->SetHintPages(static_cast<uint32_t>(pid), hints);
     }
     ptrace(PTRACE_CONT, pid, nullptr, nullptr);
   }
   r.sampler = (*sampler)->stats();
+  r.image = image.stats();
   return r;
 }
 

@@ -79,11 +79,13 @@ inline constexpr uint32_t kEveryProcess = 0;  // the target that stands for ever
 
 // A snapshot with each sample of a target, for windows emulated from it later (no stop). The
 // defaults are what docs/performance.md "Snapshot windows" measured to fit the sample's cost
-// budget: 1 KiB around each register, no hint pages (each costs a 4 KiB copy per sample).
+// budget: 1 KiB around each register, and up to 8 hint pages, which the snapshot source fills
+// only with pages to copy once (a read-only mapping's pages that are not its file's: RELRO)
+// until it has them; data pages learned for every sample cost a 4 KiB copy each.
 struct SnapshotSettings {
   bool enabled = false;  // needs a stack copy (StackTarget::stack_copy_bytes)
   uint32_t register_below = 256, register_above = 768;  // sum at most kMaxSnapshotRange
-  uint32_t hint_pages = 0;         // of the process's SetHintPages pages, at most kMaxHintPages
+  uint32_t hint_pages = 8;         // of the process's SetHintPages pages, at most kMaxHintPages
   uint32_t max_bytes = 64 * 1024;  // pieces per record at most (kMaxSnapshotBytes); the rest cut
   // Verify mode (tests, benchmarks): the sampled thread also gets this signal after each
   // snapshot, so that a ptrace tracer of it stops at the very instruction the snapshot holds
