@@ -96,8 +96,9 @@ double ShareAtLeast(const std::vector<uint32_t>& v, uint32_t n) {
 void PrintTable() {
   std::printf(
       "\n| program | setting | compared | identical | median | mean | >= 24 | live median | "
-      "ends (not complete) | pages: image / stack / record / unknown | KiB per record |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n");
+      "ends (not complete) | pages: image / stack / record / unknown | KiB per record | us per "
+      "window (median) |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|\n");
   for (const Row& row : g_rows) {
     const verify::Result& r = row.result;
     std::string ends;
@@ -111,7 +112,7 @@ void PrintTable() {
     const auto& p = r.page_sources;
     std::printf(
         "| %s | %s | %llu | %.1f%% | %u | %.1f | %.0f%% | %u | %s | %llu / %llu / %llu / %llu | "
-        "%.1f |\n",
+        "%.1f | %.1f |\n",
         row.program.c_str(), row.setting.c_str(), static_cast<unsigned long long>(r.compared),
         r.compared ? 100.0 * static_cast<double>(r.identical) / static_cast<double>(r.compared)
                    : 0.0,
@@ -122,7 +123,8 @@ void PrintTable() {
         static_cast<unsigned long long>(p[static_cast<size_t>(SnapshotPageSource::kRecord)]),
         static_cast<unsigned long long>(p[static_cast<size_t>(SnapshotPageSource::kUnknown)]),
         r.compared ? static_cast<double>(r.record_bytes) / 1024.0 / static_cast<double>(r.compared)
-                   : 0.0);
+                   : 0.0,
+        verify::Result::Median(r.snapshot_window_ns) / 1000.0);
     for (const std::string& d : r.differences) std::printf("|   | difference: %s |\n", d.c_str());
   }
 }

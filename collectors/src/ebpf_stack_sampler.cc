@@ -118,7 +118,7 @@ void ParseSnapshot(const stack_sample& s, const uint8_t* area, size_t area_size,
       offset += p.bytes;
     }
   }
-  out->snapshot = std::move(snap);
+  out->snapshot = std::make_shared<const RawSnapshot>(std::move(snap));
 }
 
 }  // namespace

@@ -82,10 +82,14 @@ RecordGuest::RecordGuest(const RawStackSample& sample, const SnapshotStart& star
 
 bool RecordGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
   const ProcessImage::PageInfo info = image_.Info(page);
-  if (info.stable && image_.ReadStable(page, out) == ProcessImage::StableRead::kRead) {
-    *stable = true;
-    ++reads_[static_cast<size_t>(SnapshotPageSource::kImage)];
-    return true;
+  if (info.stable) {
+    const ProcessImage::StableRead got = image_.ReadStable(page, out);
+    if (got == ProcessImage::StableRead::kRead) {
+      *stable = true;
+      ++reads_[static_cast<size_t>(SnapshotPageSource::kImage)];
+      return true;
+    }
+    if (got == ProcessImage::StableRead::kWritten) wanted_copies_.push_back(page);
   }
   *stable = false;
   std::memset(out, 0, kPage);
@@ -116,6 +120,7 @@ bool RecordGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
                                             : SnapshotPageSource::kRecord)];
     return true;
   }
+  if (held.empty()) unknown_pages_.push_back(page);
   ++reads_[static_cast<size_t>(held.empty() ? SnapshotPageSource::kUnknown
                                : from_stack ? SnapshotPageSource::kStack
                                             : SnapshotPageSource::kRecord)];

@@ -51,6 +51,12 @@ class RecordGuest final : public emulator::Guest {
   bool UnheldBytes(uint64_t page, uint8_t* unheld) override;
   uint16_t UnheldRegisters() override { return unheld_registers_; }
 
+  // Pages this window read that nothing held (all bytes unknown), in the order read; and stable
+  // mappings' pages that were not their file's (ProcessImage::WantsCopy): what hint pages
+  // could bring.
+  const std::vector<uint64_t>& unknown_pages() const { return unknown_pages_; }
+  const std::vector<uint64_t>& wanted_copies() const { return wanted_copies_; }
+
   // Pages read by source, for the stats.
   const std::array<uint32_t, static_cast<size_t>(SnapshotPageSource::kCount)>& reads() const {
     return reads_;
@@ -68,6 +74,7 @@ class RecordGuest final : public emulator::Guest {
   // Pages held only in part: the parts held.
   std::unordered_map<uint64_t, std::vector<Held>> held_parts_;
   std::array<uint32_t, static_cast<size_t>(SnapshotPageSource::kCount)> reads_{};
+  std::vector<uint64_t> unknown_pages_, wanted_copies_;
 };
 
 }  // namespace pathprof::collectors

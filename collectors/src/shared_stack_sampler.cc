@@ -33,16 +33,20 @@ namespace {
 
 StackTargetCounters Minus(const StackTargetCounters& a, const StackTargetCounters& b) {
   auto d = [](uint64_t x, uint64_t y) { return x > y ? x - y : 0; };
-  return {d(a.submitted, b.submitted), d(a.ringbuf_full, b.ringbuf_full),
+  return {d(a.submitted, b.submitted),
+          d(a.ringbuf_full, b.ringbuf_full),
           d(a.filtered_credentials, b.filtered_credentials),
           d(a.stack_copies_failed, b.stack_copies_failed),
-          d(a.stack_copies_short, b.stack_copies_short)};
+          d(a.stack_copies_short, b.stack_copies_short),
+          d(a.snapshots_cut, b.snapshots_cut),
+          d(a.snapshot_hints_unreadable, b.snapshot_hints_unreadable)};
 }
 
 // The host's counters, for an every-process subscription.
 StackTargetCounters HostCounters(const EbpfSamplerStats& st) {
-  return {st.submitted, st.ringbuf_full, st.filtered_credentials, st.stack_copies_failed,
-          st.stack_copies_short};
+  return {
+      st.submitted,          st.ringbuf_full,  st.filtered_credentials,     st.stack_copies_failed,
+      st.stack_copies_short, st.snapshots_cut, st.snapshot_hints_unreadable};
 }
 
 void Add(StackTargetCounters* to, const StackTargetCounters& c) {
@@ -51,6 +55,8 @@ void Add(StackTargetCounters* to, const StackTargetCounters& c) {
   to->filtered_credentials += c.filtered_credentials;
   to->stack_copies_failed += c.stack_copies_failed;
   to->stack_copies_short += c.stack_copies_short;
+  to->snapshots_cut += c.snapshots_cut;
+  to->snapshot_hints_unreadable += c.snapshot_hints_unreadable;
 }
 
 }  // namespace
@@ -77,6 +83,8 @@ struct StackSubscription::Host {
     t.root = root;
     t.hz = 0;
     t.kernel_stacks = false;
+    t.snapshot.enabled = false;
+    t.snapshot.verify_signal = 0;
     bool all_confined = true;
     std::optional<uint32_t> uid;
     std::optional<uint64_t> cgroup;
@@ -91,6 +99,20 @@ struct StackSubscription::Host {
       t.kernel_stacks |= s.kernel_stacks;
       t.stack_copy_bytes = std::max(t.stack_copy_bytes, s.stack_copy_bytes);
       if (!m->every()) t.follow_children |= s.follow_children;
+      if (s.snapshot.enabled) {
+        // The widest of what the members ask: each finds its own in the record.
+        SnapshotSettings& sn = t.snapshot;
+        sn.register_below = sn.enabled ? std::max(sn.register_below, s.snapshot.register_below)
+                                       : s.snapshot.register_below;
+        sn.register_above = sn.enabled ? std::max(sn.register_above, s.snapshot.register_above)
+                                       : s.snapshot.register_above;
+        sn.hint_pages =
+            sn.enabled ? std::max(sn.hint_pages, s.snapshot.hint_pages) : s.snapshot.hint_pages;
+        sn.max_bytes =
+            sn.enabled ? std::max(sn.max_bytes, s.snapshot.max_bytes) : s.snapshot.max_bytes;
+        if (s.snapshot.verify_signal) sn.verify_signal = s.snapshot.verify_signal;
+        sn.enabled = true;
+      }
       if (!s.only_uid || (uid && *uid != *s.only_uid)) all_confined = false;
       uid = s.only_uid;
       if (m->every()) {
@@ -166,13 +188,15 @@ struct StackSubscription::Host {
       ++m->delivered;
       const bool cut_kernel = !s.kernel_stacks && !sample.kernel.empty();
       const bool cut_stack = reach > s.stack_copy_bytes;
-      if (!cut_kernel && !cut_stack) {
+      const bool cut_snapshot = !s.snapshot.enabled && sample.snapshot;
+      if (!cut_kernel && !cut_stack && !cut_snapshot) {
         m->sink(sample);
         continue;
       }
       RawStackSample cut = sample;
       if (cut_kernel) cut.kernel.clear();
       if (cut_stack) CutStack(&cut, s.stack_copy_bytes);
+      if (cut_snapshot) cut.snapshot.reset();
       m->sink(cut);
     }
   }
@@ -219,6 +243,9 @@ std::weak_ptr<StackSubscription::Host> g_host;
 Status ValidateSettings(const StackSubscriptionSettings& s) {
   PATHPROF_RETURN_IF_ERROR(CheckStackFrequency(s.frequency_hz));
   if (s.stack_copy_bytes != 0) PATHPROF_RETURN_IF_ERROR(CheckStackCopyBytes(s.stack_copy_bytes));
+  PATHPROF_RETURN_IF_ERROR(CheckSnapshotSettings(s.snapshot));
+  if (s.snapshot.enabled && s.stack_copy_bytes == 0)
+    return Error(ErrorCode::kInvalidArgument, "a snapshot subscription needs a stack copy");
   if (std::find(s.pids.begin(), s.pids.end(), kEveryProcess) != s.pids.end())
     return Error(ErrorCode::kInvalidArgument, "pid 0 is not a process to sample");
   return Status::Ok();
@@ -248,11 +275,16 @@ Result<std::unique_ptr<StackSubscription>> StackSubscription::Start(
       config.only_uid = settings.only_uid;
       config.copy_user_stacks = settings.stack_copy_bytes != 0;
       if (config.copy_user_stacks) config.stack_copy_bytes = settings.stack_copy_bytes;
+      config.snapshot = settings.snapshot;
       config.follow_children = settings.follow_children;
       EbpfSamplerConfig sizing = config;
       sizing.frequency_hz = std::max(settings.frequency_hz, 99);
       sizing.copy_user_stacks = true;
       sizing.stack_copy_bytes = std::max(config.stack_copy_bytes, kDefaultStackCopyBytes);
+      // A snapshot subscription that comes later shares this ring, and its losses to a full
+      // ring are counted (ringbuf_full): sizing every host's ring for snapshots would take
+      // memory from the stacks-only hosts, most of them.
+      sizing.snapshot = settings.snapshot;
       PATHPROF_ASSIGN_OR_RETURN(config.ring_bytes, EbpfStackSampler::RingBytesFor(sizing));
       PATHPROF_ASSIGN_OR_RETURN(auto sampler, EbpfStackSampler::Start(config));
       host = std::make_shared<Host>();
@@ -313,6 +345,11 @@ Status StackSubscription::RemovePid(uint32_t pid) {
   return host_->Reconfigure();
 }
 
+Status StackSubscription::SetHintPages(uint32_t pid, const std::vector<uint64_t>& pages) {
+  std::lock_guard<std::mutex> lock(host_->mu);
+  return host_->sampler->SetHintPages(pid, pages);
+}
+
 void StackSubscription::Flush() {
   std::lock_guard<std::mutex> lock(host_->mu);
   host_->Drain();
@@ -339,6 +376,8 @@ StackSubscriptionStats StackSubscription::stats() const {
   out.filtered_credentials = m.settings.only_uid ? c.filtered_credentials + m.filtered_here : 0;
   out.stack_copies_failed = m.settings.stack_copy_bytes ? c.stack_copies_failed : 0;
   out.stack_copies_short = m.settings.stack_copy_bytes ? c.stack_copies_short : 0;
+  out.snapshots_cut = m.settings.snapshot.enabled ? c.snapshots_cut : 0;
+  out.snapshot_hints_unreadable = m.settings.snapshot.enabled ? c.snapshot_hints_unreadable : 0;
   out.event = host.event;
   out.sampler_hz = host_->sampler->frequency_hz();
   out.subscriptions = static_cast<int>(host_->members.size());

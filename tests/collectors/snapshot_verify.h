@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +34,12 @@ namespace pathprof::collectors::verify {
 
 inline constexpr int kVerifySignal = SIGURG;  // ignored by default: nothing else uses it
 
+inline uint64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 struct Result {
   uint64_t stops = 0;             // the child stopped for the verify signal
   uint64_t no_record = 0;         // ... with no snapshot of the thread in the ring
@@ -43,6 +50,7 @@ struct Result {
   uint64_t longer = 0;            // ... went past where the live window ended (wrong)
   std::vector<uint32_t> taken;    // each compared snapshot window's taken branches
   std::vector<uint32_t> live_taken;
+  std::vector<uint32_t> snapshot_window_ns;  // this thread's CPU time per snapshot window
   std::array<uint64_t, emulator::kEmulationEndCount> ends{};  // the snapshot windows'
   std::array<uint64_t, static_cast<size_t>(SnapshotPageSource::kCount)> page_sources{};
   uint64_t record_bytes = 0;  // stack + snapshot bytes of the compared samples
@@ -171,9 +179,13 @@ inline Result Run(pid_t pid, Options opt) {
     const emulator::EmulatedWindow live = live_emulator.Run(live_state, noting);
     pages.EndWindow();
     // The snapshot's window, over the record and the image only.
+    // Timed as the collector would pay for it: the image's refresh, the guest, the emulation.
+    const uint64_t t0 = ThreadCpuNs();
     if (image.Refresh(MonotonicNs(), 50'000'000)) snapshot_emulator.Reset();
     RecordGuest guest(sample, start, image);
     const emulator::EmulatedWindow snap = snapshot_emulator.Run(start.state, guest);
+    r.snapshot_window_ns.push_back(
+        static_cast<uint32_t>(std::min<uint64_t>(ThreadCpuNs() - t0, ~0u)));
     ++r.compared;
     if (start.in_syscall) ++r.in_syscall;
     r.record_bytes += sample.snapshot->stack.size() + sample.snapshot->bytes.size();

@@ -63,7 +63,9 @@ struct RawStackSample {
   std::vector<uint64_t> regs;
   uint64_t stack_start = 0;  // user address of stack[0] (the stack pointer)
   std::vector<uint8_t> stack;
-  std::optional<RawSnapshot> snapshot;  // with a target's SnapshotSettings
+  // With a target's SnapshotSettings. Shared: the one sampler routes a record to every
+  // subscription of its process, and only the snapshot's are handed this part.
+  std::shared_ptr<const RawSnapshot> snapshot;
 };
 
 // The stack copy's bounds (whole 4 KiB pages): perf's --call-graph dwarf,SIZE takes up to 64 KiB

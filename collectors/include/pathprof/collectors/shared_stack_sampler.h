@@ -28,6 +28,9 @@ struct StackSubscriptionSettings {
   std::optional<uint32_t> only_uid;
   uint32_t stack_copy_bytes = 0;  // 0: no user stack copy (frame pointers only)
   bool follow_children = false;   // a target's fork adds the child, in the kernel
+  // A snapshot with each sample (for windows emulated from it: collectors/snapshot_windows.h);
+  // needs a stack copy. Only the subscriptions that ask for one are handed it.
+  SnapshotSettings snapshot;
 };
 
 struct StackSubscriptionStats {
@@ -36,7 +39,9 @@ struct StackSubscriptionStats {
   uint64_t filtered_credentials = 0;  // its targets' samples after they left only_uid
   uint64_t stack_copies_failed = 0;
   uint64_t stack_copies_short = 0;
-  std::string event;      // "cycles" or "cpu-clock"
+  uint64_t snapshots_cut = 0;              // snapshots that left pieces out (their byte cap)
+  uint64_t snapshot_hints_unreadable = 0;  // hint pages no longer mapped at a sample
+  std::string event;                       // "cycles" or "cpu-clock"
   int sampler_hz = 0;     // the host sampler's rate now (the highest any subscription asks)
   int subscriptions = 0;  // on the host sampler now, this one included
   int cpus_attached = 0;
@@ -57,6 +62,9 @@ class StackSubscription {
   // Adds or removes a process of this subscription (a descendant found in /proc, an exit).
   Status AddPid(uint32_t pid);
   Status RemovePid(uint32_t pid);
+  // The pages each snapshot of `pid` also copies (EbpfStackSampler::SetHintPages): the last
+  // subscription to set them for a process decides.
+  Status SetHintPages(uint32_t pid, const std::vector<uint64_t>& pages);
   // Hands every sample already in the ring to its subscriptions before returning.
   void Flush();
   StackSubscriptionStats stats() const;

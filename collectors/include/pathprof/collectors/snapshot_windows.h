@@ -1,0 +1,90 @@
+// Branch windows without a stop: each eBPF sample of a target carries a snapshot (registers, the
+// stack's top, the bytes around what the registers point at, hint pages: SnapshotSettings), and
+// a window is emulated from it later, on this process's own time, over the snapshot and the
+// process's stable pages read from their files (nothing is read from the live process, nothing
+// attaches to it: it works where ptrace is refused). A window is exact or shorter, never wrong:
+// the emulator marks what the snapshot does not hold as unknown and ends the window where a
+// branch, a jump target or an address depends on it (docs/performance.md "Snapshot windows").
+//
+// One worker thread emulates the samples of every target in turn, from a bounded queue; what it
+// cannot keep up with is dropped and counted. Per process it keeps the stable pages it read, the
+// decoded instructions, and the pages to ask the sampler to copy: read-only mappings' pages
+// that are not their file's (RELRO: copied once, then kept), and, with learn_hints, the pages
+// whose unknown bytes ended windows (copied with every sample, most recent first).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "pathprof/collectors/ebpf_stack_sampler.h"
+#include "pathprof/core/branch.h"
+#include "pathprof/core/status.h"
+#include "pathprof/decoders/mapped_file.h"
+#include "pathprof/emulator/window_emulator.h"
+
+namespace pathprof::collectors {
+
+struct SnapshotWindowOptions {
+  std::vector<uint32_t> pids;
+  int frequency_hz = 999;  // samples, so windows, per second per thread at most
+  uint32_t window_taken = 32;
+  uint32_t stack_copy_bytes = kDefaultStackCopyBytes;
+  SnapshotSettings snapshot;  // `enabled` is set by Start
+  bool follow_children = false;
+  std::optional<uint32_t> only_uid;  // a confined session: only this uid's tasks
+  // The file-system credentials the mapped files are opened with (a confined session's
+  // requester); nullopt: this process's own.
+  std::optional<decoders::FileCredentials> open_as;
+  // Learn data hint pages from the windows' misses (each costs a 4 KiB copy per sample).
+  bool learn_hints = false;
+  size_t queue_samples = 256;  // samples waiting for the worker at most; then dropped, counted
+};
+
+struct SnapshotWindowStats {
+  uint64_t samples = 0;             // samples of the targets received
+  uint64_t windows = 0;             // windows emulated and handed on
+  uint64_t dropped_queue_full = 0;  // samples the worker could not keep up with
+  uint64_t no_snapshot = 0;         // samples without a snapshot or registers
+  uint64_t in_syscall = 0;          // windows started at a system call's return
+  uint64_t taken = 0;               // taken branches in all windows
+  uint64_t emulate_ns = 0;          // the worker's CPU time on windows
+  std::array<uint64_t, emulator::kEmulationEndCount> ends{};
+  uint64_t snapshots_cut = 0;              // the sampler's byte cap left pieces out
+  uint64_t snapshot_hints_unreadable = 0;  // hint pages unmapped by the sample
+  uint64_t ringbuf_full = 0;               // samples lost before they reached the worker
+  uint64_t image_pages_from_files = 0;
+  uint64_t image_pages_written = 0;  // read-only mappings' pages that were not the file's
+  uint64_t image_pages_adopted = 0;  // ... copied by a sample and kept
+};
+
+class SnapshotWindowCollector {
+ public:
+  using WindowSink = std::function<void(const BranchBatch&)>;
+  // Subscribes to the process's eBPF sampler with snapshots and starts the worker. `on_window`
+  // is called from the worker thread; `on_stack`, when set, with every sample (from the
+  // sampler's reader thread), so that one subscription serves stacks and windows.
+  static Result<std::unique_ptr<SnapshotWindowCollector>> Start(
+      const SnapshotWindowOptions& options, WindowSink on_window,
+      std::function<void(const RawStackSample&)> on_stack = {});
+  ~SnapshotWindowCollector();  // stops the worker; no sink is called after it returns
+  SnapshotWindowCollector(const SnapshotWindowCollector&) = delete;
+  SnapshotWindowCollector& operator=(const SnapshotWindowCollector&) = delete;
+
+  Status AddPid(uint32_t pid);
+  Status RemovePid(uint32_t pid);  // and forgets what it kept of the process
+  // Emulates what is queued now before returning.
+  void Flush();
+  SnapshotWindowStats stats() const;
+
+  struct Impl;
+
+ private:
+  explicit SnapshotWindowCollector(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pathprof::collectors
