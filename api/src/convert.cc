@@ -210,6 +210,7 @@ void ToProto(const collectors::HostCapabilities& in, v1::Capabilities* out) {
   ToProto(in.lbr, out->mutable_lbr());
   ToProto(in.intel_pt, out->mutable_intel_pt());
   ToProto(in.ptrace, out->mutable_ptrace_bursts());
+  ToProto(in.snapshot, out->mutable_snapshot_windows());
   out->set_best_branch_source(ToProto(in.BestBranchSource()));
   if (in.step_probe.ran) ToProto(in.step_probe, out->mutable_step_mechanisms());
   out->set_simulated_quirks(in.simulated_quirks);

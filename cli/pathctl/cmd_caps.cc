@@ -52,7 +52,7 @@ pathprof::stepping::StepProbeResult ProbeFromProto(const v1::StepMechanisms& m) 
 
 void PrintRows(const std::vector<std::pair<const char*, const v1::SourceCapability*>>& rows) {
   for (const auto& [name, cap] : rows)
-    std::printf("  %-14s %-4s %s\n", name, cap->available() ? "yes" : "no", cap->detail().c_str());
+    std::printf("  %-16s %-4s %s\n", name, cap->available() ? "yes" : "no", cap->detail().c_str());
 }
 
 void PrintStepMechanisms(const v1::StepMechanisms& m) {
@@ -91,7 +91,8 @@ void PrintText(const v1::Capabilities& c, const std::string& daemon) {
   PrintRows({{"ebpf_stacks", &c.ebpf_stacks()},
              {"lbr", &c.lbr()},
              {"intel_pt", &c.intel_pt()},
-             {"ptrace_bursts", &c.ptrace_bursts()}});
+             {"ptrace_bursts", &c.ptrace_bursts()},
+             {"snapshot_windows", &c.snapshot_windows()}});
   std::printf("\nbranch source for --source auto: %s\n", BranchSourceName(c.best_branch_source()));
   if (c.has_step_mechanisms()) PrintStepMechanisms(c.step_mechanisms());
   if (!c.simulated_quirks().empty())

@@ -28,8 +28,9 @@ std::string Text(double x) {
 
 std::vector<Flag> SessionFlags(bool follows_children) {
   return {
-      WordsFlag("source", {"auto", "none", "ptrace", "lbr", "pt"}, "auto",
-                "branch source: auto is the best the host has (pt > lbr > ptrace bursts)")
+      WordsFlag("source", {"auto", "none", "ptrace", "lbr", "pt", "snapshot"}, "auto",
+                "branch source: auto is the best the host has (pt > lbr > ptrace bursts > "
+                "snapshot: windows emulated from the eBPF sampler's snapshots, no stop)")
           .Accepts([](const std::string& s) {
             pl::SourceChoice c;
             return pl::ParseSourceChoice(s, &c);

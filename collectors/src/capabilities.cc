@@ -81,8 +81,28 @@ void ProbeEbpf(HostCapabilities* h) {
     h->ebpf.detail = "no BPF ring buffer (needs Linux 5.8 or newer)";
     return;
   }
+  // The sampler's snapshot loops are bpf_loop callbacks (the verifier walks them once).
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, nullptr) != 1) {
+    h->ebpf.detail = "no bpf_loop helper (needs Linux 5.17 or newer)";
+    return;
+  }
   h->ebpf.available = true;
   h->ebpf.detail = "BTF, perf_event programs and ring buffers available";
+}
+
+// Snapshot windows need the sampler and nothing else (no ptrace); their verify mode (tests,
+// benchmarks) also signals the sampled thread from the program.
+void ProbeSnapshot(HostCapabilities* h) {
+  if (!h->ebpf.available) {
+    h->snapshot.detail = "needs the eBPF stack sampler: " + h->ebpf.detail;
+    return;
+  }
+  h->snapshot.available = true;
+  const bool verify =
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_send_signal_thread, nullptr) == 1;
+  h->snapshot.detail = std::string("windows emulated from the sampler's snapshots, no ptrace") +
+                       (verify ? "; verify mode available (bpf_send_signal_thread)"
+                               : "; no verify mode (bpf_send_signal_thread missing)");
 }
 
 void ProbeLbr(HostCapabilities* h) {
@@ -172,6 +192,7 @@ BranchSource HostCapabilities::BestBranchSource() const {
   if (intel_pt.available) return BranchSource::kIntelPt;
   if (lbr.available) return BranchSource::kLbr;
   if (ptrace.available) return BranchSource::kPtraceBursts;
+  if (snapshot.available) return BranchSource::kSnapshot;
   return BranchSource::kNone;
 }
 
@@ -185,6 +206,7 @@ HostCapabilities ProbeHostCapabilities() {
   h.simulated_quirks = SimulatedQuirks().ToString();
   ReadCapabilities(&h);
   ProbeEbpf(&h);
+  ProbeSnapshot(&h);
   ProbeLbr(&h);
   ProbeIntelPt(&h);
   ProbePtrace(&h);

@@ -12,6 +12,7 @@ std::unique_ptr<LiveSource> MakeStackSource();
 std::unique_ptr<LiveSource> MakePtraceBurstSource();
 std::unique_ptr<LiveSource> MakeLbrSource();
 std::unique_ptr<LiveSource> MakePtSource();
+std::unique_ptr<LiveSource> MakeSnapshotSource();
 
 namespace {
 
@@ -37,8 +38,12 @@ const SourceTable& DefaultSources() {
            MakePtSource, BranchSource::kPtraceBursts},
           {BranchSource::kLbr, "LBR", &HostCapabilities::lbr, BranchWindows::kTakenBranches,
            MakeLbrSource, BranchSource::kPtraceBursts},
+          // Where ptrace cannot attach (another tracer holds the target, Yama), windows come
+          // from the sampler's snapshots instead.
           {BranchSource::kPtraceBursts, "ptrace", &HostCapabilities::ptrace, BranchWindows::kTime,
-           MakePtraceBurstSource, BranchSource::kNone},
+           MakePtraceBurstSource, BranchSource::kSnapshot},
+          {BranchSource::kSnapshot, "snapshot", &HostCapabilities::snapshot, BranchWindows::kTime,
+           MakeSnapshotSource, BranchSource::kNone},
       }};
   return table;
 }

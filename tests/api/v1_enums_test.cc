@@ -62,13 +62,15 @@ bool Named(collectors::BranchSource s) {
     case collectors::BranchSource::kPtraceBursts:
     case collectors::BranchSource::kLbr:
     case collectors::BranchSource::kIntelPt:
+    case collectors::BranchSource::kSnapshot:
       return true;
   }
   return false;
 }
 std::vector<collectors::BranchSource> AllBranchSources() {
   using enum collectors::BranchSource;
-  return Checked<collectors::BranchSource>({kNone, kPtraceBursts, kLbr, kIntelPt}, Named);
+  return Checked<collectors::BranchSource>({kNone, kPtraceBursts, kLbr, kIntelPt, kSnapshot},
+                                           Named);
 }
 
 bool Named(pipeline::SourceChoice s) {
@@ -78,13 +80,14 @@ bool Named(pipeline::SourceChoice s) {
     case pipeline::SourceChoice::kPtrace:
     case pipeline::SourceChoice::kLbr:
     case pipeline::SourceChoice::kIntelPt:
+    case pipeline::SourceChoice::kSnapshot:
       return true;
   }
   return false;
 }
 std::vector<pipeline::SourceChoice> AllSourceChoices() {
   using enum pipeline::SourceChoice;
-  return Checked<pipeline::SourceChoice>({kAuto, kNone, kPtrace, kLbr, kIntelPt}, Named);
+  return Checked<pipeline::SourceChoice>({kAuto, kNone, kPtrace, kLbr, kIntelPt, kSnapshot}, Named);
 }
 
 bool Named(pipeline::CallGraph c) {

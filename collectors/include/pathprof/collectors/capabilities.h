@@ -14,17 +14,18 @@ struct SourceCapability {
   std::string detail;  // what was found, or why it is missing and what would fix it
 };
 
-enum class BranchSource { kNone, kPtraceBursts, kLbr, kIntelPt };
+enum class BranchSource { kNone, kPtraceBursts, kLbr, kIntelPt, kSnapshot };
 // The one vocabulary of branch sources (--source, config files, printouts); api/ maps them to
 // pathprof.v1.BranchSource, pipeline::SourceChoice adds "auto".
-inline constexpr EnumWords<BranchSource, 4> kBranchSourceWords{{
+inline constexpr EnumWords<BranchSource, 5> kBranchSourceWords{{
     {BranchSource::kNone, "none"},
     {BranchSource::kPtraceBursts, "ptrace"},
     {BranchSource::kLbr, "lbr"},
     {BranchSource::kIntelPt, "pt"},
+    {BranchSource::kSnapshot, "snapshot"},
 }};
 std::string_view BranchSourceName(BranchSource source);
-// Parses "none", "ptrace", "lbr", "pt"; returns false for anything else.
+// Parses "none", "ptrace", "lbr", "pt", "snapshot"; returns false for anything else.
 bool ParseBranchSource(std::string_view name, BranchSource* out);
 
 struct HostCapabilities {
@@ -38,12 +39,18 @@ struct HostCapabilities {
   SourceCapability lbr;   // perf_event_open with PERF_SAMPLE_BRANCH_STACK
   SourceCapability intel_pt;
   SourceCapability ptrace;  // software LBR (bursts) and the exact tracer
+  // Windows emulated from the eBPF sampler's snapshots (no stop, no ptrace): what the stack
+  // sampler needs.
+  SourceCapability snapshot;
   // How threads can be stepped here (probed on a throwaway child; empty when ptrace itself is
   // refused). `ptrace` is available only when some step mechanism works.
   stepping::StepProbeResult step_probe;
   std::string simulated_quirks;  // PATHPROF_SIMULATE_QUIRKS in effect (tests only), or ""
 
-  // PT > LBR > ptrace bursts, the best branch source that works here.
+  // PT > LBR > ptrace bursts > snapshot windows, the best branch source that works here.
+  // Snapshot windows come after ptrace bursts: they cost the target far less, but on real
+  // programs end after a few taken branches at their default copy (docs/performance.md
+  // "Snapshot windows from the sampler"), where a stopped thread's window runs all 32.
   BranchSource BestBranchSource() const;
 };
 

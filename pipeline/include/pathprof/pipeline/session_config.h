@@ -20,16 +20,18 @@
 namespace pathprof::pipeline {
 
 // Where branch windows come from. kAuto: the best the host has (PT > LBR > ptrace bursts).
-enum class SourceChoice : uint8_t { kAuto = 0, kNone, kPtrace, kLbr, kIntelPt };
+enum class SourceChoice : uint8_t { kAuto = 0, kNone, kPtrace, kLbr, kIntelPt, kSnapshot };
 // The source each choice but kAuto asks for; its word is that source's
-// (collectors::kBranchSourceWords: "none", "ptrace", "lbr", "pt"), kAuto's is "auto".
-inline constexpr EnumPairs<SourceChoice, collectors::BranchSource, 4> kSourceChoiceSources{{
+// (collectors::kBranchSourceWords: "none", "ptrace", "lbr", "pt", "snapshot"), kAuto's is "auto".
+inline constexpr EnumPairs<SourceChoice, collectors::BranchSource, 5> kSourceChoiceSources{{
     {SourceChoice::kNone, collectors::BranchSource::kNone},
     {SourceChoice::kPtrace, collectors::BranchSource::kPtraceBursts},
     {SourceChoice::kLbr, collectors::BranchSource::kLbr},
     {SourceChoice::kIntelPt, collectors::BranchSource::kIntelPt},
+    {SourceChoice::kSnapshot, collectors::BranchSource::kSnapshot},
 }};
-std::string_view SourceChoiceName(SourceChoice s);  // "auto", "none", "ptrace", "lbr", "pt"
+// "auto", "none", "ptrace", "lbr", "pt", "snapshot"
+std::string_view SourceChoiceName(SourceChoice s);
 bool ParseSourceChoice(std::string_view name, SourceChoice* out);
 
 // How ptrace bursts step a window: stepping::StepRequest (a mode, or nullopt for auto: what the
