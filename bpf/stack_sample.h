@@ -36,6 +36,7 @@
 #define PATHPROF_SNAPSHOT_IN_KERNEL 2  // sampled in a system call or an interrupt: the registers
                                        // are the user ones saved on entry; the window starts
                                        // where the thread returns
+#define PATHPROF_SNAPSHOT_ONLY 4  // taken for its snapshot alone: no frames walked (stack_keep)
 
 enum pathprof_counter {
   PATHPROF_COUNTER_EVENTS = 0,            // perf events that ran the program
@@ -83,6 +84,11 @@ struct stack_target {
   __u8 verify_signal;
   __u8 pad;
   __u32 snapshot_max_bytes;
+  // With a snapshot: the frames (user walk, kernel stack) are taken when bpf_get_prandom_u32()
+  // < stack_keep (PATHPROF_KEEP_ALL: always), so that a target sampled fast for its snapshots
+  // pays for frames only at the rate stack subscriptions want them (stack_hz).
+  __u32 stack_keep;
+  __u32 stack_hz;
 };
 
 // The data pages user space asks the sampler to copy with each snapshot of a process (key: its
@@ -145,7 +151,7 @@ struct stack_sample {
   // snapshot_pieces struct snapshot_piece entries saying what they are, in that order.
   __u32 snapshot_pieces;
   __u32 snapshot_bytes;
-  __u32 pad3;
+  __u32 stack_hz;  // the rate of the samples with frames (PATHPROF_SNAPSHOT_ONLY not set)
   __u8 stack[PATHPROF_STACK_COPY_MAX_PAGES * PATHPROF_STACK_PAGE];
   // Room for the snapshot's pieces and table after a full stack copy; the table is built in
   // piece_table (never sent from there) and copied behind the pieces.

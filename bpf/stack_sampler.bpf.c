@@ -396,9 +396,14 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   s->hz = t->hz;
   s->plain_uid = uid;
   bpf_get_current_comm(s->comm, sizeof(s->comm));
-  s->user_bytes = bpf_get_stack(ctx, s->user, sizeof(s->user), BPF_F_USER_STACK);
+  // A sample taken for its snapshot alone walks no frames (the walks cost several
+  // microseconds; the snapshot's window needs only the registers and the stack copy).
+  const bool frames = !t->snapshot || t->stack_keep == PATHPROF_KEEP_ALL ||
+                      bpf_get_prandom_u32() < t->stack_keep;
+  s->user_bytes = frames ? bpf_get_stack(ctx, s->user, sizeof(s->user), BPF_F_USER_STACK) : 0;
   if (s->user_bytes < 0) count(PATHPROF_COUNTER_USER_STACK_ERROR);
-  s->kernel_bytes = t->kernel_stacks ? bpf_get_stack(ctx, s->kernel, sizeof(s->kernel), 0) : 0;
+  s->kernel_bytes =
+      frames && t->kernel_stacks ? bpf_get_stack(ctx, s->kernel, sizeof(s->kernel), 0) : 0;
   if (s->kernel_bytes < 0) count(PATHPROF_COUNTER_KERNEL_STACK_ERROR);
   __u64 size = __builtin_offsetof(struct stack_sample, regs);
   s->snapshot_flags = 0;
@@ -408,6 +413,9 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
     size = __builtin_offsetof(struct stack_sample, stack) +
            copy_user_stack_pages(s, t->stack_pages, rc);
     if (t->snapshot && s->stack_bytes > 0) size += copy_snapshot(ctx, s, t, pid, rc);
+    // In the record's fixed part whenever the stack is copied (as every snapshot target's is).
+    if (!frames) s->snapshot_flags |= PATHPROF_SNAPSHOT_ONLY;
+    s->stack_hz = t->stack_hz;
   }
   if (size > sizeof(struct stack_sample)) size = sizeof(struct stack_sample);
   // The reader drains the ring at its poll interval (50 ms) and is woken early only when the ring

@@ -186,6 +186,10 @@ int EbpfStackSampler::Impl::OnSample(void* ctx, void* data, size_t size) {
       out.stack.assign(s->stack + (sp - s->stack_base), s->stack + copied);
     }
   }
+  if (size >= kStackAt) {
+    out.frames_walked = !(s->snapshot_flags & PATHPROF_SNAPSHOT_ONLY);
+    out.stack_hz = s->stack_hz;
+  }
   if (size >= kStackAt && s->stack_bytes > 0 && !out.regs.empty()) {
     ParseSnapshot(*s, static_cast<const uint8_t*>(data) + kStackAt, size - kStackAt, &out);
   }
@@ -360,6 +364,13 @@ Status EbpfStackSampler::SetTarget(uint32_t pid, const StackTarget& t) {
     v.snapshot_max_bytes = t.snapshot.max_bytes;
     v.verify_signal = static_cast<__u8>(t.snapshot.verify_signal);
   }
+  v.stack_keep = PATHPROF_KEEP_ALL;
+  v.stack_hz = v.hz;
+  if (t.snapshot.enabled && t.stack_hz > 0 && t.stack_hz < t.hz) {
+    v.stack_keep =
+        static_cast<__u32>((static_cast<uint64_t>(t.stack_hz) << 32) / static_cast<uint64_t>(t.hz));
+    v.stack_hz = static_cast<__u32>(t.stack_hz);
+  }
   // The root's counters first, so that no sample of the new target finds none.
   const int ncpus = libbpf_num_possible_cpus();
   std::vector<target_counters> zero(ncpus > 0 ? ncpus : 1);
@@ -438,6 +449,7 @@ std::vector<std::pair<uint32_t, StackTarget>> EbpfStackSampler::Targets() const 
       t.snapshot.hint_pages = v.hint_pages;
       t.snapshot.max_bytes = v.snapshot_max_bytes;
       t.snapshot.verify_signal = v.verify_signal;
+      if (v.stack_keep != PATHPROF_KEEP_ALL) t.stack_hz = static_cast<int>(v.stack_hz);
     }
     out.emplace_back(key, t);
   }

@@ -85,6 +85,7 @@ struct StackSubscription::Host {
     t.kernel_stacks = false;
     t.snapshot.enabled = false;
     t.snapshot.verify_signal = 0;
+    int stack_hz = 0;  // the fastest member that wants frames (no snapshot)
     bool all_confined = true;
     std::optional<uint32_t> uid;
     std::optional<uint64_t> cgroup;
@@ -96,6 +97,7 @@ struct StackSubscription::Host {
       if (!wants) continue;
       const StackSubscriptionSettings& s = m->settings;
       t.hz = std::max(t.hz, s.frequency_hz);
+      if (!s.snapshot.enabled) stack_hz = std::max(stack_hz, s.frequency_hz);
       t.kernel_stacks |= s.kernel_stacks;
       t.stack_copy_bytes = std::max(t.stack_copy_bytes, s.stack_copy_bytes);
       if (!m->every()) t.follow_children |= s.follow_children;
@@ -123,6 +125,9 @@ struct StackSubscription::Host {
     // The kernel filters credentials only when every member would; otherwise each confined
     // member checks the record's plain uid (Route).
     if (all_confined && uid) t.only_uid = uid;
+    // Samples taken faster than any stack member wants, for snapshots, walk no frames (one a
+    // second at least, where none wants them).
+    if (t.snapshot.enabled) t.stack_hz = std::max(stack_hz, 1);
     if (root == kEveryProcess && cgroup && !cgroups_differ) t.cgroup_id = *cgroup;
     return t;
   }
@@ -179,11 +184,18 @@ struct StackSubscription::Host {
         ++m->filtered_here;
         continue;
       }
-      if (static_cast<uint32_t>(s.frequency_hz) < sample.hz) {
-        // Evenly thinned: of every sample.hz samples, frequency_hz pass.
+      // A member without snapshots takes only the samples that walked frames, which come at
+      // the target's stack rate.
+      uint32_t rate = sample.hz;
+      if (!s.snapshot.enabled) {
+        if (!sample.frames_walked) continue;
+        if (sample.stack_hz > 0 && sample.stack_hz < rate) rate = sample.stack_hz;
+      }
+      if (static_cast<uint32_t>(s.frequency_hz) < rate) {
+        // Evenly thinned: of every `rate` samples, frequency_hz pass.
         m->credit += static_cast<uint64_t>(s.frequency_hz);
-        if (m->credit < sample.hz) continue;
-        m->credit -= sample.hz;
+        if (m->credit < rate) continue;
+        m->credit -= rate;
       }
       ++m->delivered;
       const bool cut_kernel = !s.kernel_stacks && !sample.kernel.empty();

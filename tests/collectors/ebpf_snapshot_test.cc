@@ -15,8 +15,10 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <mutex>
 
 #include "pathprof/collectors/ebpf_stack_sampler.h"
+#include "pathprof/collectors/shared_stack_sampler.h"
 
 namespace pathprof::collectors {
 namespace {
@@ -216,6 +218,54 @@ TEST(EbpfSnapshot, CutsAtTheByteBoundAndCountsIt) {
   EbpfSamplerStats st = (*sampler)->stats();
   EXPECT_EQ(st.snapshots_cut, st.snapshots) << "each snapshot of this child left r12's bytes out";
   EXPECT_EQ((*sampler)->CountersOf(static_cast<uint32_t>(child)).snapshots_cut, st.snapshots_cut);
+}
+
+// A snapshot subscription at 499 Hz beside a stack subscription at 49 Hz on the same process:
+// the sampler walks frames only for about a tenth of the samples, and the stack subscription
+// gets only those, at its own rate.
+TEST(EbpfSnapshot, SamplesForSnapshotsAloneWalkNoFrames) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
+  ChildLayout l;
+  pid_t child = StartChild(&l);
+  ASSERT_GT(child, 0);
+  std::mutex mu;
+  uint64_t stacks = 0, stacks_without_frames = 0, snapshots = 0, snapshots_with_frames = 0;
+  StackSubscriptionSettings ss;
+  ss.pids = {static_cast<uint32_t>(child)};
+  ss.frequency_hz = 49;
+  ss.stack_copy_bytes = 4096;
+  auto stack_sub = StackSubscription::Start(ss, [&](const RawStackSample& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++stacks;
+    stacks_without_frames += s.user.empty() || !s.frames_walked || s.snapshot != nullptr;
+  });
+  ASSERT_TRUE(stack_sub.ok()) << stack_sub.status().ToString();
+  StackSubscriptionSettings snap = ss;
+  snap.frequency_hz = 499;
+  snap.snapshot.enabled = true;
+  auto snap_sub = StackSubscription::Start(snap, [&](const RawStackSample& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++snapshots;
+    snapshots_with_frames += s.frames_walked;
+  });
+  ASSERT_TRUE(snap_sub.ok()) << snap_sub.status().ToString();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    usleep(100'000);
+    std::lock_guard<std::mutex> lock(mu);
+    if (snapshots >= 1000 || std::chrono::steady_clock::now() > deadline) break;
+  }
+  snap_sub->reset();
+  stack_sub->reset();
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_GE(snapshots, 1000u);
+  EXPECT_EQ(stacks_without_frames, 0u) << "a stack subscriber got a sample without frames";
+  // 49 of 499: about 98 of 1,000 walked frames (binomial: 60-140 is over 4 sigma).
+  EXPECT_GT(snapshots_with_frames, 60u);
+  EXPECT_LT(snapshots_with_frames, 140u);
+  EXPECT_GT(stacks, snapshots_with_frames / 2) << stacks << " stack samples";
+  EXPECT_LE(stacks, snapshots_with_frames);
 }
 
 TEST(EbpfSnapshot, RejectsBoundsOverTheRecordsRoom) {

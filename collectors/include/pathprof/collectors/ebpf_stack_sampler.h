@@ -55,7 +55,11 @@ struct RawStackSample {
   std::string comm;
   std::vector<uint64_t> user;    // leaf first
   std::vector<uint64_t> kernel;  // leaf first
-  int user_error = 0;            // errno from bpf_get_stack, 0 if the stack was read
+  // False for a sample of a snapshot target taken for its snapshot alone: no frames were walked
+  // (StackTarget::stack_hz says how often they are); stack subscribers never see it.
+  bool frames_walked = true;
+  uint32_t stack_hz = 0;  // with a snapshot target: the rate of the samples with frames
+  int user_error = 0;     // errno from bpf_get_stack, 0 if the stack was read
   int kernel_error = 0;
   // With EbpfSamplerConfig::copy_user_stacks: the user registers (x86-64 DWARF numbering, 16 =
   // the instruction pointer) and the user stack from the stack pointer up, for unwinding with
@@ -112,6 +116,9 @@ struct StackTarget {
   bool follow_children = false;   // a fork adds the child with this target (same root)
   uint64_t cgroup_id = 0;         // 0: any cgroup
   SnapshotSettings snapshot;
+  // With a snapshot: frames (the user walk, the kernel stack) only at this rate, the rest of
+  // the samples taken for their snapshot alone (RawStackSample::frames_walked). 0: every sample.
+  int stack_hz = 0;
 };
 
 // Losses and deliveries of one root's samples.
