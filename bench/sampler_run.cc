@@ -6,7 +6,9 @@
 // not on which pages they are).
 //
 // usage: sampler_run --pid P [--inherit 1] [--hz 999] [--seconds 3] [--stack BYTES]
-//                    [--snapshot BELOW,ABOVE,HINTS[,MAX_BYTES]]
+//                    [--snapshot BELOW,ABOVE,HINTS[,MAX_BYTES]] [--stack-hz HZ]
+// --stack-hz: with a snapshot, frames are walked only at this rate (as beside a stack
+// subscription at HZ); the other samples carry their snapshot alone.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +29,7 @@ using pathprof::collectors::RawStackSample;
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
                "sampler_run: %s\nusage: sampler_run --pid P [--hz 999] [--seconds 3] "
-               "[--stack BYTES] [--snapshot BELOW,ABOVE,HINTS[,MAX_BYTES]]\n",
+               "[--stack BYTES] [--snapshot BELOW,ABOVE,HINTS[,MAX_BYTES]] [--stack-hz HZ]\n",
                why);
   std::exit(2);
 }
@@ -45,7 +47,7 @@ std::vector<uint64_t> DataPages(int pid, uint32_t n) {
   auto space = pathprof::decoders::ReadProcMaps(pid);
   if (!space.ok()) return pages;
   for (const auto& m : space->mappings()) {
-    if (!m.writable || m.shared || m.path == "[stack]" || m.IsVdso()) continue;
+    if (!m.readable || !m.writable || m.shared || m.path == "[stack]" || m.IsVdso()) continue;
     for (uint64_t p = m.start; p < m.end() && pages.size() < n; p += 4096) pages.push_back(p);
   }
   return pages;
@@ -78,6 +80,8 @@ int main(int argc, char** argv) {
       pid = static_cast<int>(Number(v, "--pid"));
     } else if (a == "--inherit") {
       cfg.follow_children = Number(v, "--inherit") != 0;
+    } else if (a == "--stack-hz") {
+      cfg.stack_hz = static_cast<int>(Number(v, "--stack-hz"));
     } else if (a == "--hz") {
       cfg.frequency_hz = static_cast<int>(Number(v, "--hz"));
     } else if (a == "--seconds") {
@@ -114,11 +118,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sampler_run: %s\n", sampler.status().ToString().c_str());
     return 1;
   }
-  if (cfg.snapshot.hint_pages > 0) {
-    auto s = (*sampler)->SetHintPages(static_cast<uint32_t>(pid),
-                                      DataPages(pid, cfg.snapshot.hint_pages));
-    if (!s.ok()) std::fprintf(stderr, "sampler_run: %s\n", s.ToString().c_str());
-  }
+  if (cfg.snapshot.hint_pages > 0)
+    for (uint32_t p : cfg.pids) {  // the process and the children it has now
+      auto s = (*sampler)->SetHintPages(p, DataPages(static_cast<int>(p), cfg.snapshot.hint_pages));
+      if (!s.ok()) std::fprintf(stderr, "sampler_run: %s\n", s.ToString().c_str());
+    }
   uint64_t samples = 0, snapshots = 0, stack_bytes = 0, snapshot_bytes = 0, pieces = 0;
   auto sink = [&](const RawStackSample& s) {
     ++samples;

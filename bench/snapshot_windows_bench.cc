@@ -32,6 +32,9 @@ std::vector<Setting> Settings() {
   std::vector<Setting> out;
   verify::Options defaults;  // a 16 KiB stack and 1 KiB around each register, no hints
   out.push_back({"stack16+regs(-256,+768)", defaults});
+  verify::Options small = defaults;
+  small.stack_bytes = 4096;
+  out.push_back({"stack4+regs(-256,+768)", small});
   verify::Options hints = defaults;
   hints.snapshot.hint_pages = 64;
   hints.snapshot.max_bytes = pathprof::collectors::kMaxSnapshotBytes;

@@ -13,7 +13,9 @@
 # alone (build/bin/sampler_run, no session pipeline; the program's run time is the same either
 # way): "raw,STACK" is the stack copy alone, "snap,STACK,BELOW,ABOVE,HINTS" adds the bytes
 # around each register and HINTS hint pages of the target's data (",MAX" after them: the
-# snapshot's byte cap, 64 KiB by default).
+# snapshot's byte cap, 64 KiB by default); "@99" after a snap row: its samples walk frames only
+# at 99 Hz, as beside a 99 Hz stack subscription (the snapshot source's case); without it every
+# sample walks them.
 # CONFIGS="fp dwarf,16384" runs only those copies.
 # usage: [CONFIGS=...] scripts/bench-bpf-sample-cost.sh [BUILD_DIR] [HZ] [ROUNDS] [SECONDS]   (as root)
 set -euo pipefail
@@ -74,12 +76,13 @@ def one(workload, config):
         pass
     raw = config.startswith("raw,") or config.startswith("snap,")
     if raw:
-        f = config.split(",")
+        spec, _, stack_hz = config.partition("@")
+        f = spec.split(",")
         cmd = ["taskset", "-c", "0", sampler_run, "--pid", str(target), "--hz", str(hz),
                "--seconds", f"{seconds:g}", "--stack", f[1],
                "--inherit", "1" if workload == "zstd" else "0"]
         if f[0] == "snap":
-            cmd += ["--snapshot", ",".join(f[2:])]
+            cmd += ["--snapshot", ",".join(f[2:]), "--stack-hz", stack_hz or "0"]
     else:
         cmd = ["taskset", "-c", "0", pathctl, "run", "--json", "--source", "none", "-F", str(hz),
                "--call-graph", config, "--duration", f"{seconds:g}s", "--pid", str(target)]

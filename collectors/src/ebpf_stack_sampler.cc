@@ -281,6 +281,7 @@ Result<std::unique_ptr<EbpfStackSampler>> EbpfStackSampler::Start(const EbpfSamp
   target.follow_children = cfg.follow_children && !cfg.pids.empty();
   target.cgroup_id = cfg.cgroup_id;
   if (cfg.copy_user_stacks) target.snapshot = cfg.snapshot;
+  target.stack_hz = cfg.stack_hz;
   impl->frequency_hz = cfg.frequency_hz;
   uint64_t ring = cfg.ring_bytes;
   if (ring == 0) {

@@ -152,6 +152,7 @@ struct EbpfSamplerConfig {
   // A target's fork adds the child to the pid filter, in the kernel, before the child runs.
   bool follow_children = false;
   SnapshotSettings snapshot;  // with copy_user_stacks
+  int stack_hz = 0;           // with a snapshot: StackTarget::stack_hz
 };
 
 struct EbpfSamplerStats {
