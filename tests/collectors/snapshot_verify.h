@@ -48,7 +48,10 @@ struct Result {
   uint64_t compared = 0;          // windows compared
   uint64_t identical = 0;         // the snapshot window is the live one's prefix, event for event
   uint64_t longer = 0;            // ... went past where the live window ended (wrong)
-  std::vector<uint32_t> taken;    // each compared snapshot window's taken branches
+  // Wrong windows that went past a load or store the live window faulted on: a page whose
+  // protection the sample does not record (it changed since the image last read the maps).
+  uint64_t past_a_fault = 0;
+  std::vector<uint32_t> taken;  // each compared snapshot window's taken branches
   std::vector<uint32_t> live_taken;
   std::vector<uint32_t> snapshot_window_ns;  // this thread's CPU time per snapshot window
   std::array<uint64_t, emulator::kEmulationEndCount> ends{};  // the snapshot windows'
@@ -203,6 +206,10 @@ inline Result Run(pid_t pid, Options opt) {
       ++r.identical;
     } else {
       if (snap.events.size() > live.events.size()) ++r.longer;
+      if ((live.end == emulator::EmulationEnd::kFault ||
+           live.end == emulator::EmulationEnd::kUnreadable) &&
+          snap.events.size() > live.events.size())
+        ++r.past_a_fault;
       if (r.differences.size() < 5)
         r.differences.push_back(
             "window at rip 0x" +
