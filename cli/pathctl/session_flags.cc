@@ -62,7 +62,7 @@ std::vector<Flag> SessionFlags(bool follows_children) {
           .Sets(Setting("sampling.stack_hz")),
       DoubleFlag("burst-rate", "R", "", 0, 10000,
                  "ptrace bursts per second (default: 1000 emulated, 20 stepped; formerly "
-                 "--bursts-per-second)")
+                 "--bursts-per-second); --source snapshot: windows per second (default 999)")
           .Sets(Setting("sampling.bursts_per_second")),
       IntFlag("window", "N", std::to_string(kDefaults.window_branches), 1, 4096,
               "taken branches per window")
