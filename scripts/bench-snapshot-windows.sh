@@ -28,16 +28,16 @@ with open(text, "w") as f:
         f.write(f"line {i} of a text that compresses, {i * 7919 % 104729} words\n")
 loop = os.path.join(tmp, "loop.py")
 with open(loop, "w") as f:
-    f.write("d = {}\nfor i in range(1500000):\n    d[i % 1000] = d.get(i % 7, 0) + len(str(i))\n")
+    f.write("d = {}\nfor i in range(20000000):\n    d[i % 1000] = d.get(i % 7, 0) + len(str(i))\n")
 programs = {
-    "hotloop": [os.path.join(bindir, "example_hotloop"), "300000"],
+    "hotloop": [os.path.join(bindir, "example_hotloop"), "3000000"],
     "zstd": ["/usr/bin/zstd", "-19", "--single-thread", "-q", "-c", "-f", text],
     "xz": ["/usr/bin/xz", "-9", "-T1", "-c", "-k", text],
     "python3": ["/usr/bin/python3", loop],
     "sqlite3": ["/usr/bin/sqlite3", ":memory:",
-                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1500000)"
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 12000000)"
                 " SELECT sum(length(printf('%08x', x * 2654435761 % 4294967296))) FROM c;"],
-    "lua5.4": ["/usr/bin/lua5.4", os.path.join(root, "bench/workloads/lua_mixed.lua"), "3000"],
+    "lua5.4": ["/usr/bin/lua5.4", os.path.join(root, "bench/workloads/lua_mixed.lua"), "1000"],
 }
 
 def start_stopped(argv):
