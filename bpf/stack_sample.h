@@ -28,14 +28,15 @@
 #define PATHPROF_SNAPSHOT_MAX_PIECES \
   (2 * PATHPROF_SNAPSHOT_REGISTERS + PATHPROF_SNAPSHOT_MAX_HINT_PAGES)
 // The bytes of the pieces in one record at most (a target's snapshot_max_bytes is at most this).
-#define PATHPROF_SNAPSHOT_MAX_BYTES \
+#define PATHPROF_SNAPSHOT_MAX_BYTES                            \
   (PATHPROF_SNAPSHOT_REGISTERS * PATHPROF_SNAPSHOT_MAX_RANGE + \
    PATHPROF_SNAPSHOT_MAX_HINT_PAGES * PATHPROF_STACK_PAGE)
 // stack_sample.snapshot_flags:
-#define PATHPROF_SNAPSHOT_TAKEN 1      // the record carries a snapshot
-#define PATHPROF_SNAPSHOT_IN_KERNEL 2  // sampled in a system call or an interrupt: the registers
-                                       // are the user ones saved on entry; the window starts
-                                       // where the thread returns
+#define PATHPROF_SNAPSHOT_TAKEN 1  // the record carries a snapshot
+#define PATHPROF_SNAPSHOT_IN_KERNEL \
+  2                               // sampled in a system call or an interrupt: the registers
+                                  // are the user ones saved on entry; the window starts
+                                  // where the thread returns
 #define PATHPROF_SNAPSHOT_ONLY 4  // taken for its snapshot alone: no frames walked (stack_keep)
 
 enum pathprof_counter {
@@ -53,10 +54,10 @@ enum pathprof_counter {
   PATHPROF_COUNTER_THINNED,               // a target sampled slower than the events run
   PATHPROF_COUNTER_SNAPSHOTS,             // records carrying a snapshot
   PATHPROF_COUNTER_SNAPSHOT_CUT,          // a snapshot's pieces left out: snapshot_max_bytes
-  PATHPROF_COUNTER_SNAPSHOT_HINT_UNREADABLE,  // a hint page no longer mapped (or not readable)
+  PATHPROF_COUNTER_SNAPSHOT_HINT_UNREADABLE,   // a hint page no longer mapped (or not readable)
   PATHPROF_COUNTER_SNAPSHOT_RANGE_UNREADABLE,  // a register's bytes unreadable: not an address
-  PATHPROF_COUNTER_VERIFY_SIGNALS,        // verify mode: signals sent after a snapshot
-  PATHPROF_COUNTER_VERIFY_SIGNAL_FAILED,  // ... that bpf_send_signal_thread refused
+  PATHPROF_COUNTER_VERIFY_SIGNALS,             // verify mode: signals sent after a snapshot
+  PATHPROF_COUNTER_VERIFY_SIGNAL_FAILED,       // ... that bpf_send_signal_thread refused
   PATHPROF_COUNTER_COUNT,
 };
 

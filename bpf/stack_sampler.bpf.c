@@ -132,9 +132,8 @@ static __always_inline __u32 copy_user_stack_pages(struct stack_sample* s, __u32
 }
 
 // The bytes after the fixed part of a record: the stack copy, then a snapshot's pieces.
-#define RECORD_AREA                                        \
-  (sizeof(((struct stack_sample*)0)->stack) + \
-   sizeof(((struct stack_sample*)0)->snapshot_area))
+#define RECORD_AREA \
+  (sizeof(((struct stack_sample*)0)->stack) + sizeof(((struct stack_sample*)0)->snapshot_area))
 #define USER_ADDRESS_END 0x0000800000000000ull
 
 // What the snapshot's loops share: bpf_loop callbacks, so the verifier walks each body as a
@@ -244,8 +243,8 @@ static long copy_hint_page(__u64 index, void* data) {
   if (i >= PATHPROF_SNAPSHOT_MAX_HINT_PAGES || i >= st->w->hint_count || st->w->cut || !st->hints)
     return 1;
   // The mask, as in snapshot_copy, is for the verifier (64 is a power of two).
-  const __u64 page =
-      st->hints->page[i & (PATHPROF_SNAPSHOT_MAX_HINT_PAGES - 1)] & ~(__u64)(PATHPROF_STACK_PAGE - 1);
+  const __u64 page = st->hints->page[i & (PATHPROF_SNAPSHOT_MAX_HINT_PAGES - 1)] &
+                     ~(__u64)(PATHPROF_STACK_PAGE - 1);
   if (page >= st->w->stack_lo && page < st->w->stack_hi) return 0;
   const enum snapshot_copy_result got =
       snapshot_copy(st, page, PATHPROF_STACK_PAGE, PATHPROF_SNAPSHOT_SOURCE_HINT);
@@ -398,8 +397,8 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   bpf_get_current_comm(s->comm, sizeof(s->comm));
   // A sample taken for its snapshot alone walks no frames (the walks cost several
   // microseconds; the snapshot's window needs only the registers and the stack copy).
-  const bool frames = !t->snapshot || t->stack_keep == PATHPROF_KEEP_ALL ||
-                      bpf_get_prandom_u32() < t->stack_keep;
+  const bool frames =
+      !t->snapshot || t->stack_keep == PATHPROF_KEEP_ALL || bpf_get_prandom_u32() < t->stack_keep;
   s->user_bytes = frames ? bpf_get_stack(ctx, s->user, sizeof(s->user), BPF_F_USER_STACK) : 0;
   if (s->user_bytes < 0) count(PATHPROF_COUNTER_USER_STACK_ERROR);
   s->kernel_bytes =

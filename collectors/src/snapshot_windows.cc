@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -25,6 +26,9 @@ uint64_t ThreadCpuNs() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+// How long Flush waits for the worker to empty its queue at most.
+constexpr std::chrono::seconds kFlushDeadline{5};
 
 // How often a process's mappings and thread count are read again (a miss re-reads sooner).
 constexpr uint64_t kRefreshNs = 1'000'000'000;
@@ -254,7 +258,10 @@ Status SnapshotWindowCollector::RemovePid(uint32_t pid) {
 void SnapshotWindowCollector::Flush() {
   impl_->subscription->Flush();
   std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->idle_cv.wait(lock, [&] { return impl_->queue.empty() && !impl_->busy; });
+  // Bounded: a queue of queue_samples windows takes well under this; a worker stuck longer
+  // (a host that starves it) leaves the rest queued, emulated later or dropped at destruction.
+  (void)impl_->idle_cv.wait_for(lock, kFlushDeadline,
+                                [&] { return impl_->queue.empty() && !impl_->busy; });
 }
 
 SnapshotWindowStats SnapshotWindowCollector::stats() const {

@@ -117,17 +117,23 @@ Collected Sample(EbpfStackSampler& sampler, int want, uint64_t since_ns = 0) {
   return c;
 }
 
-TEST(EbpfSnapshot, CopiesTheBytesAroundEachRegisterAndTheHintPages) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
-  ChildLayout l;
-  pid_t child = StartChild(&l);
-  ASSERT_GT(child, 0);
+// A 499 Hz sampler of `child` with a 4 KiB stack copy and a snapshot at the default settings.
+EbpfSamplerConfig SnapshotConfig(pid_t child) {
   EbpfSamplerConfig cfg;
   cfg.frequency_hz = 499;
   cfg.pids = {static_cast<uint32_t>(child)};
   cfg.copy_user_stacks = true;
   cfg.stack_copy_bytes = 4096;
   cfg.snapshot.enabled = true;
+  return cfg;
+}
+
+TEST(EbpfSnapshot, CopiesTheBytesAroundEachRegisterAndTheHintPages) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
+  ChildLayout l;
+  pid_t child = StartChild(&l);
+  ASSERT_GT(child, 0);
+  EbpfSamplerConfig cfg = SnapshotConfig(child);
   cfg.snapshot.hint_pages = 2;
   auto sampler = EbpfStackSampler::Start(cfg);
   if (!sampler.ok()) {
@@ -206,12 +212,7 @@ TEST(EbpfSnapshot, CutsAtTheByteBoundAndCountsIt) {
   ChildLayout l;
   pid_t child = StartChild(&l);
   ASSERT_GT(child, 0);
-  EbpfSamplerConfig cfg;
-  cfg.frequency_hz = 499;
-  cfg.pids = {static_cast<uint32_t>(child)};
-  cfg.copy_user_stacks = true;
-  cfg.stack_copy_bytes = 4096;
-  cfg.snapshot.enabled = true;
+  EbpfSamplerConfig cfg = SnapshotConfig(child);
   cfg.snapshot.max_bytes = 1500;  // rbx's 1 KiB fits; r12's second piece does not
   auto sampler = EbpfStackSampler::Start(cfg);
   if (!sampler.ok()) {

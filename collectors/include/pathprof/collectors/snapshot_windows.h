@@ -76,7 +76,7 @@ class SnapshotWindowCollector {
 
   Status AddPid(uint32_t pid);
   Status RemovePid(uint32_t pid);  // and forgets what it kept of the process
-  // Emulates what is queued now before returning.
+  // Emulates what is queued now before returning (waiting 5 s at most).
   void Flush();
   SnapshotWindowStats stats() const;
 
