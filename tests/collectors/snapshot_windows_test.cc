@@ -74,17 +74,27 @@ std::string Describe(const verify::Result& r) {
   return s;
 }
 
+// 150 windows of `argv`, seized, compared at the same instant; printed for the log.
+verify::Result VerifyExample(const std::vector<std::string>& argv) {
+  SeizedChild child(argv);
+  verify::Result r;
+  if (!child.ok()) {
+    r.error = "could not start and seize " + argv[0];
+    return r;
+  }
+  verify::Options opt;
+  opt.windows = 150;
+  r = verify::Run(child.pid(), opt);
+  std::printf("%s\n", Describe(r).c_str());
+  return r;
+}
+
 // The hot loop reads one data page that feeds no branch: its snapshot windows, with the default
 // settings (registers' bytes, no hints), run the whole 32 taken branches, as the live ones.
 TEST(SnapshotWindows, HotLoopWindowsAreTheLiveWindows) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF, ptrace)";
-  SeizedChild child({ExampleBinary("example_hotloop_static"), "2000000000"});
-  ASSERT_TRUE(child.ok());
-  verify::Options opt;
-  opt.windows = 150;
-  const verify::Result r = verify::Run(child.pid(), opt);
+  const verify::Result r = VerifyExample({ExampleBinary("example_hotloop_static"), "2000000000"});
   ASSERT_TRUE(r.error.empty()) << r.error;
-  std::printf("%s\n", Describe(r).c_str());
   ASSERT_GE(r.compared, 100u) << Describe(r);
   EXPECT_EQ(r.wrong(), 0u) << Describe(r);
   EXPECT_GE(verify::Result::Median(r.taken), 32u) << Describe(r);
@@ -132,13 +142,8 @@ TEST(SnapshotWindows, SamplesInsideSystemCallsStartAtTheirReturn) {
 // did not copy. Shorter, never different.
 TEST(SnapshotWindows, HeapSortWindowsEndEarlyButNeverDiffer) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF, ptrace)";
-  SeizedChild child({ExampleBinary("example_heapsort_static"), "200000000"});
-  ASSERT_TRUE(child.ok());
-  verify::Options opt;
-  opt.windows = 150;
-  const verify::Result r = verify::Run(child.pid(), opt);
+  const verify::Result r = VerifyExample({ExampleBinary("example_heapsort_static"), "200000000"});
   ASSERT_TRUE(r.error.empty()) << r.error;
-  std::printf("%s\n", Describe(r).c_str());
   ASSERT_GE(r.compared, 100u) << Describe(r);
   EXPECT_EQ(r.wrong(), 0u) << Describe(r);
 }
