@@ -19,6 +19,12 @@ Status WindowEstimatorConfig::Validate() const {
   if (!(z >= 0) || !std::isfinite(z)) {
     return Error(ErrorCode::kInvalidArgument, "window estimator: z must be >= 0");
   }
+  if (counted_prefix > 0 && window_cap == 0) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "window estimator: counted_prefix " + std::to_string(counted_prefix) +
+                     " needs window_cap, the taken branches a window holds at most (the "
+                     "source's window length)");
+  }
   return Status::Ok();
 }
 
@@ -49,6 +55,8 @@ void WindowEstimator::AddWindow(std::span<const BranchEvent> events,
   }
   window_.clear();
   const double width = static_cast<double>(w);
+  // Stream taken branches (kTakenBranches) or time (kTime, kInstructions) between window
+  // starts, per start position: what one observation stands for before the span correction.
   double period = config_.sampling_period;
   if (config_.starts != WindowStarts::kTakenBranches) {
     // Mean gap over the W - 1 whole gaps: events after the first taken branch through the last.
@@ -79,8 +87,28 @@ void WindowEstimator::AddWindow(std::span<const BranchEvent> events,
         return;
       }
       const double k = static_cast<double>(c.TakenSpan());
+      double weight = period * width / (width - k + 1);
+      if (config_.counted_prefix > 0) {
+        if (c.first_taken > config_.counted_prefix) {
+          stats_.beyond_prefix += 1;
+          return;
+        }
+        // Of the m start positions up to the traversal's first taken branch, the window shows
+        // that its own start and every later one hold it whole; the earlier ones hold it only
+        // if nothing ends their windows before this one's start. Their number is taken as the
+        // room this window had after the traversal (W - k + 1 in all): no more positions than
+        // the window's own length allows, so a short window's traversals do not look colder
+        // than a long one's (docs/profiles.md "Ragged windows").
+        const double positions =
+            std::min(static_cast<double>(config_.counted_prefix), width - k + 1);
+        const double cap = static_cast<double>(config_.window_cap);
+        const double spacing = config_.starts == WindowStarts::kTakenBranches
+                                   ? config_.sampling_period * cap
+                                   : period * width;
+        weight = spacing / positions;
+      }
       WindowShare& share = window_[c.path];
-      share.contribution += period * width / (width - k + 1);
+      share.contribution += weight;
       share.observations += 1;
       totals_[c.path].observations += 1;
       stats_.whole_paths += 1;

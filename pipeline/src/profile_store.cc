@@ -41,7 +41,7 @@ Status ProfileStore::BuildBranchSide(Impl* impl, const SessionConfig& config,
     hwmodel::WindowEstimatorConfig wc;
     wc.stack = stack_config;
     impl->window_weighting = "taken branches (window starts uniform over taken branches)";
-    if (windows == BranchWindows::kTime) {
+    if (windows == BranchWindows::kTime || windows == BranchWindows::kTimeRagged) {
       // Starts are uniform in time: weight by each window's time, from its blocks' cycles.
       auto model = decoders::CycleModel::Create();
       if (model.ok()) {
@@ -53,6 +53,13 @@ Status ProfileStore::BuildBranchSide(Impl* impl, const SessionConfig& config,
         impl->window_weighting =
             "time, approximated by instructions (" + model.status().message() + ")";
       }
+    }
+    if (windows == BranchWindows::kTimeRagged) {
+      wc.counted_prefix = hwmodel::kRaggedCountedPrefix;
+      wc.window_cap = config.sampling.window_branches;
+      impl->window_weighting +=
+          "; ragged windows: whole paths counted within their window's first " +
+          std::to_string(wc.counted_prefix) + " taken branches";
     }
     PATHPROF_ASSIGN_OR_RETURN(auto est, hwmodel::WindowEstimator::Create(wc));
     impl->estimator.emplace(std::move(est));

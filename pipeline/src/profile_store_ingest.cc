@@ -140,6 +140,7 @@ void ProfileStore::AddBranches(const BranchBatch& batch) {
     } else {
       if (s.estimator && batch.window) {
         const uint64_t unweighted = s.estimator->stats().windows_without_density;
+        const uint64_t beyond_prefix = s.estimator->stats().beyond_prefix;
         std::vector<WindowContexts::Contribution> paths;
         s.estimator->AddWindow(batch.events, durations,
                                [&](const hwmodel::PathDescriptor& p, double value, uint64_t n) {
@@ -148,6 +149,10 @@ void ProfileStore::AddBranches(const BranchBatch& batch) {
         // Fewer than two taken branches, or no block length known: no density to weight by.
         if (s.estimator->stats().windows_without_density > unweighted)
           s.accounting.drops.Add("window_without_density");
+        // Ragged windows: whole paths past the counted prefix, seen but left out by design.
+        if (s.estimator->stats().beyond_prefix > beyond_prefix)
+          s.accounting.drops.Add("window_path_beyond_counted_prefix",
+                                 s.estimator->stats().beyond_prefix - beyond_prefix);
         s.AttributeWindowLocked(batch, paths);
       }
       if (batch.stack.empty()) {

@@ -42,8 +42,8 @@ const SourceTable& DefaultSources() {
           // from the sampler's snapshots instead.
           {BranchSource::kPtraceBursts, "ptrace", &HostCapabilities::ptrace, BranchWindows::kTime,
            MakePtraceBurstSource, BranchSource::kSnapshot},
-          {BranchSource::kSnapshot, "snapshot", &HostCapabilities::snapshot, BranchWindows::kTime,
-           MakeSnapshotSource, BranchSource::kNone},
+          {BranchSource::kSnapshot, "snapshot", &HostCapabilities::snapshot,
+           BranchWindows::kTimeRagged, MakeSnapshotSource, BranchSource::kNone},
       }};
   return table;
 }

@@ -55,10 +55,12 @@ class RealProgramsTest : public ::testing::Test {
     if (!caps.ebpf.available) GTEST_SKIP() << "no eBPF stacks here: " << caps.ebpf.detail;
     dir_ = fs::temp_directory_path() / ("pathprof-real-" + std::to_string(getpid()));
     fs::create_directories(dir_);
-    // Compressible but not trivial input: text with some entropy, about 6 MB.
+    // Compressible but not trivial input: text with some entropy, about 3 MB (xz -6 takes a
+    // second or two on it: hundreds of samples at 499 Hz, where the shares below need tens;
+    // these tests run alone, so each second is the suite's wall time).
     std::ofstream out(dir_ / "input.txt");
     uint64_t x = 88172645463325252ull;
-    for (int line = 0; line < 120000; ++line) {
+    for (int line = 0; line < 60000; ++line) {
       for (int w = 0; w < 8; ++w) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         out << "word" << (x % 5000) << ' ';

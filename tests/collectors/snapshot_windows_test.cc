@@ -14,6 +14,7 @@
 
 #include <filesystem>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 
@@ -255,6 +256,71 @@ TEST(SnapshotWindowCollector, WindowsOfAProcessAnotherTracerHolds) {
   for (uint64_t n : st.ends) ended += n;
   EXPECT_EQ(ended, st.windows) << "every window's end counted by its reason";
   EXPECT_GT(st.image_pages_from_files, 0u);
+}
+
+// Bad input for the source: threads that end while their samples wait in the queue (and a
+// process killed with samples queued), threads and children that come and go with an exec
+// midway, code regenerated at the same address every millisecond (the PC's page rewritten
+// right after the sample), a page of code rewritten every iteration. Each sample becomes a
+// window that ends by a counted reason, or is counted as dropped; nothing crashes (this runs
+// in the sanitizer build too), and the counts add up to the samples taken.
+TEST(SnapshotWindowCollector, EverySampleOfHostileProgramsIsAccountedFor) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF)";
+  const std::vector<std::vector<std::string>> programs = {
+      {"example_thread_exit", "--seconds", "60", "--workers", "4"},
+      {"example_churn", "--threads", "200", "--forks", "50", "--seconds", "60", "--exec-after",
+       "1"},
+      {"example_jit", "--seconds", "60"},
+      {"example_selfmod", "--seconds", "60"},
+  };
+  for (const auto& args : programs) {
+    std::vector<std::string> argv = args;
+    argv[0] = ExampleBinary(args[0]);
+    const pid_t target = fork();
+    ASSERT_GE(target, 0);
+    if (target == 0) {
+      std::vector<char*> a;
+      for (const std::string& x : argv) a.push_back(const_cast<char*>(x.c_str()));
+      a.push_back(nullptr);
+      execv(a[0], a.data());
+      _exit(127);
+    }
+    SnapshotWindowOptions opt;
+    opt.pids = {static_cast<uint32_t>(target)};
+    opt.follow_children = true;
+    opt.queue_samples = 64;  // small, so that some samples wait and the queue overflows
+    std::atomic<uint64_t> handed{0};
+    auto collector = SnapshotWindowCollector::Start(
+        opt, [&](const BranchBatch& b) { handed += b.events.empty() ? 0 : 1; });
+    ASSERT_TRUE(collector.ok()) << args[0] << ": " << collector.status().ToString();
+    usleep(2'000'000);
+    // Killed with samples in the queue: the worker emulates them over a process that is gone.
+    kill(target, SIGKILL);
+    waitpid(target, nullptr, 0);
+    (*collector)->Flush();
+    const SnapshotWindowStats st = (*collector)->stats();
+    collector->reset();
+    std::string ends;
+    uint64_t ended = 0;
+    for (int e = 0; e < emulator::kEmulationEndCount; ++e) {
+      const uint64_t n = st.ends[static_cast<size_t>(e)];
+      ended += n;
+      if (n)
+        ends += " " +
+                std::string(emulator::EmulationEndName(static_cast<emulator::EmulationEnd>(e))) +
+                " " + std::to_string(n);
+    }
+    std::printf(
+        "%s: samples %llu, windows %llu (%llu handed on), no snapshot %llu, queue full "
+        "%llu; ends:%s\n",
+        args[0].c_str(), (unsigned long long)st.samples, (unsigned long long)st.windows,
+        (unsigned long long)handed.load(), (unsigned long long)st.no_snapshot,
+        (unsigned long long)st.dropped_queue_full, ends.c_str());
+    EXPECT_GT(st.windows, 50u) << args[0];
+    EXPECT_EQ(st.samples, st.windows + st.no_snapshot + st.dropped_queue_full) << args[0];
+    EXPECT_EQ(ended, st.windows) << args[0] << ": every window's end counted by its reason";
+    EXPECT_LE(handed.load(), st.windows) << args[0];
+  }
 }
 
 }  // namespace

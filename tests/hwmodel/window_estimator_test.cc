@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <unordered_map>
 
 #include "pathprof/hwmodel/exact_path_profile.h"
@@ -178,6 +179,101 @@ TEST(WindowEstimatorTest, ConvergesToExactCountsWithinItsInterval) {
   EXPECT_LT(naive, e.ci_low) << "span " << long_span;
   EXPECT_LT(naive, 0.8 * truth);
   EXPECT_NEAR(e.estimate, truth, 0.1 * truth);
+}
+
+// Ragged windows: every taken branch of the stream starts a window of at most 16 taken
+// branches, cut before the first "cold" branch (0x402010, the diamond in the called function:
+// as if its condition read memory a snapshot did not hold), so a window's length depends on
+// where it starts, as a snapshot window's does. Traversals that hold the cold branch are seen
+// by no window; every other one is seen whole by the window that starts at its first taken
+// branch, so counted_prefix = 1 gives exactly their number. The W - k + 1 weight does not:
+// windows that start earlier end at the same cold branch, so paths just after it are seen by
+// fewer positions than their window's W - k + 1 and paths just before it by more.
+TEST(WindowEstimatorTest, RaggedWindowsCountEachCleanTraversalOnceWithAPrefixOfOne) {
+  constexpr uint64_t kCold = 0x402010;
+  constexpr uint32_t kCap = 16;
+  const auto stream = testing::SyntheticStream(7).Generate(200000);
+  std::vector<size_t> taken_index;  // taken_index[t - 1]: event index of taken ordinal t
+  std::vector<size_t> cold_before;  // cold_before[i]: cold events among [0, i)
+  cold_before.push_back(0);
+  for (size_t i = 0; i < stream.size(); ++i) {
+    if (stream[i].taken) taken_index.push_back(i);
+    cold_before.push_back(cold_before.back() + (stream[i].from == kCold ? 1 : 0));
+  }
+  // Truth: all traversals, and those no cold branch interrupts (from the event of their first
+  // taken branch through that of their last, what a window must hold).
+  auto full = PathStack::Create(BallLarusPreset());
+  ASSERT_TRUE(full.ok());
+  ExactPathProfile exact;
+  std::unordered_map<PathDescriptor, double, PathDescriptorHash> clean;
+  for (const BranchEvent& e : stream) {
+    full->Process(e, [&](const CompletedPath& c) {
+      exact.Record(c);
+      if (c.first_taken == 0 || c.last_taken > taken_index.size()) return;
+      const size_t begin = taken_index[c.first_taken - 1], end = taken_index[c.last_taken - 1];
+      if (cold_before[end + 1] == cold_before[begin] && c.TakenSpan() <= kCap) clean[c.path] += 1;
+    });
+  }
+  auto make = [&](uint32_t prefix) {
+    WindowEstimatorConfig config;
+    config.sampling_period = 1.0 / kCap;  // a window starts at every taken branch
+    config.counted_prefix = prefix;
+    config.window_cap = kCap;
+    auto est = WindowEstimator::Create(config);
+    EXPECT_TRUE(est.ok()) << est.status().ToString();
+    return std::move(*est);
+  };
+  WindowEstimator prefix1 = make(1), prefix4 = make(4), own_length = make(0);
+  uint64_t cut = 0;
+  for (auto [begin, end] : SliceTakenWindows(stream, kCap, 1, 0)) {
+    for (size_t i = begin; i < end; ++i)
+      if (stream[i].from == kCold) {
+        end = i;
+        cut += 1;
+        break;
+      }
+    const auto window = std::span<const BranchEvent>(stream).subspan(begin, end - begin);
+    prefix1.AddWindow(window);
+    prefix4.AddWindow(window);
+    own_length.AddWindow(window);
+  }
+  EXPECT_GT(cut, 10000u) << "the cold branch must cut many windows";
+  EXPECT_EQ(prefix1.stats().windows, own_length.stats().windows);
+  EXPECT_GT(prefix1.stats().beyond_prefix, 0u);
+
+  const auto top = exact.Sorted(Metric::kCount);
+  ASSERT_GE(top.size(), 10u);
+  double worst_own = 0, worst_prefix4 = 0;
+  size_t with_cold = 0;
+  for (size_t i = 0; i < 10; ++i) {
+    const PathDescriptor& path = top[i].first;
+    const double truth = clean.count(path) ? clean[path] : 0.0;
+    // One window holds each clean traversal at offset 0: its estimate is exactly their number
+    // (window edges aside: the stream's last 15 taken branches start short windows).
+    EXPECT_NEAR(prefix1.Estimate(path).estimate, truth, 2.0) << FormatPathDescriptor(path);
+    if (truth == 0) {
+      with_cold += 1;  // it holds the cold branch: no window can see it
+      EXPECT_EQ(own_length.Estimate(path).observations, 0u);
+      continue;
+    }
+    worst_own = std::max(worst_own, std::abs(own_length.Estimate(path).estimate - truth) / truth);
+    worst_prefix4 =
+        std::max(worst_prefix4, std::abs(prefix4.Estimate(path).estimate - truth) / truth);
+  }
+  EXPECT_GT(with_cold, 0u) << "some hot path holds the cold branch";
+  std::printf("worst relative error over the top 10: own length %.1f%%, prefix 4 %.1f%%\n",
+              100 * worst_own, 100 * worst_prefix4);
+  EXPECT_GT(worst_own, 0.15) << "the W - k + 1 weight is biased on ragged windows";
+  EXPECT_LT(worst_prefix4, worst_own);
+}
+
+// counted_prefix without the cap it is weighed against is a configuration error.
+TEST(WindowEstimatorTest, CountedPrefixNeedsTheWindowCap) {
+  WindowEstimatorConfig config;
+  config.counted_prefix = 4;
+  auto est = WindowEstimator::Create(config);
+  ASSERT_FALSE(est.ok());
+  EXPECT_NE(est.status().message().find("window_cap"), std::string::npos);
 }
 
 }  // namespace

@@ -4,29 +4,24 @@
 // differ by exactly one round: the path mix of a long run. The bursts watch the same binary
 // (static, not PIE: same addresses) for 10 s at the default settings (W = 32, default rate). Both
 // go through hwmodel's Ball-Larus path stack: the exact trace counted whole, the windows through
-// the window estimator (docs/design.md §5). Overlap = sum over paths of min(share in one, share
-// in the other), the metric of profiles/accuracy.h, computed inline here (collectors tests do not
-// link profiles).
+// the window estimator (docs/design.md §5); the reference and the overlaps are
+// tests/common/path_accuracy.h's.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
 
 #include "common/figures.h"
+#include "common/path_accuracy.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/decoders/elf_function_symbols.h"
 #include "pathprof/decoders/elf_image.h"
-#include "pathprof/hwmodel/exact_path_profile.h"
-#include "pathprof/hwmodel/path_stack.h"
 #include "pathprof/hwmodel/window_estimator.h"
-#include "pathprof/stepping/exact_tracer.h"
 #include "pathprof/stepping/instruction_reader.h"
 #include "pathprof/stepping/ptrace_bursts.h"
 #include "pathprof/stepping/step_probe.h"
@@ -36,7 +31,10 @@ namespace pathprof::stepping {
 namespace {
 
 using hwmodel::PathDescriptor;
-using Shares = std::unordered_map<PathDescriptor, double, hwmodel::PathDescriptorHash>;
+using Shares = ::pathprof::testing::PathShares;
+using ::pathprof::testing::Overlap;
+using ::pathprof::testing::PrintTop5;
+using ::pathprof::testing::TopOverlap;
 
 // [value, value + size) of a function symbol (the binary is not PIE: link address = runtime).
 std::pair<uint64_t, uint64_t> FunctionRange(const std::string& path, const std::string& name) {
@@ -45,101 +43,11 @@ std::pair<uint64_t, uint64_t> FunctionRange(const std::string& path, const std::
   return f.ok() ? std::pair{f->vaddr, f->vaddr + f->size} : std::pair<uint64_t, uint64_t>{0, 0};
 }
 
-Shares Normalize(const std::vector<std::pair<PathDescriptor, double>>& weights) {
-  double total = 0;
-  for (const auto& [p, w] : weights) total += w;
-  Shares s;
-  for (const auto& [p, w] : weights) s[p] += w / total;
-  return s;
-}
-
-double Overlap(const Shares& a, const Shares& b) {
-  double sum = 0;
-  for (const auto& [p, share] : a) {
-    auto it = b.find(p);
-    if (it != b.end()) sum += std::min(share, it->second);
-  }
-  return sum;
-}
-
-std::vector<std::pair<PathDescriptor, double>> Top(const Shares& s, size_t k);
-
-// The "top-5 path weight overlap": of the exact trace's five heaviest paths' weight,
-// the share the bursts give them too (each path counted up to its exact share).
-double TopOverlap(const Shares& exact, const Shares& bursts, size_t k = 5) {
-  double top = 0, common = 0;
-  for (const auto& [p, share] : Top(exact, k)) {
-    top += share;
-    auto it = bursts.find(p);
-    if (it != bursts.end()) common += std::min(share, it->second);
-  }
-  return top > 0 ? common / top : 0;
-}
-
-std::vector<std::pair<PathDescriptor, double>> Top(const Shares& s, size_t k) {
-  std::vector<std::pair<PathDescriptor, double>> v(s.begin(), s.end());
-  std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
-  if (v.size() > k) v.resize(k);
-  return v;
-}
-
-// Exact path counts (Ball-Larus preset) of a run of `argv`, start-up and exit included.
-hwmodel::ExactPathProfile ExactProfile(const std::vector<std::string>& argv) {
-  auto stack = hwmodel::PathStack::Create(hwmodel::BallLarusPreset());
-  EXPECT_TRUE(stack.ok());
-  hwmodel::ExactPathProfile profile;
-  ExactTraceSink sink;
-  sink.on_batch = [&](const BranchBatch& b) {
-    stack->ProcessBatch(b, [&](const hwmodel::CompletedPath& p) { profile.Record(p); });
-    return Status::Ok();
-  };
-  ExactTraceOptions options;
-  options.argv = argv;
-  options.step_mode = ExactStepMode::kBlocks;  // breakpoint legs where they work: same events
-  auto stats = TraceExact(options, sink);
-  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
-  // A run the trace broke is no ground truth (int3 legs once made Debian's zstd die of SIGILL
-  // on a host without debug registers, after most of its work: the profile looked plausible).
-  if (stats.ok()) {
-    EXPECT_EQ(stats->exit_code, 0) << argv.back();
-  }
-  return profile;
-}
-
-// The steady-state mix of one round: run(2 rounds) - run(1 round). Start-up and exit paths
-// (a long run never shows them in proportion) cancel out, as the program is deterministic, all
-// but libc's start-up loops over the environment and the randomized stack, which can differ by a
-// traversal or two between runs (one run here had a path in libc 1 lower with 2 rounds). Such
-// differences must stay negligible against the round itself.
 Shares ExactRoundShares(const std::vector<std::string>& two_rounds,
                         const std::vector<std::string>& one_round) {
-  hwmodel::ExactPathProfile two = ExactProfile(two_rounds), one = ExactProfile(one_round);
-  std::vector<std::pair<PathDescriptor, double>> w;
-  double round = 0, negative = 0;
-  for (const auto& [p, m] : two.paths()) {
-    const double d = static_cast<double>(m.count) - static_cast<double>(one.Get(p).count);
-    if (d > 0) {
-      w.emplace_back(p, d);
-      round += d;
-    } else {
-      negative -= d;
-    }
-  }
-  EXPECT_LE(negative, 1e-3 * round) << "run(2) - run(1) is not one round: " << negative
-                                    << " traversals fewer with two rounds, of " << round;
-  return Normalize(w);
-}
-
-// The exact trace's and the bursts' five hottest paths, for the log.
-void PrintTop5(const Shares& exact, const Shares& bursts) {
-  const auto exact_top = Top(exact, 5);
-  const auto burst_top = Top(bursts, 5);
-  for (size_t i = 0; i < exact_top.size(); ++i)
-    std::printf("exact  #%zu %5.1f%% %s\n", i + 1, 100 * exact_top[i].second,
-                hwmodel::FormatPathDescriptor(exact_top[i].first).c_str());
-  for (size_t i = 0; i < burst_top.size(); ++i)
-    std::printf("bursts #%zu %5.1f%% %s\n", i + 1, 100 * burst_top[i].second,
-                hwmodel::FormatPathDescriptor(burst_top[i].first).c_str());
+  auto shares = ::pathprof::testing::ExactRoundShares(two_rounds, one_round);
+  EXPECT_TRUE(shares.ok()) << shares.status().ToString();
+  return shares.ok() ? *shares : Shares{};
 }
 
 struct BurstRun {
@@ -149,12 +57,6 @@ struct BurstRun {
   decoders::CycleModelStats cycle_stats;
   uint64_t whole_paths = 0;
 };
-
-Shares SharesOf(const hwmodel::WindowEstimator& est) {
-  std::vector<std::pair<PathDescriptor, double>> w;
-  for (const auto& e : est.Estimates()) w.emplace_back(e.path, e.estimate);
-  return Normalize(w);
-}
 
 BurstRun BurstShares(const std::vector<std::string>& argv, const std::string& exe, int seconds,
                      std::optional<StepMode> mode) {
@@ -207,8 +109,8 @@ BurstRun BurstShares(const std::vector<std::string>& argv, const std::string& ex
   testing::KillAndReap(target);
   std::lock_guard<std::mutex> lock(mu);
   run.whole_paths = est->stats().whole_paths;
-  run.shares = SharesOf(*est);
-  run.shares_by_instructions = SharesOf(*by_instructions);
+  run.shares = ::pathprof::testing::SharesOf(*est);
+  run.shares_by_instructions = ::pathprof::testing::SharesOf(*by_instructions);
   run.cycle_stats = (*model)->stats();
   return run;
 }
@@ -245,7 +147,7 @@ TEST_P(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
               std::string(StepModeName(static_cast<StepMode>(bursts.stats.step_mode))).c_str());
 
   PrintTop5(exact, bursts.shares);
-  auto exact_top = Top(exact, 5);
+  auto exact_top = ::pathprof::testing::TopPaths(exact, 5);
   const double overlap = Overlap(exact, bursts.shares);
   const double top_overlap = TopOverlap(exact, bursts.shares);
   std::printf("top-5 path weight overlap %.1f%%\n", 100 * top_overlap);
@@ -274,7 +176,7 @@ TEST_P(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
   const PathDescriptor hottest = exact_top[0].first;
   EXPECT_GE(hottest.start, lo);
   EXPECT_LT(hottest.start, hi);
-  auto top3 = Top(bursts.shares, 3);
+  auto top3 = ::pathprof::testing::TopPaths(bursts.shares, 3);
   EXPECT_TRUE(std::any_of(top3.begin(), top3.end(), [&](const auto& x) {
     return x.first == hottest;
   })) << "the exact trace's hottest path is not in the bursts' top 3";
@@ -319,33 +221,12 @@ TEST(PtraceBurstsAccuracy, ZstdHotPathsMatchTheExactTrace) {
     GTEST_SKIP() << "emulated windows do not work here: " << probe.emulate.detail;
   char dir[] = "/tmp/pathprof-zstd-accuracy-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
-  {
-    std::ofstream text(std::string(dir) + "/x");
-    uint64_t r = 88172645463325252ull;
-    for (int i = 0; text.tellp() < 32 * 1024; ++i) {
-      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-      text << "word" << r % 4099 << (i % 11 ? ' ' : '\n');
-    }
-  }
-  auto zstd = [&](int files) {
-    std::string command = "cd " + std::string(dir) +
-                          " && exec setarch -R /usr/bin/zstd -3 "
-                          "--single-thread -q -c";
-    for (int i = 0; i < files; ++i) command += " x";
-    return std::vector<std::string>{"/bin/sh", "-c", command + " > /dev/null"};
-  };
-  const Shares exact = ExactRoundShares(zstd(2), zstd(1));
+  // The windows' process compresses the same file 200,000 times (~25 s here), named in a list.
+  ::pathprof::testing::WriteZstdText(dir, 200000);
+  const Shares exact = ExactRoundShares(::pathprof::testing::ZstdRounds(dir, 2),
+                                        ::pathprof::testing::ZstdRounds(dir, 1));
   ASSERT_FALSE(exact.empty());
-  // The windows' process compresses the same file 200,000 times (~25 s here), named in a list
-  // (--filelist): a command line holds at most 128 KiB, which 60,000 names (~7 s) nearly fill.
-  {
-    std::ofstream list(std::string(dir) + "/list");
-    for (int i = 0; i < 200000; ++i) list << "x\n";
-  }
-  const std::vector<std::string> long_run = {
-      "/bin/sh", "-c",
-      "cd " + std::string(dir) +
-          " && exec setarch -R /usr/bin/zstd -3 --single-thread -q -c --filelist list > /dev/null"};
+  const std::vector<std::string> long_run = ::pathprof::testing::ZstdLongRun(dir);
   // 20 s of windows: the exact profile's top five are flat (4.6-4.7% each) and the windows
   // weight the loops by time, so one of the five falling under its exact share decides the
   // figure. In this sanitizer build ~7 s (the 60,000 names a command line held) gave 350-460

@@ -18,6 +18,9 @@
 #                     with local symbols, a PIE calling libc through its PLT (with .symtab, and
 #                     stripped to .dynsym)
 #   pbs/              .pbs files written by the Python writer below (the layout in core/pbs.h)
+#   stack_record/     eBPF sampler records (bpf/stack_sample.h, written by the C++ below with
+#                     that header): frames only, a stack copy, a snapshot with two register
+#                     ranges, and a snapshot record cut short inside its pieces
 # Each must stay under the fuzzers' -max_len (64 KiB). perf records need perf_event access
 # (root, or kernel.perf_event_paranoid <= 1); the branch-stack file needs root (ptrace).
 # usage: tests/fuzz/seeds/make_seeds.sh [BUILD_DIR]
@@ -440,4 +443,54 @@ open(f'{sys.argv[1]}/batches.pbs', 'wb').write(pbs([
     batch(42, 42, 1000, 1, loop), batch(42, 43, 2000, 3, calls), batch(42, 42, 3000, 0, [])]))
 open(f'{sys.argv[1]}/meta_only.pbs', 'wb').write(pbs([meta(b'seed', b'1')]))
 PY
-ls -l "$em" "$cu" "$el" "$pb"
+# --- stack_record ---
+sr="$here/stack_record"
+mkdir -p "$sr"
+cat >"$tmp/stack_record.cc" <<'CXX'
+#include <linux/types.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "stack_sample.h"
+
+static stack_sample s;  // ~400 KiB: not on the stack
+
+static void Write(const std::string& path, size_t bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(&s, 1, bytes, f);
+  std::fclose(f);
+}
+
+int main(int, char** argv) {
+  const std::string dir = argv[1];
+  s.pid = 1234, s.tid = 1235, s.cpu = 1, s.time_ns = 1000, s.period = 1000000, s.root = 1234;
+  s.hz = 99, s.plain_uid = 1000;
+  std::memcpy(s.comm, "zstd", 4);
+  s.user_bytes = 3 * 8, s.user[0] = 0x401000, s.user[1] = 0x401200, s.user[2] = 0x401300;
+  s.kernel_bytes = -14;  // -EFAULT
+  Write(dir + "/frames_only", offsetof(stack_sample, regs));
+  for (int i = 0; i < 17; ++i) s.regs[i] = 0x1000 * (i + 1);
+  s.stack_base = 0x7ffc0000f000, s.regs[7] = 0x7ffc0000ff00, s.regs[16] = 0x401010;
+  s.stack_bytes = 4096, s.stack_hz = 99;
+  for (int i = 0; i < 4096; ++i) s.stack[i] = static_cast<__u8>(i * 7);
+  Write(dir + "/stack_copy", offsetof(stack_sample, stack) + 4096);
+  // rdi's range (96 bytes at 0x602000), fs_base's (64 bytes), then the table.
+  s.snapshot_flags = PATHPROF_SNAPSHOT_TAKEN | PATHPROF_SNAPSHOT_ONLY;
+  s.rflags = 0x246, s.fs_base = 0x7f0000001000, s.orig_rax = ~0ull;
+  s.snapshot_pieces = 2, s.snapshot_bytes = 160;
+  __u8* area = s.stack + 4096;
+  for (int i = 0; i < 160; ++i) area[i] = static_cast<__u8>(0xa0 + i);
+  const snapshot_piece table[2] = {{0x602000, 96, 5}, {0x7f0000001000, 64, 15}};
+  std::memcpy(area + 160, table, sizeof table);
+  Write(dir + "/snapshot", offsetof(stack_sample, stack) + 4096 + 160 + sizeof table);
+  s.snapshot_flags |= PATHPROF_SNAPSHOT_IN_KERNEL, s.orig_rax = 0;  // in read(2)
+  Write(dir + "/snapshot_in_syscall_cut", offsetof(stack_sample, stack) + 4096 + 100);
+}
+CXX
+c++ -std=c++20 -I"$here/../../../bpf" -o "$tmp/stack_record" "$tmp/stack_record.cc"
+"$tmp/stack_record" "$sr"
+
+ls -l "$em" "$cu" "$el" "$pb" "$sr"

@@ -52,6 +52,9 @@ enum class WindowStarts : uint8_t {
   kTime,
 };
 
+// counted_prefix for ragged windows: against exact traces, 4 did best (docs/profiles.md).
+inline constexpr uint32_t kRaggedCountedPrefix = 4;
+
 struct WindowEstimatorConfig {
   PathStackConfig stack = BallLarusPreset();
   // kTakenBranches: stream taken branches per sampled taken branch (1 when windows tile the
@@ -60,6 +63,22 @@ struct WindowEstimatorConfig {
   double sampling_period = 1.0;
   WindowStarts starts = WindowStarts::kTakenBranches;
   double z = 1.96;  // confidence interval half-width in standard errors (1.96: 95%)
+  // Ragged windows, whose length depends on where they start (snapshot windows end where the
+  // snapshot runs out: at the first branch that depends on memory it did not copy). The
+  // W - k + 1 weight assumes the windows that could have held a traversal were as long as the
+  // one that did; when windows end at fixed places in the code, those that start earlier end at
+  // the same place, so the traversals just after such a place are seen by fewer start
+  // positions than W - k + 1 and those just before it by more (docs/profiles.md "Ragged
+  // windows"). With counted_prefix = m > 0, a whole traversal counts only when its first taken
+  // branch is among its window's first m, weighted by min(m, W - k + 1) start positions: exact
+  // for every traversal that starts m or more taken branches after the last place windows end
+  // (m = 1: for every traversal no such place interrupts), and never more positions than the
+  // window's own length allows. m trades that bias for variance (m = 1 counts one traversal a
+  // window at most); kRaggedCountedPrefix is the measured default. 0: off.
+  uint32_t counted_prefix = 0;
+  // The taken branches a window holds at most (the source's W); required with counted_prefix
+  // (with kTakenBranches starts the spacing of window starts is sampling_period * window_cap).
+  uint32_t window_cap = 0;
 
   Status Validate() const;
 };
@@ -78,6 +97,7 @@ struct WindowEstimatorStats {
   uint64_t empty_windows = 0;   // no taken branch
   uint64_t whole_paths = 0;     // observations used
   uint64_t outside_window = 0;  // started before the first or ended after the last taken branch
+  uint64_t beyond_prefix = 0;   // whole, but starting past counted_prefix: not counted
   // kInstructions and kTime: windows with fewer than 2 taken branches or no instruction counts
   // (durations), whose density is unknown; they add nothing to the estimates.
   uint64_t windows_without_density = 0;

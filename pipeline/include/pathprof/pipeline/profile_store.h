@@ -31,6 +31,11 @@ enum class BranchWindows : uint8_t {
   // Bounded windows starting uniformly in time (ptrace bursts): weighted by the time of their
   // blocks from the cycle model (llvm-mca), or by their instructions where it is unavailable.
   kTime,
+  // The same, ragged: each window ends where its source ran out (snapshot windows: the first
+  // branch that depends on memory the snapshot did not hold), so its length depends on where it
+  // starts. Whole paths count only within a window's first taken branches
+  // (hwmodel::WindowEstimatorConfig::counted_prefix; docs/profiles.md "Ragged windows").
+  kTimeRagged,
 };
 
 class ProfileStore {
