@@ -107,6 +107,9 @@ struct snapshot_piece {
   __u32 source;  // 0..PATHPROF_SNAPSHOT_REGISTERS-1: that register's range; else a hint page
 };
 #define PATHPROF_SNAPSHOT_SOURCE_HINT 0xffu
+// Or'ed into a piece's source: the range could not be read at the sample (unmapped, no access,
+// or not present) and the piece holds no bytes: the thread might have faulted there too.
+#define PATHPROF_SNAPSHOT_SOURCE_UNREADABLE 0x100u
 
 // Losses and deliveries of one root's samples (a per-CPU hash keyed by stack_target.root), so
 // that each session is told its own, not the host's.

@@ -183,7 +183,15 @@ static __always_inline enum snapshot_copy_result snapshot_copy(struct snapshot_s
   if (o > RECORD_AREA - 2 * PATHPROF_STACK_PAGE || o + bytes > st->w->limit ||
       p >= PATHPROF_SNAPSHOT_MAX_PIECES)
     return CUT;
-  if (bpf_probe_read_user(s->stack + o, bytes, (const void*)address) != 0) return UNREADABLE;
+  if (bpf_probe_read_user(s->stack + o, bytes, (const void*)address) != 0) {
+    // Said without bytes, so that a window that reaches it ends there rather than reading on
+    // (the page may have been made inaccessible a moment ago, as the thread would find).
+    s->piece_table[p].address = address;
+    s->piece_table[p].bytes = bytes;
+    s->piece_table[p].source = source | PATHPROF_SNAPSHOT_SOURCE_UNREADABLE;
+    st->w->pieces = p + 1;
+    return UNREADABLE;
+  }
   s->piece_table[p].address = address;
   s->piece_table[p].bytes = bytes;
   s->piece_table[p].source = source;

@@ -60,6 +60,10 @@ bool StartFromSample(const RawStackSample& sample, ProcessImage& image, Snapshot
       AfterSyscallInstruction(s.state.rip, image)) {
     s.in_syscall = true;
     s.unheld_registers = uint16_t{1} << emulator::kRax;
+    // x86-64 numbers: mmap 9, mprotect 10, munmap 11, brk 12, mremap 25, shmdt 67,
+    // pkey_mprotect 329.
+    for (uint64_t nr : {9, 10, 11, 12, 25, 67, 329})
+      if (snap.orig_rax == nr) s.in_mapping_syscall = true;
   }
   *out = s;
   return true;
@@ -80,7 +84,17 @@ RecordGuest::RecordGuest(const RawStackSample& sample, const SnapshotStart& star
       image_.Adopt(p.address, snap_.bytes.data() + p.offset);
 }
 
+bool RecordGuest::UnreadableAtSample(uint64_t page) const {
+  for (const RawSnapshot::Range& r : snap_.unreadable)
+    if (r.address < page + kPage && page < r.address + r.size) return true;
+  return false;
+}
+
 bool RecordGuest::ReadPage(uint64_t page, uint8_t* out, bool* stable) {
+  // The sampler could not read it at that instant (inaccessible, say, between two mprotect
+  // calls): the thread may fault there, so the window ends (kUnreadable) whatever the image's
+  // older view of the mappings says.
+  if (UnreadableAtSample(page)) return false;
   const ProcessImage::PageInfo info = image_.Info(page);
   if (info.stable) {
     const ProcessImage::StableRead got = image_.ReadStable(page, out);
@@ -137,6 +151,7 @@ bool RecordGuest::UnheldBytes(uint64_t page, uint8_t* unheld) {
 }
 
 bool RecordGuest::PageWritable(uint64_t page) {
+  if (UnreadableAtSample(page)) return false;
   if (page >= (snap_.stack_base & ~(kPage - 1)) && page < snap_.stack_base + snap_.stack.size())
     return true;
   return image_.Info(page).writable;

@@ -24,6 +24,10 @@ struct SnapshotStart {
   emulator::CpuState state;
   uint16_t unheld_registers = 0;  // bits of CpuState::gpr
   bool in_syscall = false;
+  // Inside mmap, munmap, mprotect, mremap, brk, pkey_mprotect or shmdt: what is mapped, and
+  // with which permissions, changes before the thread returns, and neither the record nor the
+  // image can say how; such a sample starts no window.
+  bool in_mapping_syscall = false;
 };
 // False when the sample holds no registers or no snapshot.
 bool StartFromSample(const RawStackSample& sample, ProcessImage& image, SnapshotStart* out);
@@ -55,6 +59,8 @@ class RecordGuest final : public emulator::Guest {
   // mappings' pages that were not their file's (ProcessImage::WantsCopy): what hint pages
   // could bring.
   const std::vector<uint64_t>& unknown_pages() const { return unknown_pages_; }
+  // Whether the sampler failed to read part of `page` (RawSnapshot::unreadable).
+  bool UnreadableAtSample(uint64_t page) const;
   const std::vector<uint64_t>& wanted_copies() const { return wanted_copies_; }
 
   // Pages read by source, for the stats.

@@ -129,6 +129,11 @@ struct SnapshotWindowCollector::Impl {
       ++stats.no_snapshot;
       return;
     }
+    if (start.in_mapping_syscall) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.in_mapping_syscall;
+      return;
+    }
     RecordGuest guest(sample, start, *p.image);
     emulator::EmulatedWindow w = p.emulator->Run(start.state, guest, p.threads_share_memory);
     LearnHints(sample.pid, p, guest, w.end);

@@ -34,6 +34,11 @@ void ParseSnapshot(const stack_sample& s, const uint8_t* area, size_t area_size,
     for (uint32_t i = 0; i < s.snapshot_pieces; ++i) {
       snapshot_piece p;
       std::memcpy(&p, area + table_at + i * sizeof(p), sizeof(p));
+      if (p.source & PATHPROF_SNAPSHOT_SOURCE_UNREADABLE) {  // no bytes behind it
+        if (p.bytes == 0 || p.bytes > PATHPROF_STACK_PAGE || p.address + p.bytes < p.address) break;
+        snap.unreadable.push_back({p.address, p.bytes});
+        continue;
+      }
       if (p.bytes == 0 || p.bytes > PATHPROF_STACK_PAGE || offset + p.bytes > snap.bytes.size() ||
           p.address + p.bytes < p.address)
         break;  // not what the sampler writes: the rest cannot be placed either

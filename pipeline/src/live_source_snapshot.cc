@@ -61,6 +61,7 @@ class SnapshotSource final : public LiveSource {
     losses.drops["snapshot_ringbuf_full"] = st.ringbuf_full;
     losses.drops["snapshot_missing"] = st.no_snapshot;
     losses.drops["snapshot_cut"] = st.snapshots_cut;
+    losses.drops["snapshot_in_mapping_syscall"] = st.in_mapping_syscall;
     // Windows that ended before W taken branches, by why: each is exact up to there, and the
     // reasons say where the snapshot fell short (held back: not a loss, what bounds the data).
     for (int e = 1; e < emulator::kEmulationEndCount; ++e)

@@ -46,7 +46,8 @@ uint64_t MapPattern(uint64_t pages) {
 
 // rbx points 300 bytes into a's second page (its range lies in one page); r12 50 bytes before
 // the end of b's first page (its range crosses into the next: two pieces); rsi 200 bytes past
-// rbx (its range overlaps rbx's: only the bytes past rbx's are copied); rax holds no address.
+// rbx (its range overlaps rbx's: only the bytes past rbx's are copied); rax holds no address
+// (its range is said to be unreadable).
 // Every other general register but rbp and rsp holds 0, so that no leftover pointer (an
 // instrumented build leaves some) copies bytes of its own into the ranges under test.
 [[noreturn]] void SpinWithRegisters(uint64_t rbx, uint64_t r12) {
@@ -194,6 +195,15 @@ TEST(EbpfSnapshot, CopiesTheBytesAroundEachRegisterAndTheHintPages) {
     EXPECT_EQ(by_source[RawSnapshot::Piece::kHintPage][0].address, l.hint);
     EXPECT_EQ(by_source[RawSnapshot::Piece::kHintPage][0].size, kPage);
     EXPECT_EQ(by_source.count(RawSnapshot::Piece::kFsBase), 1u) << "fs_base's TLS block";
+    // What the sampler could not read is said, so that a window reaching it ends there: rax's
+    // range (12345 is no address: two pieces, split at the page boundary) and the unmapped hint.
+    ASSERT_EQ(snap.unreadable.size(), 3u);
+    EXPECT_EQ(snap.unreadable[0].address, 12345u - 256);
+    EXPECT_EQ(snap.unreadable[0].size, 0x3000u - (12345u - 256));
+    EXPECT_EQ(snap.unreadable[1].address, 0x3000u);
+    EXPECT_EQ(snap.unreadable[1].size, 12345u + 768 - 0x3000u);
+    EXPECT_EQ(snap.unreadable[2].address, l.gone);
+    EXPECT_EQ(snap.unreadable[2].size, kPage);
   }
   EXPECT_GE(checked, 10);
   EbpfSamplerStats st = (*sampler)->stats();

@@ -45,9 +45,11 @@ struct Result {
   uint64_t no_record = 0;         // ... with no snapshot of the thread in the ring
   uint64_t registers_differ = 0;  // ... where the stop's registers are not the snapshot's
   uint64_t in_syscall = 0;        // compared windows of samples taken inside a system call
-  uint64_t compared = 0;          // windows compared
-  uint64_t identical = 0;         // the snapshot window is the live one's prefix, event for event
-  uint64_t longer = 0;            // ... went past where the live window ended (wrong)
+  uint64_t in_mapping_syscall =
+      0;                   // samples inside mmap, mprotect, ...: no window, as in the source
+  uint64_t compared = 0;   // windows compared
+  uint64_t identical = 0;  // the snapshot window is the live one's prefix, event for event
+  uint64_t longer = 0;     // ... went past where the live window ended (wrong)
   // Wrong windows that went past a load or store the live window faulted on: a page whose
   // protection the sample does not record (it changed since the image last read the maps).
   uint64_t past_a_fault = 0;
@@ -163,6 +165,11 @@ inline Result Run(pid_t pid, Options opt) {
     }
     const RawStackSample sample = std::move(it->second);
     latest.erase(it);
+    if (start.in_mapping_syscall) {  // the collector starts no window there either
+      ++r.in_mapping_syscall;
+      ptrace(PTRACE_CONT, pid, nullptr, nullptr);
+      continue;
+    }
     bool same = start.state.rip == live_state.rip;
     for (int g = 0; g < 16; ++g)
       if (!(start.unheld_registers & (1u << g)) && start.state.gpr[g] != live_state.gpr[g])

@@ -5,7 +5,8 @@
 // aligned buffer as the ring buffer aligns records.
 // Properties: no crash or sanitizer report (no read past the record); the stack copy lies
 // inside the record; the registers are all there or none; every snapshot piece lies whole in
-// the snapshot's bytes, in order, without wrapping the address space.
+// the snapshot's bytes, in order, without wrapping the address space; every range the sampler
+// could not read is at most a page and does not wrap.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -43,6 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(uint64_t{piece.offset} + piece.size <= snap.bytes.size(), "a piece past its bytes");
       Check(piece.address + piece.size >= piece.address, "a piece wrapping the address space");
       next = uint64_t{piece.offset} + piece.size;
+    }
+    for (const auto& range : snap.unreadable) {
+      Check(range.size > 0 && range.size <= 4096, "an unreadable range of no or many pages");
+      Check(range.address + range.size >= range.address, "an unreadable range wrapping");
     }
   }
   return 0;

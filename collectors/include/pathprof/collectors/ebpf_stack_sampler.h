@@ -38,6 +38,13 @@ struct RawSnapshot {
   };
   std::vector<Piece> pieces;  // in the order copied: register ranges, then hint pages
   std::vector<uint8_t> bytes;
+  // Ranges the sampler could not read at the sample (unmapped, inaccessible or not present at
+  // that instant): the thread may fault there, so a window must not read or write them.
+  struct Range {
+    uint64_t address = 0;
+    uint32_t size = 0;
+  };
+  std::vector<Range> unreadable;
 };
 
 struct RawStackSample {

@@ -50,8 +50,11 @@ struct SnapshotWindowStats {
   uint64_t dropped_queue_full = 0;  // samples the worker could not keep up with
   uint64_t no_snapshot = 0;         // samples without a snapshot or registers
   uint64_t in_syscall = 0;          // windows started at a system call's return
-  uint64_t taken = 0;               // taken branches in all windows
-  uint64_t emulate_ns = 0;          // the worker's CPU time on windows
+  // Samples inside a call that changes the mappings (SnapshotStart::in_mapping_syscall): no
+  // window.
+  uint64_t in_mapping_syscall = 0;
+  uint64_t taken = 0;       // taken branches in all windows
+  uint64_t emulate_ns = 0;  // the worker's CPU time on windows
   std::array<uint64_t, emulator::kEmulationEndCount> ends{};
   uint64_t snapshots_cut = 0;              // the sampler's byte cap left pieces out
   uint64_t snapshot_hints_unreadable = 0;  // hint pages unmapped by the sample
