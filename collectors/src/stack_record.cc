@@ -3,6 +3,7 @@
 #include <linux/types.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 
@@ -74,7 +75,9 @@ bool ParseStackRecord(const void* data, size_t size, RawStackSample* result) {
   out.comm.assign(s->comm, strnlen(s->comm, sizeof(s->comm)));
   auto frames = [](const __u64* ips, int bytes, std::vector<uint64_t>* v, int* err) {
     if (bytes < 0) {
-      *err = -bytes;
+      // bpf_get_stack's negative errno; anything past the kernel's errno range (INT_MIN cannot
+      // even be negated) is no errno the program wrote: EINVAL.
+      *err = bytes >= -4095 ? -bytes : EINVAL;
       return;
     }
     size_t n = std::min<size_t>(static_cast<size_t>(bytes) / 8, PATHPROF_MAX_FRAMES);

@@ -17,6 +17,7 @@
 
 #include "common/figures.h"
 #include "common/path_accuracy.h"
+#include "common/spawn.h"
 #include "pathprof/collectors/snapshot_windows.h"
 #include "pathprof/core/procfs.h"
 #include "pathprof/decoders/cycle_model.h"
@@ -36,18 +37,6 @@ std::string ExampleBinary(const std::string& name) {
   return dir + "/" + name;
 }
 
-pid_t Spawn(const std::vector<std::string>& argv) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> a;
-    for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 // One recorded window and its blocks' durations (cycle model).
 struct TimedWindow {
   std::vector<BranchEvent> events;
@@ -64,7 +53,7 @@ struct SnapshotRun {
 // PIE), or the live process's bytes.
 SnapshotRun Record(const std::vector<std::string>& argv, const std::string& exe, int seconds) {
   SnapshotRun run;
-  const pid_t target = Spawn(argv);
+  const pid_t target = testing::SpawnArgv(argv);
   if (target <= 0) return run;
   usleep(300'000);  // past a wrapper's exec and the program's start-up
   auto model = decoders::CycleModel::Create();

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "common/spawn.h"
 #include "pathprof/collectors/snapshot_windows.h"
 #include "pathprof/core/procfs.h"
 #include "snapshot_verify.h"
@@ -36,14 +37,7 @@ std::string ExampleBinary(const std::string& name) {
 class SeizedChild {
  public:
   explicit SeizedChild(const std::vector<std::string>& argv) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::vector<char*> a;
-      for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
-    }
+    pid_ = testing::SpawnArgv(argv);
     usleep(100'000);  // past start-up
     ok_ = pid_ > 0 && ptrace(PTRACE_SEIZE, pid_, nullptr, nullptr) == 0;
   }
@@ -281,15 +275,8 @@ TEST(SnapshotWindowCollector, EverySampleOfHostileProgramsIsAccountedFor) {
   for (const auto& args : programs) {
     std::vector<std::string> argv = args;
     argv[0] = ExampleBinary(args[0]);
-    const pid_t target = fork();
+    const pid_t target = testing::SpawnArgv(argv);
     ASSERT_GE(target, 0);
-    if (target == 0) {
-      std::vector<char*> a;
-      for (const std::string& x : argv) a.push_back(const_cast<char*>(x.c_str()));
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
-    }
     SnapshotWindowOptions opt;
     opt.pids = {static_cast<uint32_t>(target)};
     opt.follow_children = true;

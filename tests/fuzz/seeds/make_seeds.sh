@@ -20,7 +20,8 @@
 #   pbs/              .pbs files written by the Python writer below (the layout in core/pbs.h)
 #   stack_record/     eBPF sampler records (bpf/stack_sample.h, written by the C++ below with
 #                     that header): frames only, a stack copy, a snapshot with two register
-#                     ranges, and a snapshot record cut short inside its pieces
+#                     ranges, and a snapshot record cut short inside its pieces; plus
+#                     regress_*, inputs the fuzzer found that once failed (kept as found)
 # Each must stay under the fuzzers' -max_len (64 KiB). perf records need perf_event access
 # (root, or kernel.perf_event_paranoid <= 1); the branch-stack file needs root (ptrace).
 # usage: tests/fuzz/seeds/make_seeds.sh [BUILD_DIR]
