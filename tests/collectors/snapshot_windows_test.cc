@@ -153,8 +153,9 @@ TEST(SnapshotWindows, HeapSortWindowsEndEarlyButNeverDiffer) {
 // read-only every round (--toggle-store) are what a snapshot window gets wrong today: the range
 // reads fine, a sample records no page's protection, and the image's view of the maps (read
 // again at most every second) may be older than the flip, so a store the thread faulted on is
-// emulated on. The test pins that down: every wrong window there is one that went past the live
-// window's fault, none other.
+// emulated on (recording each piece's protection in the BPF program costs 4-5 us a sample:
+// docs/performance.md). The test pins that down: every wrong window there is one that went past
+// the live window's fault, none other.
 TEST(SnapshotWindows, HostileCodeEndsOrMatchesNeverDiffers) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF, ptrace)";
   const std::vector<std::vector<std::string>> programs = {
