@@ -133,6 +133,7 @@ struct stack_sample {
   __u64 time_ns;       // bpf_ktime_get_ns (CLOCK_MONOTONIC)
   __u64 period;
   __u64 cgroup_id;  // the task's cgroup v2 id
+  __u64 exec_id;    // the task's exec count (self_exec_id): another program after a change
   __u32 hz;         // the rate this target was sampled at
   __u32 plain_uid;  // the uid when uid, euid, suid and fsuid agree and no capability is held
   char comm[16];

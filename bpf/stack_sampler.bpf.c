@@ -400,6 +400,7 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   s->time_ns = bpf_ktime_get_ns();
   s->period = ctx->sample_period;
   s->cgroup_id = cgroup_id;
+  s->exec_id = BPF_CORE_READ(bpf_get_current_task_btf(), self_exec_id);
   s->hz = t->hz;
   s->plain_uid = uid;
   bpf_get_current_comm(s->comm, sizeof(s->comm));

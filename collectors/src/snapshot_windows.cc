@@ -45,6 +45,7 @@ struct SnapshotWindowCollector::Impl {
   struct Process {
     std::unique_ptr<ProcessImage> image;
     std::unique_ptr<emulator::WindowEmulator> emulator;
+    uint64_t exec_id = 0;               // the program the image and decodes are of
     bool threads_share_memory = false;  // more than one thread: windows end at atomics
     uint64_t threads_read_ns = 0;
     std::vector<uint64_t> once;     // pages to copy once (RELRO)
@@ -116,6 +117,18 @@ struct SnapshotWindowCollector::Impl {
   void Emulate(const RawStackSample& sample) {
     const uint64_t t0 = ThreadCpuNs();
     Process& p = ProcessOf(sample.pid);
+    if (p.exec_id != sample.exec_id) {
+      // Another program since the last sample: the image (whose maps are re-read once a second)
+      // and the decoded instructions may be the old program's at the same addresses.
+      if (p.exec_id != 0) {
+        p = Process{};
+        ProcessOf(sample.pid);
+        (void)subscription->SetHintPages(sample.pid, {});  // the old program's pages
+        std::lock_guard<std::mutex> lock(mu);
+        ++stats.execs;
+      }
+      p.exec_id = sample.exec_id;
+    }
     const uint64_t now = MonotonicNs();
     if (p.image->Refresh(now, kRefreshNs)) p.emulator->Reset();
     if (p.threads_read_ns == 0 || now - p.threads_read_ns >= kRefreshNs) {

@@ -71,6 +71,7 @@ bool ParseStackRecord(const void* data, size_t size, RawStackSample* result) {
   out.root = s->root;
   out.hz = s->hz;
   out.cgroup_id = s->cgroup_id;
+  out.exec_id = s->exec_id;
   out.plain_uid = s->plain_uid;
   out.comm.assign(s->comm, strnlen(s->comm, sizeof(s->comm)));
   auto frames = [](const __u64* ips, int bytes, std::vector<uint64_t>* v, int* err) {

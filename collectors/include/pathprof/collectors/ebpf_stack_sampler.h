@@ -56,6 +56,9 @@ struct RawStackSample {
   uint32_t root = 0;       // the target the sample was taken for (a followed child's ancestor)
   uint32_t hz = 0;         // the rate that target was sampled at
   uint64_t cgroup_id = 0;  // the task's cgroup v2 id
+  // The task's exec count (the kernel's self_exec_id): a change means another program, whose
+  // mappings nothing kept of the process before may describe.
+  uint64_t exec_id = 0;
   // The task's uid when its real, effective, saved and filesystem uids agree and it holds no
   // capability; kUidNotPlain otherwise.
   uint32_t plain_uid = 0;

@@ -53,6 +53,7 @@ struct SnapshotWindowStats {
   // Samples inside a call that changes the mappings (SnapshotStart::in_mapping_syscall): no
   // window.
   uint64_t in_mapping_syscall = 0;
+  uint64_t execs = 0;       // processes seen to exec: what was kept of them dropped
   uint64_t taken = 0;       // taken branches in all windows
   uint64_t emulate_ns = 0;  // the worker's CPU time on windows
   std::array<uint64_t, emulator::kEmulationEndCount> ends{};
