@@ -31,13 +31,13 @@
 #define PATHPROF_SNAPSHOT_MAX_BYTES                            \
   (PATHPROF_SNAPSHOT_REGISTERS * PATHPROF_SNAPSHOT_MAX_RANGE + \
    PATHPROF_SNAPSHOT_MAX_HINT_PAGES * PATHPROF_STACK_PAGE)
-// stack_sample.snapshot_flags:
-#define PATHPROF_SNAPSHOT_TAKEN 1  // the record carries a snapshot
-#define PATHPROF_SNAPSHOT_IN_KERNEL \
-  2                               // sampled in a system call or an interrupt: the registers
-                                  // are the user ones saved on entry; the window starts
-                                  // where the thread returns
-#define PATHPROF_SNAPSHOT_ONLY 4  // taken for its snapshot alone: no frames walked (stack_keep)
+// stack_sample.snapshot_flags. TAKEN: the record carries a snapshot. IN_KERNEL: sampled in a
+// system call or an interrupt: the registers are the user ones saved on entry, and the window
+// starts where the thread returns. ONLY: taken for its snapshot alone, no frames walked
+// (stack_keep).
+#define PATHPROF_SNAPSHOT_TAKEN 1
+#define PATHPROF_SNAPSHOT_IN_KERNEL 2
+#define PATHPROF_SNAPSHOT_ONLY 4
 
 enum pathprof_counter {
   PATHPROF_COUNTER_EVENTS = 0,            // perf events that ran the program

@@ -2,9 +2,10 @@
 # Snapshot windows (pathctl run --source snapshot) in whole runs: what they cost the target and
 # how many a second they give, on a fixed piece of work per program, against the same work run
 # bare, in interleaved pairs. The target is started stopped (a shell trampoline stops itself
-# right after exec), pathctl attaches with --pid, the target continues once pathctl says it
-# profiles, and its own CPU time comes from wait4's rusage of the exact process (the sampler's
-# BPF program runs in the target's interrupts, so its time is in there). With LOAD=2, two busy
+# before it execs the program), continued, and pathctl attaches with --pid right after (the
+# first milliseconds may be missed, the same in every run); the target's own CPU time comes from
+# wait4's rusage of the exact process (the sampler's BPF program runs in the target's
+# interrupts, so its time is in there). With LOAD=2, two busy
 # loops run beside every run (bare ones too): the windows-per-second figure under load.
 # Programs: example_hotloop, and Debian's zstd -19, xz -9, python3, sqlite3, lua5.4 where
 # installed. HZ: the snapshot source's rate (windows a second per thread at most).
@@ -43,18 +44,14 @@ programs = {
 def start_stopped(argv):
     p = subprocess.Popen(["/bin/sh", "-c", 'kill -STOP $$; exec "$@"', "sh"] + argv,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while True:
-        with open(f"/proc/{p.pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "T":
-                return p
-        time.sleep(0.002)
+    os.waitpid(p.pid, os.WUNTRACED)  # returns once the shell has stopped itself
+    return p
 
 def run(argv, traced):
     p = start_stopped(argv)
     os.kill(p.pid, 18)  # SIGCONT: the shell execs the program, which stops nowhere else
     prof = None
     if traced:
-        # Attach right after exec: the first milliseconds may be missed, the same in every run.
         prof = subprocess.Popen([pathctl, "run", "--json", "--source", "snapshot",
                                  "--burst-rate", hz, "--pid", str(p.pid)],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

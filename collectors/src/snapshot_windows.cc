@@ -116,19 +116,17 @@ struct SnapshotWindowCollector::Impl {
 
   void Emulate(const RawStackSample& sample) {
     const uint64_t t0 = ThreadCpuNs();
-    Process& p = ProcessOf(sample.pid);
-    if (p.exec_id != sample.exec_id) {
+    if (auto it = processes.find(sample.pid);
+        it != processes.end() && it->second.exec_id != sample.exec_id) {
       // Another program since the last sample: the image (whose maps are re-read once a second)
       // and the decoded instructions may be the old program's at the same addresses.
-      if (p.exec_id != 0) {
-        p = Process{};
-        ProcessOf(sample.pid);
-        (void)subscription->SetHintPages(sample.pid, {});  // the old program's pages
-        std::lock_guard<std::mutex> lock(mu);
-        ++stats.execs;
-      }
-      p.exec_id = sample.exec_id;
+      processes.erase(it);
+      (void)subscription->SetHintPages(sample.pid, {});  // the old program's pages
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.execs;
     }
+    Process& p = ProcessOf(sample.pid);
+    p.exec_id = sample.exec_id;
     const uint64_t now = MonotonicNs();
     if (p.image->Refresh(now, kRefreshNs)) p.emulator->Reset();
     if (p.threads_read_ns == 0 || now - p.threads_read_ns >= kRefreshNs) {

@@ -139,20 +139,20 @@ void ProfileStore::AddBranches(const BranchBatch& batch) {
       s.accounting.drops.Add("empty_window");
     } else {
       if (s.estimator && batch.window) {
-        const uint64_t unweighted = s.estimator->stats().windows_without_density;
-        const uint64_t beyond_prefix = s.estimator->stats().beyond_prefix;
+        const hwmodel::WindowEstimatorStats before = s.estimator->stats();
         std::vector<WindowContexts::Contribution> paths;
         s.estimator->AddWindow(batch.events, durations,
                                [&](const hwmodel::PathDescriptor& p, double value, uint64_t n) {
                                  paths.push_back({p, value, n});
                                });
         // Fewer than two taken branches, or no block length known: no density to weight by.
-        if (s.estimator->stats().windows_without_density > unweighted)
+        const hwmodel::WindowEstimatorStats& after = s.estimator->stats();
+        if (after.windows_without_density > before.windows_without_density)
           s.accounting.drops.Add("window_without_density");
         // Ragged windows: whole paths past the counted prefix, seen but left out by design.
-        if (s.estimator->stats().beyond_prefix > beyond_prefix)
+        if (after.beyond_prefix > before.beyond_prefix)
           s.accounting.drops.Add("window_path_beyond_counted_prefix",
-                                 s.estimator->stats().beyond_prefix - beyond_prefix);
+                                 after.beyond_prefix - before.beyond_prefix);
         s.AttributeWindowLocked(batch, paths);
       }
       if (batch.stack.empty()) {
