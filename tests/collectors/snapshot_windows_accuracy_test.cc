@@ -20,7 +20,6 @@
 #include "common/path_accuracy.h"
 #include "common/spawn.h"
 #include "pathprof/collectors/snapshot_windows.h"
-#include "pathprof/core/procfs.h"
 #include "pathprof/decoders/cycle_model.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/hwmodel/window_estimator.h"
@@ -31,11 +30,9 @@ namespace {
 
 using testing::PathShares;
 
+// The example programs are built beside the tests.
 std::string ExampleBinary(const std::string& name) {
-  auto exe = procfs::Procfs().Executable(getpid());
-  const std::string dir =
-      exe.ok() ? std::filesystem::path(*exe).parent_path().string() : std::string(".");
-  return dir + "/" + name;
+  return std::string(PATHPROF_BIN_DIR) + "/" + name;
 }
 
 // One recorded window and its blocks' durations (cycle model).

@@ -12,25 +12,20 @@
 
 #include <fcntl.h>
 
-#include <filesystem>
-
 #include <atomic>
 #include <chrono>
 #include <mutex>
 
 #include "common/spawn.h"
 #include "pathprof/collectors/snapshot_windows.h"
-#include "pathprof/core/procfs.h"
 #include "snapshot_verify.h"
 
 namespace pathprof::collectors {
 namespace {
 
+// The example programs are built beside the tests.
 std::string ExampleBinary(const std::string& name) {
-  auto exe = procfs::Procfs().Executable(getpid());
-  const std::string dir =
-      exe.ok() ? std::filesystem::path(*exe).parent_path().string() : std::string(".");
-  return dir + "/" + name;
+  return std::string(PATHPROF_BIN_DIR) + "/" + name;
 }
 
 // A child running `argv`, seized (not stopped); killed at the end.
