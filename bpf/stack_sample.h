@@ -38,6 +38,12 @@
 #define PATHPROF_SNAPSHOT_TAKEN 1
 #define PATHPROF_SNAPSHOT_IN_KERNEL 2
 #define PATHPROF_SNAPSHOT_ONLY 4
+// MM_SEQ: mm_seq holds the process's mapping sequence (the kernel's mm_lock_seq, which moves
+// at every change of the mappings; kernels 6.4 and later). MM_CHANGING: a change of the
+// mappings was under way at the sample (the mapping lock held for writing, or the sequence
+// moved while the snapshot was copied): what the mappings permit at that instant is unknown.
+#define PATHPROF_SNAPSHOT_MM_SEQ 8
+#define PATHPROF_SNAPSHOT_MM_CHANGING 16
 
 enum pathprof_counter {
   PATHPROF_COUNTER_EVENTS = 0,            // perf events that ran the program
@@ -157,6 +163,8 @@ struct stack_sample {
   __u32 snapshot_pieces;
   __u32 snapshot_bytes;
   __u32 stack_hz;  // the rate of the samples with frames (PATHPROF_SNAPSHOT_ONLY not set)
+  __u32 mm_seq;    // PATHPROF_SNAPSHOT_MM_SEQ: the mapping sequence at the sample
+  __u32 pad3;
   __u8 stack[PATHPROF_STACK_COPY_MAX_PAGES * PATHPROF_STACK_PAGE];
   // Room for the snapshot's pieces and table after a full stack copy; the table is built in
   // piece_table (never sent from there) and copied behind the pieces.

@@ -264,6 +264,41 @@ static long copy_hint_page(__u64 index, void* data) {
   return 0;
 }
 
+// The process's mapping sequence (mm_lock_seq), whose type changed: a seqcount_t since Linux
+// 6.13 (odd while the mappings are being changed), an int from 6.4 (moved when a change ends).
+// Both flavours are named here so that CO-RE finds whichever the running kernel has, and older
+// kernels, without either, load the program too.
+struct seqcount___pathprof {
+  unsigned int sequence;
+} __attribute__((preserve_access_index));
+struct mm_struct___seqcount {
+  struct seqcount___pathprof mm_lock_seq;
+} __attribute__((preserve_access_index));
+struct mm_struct___int_seq {
+  int mm_lock_seq;
+} __attribute__((preserve_access_index));
+
+// PATHPROF_SNAPSHOT_MM_* flags, and the sequence in *seq: a record says which state of the
+// mappings its bytes were copied in, so that user space can tell whether its view of the
+// mappings (read from /proc/PID/maps at another time) describes that state.
+// Plain loads through the task's BTF pointer (no probe-read helper calls: this runs twice in
+// every snapshot sample).
+static __always_inline __u32 mapping_state(struct task_struct* task, __u32* seq) {
+  struct mm_struct* mm = task->mm;
+  if (!mm) return 0;
+  __u32 flags = 0;
+  if (bpf_core_field_exists(((struct mm_struct___seqcount*)mm)->mm_lock_seq)) {
+    *seq = ((struct mm_struct___seqcount*)mm)->mm_lock_seq.sequence;
+    flags = PATHPROF_SNAPSHOT_MM_SEQ | (*seq & 1 ? PATHPROF_SNAPSHOT_MM_CHANGING : 0);
+  } else if (bpf_core_field_exists(((struct mm_struct___int_seq*)mm)->mm_lock_seq)) {
+    *seq = (__u32)((struct mm_struct___int_seq*)mm)->mm_lock_seq;
+    flags = PATHPROF_SNAPSHOT_MM_SEQ;
+  }
+  // RWSEM_WRITER_LOCKED: another thread holds the mapping lock for writing (mid-mprotect).
+  if (mm->mmap_lock.count.counter & 1) flags |= PATHPROF_SNAPSHOT_MM_CHANGING;
+  return flags;
+}
+
 // The snapshot part of a record, after the stack copy: rflags, the fs and gs bases, the bytes
 // around what each register points at, then the process's hint pages, up to the target's
 // bounds; every piece left out for a bound is counted. Returns the bytes added to the record.
@@ -278,8 +313,11 @@ static __always_inline __u32 copy_snapshot(struct bpf_perf_event_data* ctx, stru
   s->gs_base = BPF_CORE_READ(task, thread.gsbase);
   // The interrupted instruction's address says the mode (a context read of regs.cs is
   // refused: it is two bytes of a union on kernels with FRED).
+  __u32 seq_before = 0;
   s->snapshot_flags = PATHPROF_SNAPSHOT_TAKEN |
-                      (ctx->regs.ip >= USER_ADDRESS_END ? PATHPROF_SNAPSHOT_IN_KERNEL : 0);
+                      (ctx->regs.ip >= USER_ADDRESS_END ? PATHPROF_SNAPSHOT_IN_KERNEL : 0) |
+                      mapping_state(task, &seq_before);
+  s->mm_seq = seq_before;
   count(PATHPROF_COUNTER_SNAPSHOTS);
 
   const __u32 zero = 0;
@@ -314,6 +352,10 @@ static __always_inline __u32 copy_snapshot(struct bpf_perf_event_data* ctx, stru
     count(PATHPROF_COUNTER_SNAPSHOT_CUT);
     if (rc) rc->snapshot_cut += 1;
   }
+  // A change of the mappings that began or ended while the pieces were copied.
+  __u32 seq_after = 0;
+  if ((mapping_state(task, &seq_after) & PATHPROF_SNAPSHOT_MM_CHANGING) || seq_after != seq_before)
+    s->snapshot_flags |= PATHPROF_SNAPSHOT_MM_CHANGING;
   // The piece table goes behind the pieces' bytes.
   __u32 o = w->at, pieces = w->pieces;
   if (o > RECORD_AREA - sizeof(s->piece_table)) o = RECORD_AREA - sizeof(s->piece_table);

@@ -4,6 +4,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "pathprof/core/clock.h"
@@ -34,6 +35,16 @@ std::pair<const uint8_t*, uint64_t> OwnVdso() {
   return vdso;
 }
 
+bool SameMappings(const decoders::AddressSpace& a, const decoders::AddressSpace& b) {
+  return std::equal(a.mappings().begin(), a.mappings().end(), b.mappings().begin(),
+                    b.mappings().end(), [](const decoders::Mapping& x, const decoders::Mapping& y) {
+                      return x.start == y.start && x.len == y.len && x.pgoff == y.pgoff &&
+                             x.readable == y.readable && x.writable == y.writable &&
+                             x.executable == y.executable && x.shared == y.shared &&
+                             x.device == y.device && x.inode == y.inode && x.path == y.path;
+                    });
+}
+
 }  // namespace
 
 ProcessImage::ProcessImage(pid_t pid, std::optional<decoders::FileCredentials> open_as)
@@ -46,14 +57,51 @@ ProcessImage::~ProcessImage() {
 void ProcessImage::ReadMaps(uint64_t now_ns) {
   read_at_ns_ = now_ns;
   ++stats_.maps_reads;
+  read_started_ns_ = MonotonicNs();
   auto space = decoders::ReadProcMaps(pid_);
-  if (!space.ok()) {
-    space_ = {};
-    stable_.clear();
-    return;
+  read_ended_ns_ = MonotonicNs();
+  decoders::AddressSpace read = space.ok() ? std::move(*space) : decoders::AddressSpace{};
+  if (!SameMappings(read, space_)) {
+    described_.clear();
+    ++stats_.maps_changed;
   }
-  space_ = std::move(*space);
+  // The samples observed so far were all taken before this read began.
+  before_read_ = last_;
+  after_read_ = {};
+  space_ = std::move(read);
   stable_ = decoders::StableMappings(space_);
+}
+
+void ProcessImage::ObserveSequence(uint64_t time_ns, uint32_t sequence) {
+  const SeenSequence seen{true, time_ns, sequence};
+  if (!last_.seen || time_ns >= last_.time_ns) last_ = seen;
+  if (read_ended_ns_ == 0) return;  // the maps were never read
+  if (time_ns <= read_started_ns_ && (!before_read_.seen || time_ns > before_read_.time_ns))
+    before_read_ = seen;
+  if (time_ns >= read_ended_ns_ && (!after_read_.seen || time_ns < after_read_.time_ns))
+    after_read_ = seen;
+  if (before_read_.seen && after_read_.seen && before_read_.sequence == after_read_.sequence &&
+      !Describes(before_read_.sequence)) {
+    if (described_.size() >= kMaxDescribed) described_.erase(described_.begin());
+    described_.push_back(before_read_.sequence);
+  }
+}
+
+bool ProcessImage::Describes(uint32_t sequence) const {
+  return std::find(described_.begin(), described_.end(), sequence) != described_.end();
+}
+
+bool ProcessImage::DescribesSample(const RawSnapshot& sample) const {
+  return !sample.has_mapping_sequence ||
+         (!sample.mappings_changing && Describes(sample.mapping_sequence));
+}
+
+bool ProcessImage::RefreshForSample(const RawSnapshot& sample, uint64_t sample_ns, uint64_t now_ns,
+                                    uint64_t max_age_ns) {
+  if (sample.has_mapping_sequence && !sample.mappings_changing)
+    ObserveSequence(sample_ns, sample.mapping_sequence);
+  return Refresh(now_ns,
+                 DescribesSample(sample) ? max_age_ns : std::min(max_age_ns, kMissRefreshNs));
 }
 
 const decoders::Mapping* ProcessImage::Find(uint64_t page, bool* stable) {

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/mapped_file.h"
 
@@ -61,6 +62,24 @@ class ProcessImage {
   // mapping changed or went away since (what an emulator kept of stable pages must then go).
   bool Refresh(uint64_t now_ns, uint64_t max_age_ns);
 
+  // Whether the maps as last read are what the process had at a sample. A sample carries the
+  // process's mapping sequence (the kernel's mm_lock_seq, which moves at every change of the
+  // mappings; RawSnapshot::mapping_sequence); the maps are read at another time. A read
+  // describes sequence S when a sample taken before the read began and one taken after it
+  // ended both carry S: nothing changed in between. A read that finds the same mappings as
+  // the one before it describes what that one did. Every sample of the process is observed
+  // (ObserveSequence), in any order; Describes(S) then says whether windows of samples with
+  // sequence S may trust what the maps say a page permits.
+  void ObserveSequence(uint64_t time_ns, uint32_t sequence);
+  bool Describes(uint32_t sequence) const;
+  // What a window of `sample` may trust: whether the maps as read are the sample's (always,
+  // on a kernel whose samples carry no sequence: see docs/performance.md).
+  bool DescribesSample(const RawSnapshot& sample) const;
+  // Observes a sample's sequence, then Refresh: with `max_age_ns`, or at most kMissRefreshNs
+  // when the maps as read do not describe the sample (the mappings changed since).
+  bool RefreshForSample(const RawSnapshot& sample, uint64_t sample_ns, uint64_t now_ns,
+                        uint64_t max_age_ns);
+
   struct Stats {
     uint64_t maps_reads = 0;
     uint64_t file_pages = 0;       // stable pages read from their files
@@ -69,12 +88,14 @@ class ProcessImage {
     uint64_t unreadable = 0;       // files that could not be opened or read
     uint64_t adopted = 0;          // written pages kept from samples' copies
     uint64_t adopted_dropped = 0;  // ... dropped (their mapping changed, or kMaxAdopted)
+    uint64_t maps_changed = 0;     // reads that found other mappings than the read before
   };
   const Stats& stats() const { return stats_; }
 
   static constexpr uint64_t kMissRefreshNs = 100'000'000;
   static constexpr size_t kMaxOpenFiles = 64;  // then every one is closed and reopened on use
   static constexpr size_t kMaxAdopted = 1024;  // 4 MiB of written stable pages per process
+  static constexpr size_t kMaxDescribed = 16;  // sequences one read is known to describe
 
  private:
   const decoders::Mapping* Find(uint64_t page, bool* stable);
@@ -92,6 +113,16 @@ class ProcessImage {
   bool pagemap_tried_ = false;
   std::map<std::pair<uint64_t, uint64_t>, decoders::UniqueFd> files_;  // (device, inode)
   std::map<uint64_t, std::vector<uint8_t>> adopted_;                   // by page
+  struct SeenSequence {
+    bool seen = false;
+    uint64_t time_ns = 0;
+    uint32_t sequence = 0;
+  };
+  // The latest sample observed; of the samples observed since the maps were read, the latest
+  // taken before the read began and the earliest taken after it ended.
+  SeenSequence last_, before_read_, after_read_;
+  uint64_t read_started_ns_ = 0, read_ended_ns_ = 0;
+  std::vector<uint32_t> described_;  // sequences the maps as read are known to describe
   Stats stats_;
 };
 

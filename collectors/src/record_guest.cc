@@ -75,7 +75,8 @@ RecordGuest::RecordGuest(const RawStackSample& sample, const SnapshotStart& star
       snap_(*sample.snapshot),
       image_(image),
       unheld_registers_(start.unheld_registers),
-      trust_memory_(!start.in_syscall) {
+      trust_memory_(!start.in_syscall),
+      maps_current_(image.DescribesSample(*sample.snapshot)) {
   // A read-only mapping's page cannot change while it stays read-only: a copy is good for
   // every later window too (a system call does not write it either).
   for (const RawSnapshot::Piece& p : snap_.pieces)
@@ -155,6 +156,11 @@ bool RecordGuest::PageWritable(uint64_t page) {
   if (page >= (snap_.stack_base & ~(kPage - 1)) && page < snap_.stack_base + snap_.stack.size())
     return true;
   return image_.Info(page).writable;
+}
+
+bool RecordGuest::WritableKnown(uint64_t page) {
+  // A page the sampler could not read faults whatever the maps say (PageWritable says so).
+  return maps_current_ || UnreadableAtSample(page);
 }
 
 bool RecordGuest::PageExecutable(uint64_t page) {

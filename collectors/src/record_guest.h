@@ -54,6 +54,7 @@ class RecordGuest final : public emulator::Guest {
   bool Partial() override { return true; }
   bool UnheldBytes(uint64_t page, uint8_t* unheld) override;
   uint16_t UnheldRegisters() override { return unheld_registers_; }
+  bool WritableKnown(uint64_t page) override;
 
   // Pages this window read that nothing held (all bytes unknown), in the order read; and stable
   // mappings' pages that were not their file's (ProcessImage::WantsCopy): what hint pages
@@ -77,6 +78,10 @@ class RecordGuest final : public emulator::Guest {
   ProcessImage& image_;
   uint16_t unheld_registers_ = 0;
   bool trust_memory_ = true;  // false for a sample inside a system call
+  // Whether the image's maps are those of the sample's instant (ProcessImage::DescribesSample):
+  // otherwise a page's write permission then is unknown (a page made read-only between two
+  // mprotect calls reads fine at the sample, and a store there faults).
+  bool maps_current_ = true;
   // Pages held only in part: the parts held.
   std::unordered_map<uint64_t, std::vector<Held>> held_parts_;
   std::array<uint32_t, static_cast<size_t>(SnapshotPageSource::kCount)> reads_{};

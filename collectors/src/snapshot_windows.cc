@@ -128,7 +128,10 @@ struct SnapshotWindowCollector::Impl {
     Process& p = ProcessOf(sample.pid);
     p.exec_id = sample.exec_id;
     const uint64_t now = MonotonicNs();
-    if (p.image->Refresh(now, kRefreshNs)) p.emulator->Reset();
+    if (sample.snapshot
+            ? p.image->RefreshForSample(*sample.snapshot, sample.time_ns, now, kRefreshNs)
+            : p.image->Refresh(now, kRefreshNs))
+      p.emulator->Reset();
     if (p.threads_read_ns == 0 || now - p.threads_read_ns >= kRefreshNs) {
       p.threads_read_ns = now;
       auto status = procfs::Procfs::Host().ReadStatus(static_cast<pid_t>(sample.pid));

@@ -45,6 +45,8 @@ struct Machine {
         return End(EmulationEnd::kPageLimit);
       case MemoryStatus::kReadOnly:
         return End(EmulationEnd::kFault);
+      case MemoryStatus::kProtectionUnknown:
+        return End(EmulationEnd::kProtectionUnknown);
       default:
         return End(EmulationEnd::kUnreadable);
     }

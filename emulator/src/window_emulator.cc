@@ -54,6 +54,8 @@ std::string_view EmulationEndName(EmulationEnd end) {
       return "vector_state_unknown";
     case EmulationEnd::kRegisterUnknown:
       return "register_unknown";
+    case EmulationEnd::kProtectionUnknown:
+      return "protection_unknown";
   }
   return "?";
 }

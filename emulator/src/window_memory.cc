@@ -88,6 +88,7 @@ MemoryStatus WindowMemory::Get(uint64_t page, Page** out) {
 
 MemoryStatus WindowMemory::MakeWritable(uint64_t address, Page* page) {
   if (page->written) return MemoryStatus::kOk;
+  if (!guest_->WritableKnown(address & ~kPageMask)) return MemoryStatus::kProtectionUnknown;
   if (!guest_->PageWritable(address & ~kPageMask)) return MemoryStatus::kReadOnly;
   if (!page->own) {  // a stable page: the window writes to its own copy
     wrote_stable_ = true;

@@ -34,7 +34,7 @@ class StablePages {
   std::unordered_map<uint64_t, std::unique_ptr<PageBytes>> pages_;
 };
 
-enum class MemoryStatus : uint8_t { kOk, kUnreadable, kPageLimit, kReadOnly };
+enum class MemoryStatus : uint8_t { kOk, kUnreadable, kPageLimit, kReadOnly, kProtectionUnknown };
 
 class WindowMemory {
  public:

@@ -8,14 +8,18 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/collectors/shared_stack_sampler.h"
@@ -286,6 +290,64 @@ TEST(EbpfSnapshot, SamplesForSnapshotsAloneWalkNoFrames) {
   EXPECT_LT(snapshots_with_frames, 140u);
   EXPECT_GT(stacks, snapshots_with_frames / 2) << stacks << " stack samples";
   EXPECT_LE(stacks, snapshots_with_frames);
+}
+
+// Each record carries the process's mapping sequence (mm_lock_seq): the same in every sample
+// of a process that maps nothing meanwhile, moving in one that makes a page read-only and
+// writable again every round (what user space needs to know whether its older view of the
+// mappings holds at a sample: collectors/src/process_image.h).
+TEST(EbpfSnapshot, RecordsCarryTheMappingSequenceThatMovesWithMprotect) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
+  auto sequences = [](pid_t child, std::set<uint32_t>* seen, int* without) {
+    auto sampler = EbpfStackSampler::Start(SnapshotConfig(child));
+    if (!sampler.ok()) return sampler.status().ToString();
+    Collected c = Sample(**sampler, 40);
+    for (const RawStackSample& s : c.kept) {
+      if (!s.snapshot->has_mapping_sequence) {
+        ++*without;
+        continue;
+      }
+      if (!s.snapshot->mappings_changing) seen->insert(s.snapshot->mapping_sequence);
+    }
+    return c.kept.size() >= 40 ? std::string() : "only " + std::to_string(c.kept.size());
+  };
+  ChildLayout l;
+  const pid_t still = StartChild(&l);
+  ASSERT_GT(still, 0);
+  std::set<uint32_t> still_seen;
+  int without = 0;
+  const std::string still_error = sequences(still, &still_seen, &without);
+  kill(still, SIGKILL);
+  waitpid(still, nullptr, 0);
+  ASSERT_EQ(still_error, "");
+  if (without > 0) {
+    // Kernels from 6.4 on have the sequence (with per-VMA locks, which x86-64 enables).
+    utsname u{};
+    int major = 0, minor = 0;
+    ASSERT_EQ(uname(&u), 0);
+    ASSERT_EQ(std::sscanf(u.release, "%d.%d", &major, &minor), 2) << u.release;
+    ASSERT_LT(major * 100 + minor, 604) << u.release << ": records without the mapping sequence";
+    GTEST_SKIP() << "kernel " << u.release << " has no mm_lock_seq (it came in 6.4)";
+  }
+  EXPECT_EQ(still_seen.size(), 1u) << "a process that maps nothing keeps its sequence";
+
+  const pid_t toggling = fork();
+  ASSERT_GE(toggling, 0);
+  if (toggling == 0) {
+    void* page = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) _exit(2);
+    for (uint64_t round = 0;; ++round) {
+      mprotect(page, kPage, round % 2 ? PROT_READ : PROT_READ | PROT_WRITE);
+      for (int i = 0; i < 200000; ++i) asm volatile("");
+    }
+  }
+  std::set<uint32_t> toggling_seen;
+  const std::string toggling_error = sequences(toggling, &toggling_seen, &without);
+  kill(toggling, SIGKILL);
+  waitpid(toggling, nullptr, 0);
+  ASSERT_EQ(toggling_error, "");
+  EXPECT_GE(toggling_seen.size(), 10u) << "40 samples of a process that mprotects every round";
+  for (uint32_t seq : toggling_seen) EXPECT_EQ(seq % 2, 0u) << "odd: a change under way";
 }
 
 TEST(EbpfSnapshot, RejectsBoundsOverTheRecordsRoom) {

@@ -50,8 +50,9 @@ struct Result {
   uint64_t compared = 0;   // windows compared
   uint64_t identical = 0;  // the snapshot window is the live one's prefix, event for event
   uint64_t longer = 0;     // ... went past where the live window ended (wrong)
-  // Wrong windows that went past a load or store the live window faulted on: a page whose
-  // protection the sample does not record (it changed since the image last read the maps).
+  // Wrong windows that went past a load or store the live window faulted on (a page whose
+  // protection changed between the image's read of the maps and the sample, when the record's
+  // mapping sequence does not catch it).
   uint64_t past_a_fault = 0;
   std::vector<uint32_t> taken;  // each compared snapshot window's taken branches
   std::vector<uint32_t> live_taken;
@@ -191,7 +192,8 @@ inline Result Run(pid_t pid, Options opt) {
     // The snapshot's window, over the record and the image only.
     // Timed as the collector would pay for it: the image's refresh, the guest, the emulation.
     const uint64_t t0 = ThreadCpuNs();
-    if (image.Refresh(MonotonicNs(), 50'000'000)) snapshot_emulator.Reset();
+    if (image.RefreshForSample(*sample.snapshot, sample.time_ns, MonotonicNs(), 50'000'000))
+      snapshot_emulator.Reset();
     RecordGuest guest(sample, start, image);
     const emulator::EmulatedWindow snap = snapshot_emulator.Run(start.state, guest);
     r.snapshot_window_ns.push_back(

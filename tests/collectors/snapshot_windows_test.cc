@@ -145,12 +145,11 @@ TEST(SnapshotWindows, HeapSortWindowsEndEarlyButNeverDiffer) {
 // live window: never differ. Pages made inaccessible every round (example_guard --toggle-load):
 // the sampler cannot read the range around the register that points there, and says so, so the
 // window ends at the load (and a sample inside the mprotect call starts none). Pages made
-// read-only every round (--toggle-store) are what a snapshot window gets wrong today: the range
-// reads fine, a sample records no page's protection, and the image's view of the maps (read
-// again at most every second) may be older than the flip, so a store the thread faulted on is
-// emulated on (recording each piece's protection in the BPF program costs 4-5 us a sample:
-// docs/performance.md). The test pins that down: every wrong window there is one that went past
-// the live window's fault, none other.
+// read-only every round (--toggle-store): the range reads fine, but each record carries the
+// process's mapping sequence, and the image's maps (read at another time) describe no sample
+// of a process that changes them every round, so a store into any page ends the window
+// (protection_unknown) instead of running past the fault the thread took (2-4 of 30 windows
+// did, on 2026-12-03, before the sequence was recorded).
 TEST(SnapshotWindows, HostileCodeEndsOrMatchesNeverDiffers) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF, ptrace)";
   // churn execs itself after 2 s: after the collector's first samples even where loading the
@@ -177,10 +176,7 @@ TEST(SnapshotWindows, HostileCodeEndsOrMatchesNeverDiffers) {
     ASSERT_TRUE(r.error.empty()) << name << r.error;
     std::printf("%s: %s\n", name.c_str(), Describe(r).c_str());
     EXPECT_GE(r.compared, 15u) << name << Describe(r);
-    if (args.back() == "--toggle-store")  // the known gap above
-      EXPECT_EQ(r.wrong(), r.past_a_fault) << name << Describe(r);
-    else
-      EXPECT_EQ(r.wrong(), 0u) << name << Describe(r);
+    EXPECT_EQ(r.wrong(), 0u) << name << Describe(r);
   }
 }
 

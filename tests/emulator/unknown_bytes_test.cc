@@ -272,6 +272,36 @@ TEST(UnknownBytes, StringCopiesCarryUnknownBytes) {
   EXPECT_EQ(d.w.end_address, kCode + 3);
 }
 
+// A guest that does not know what the held page permitted at the start (its view of the
+// mappings is older than its bytes): loads from it run on, a store into it ends the window
+// there, before the store, with its own reason; a store to the stack, whose permission it
+// knows, does not.
+class StaleMapsGuest : public PartialGuest {
+ public:
+  using PartialGuest::PartialGuest;
+  bool WritableKnown(uint64_t page) override { return page != kHeld; }
+};
+
+TEST(UnknownBytes, AStoreWhereThePermissionIsUnknownEndsTheWindowThere) {
+  CpuState start;
+  start.rip = kCode;
+  start.gpr[kRdi] = kHeld;
+  start.gpr[kRsp] = kStack + 0x800;
+  EmulatorLimits limits;
+  limits.window_taken = 4;
+  // mov rax, [rdi]; test rax, rax; jz +0 (taken: zeros); push rax; mov [rdi], rax
+  const std::vector<uint8_t> code =
+      WithLoop({0x48, 0x8b, 0x07, 0x48, 0x85, 0xc0, 0x74, 0x00, 0x50, 0x48, 0x89, 0x07});
+  StaleMapsGuest guest(code, 0, true, 0);
+  WindowEmulator emulator(limits);
+  const EmulatedWindow w = emulator.Run(start, guest);
+  EXPECT_EQ(w.end, EmulationEnd::kProtectionUnknown) << EmulationEndName(w.end);
+  EXPECT_EQ(w.end_address, kCode + 9);  // the store into the held page, not the push
+  ASSERT_EQ(w.events.size(), 1u);
+  EXPECT_TRUE(w.events[0].taken);
+  EXPECT_EQ(EmulationEndName(w.end), "protection_unknown");
+}
+
 // A guest that holds everything is not tracked: a load from any page is a plain load.
 class WholeGuest : public PartialGuest {
  public:

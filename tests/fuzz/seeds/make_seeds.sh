@@ -479,7 +479,8 @@ int main(int, char** argv) {
   for (int i = 0; i < 4096; ++i) s.stack[i] = static_cast<__u8>(i * 7);
   Write(dir + "/stack_copy", offsetof(stack_sample, stack) + 4096);
   // rdi's range (96 bytes at 0x602000), fs_base's (64 bytes), then the table.
-  s.snapshot_flags = PATHPROF_SNAPSHOT_TAKEN | PATHPROF_SNAPSHOT_ONLY;
+  s.snapshot_flags = PATHPROF_SNAPSHOT_TAKEN | PATHPROF_SNAPSHOT_ONLY | PATHPROF_SNAPSHOT_MM_SEQ;
+  s.mm_seq = 418;  // the process's mapping sequence (even: no change under way)
   s.rflags = 0x246, s.fs_base = 0x7f0000001000, s.orig_rax = ~0ull;
   s.snapshot_pieces = 2, s.snapshot_bytes = 160;
   __u8* area = s.stack + 4096;

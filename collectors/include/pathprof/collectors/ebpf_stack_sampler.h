@@ -24,6 +24,12 @@ struct RawSnapshot {
   // Sampled in the kernel (a system call, an interrupt): the registers are those saved on entry
   // from user space, so a window starts where the thread returns to it.
   bool in_kernel = false;
+  // The process's mapping sequence at the sample (the kernel's mm_lock_seq: equal values, no
+  // change of the mappings between them), when the kernel has one; mappings_changing: a change
+  // was under way meanwhile, so what they permitted then is not known.
+  bool has_mapping_sequence = false;
+  bool mappings_changing = false;
+  uint32_t mapping_sequence = 0;
   uint64_t stack_base = 0;     // the stack copy: bytes [stack_base, + stack.size()), whole
   std::vector<uint8_t> stack;  // pages from the one holding the stack pointer
   struct Piece {
