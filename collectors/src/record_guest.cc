@@ -163,6 +163,13 @@ bool RecordGuest::WritableKnown(uint64_t page) {
   return maps_current_ || UnreadableAtSample(page);
 }
 
+bool RecordGuest::ReadableKnown(uint64_t page) {
+  // A page the sampler read bytes of was readable then; a stable page is served from the image
+  // (its mappings' changes are caught by ProcessImage::Refresh).
+  return maps_current_ ||
+         std::find(unknown_pages_.begin(), unknown_pages_.end(), page) == unknown_pages_.end();
+}
+
 bool RecordGuest::PageExecutable(uint64_t page) {
   return image_.Info(page).executable;
 }

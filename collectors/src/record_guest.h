@@ -55,6 +55,7 @@ class RecordGuest final : public emulator::Guest {
   bool UnheldBytes(uint64_t page, uint8_t* unheld) override;
   uint16_t UnheldRegisters() override { return unheld_registers_; }
   bool WritableKnown(uint64_t page) override;
+  bool ReadableKnown(uint64_t page) override;
 
   // Pages this window read that nothing held (all bytes unknown), in the order read; and stable
   // mappings' pages that were not their file's (ProcessImage::WantsCopy): what hint pages
@@ -80,7 +81,8 @@ class RecordGuest final : public emulator::Guest {
   bool trust_memory_ = true;  // false for a sample inside a system call
   // Whether the image's maps are those of the sample's instant (ProcessImage::DescribesSample):
   // otherwise a page's write permission then is unknown (a page made read-only between two
-  // mprotect calls reads fine at the sample, and a store there faults).
+  // mprotect calls reads fine at the sample, and a store there faults), and so is whether a
+  // page the sample holds no byte of could be read.
   bool maps_current_ = true;
   // Pages held only in part: the parts held.
   std::unordered_map<uint64_t, std::vector<Held>> held_parts_;

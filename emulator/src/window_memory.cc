@@ -54,6 +54,10 @@ MemoryStatus WindowMemory::Get(uint64_t page, Page** out) {
         --used_;
         return MemoryStatus::kUnreadable;
       }
+      if (tracking_ && !guest_->ReadableKnown(page)) {
+        --used_;
+        return MemoryStatus::kProtectionUnknown;
+      }
       ++pages_read_;
       ++stats_->pages_read;
       if (tracking_) {

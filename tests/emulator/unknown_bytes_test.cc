@@ -275,11 +275,13 @@ TEST(UnknownBytes, StringCopiesCarryUnknownBytes) {
 // A guest that does not know what the held page permitted at the start (its view of the
 // mappings is older than its bytes): loads from it run on, a store into it ends the window
 // there, before the store, with its own reason; a store to the stack, whose permission it
-// knows, does not.
+// knows, does not. Nor does it know whether the page it holds no byte of could be read: a
+// load from there ends the window too, though its value would steer nothing.
 class StaleMapsGuest : public PartialGuest {
  public:
   using PartialGuest::PartialGuest;
   bool WritableKnown(uint64_t page) override { return page != kHeld; }
+  bool ReadableKnown(uint64_t page) override { return page != kUnheld; }
 };
 
 TEST(UnknownBytes, AStoreWhereThePermissionIsUnknownEndsTheWindowThere) {
@@ -300,6 +302,16 @@ TEST(UnknownBytes, AStoreWhereThePermissionIsUnknownEndsTheWindowThere) {
   ASSERT_EQ(w.events.size(), 1u);
   EXPECT_TRUE(w.events[0].taken);
   EXPECT_EQ(EmulationEndName(w.end), "protection_unknown");
+
+  // jmp +0 (taken); mov rax, [rsi] (the page held nowhere); add rax, 1
+  start.gpr[kRsi] = kUnheld;
+  StaleMapsGuest loads(WithLoop({0xeb, 0x00, 0x48, 0x8b, 0x06, 0x48, 0x83, 0xc0, 0x01}), 0, true,
+                       0);
+  WindowEmulator fresh(limits);  // not `emulator`: it keeps the first code page (stable)
+  const EmulatedWindow l = fresh.Run(start, loads);
+  EXPECT_EQ(l.end, EmulationEnd::kProtectionUnknown) << EmulationEndName(l.end);
+  EXPECT_EQ(l.end_address, kCode + 2);
+  EXPECT_EQ(l.events.size(), 1u);
 }
 
 // A guest that holds everything is not tracked: a load from any page is a plain load.

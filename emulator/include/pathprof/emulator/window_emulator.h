@@ -85,11 +85,14 @@ class Guest {
   // Partial guests: the general registers whose start values it does not hold (a bit per
   // CpuState::gpr index; rax of a thread sampled inside a system call).
   virtual uint16_t UnheldRegisters() { return 0; }
-  // Partial guests: whether PageWritable(page) is known to hold at the window's start. A guest
-  // built from a snapshot knows the bytes it copied but not always the permissions then: the
-  // mappings may have changed between its view of them and the sample. A store into such a
-  // page ends the window (EmulationEnd::kProtectionUnknown): the CPU may have faulted there.
+  // Partial guests: whether PageWritable(page), and for ReadableKnown whether the page could
+  // be read at all, are known to hold at the window's start. A guest built from a snapshot
+  // knows the bytes it copied but not always the permissions then: the mappings may have
+  // changed between its view of them and the sample. A store into such a page, or any access
+  // to a page of which it holds no byte, ends the window (EmulationEnd::kProtectionUnknown):
+  // the CPU may have faulted there.
   virtual bool WritableKnown(uint64_t /*page*/) { return true; }
+  virtual bool ReadableKnown(uint64_t /*page*/) { return true; }
 };
 
 // Why a window ended. Every end but kComplete leaves a shorter window, still exact.
@@ -115,7 +118,8 @@ enum class EmulationEnd : uint8_t {
   kVectorStateUnknown,  // ... of vector registers (or mxcsr) it could not load
   kRegisterUnknown,     // ... of a general register it does not hold at the start
   // Partial guests: a store into a page whose write permission at the start the guest does not
-  // know (Guest::WritableKnown).
+  // know, or an access to a page it does not know was readable (Guest::WritableKnown,
+  // ReadableKnown).
   kProtectionUnknown,
 };
 inline constexpr int kEmulationEndCount = 19;
