@@ -7,7 +7,8 @@
 //           threads share the memory; bit 3: also run it over a partial guest, below)
 //   pages   then up to kMaxPages records: u8 permissions (bit 0: writable, bit 1: executable,
 //           bit 2: stable; bit 3: a partial guest does not hold the page, bit 4: nor its second
-//           half), then up to 4096 bytes of the page (a short last page is zero-filled).
+//           half; bit 5: it does not know whether the page was writable, bit 6: nor readable),
+//           then up to 4096 bytes of the page (a short last page is zero-filled).
 //           Page i lies at kBase + i * 4096; every other address is unmapped.
 //   The rflags word's bits 16-31 (no flag user code holds) name the general registers a
 //   partial guest does not hold.
@@ -45,6 +46,7 @@ struct PageInfo {
   bool executable = false;
   bool stable = false;
   uint8_t unheld = 0;  // partial guests: 0 held, 1 not held, 2 the second half not held
+  bool writable_unknown = false, readable_unknown = false;  // partial guests
 };
 
 // Pages in one read-only mapping: a write through any pointer the emulator kept faults.
@@ -135,6 +137,14 @@ class PartialGuest final : public FuzzGuest {
     return true;
   }
   uint16_t UnheldRegisters() override { return unheld_registers_; }
+  bool WritableKnown(uint64_t page) override {
+    const PageInfo* p = Find(page);
+    return p == nullptr || !p->writable_unknown;
+  }
+  bool ReadableKnown(uint64_t page) override {
+    const PageInfo* p = Find(page);
+    return p == nullptr || !p->readable_unknown;
+  }
 
  private:
   bool vectors_;
@@ -191,7 +201,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     info.push_back({(perms & 1) != 0, (perms & 2) != 0, (perms & 4) != 0,
                     static_cast<uint8_t>((perms & 8)    ? 1
                                          : (perms & 16) ? 2
-                                                        : 0)});
+                                                        : 0),
+                    (perms & 32) != 0, (perms & 64) != 0});
     const size_t n = std::min<size_t>(kPage, size - at);
     pages.insert(pages.end(), data + at, data + at + n);
     pages.resize(info.size() * kPage);
