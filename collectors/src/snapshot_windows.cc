@@ -1,6 +1,7 @@
 #include "pathprof/collectors/snapshot_windows.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -51,8 +52,10 @@ struct SnapshotWindowCollector::Impl {
     std::vector<uint64_t> once;     // pages to copy once (RELRO)
     std::vector<uint64_t> learned;  // data pages whose unknown bytes ended windows
     std::vector<uint64_t> hints_set;
+    uint64_t last_sample_ns = 0;  // for max_processes: the oldest goes first
   };
   std::map<uint32_t, Process> processes;
+  const uint32_t self = static_cast<uint32_t>(getpid());
 
   mutable std::mutex mu;  // the queue, the stats, `gone`
   std::condition_variable work_cv, idle_cv;
@@ -73,9 +76,25 @@ struct SnapshotWindowCollector::Impl {
       ++stats.no_snapshot;
       return;
     }
+    if (s.pid == self) {  // every process: this one's own samples are no one's windows
+      ++stats.own_process;
+      return;
+    }
     if (queue.size() >= options.queue_samples) {
       ++stats.dropped_queue_full;
       return;
+    }
+    if (options.budget) {
+      switch (options.budget->Take(MonotonicNs())) {
+        case WindowBudget::Refusal::kCount:
+          ++stats.budget_count;
+          return;
+        case WindowBudget::Refusal::kCpu:
+          ++stats.budget_cpu;
+          return;
+        case WindowBudget::Refusal::kNone:
+          break;
+      }
     }
     queue.push_back(s);
     work_cv.notify_one();
@@ -103,15 +122,36 @@ struct SnapshotWindowCollector::Impl {
     }
   }
 
-  Process& ProcessOf(uint32_t pid) {
+  Process& ProcessOf(uint32_t pid, uint64_t now_ns) {
+    if (processes.find(pid) == processes.end() && processes.size() >= options.max_processes &&
+        !processes.empty())
+      EvictOldest();
     Process& p = processes[pid];
+    p.last_sample_ns = now_ns;
     if (!p.image) {
       p.image = std::make_unique<ProcessImage>(static_cast<pid_t>(pid), options.open_as);
       emulator::EmulatorLimits limits;
       limits.window_taken = options.window_taken;
+      limits.max_stable_pages = options.max_stable_pages;
+      limits.max_decoded = options.max_decoded;
       p.emulator = std::make_unique<emulator::WindowEmulator>(limits);
     }
     return p;
+  }
+
+  // The process whose last sample is oldest (a linear scan: max_processes is small, and this
+  // runs once per process that arrives past it).
+  void EvictOldest() {
+    auto oldest = processes.begin();
+    for (auto it = processes.begin(); it != processes.end(); ++it)
+      if (it->second.last_sample_ns < oldest->second.last_sample_ns) oldest = it;
+    if (!oldest->second.hints_set.empty()) (void)subscription->SetHintPages(oldest->first, {});
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.processes_evicted;
+      image_stats.erase(oldest->first);
+    }
+    processes.erase(oldest);
   }
 
   void Emulate(const RawStackSample& sample) {
@@ -125,9 +165,9 @@ struct SnapshotWindowCollector::Impl {
       std::lock_guard<std::mutex> lock(mu);
       ++stats.execs;
     }
-    Process& p = ProcessOf(sample.pid);
-    p.exec_id = sample.exec_id;
     const uint64_t now = MonotonicNs();
+    Process& p = ProcessOf(sample.pid, now);
+    p.exec_id = sample.exec_id;
     if (sample.snapshot
             ? p.image->RefreshForSample(*sample.snapshot, sample.time_ns, now, kRefreshNs)
             : p.image->Refresh(now, kRefreshNs))
@@ -152,6 +192,7 @@ struct SnapshotWindowCollector::Impl {
     emulator::EmulatedWindow w = p.emulator->Run(start.state, guest, p.threads_share_memory);
     LearnHints(sample.pid, p, guest, w.end);
     const uint64_t spent = ThreadCpuNs() - t0;
+    if (options.budget) options.budget->Spent(spent);
     {
       std::lock_guard<std::mutex> lock(mu);
       ++stats.windows;

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -16,6 +17,9 @@
 
 namespace pathprof::daemon {
 namespace {
+
+// The snapshot rate per CPU at most (the rate the snapshot source takes by default).
+constexpr int kMaxSnapshotHz = 999;
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -79,6 +83,10 @@ Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
   p->caps_ = caps;
   p->symbols_ = std::make_shared<pipeline::SymbolService>(images);
   p->host_ = HostLabel(config);
+  collectors::WindowBudgetSettings budget;
+  budget.windows_per_second = config.window_budget;
+  budget.cpu_share = config.window_cpu_percent / 100.0;
+  p->window_budget_ = std::make_shared<collectors::WindowBudget>(budget);
   fleet::ArchiveOptions ao;
   ao.directory = config.archive_dir;
   ao.max_windows = config.keep_windows;
@@ -171,11 +179,12 @@ void ContinuousProfiler::Window(int64_t start_ns) {
   std::vector<Running> running;
   uint64_t seq = 0;
   for (Series& s : series) {
-    // Stacks only: one session on the host sampler's every-process target, each process the
-    // selector names (any, without one) joining on its first sample, so one born or moved into
-    // the unit mid-window is in that window; up to max_pids processes. A branch source traces
-    // the processes named at the window's start.
-    const bool joins = source == pipeline::SourceChoice::kNone;
+    // Stacks, and snapshot windows: one session on the host sampler's every-process target,
+    // each process the selector names (any, without one) joining on its first sample, so one
+    // born or moved into the unit mid-window is in that window; up to max_pids processes. A
+    // branch source that stops threads traces the processes named at the window's start.
+    const bool joins =
+        source == pipeline::SourceChoice::kNone || source == pipeline::SourceChoice::kSnapshot;
     std::vector<uint32_t> pids;
     uint64_t over = 0;
     if (!joins) {
@@ -204,6 +213,16 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     }
     sc.source = source;
     sc.sampling.stack_hz = config_.stack_hz;
+    if (source == pipeline::SourceChoice::kSnapshot) {
+      // Snapshots at the rate that gives the budget's windows with every CPU busy: each costs
+      // the sampled program ~10 us (docs/performance.md), so the host pays for no snapshot the
+      // budget would refuse, and an idle host's few busy CPUs get the budget's share each.
+      const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+      sc.sampling.bursts_per_second =
+          std::clamp(static_cast<double>(config_.window_budget) / static_cast<double>(cpus), 1.0,
+                     static_cast<double>(kMaxSnapshotHz));
+      sc.window_budget = window_budget_;
+    }
     stepping::ParseStepRequest(config_.step_mode, &sc.sampling.step_mode);
     auto session =
         pipeline::Session::Start("continuous-" + std::to_string(++seq), sc, caps_, symbols_);

@@ -105,7 +105,13 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
       PATHPROF_RETURN_IF_ERROR(ReadString(n, key, &c.source));
       pipeline::SourceChoice unused;
       if (!pipeline::ParseSourceChoice(c.source, &unused))
-        return Bad(key, "expects none, auto, ptrace, lbr or pt, got '" + c.source + "'");
+        return Bad(key, "expects none, snapshot, auto, ptrace, lbr or pt, got '" + c.source + "'");
+    } else if (key == "window_budget") {
+      PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 1, 1000000, &v));
+      c.window_budget = static_cast<uint32_t>(v);
+    } else if (key == "window_cpu_percent") {
+      PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 1, 100, &v));
+      c.window_cpu_percent = static_cast<uint32_t>(v);
     } else if (key == "units") {
       PATHPROF_RETURN_IF_ERROR(ReadStrings(n, key, &c.units));
     } else if (key == "cgroups") {
@@ -156,12 +162,15 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
       return Bad(key, "unknown key (see packaging/pathprofd.toml)");
     }
   }
-  // A branch source on every process of the host would ptrace (or PMU-sample) all of them,
-  // the daemon's neighbours included: only on processes someone named.
-  if (c.source != "none" && c.units.empty() && c.cgroups.empty() && c.executables.empty())
+  // A branch source that stops threads (or PMU-samples them) on every process of the host
+  // would do so to all of them, the daemon's neighbours included: only on processes someone
+  // named. Snapshot windows stop nothing: they come from the stack samples' snapshots.
+  if (c.source != "none" && c.source != "snapshot" && c.units.empty() && c.cgroups.empty() &&
+      c.executables.empty())
     return Bad("source", "'" + c.source +
-                             "' needs units, cgroups or executables (a branch source is never "
-                             "run on every process); use \"none\" for host-wide stacks");
+                             "' needs units, cgroups or executables (a branch source that stops "
+                             "threads is never run on every process); use \"none\" for "
+                             "host-wide stacks or \"snapshot\" for host-wide hot paths");
   return Status::Ok();
 }
 

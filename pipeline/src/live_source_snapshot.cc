@@ -1,6 +1,7 @@
 // The snapshot-windows source: branch windows emulated from the eBPF sampler's snapshots
 // (collectors/snapshot_windows.h). Nothing stops or attaches to the targets, so it runs where
 // ptrace is refused (a process another tool traces, kernel.yama.ptrace_scope=3).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -17,6 +18,10 @@ namespace {
 // bursts_per_second): the rate issue 39 asks of this source, at about 15 us of the sampler's
 // time per sample on a KVM guest (docs/performance.md).
 constexpr int kDefaultSnapshotHz = 999;
+// Each process's emulator caches in whole-host mode (1 MiB of pages, 8k instructions): bounded
+// so that a few hundred processes fit the daemon's memory.
+constexpr uint32_t kEveryProcessStablePages = 256;
+constexpr uint32_t kEveryProcessDecoded = 8192;
 
 class SnapshotSource final : public LiveSource {
  public:
@@ -29,6 +34,14 @@ class SnapshotSource final : public LiveSource {
                            : kDefaultSnapshotHz;
     opt.window_taken = config.sampling.window_branches;
     opt.follow_children = config.follow_children;
+    opt.budget = config.window_budget;
+    if (config.every_process) {
+      // Every process on the host: as many processes kept as the session keeps stores, and
+      // smaller caches each (a process's hot code is rarely more than a few hundred pages).
+      opt.max_processes = std::max<size_t>(1, config.max_descendants);
+      opt.max_stable_pages = kEveryProcessStablePages;
+      opt.max_decoded = kEveryProcessDecoded;
+    }
     opt.only_uid = config.confine_to_uid;
     if (config.confine_to_uid) {
       // The mapped files are opened as the requester: never a file they could not read.
@@ -62,6 +75,11 @@ class SnapshotSource final : public LiveSource {
     losses.drops["snapshot_missing"] = st.no_snapshot;
     losses.drops["snapshot_cut"] = st.snapshots_cut;
     losses.drops["snapshot_in_mapping_syscall"] = st.in_mapping_syscall;
+    losses.drops["snapshot_budget_count"] = st.budget_count;
+    losses.drops["snapshot_budget_cpu"] = st.budget_cpu;
+    // What was kept of a process (its image, its decodes) forgotten for a newer one: not a
+    // sample lost, but its next windows start cold.
+    losses.held_back["snapshot_process_evicted"] = st.processes_evicted;
     // Windows that ended before W taken branches, by why: each is exact up to there, and the
     // reasons say where the snapshot fell short (held back: not a loss, what bounds the data).
     for (int e = 1; e < emulator::kEmulationEndCount; ++e)

@@ -44,8 +44,10 @@ std::shared_ptr<ProfileStore> Session::Impl::Lookup(uint32_t pid) {
     ++descendants_over_limit;
     return nullptr;
   }
-  // Branch sources stay on the targets: a descendant's store has stacks only.
-  auto store = ProfileStore::Create(pid, config, BranchWindows::kNone, symbols);
+  // Branch sources stay on the targets: a descendant's store has stacks only. In whole-host
+  // mode the snapshot source's windows reach every process, so each store takes them.
+  auto store = ProfileStore::Create(
+      pid, config, config.every_process ? stores_windows : BranchWindows::kNone, symbols);
   if (!store.ok()) return nullptr;
   ++descendants;
   live_descendants.insert(pid);

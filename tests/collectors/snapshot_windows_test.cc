@@ -243,8 +243,9 @@ TEST(SnapshotWindowCollector, WindowsOfAProcessAnotherTracerHolds) {
     full += taken == 32;
   }
   EXPECT_GE(full, windows.size() * 95 / 100) << "the hot loop's windows run 32 taken branches";
-  EXPECT_EQ(st.samples,
-            st.windows + st.no_snapshot + st.in_mapping_syscall + st.dropped_queue_full);
+  EXPECT_EQ(st.samples, st.windows + st.no_snapshot + st.in_mapping_syscall +
+                            st.dropped_queue_full + st.budget_count + st.budget_cpu +
+                            st.own_process);
   uint64_t ended = 0;
   for (uint64_t n : st.ends) ended += n;
   EXPECT_EQ(ended, st.windows) << "every window's end counted by its reason";
@@ -310,8 +311,9 @@ TEST(SnapshotWindowCollector, EverySampleOfHostileProgramsIsAccountedFor) {
         (unsigned long long)handed.load(), (unsigned long long)st.no_snapshot,
         (unsigned long long)st.dropped_queue_full, (unsigned long long)st.execs, ends.c_str());
     EXPECT_GT(st.windows, 50u) << args[0];
-    EXPECT_EQ(st.samples,
-              st.windows + st.no_snapshot + st.in_mapping_syscall + st.dropped_queue_full)
+    EXPECT_EQ(st.samples, st.windows + st.no_snapshot + st.in_mapping_syscall +
+                              st.dropped_queue_full + st.budget_count + st.budget_cpu +
+                              st.own_process)
         << args[0];
     EXPECT_EQ(ended, st.windows) << args[0] << ": every window's end counted by its reason";
     EXPECT_LE(handed.load(), st.windows) << args[0];

@@ -33,6 +33,8 @@ enabled = true
 window_s = 2
 stack_hz = 49
 source = "auto"
+window_budget = 500
+window_cpu_percent = 5
 units = ["nginx.service"]
 cgroups = ["/system.slice/db.service"]
 executables = ["/usr/local/bin/example_hotloop"]
@@ -63,6 +65,8 @@ include_pprof = true
   EXPECT_EQ(k.window_s, 2u);
   EXPECT_EQ(k.stack_hz, 49u);
   EXPECT_EQ(k.source, "auto");
+  EXPECT_EQ(k.window_budget, 500u);
+  EXPECT_EQ(k.window_cpu_percent, 5u);
   EXPECT_EQ(k.units, std::vector<std::string>{"nginx.service"});
   EXPECT_EQ(k.cgroups, std::vector<std::string>{"/system.slice/db.service"});
   EXPECT_EQ(k.executables, std::vector<std::string>{"/usr/local/bin/example_hotloop"});
@@ -96,6 +100,8 @@ TEST(ContinuousConfigTest, RefusesBadValuesNamingTheKey) {
       {"stack_hz = 5000", "continuous.stack_hz"},
       {"source = \"magic\"", "continuous.source"},
       {"source = \"ptrace\"", "continuous.source"},  // no selector: not on every process
+      {"window_budget = 0", "continuous.window_budget"},
+      {"window_cpu_percent = 101", "continuous.window_cpu_percent"},
       {"cgroups = [\"relative\"]", "continuous.cgroups"},
       {"cgroups = [\"/a/../b\"]", "continuous.cgroups"},
       {"keep_windows = 0", "continuous.keep_windows"},
@@ -113,6 +119,8 @@ TEST(ContinuousConfigTest, RefusesBadValuesNamingTheKey) {
     ASSERT_FALSE(c.ok()) << line;
     EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
   }
+  // Snapshot windows stop nothing: the whole host may have them.
+  EXPECT_TRUE(ParseConfigText("[continuous]\nsource = \"snapshot\"\n", "test").ok());
   auto host_wide_branches = ParseConfigText("[continuous]\nsource = \"auto\"\n", "test");
   ASSERT_FALSE(host_wide_branches.ok());
   EXPECT_NE(host_wide_branches.status().message().find("continuous.source"), std::string::npos);
@@ -208,10 +216,37 @@ std::vector<std::string> ArchiveFiles(const std::string& dir, const std::string&
   return out;
 }
 
-// Runs the daemon with 4 s windows and `selector` (a [continuous] line naming the process's
-// executable, or nothing: the whole host), starts a copy of example_hotloop a second into the
-// first window, and checks that the first window's archived profile names it.
-void ExpectAProcessBornMidWindowInThatWindow(bool by_executable) {
+// The path_count the profile's samples whose leaf is in a mapping of `file` carry (0 when the
+// profile has no path_count: stacks only).
+int64_t PathCountIn(const profiles::pprof::ImportedProfile& p, const std::string& file) {
+  size_t column = p.sample_types.size();
+  for (size_t i = 0; i < p.sample_types.size(); ++i)
+    if (p.sample_types[i].type == "path_count") column = i;
+  int64_t n = 0;
+  for (const profiles::pprof::ImportedSample& s : p.samples) {
+    if (column >= s.values.size() || s.locations.empty()) continue;
+    const profiles::pprof::ImportedLocation& leaf = p.locations[s.locations.front()];
+    if (leaf.mapping && p.mappings[*leaf.mapping].file.find(file) != std::string::npos)
+      n += s.values[column];
+  }
+  return n;
+}
+
+// The tracer of `pid` (/proc/PID/status TracerPid), -1 when unreadable.
+int TracerOf(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("TracerPid:", 0) == 0) return std::atoi(line.c_str() + 10);
+  return -1;
+}
+
+// Runs the daemon with 4 s windows, `source` and `selector` (a [continuous] line naming the
+// process's executable, or nothing: the whole host), starts a copy of example_hotloop a second
+// into the first window, and checks that the first window's archived profile names it; with
+// source snapshot, that the window holds hot paths in it, and that nothing ever traced it.
+void ExpectAProcessBornMidWindowInThatWindow(bool by_executable,
+                                             const std::string& source = "none") {
   char tmpl[] = "/tmp/pathprof-midwindow-XXXXXX";
   const std::string work = mkdtemp(tmpl);
   const std::string name = "born" + std::to_string(getpid());
@@ -223,8 +258,8 @@ void ExpectAProcessBornMidWindowInThatWindow(bool by_executable) {
   {
     Daemon daemon(
         "[continuous]\nenabled = true\nwindow_s = 4\nstack_hz = 99\n"
-        "source = \"none\"\narchive_dir = \"" +
-        archive + "\"\nkeep_windows = 10\n" +
+        "source = \"" +
+        source + "\"\narchive_dir = \"" + archive + "\"\nkeep_windows = 10\n" +
         (by_executable ? "executables = [\"" + exe + "\"]\n" : ""));
     ASSERT_TRUE(daemon.Ready()) << daemon.Log();
     std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -235,9 +270,15 @@ void ExpectAProcessBornMidWindowInThatWindow(bool by_executable) {
     ASSERT_GT(loop, 0);
     uint64_t bytes = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int traced = 0;
     while (ArchiveFiles(archive, ".pb.gz", &bytes).empty() &&
-           std::chrono::steady_clock::now() < deadline)
+           std::chrono::steady_clock::now() < deadline) {
+      traced += TracerOf(loop) > 0;
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    if (source == "snapshot") {
+      EXPECT_EQ(traced, 0) << "the continuous session ptraced it";
+    }
     EXPECT_EQ(daemon.Signal(SIGTERM), 0) << daemon.Log();
   }
   kill(loop, SIGKILL);
@@ -253,6 +294,13 @@ void ExpectAProcessBornMidWindowInThatWindow(bool by_executable) {
   // The process's executable is a mapping of that window's profile (its string table).
   auto found = Sh("zcat " + first + " | grep -a -c " + name);
   EXPECT_GT(std::atoi(found.out.c_str()), 0) << first << " does not name " << exe;
+  if (source == "snapshot") {
+    std::ifstream in(first, std::ios::binary);
+    const std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto profile = profiles::pprof::ImportProfile(gz);
+    ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+    EXPECT_GT(PathCountIn(*profile, name), 0) << first << " has no hot path in " << exe;
+  }
   // The executable's series is labelled with the executable that joined it.
   if (by_executable) {
     EXPECT_NE(first.find("executable="), std::string::npos) << first;
@@ -273,6 +321,14 @@ TEST(ContinuousDaemonTest, AProcessBornMidWindowIsInThatWindow) {
 TEST(ContinuousDaemonTest, AProcessBornMidWindowJoinsItsExecutablesSeries) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to load eBPF";
   ExpectAProcessBornMidWindowInThatWindow(true);
+}
+
+// Hot paths of the whole host (source snapshot: windows from the stack samples' snapshots,
+// which stop nothing): a process started a second into a window has hot paths in that window,
+// and no thread of it is ever traced.
+TEST(ContinuousDaemonTest, AProcessBornMidWindowHasHotPathsInThatWindow) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to load eBPF";
+  ExpectAProcessBornMidWindowInThatWindow(false, "snapshot");
 }
 
 namespace otlp_collector = opentelemetry::proto::collector::profiles::v1development;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "pathprof/collectors/ebpf_stack_sampler.h"
+#include "pathprof/collectors/window_budget.h"
 #include "pathprof/core/branch.h"
 #include "pathprof/core/status.h"
 #include "pathprof/decoders/mapped_file.h"
@@ -42,6 +43,16 @@ struct SnapshotWindowOptions {
   // Learn data hint pages from the windows' misses (each costs a 4 KiB copy per sample).
   bool learn_hints = false;
   size_t queue_samples = 256;  // samples waiting for the worker at most; then dropped, counted
+  // Shared with other collectors (the whole host's windows, window_budget.h): a sample past it
+  // is not emulated, counted (budget_count, budget_cpu). Null: no bound but the queue's.
+  std::shared_ptr<WindowBudget> budget;
+  // Processes kept (each has its image and its emulator's caches); past it the one whose last
+  // sample is oldest is forgotten, counted (processes_evicted). pids empty (every process on
+  // the host) is what reaches it.
+  size_t max_processes = 1024;
+  // Each process's emulator caches: stable pages (4 KiB each) and decoded instructions.
+  uint32_t max_stable_pages = emulator::EmulatorLimits{}.max_stable_pages;
+  uint32_t max_decoded = emulator::EmulatorLimits{}.max_decoded;
 };
 
 struct SnapshotWindowStats {
@@ -53,9 +64,13 @@ struct SnapshotWindowStats {
   // Samples inside a call that changes the mappings (SnapshotStart::in_mapping_syscall): no
   // window.
   uint64_t in_mapping_syscall = 0;
-  uint64_t execs = 0;       // processes seen to exec: what was kept of them dropped
-  uint64_t taken = 0;       // taken branches in all windows
-  uint64_t emulate_ns = 0;  // the worker's CPU time on windows
+  uint64_t execs = 0;              // processes seen to exec: what was kept of them dropped
+  uint64_t budget_count = 0;       // samples past the budget's windows a second
+  uint64_t budget_cpu = 0;         // ... past its CPU share
+  uint64_t processes_evicted = 0;  // processes forgotten for max_processes
+  uint64_t own_process = 0;        // samples of this process (every process): no window
+  uint64_t taken = 0;              // taken branches in all windows
+  uint64_t emulate_ns = 0;         // the worker's CPU time on windows
   std::array<uint64_t, emulator::kEmulationEndCount> ends{};
   uint64_t snapshots_cut = 0;              // the sampler's byte cap left pieces out
   uint64_t snapshot_hints_unreadable = 0;  // hint pages unmapped by the sample

@@ -94,9 +94,15 @@ struct OtlpPushConfig : GrpcPushConfig {
 };
 struct ContinuousConfig {
   bool enabled = false;
-  uint32_t window_s = 60;          // one pprof window per this many seconds (1..3600)
-  uint32_t stack_hz = 19;          // eBPF stack sampling rate (1..1000)
-  std::string source = "none";     // branch source: none (stacks only), auto, ptrace, lbr, pt
+  uint32_t window_s = 60;  // one pprof window per this many seconds (1..3600)
+  uint32_t stack_hz = 19;  // eBPF stack sampling rate (1..1000)
+  // Branch source: none (stacks only), snapshot (windows from the samples' snapshots: no stop,
+  // every process), or, for named units, cgroups or executables only, auto, ptrace, lbr, pt.
+  std::string source = "none";
+  // Snapshot windows of the whole host (source snapshot): windows a second and the emulation's
+  // CPU, a percentage of one core; the sampler's snapshot rate per CPU follows from the first.
+  uint32_t window_budget = 2000;
+  uint32_t window_cpu_percent = 2;
   std::string step_mode = "auto";  // copied from [ptrace] step_mode when the config is built
   // What to profile; all three empty: every process. Each entry is its own window series.
   std::vector<std::string> units;        // systemd units, e.g. "nginx.service"

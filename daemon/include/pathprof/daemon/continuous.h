@@ -66,6 +66,8 @@ class ContinuousProfiler {
   ContinuousConfig config_;
   collectors::HostCapabilities caps_;
   std::shared_ptr<pipeline::SymbolService> symbols_;
+  // Source snapshot: one budget of windows for the host, shared by every series' session.
+  std::shared_ptr<collectors::WindowBudget> window_budget_;
   std::string host_;
   std::vector<std::unique_ptr<fleet::Pusher>> pushers_;
 

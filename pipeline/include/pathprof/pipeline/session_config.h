@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "pathprof/collectors/capabilities.h"
+#include "pathprof/collectors/window_budget.h"
 #include "pathprof/core/enum_words.h"
 #include "pathprof/core/status.h"
 #include "pathprof/hwmodel/path_descriptor.h"
@@ -151,6 +153,10 @@ struct SessionConfig {
   // samples) ever held; that store is then evicted (its samples counted as process_evicted)
   // and the newcomer takes its place. Runs until stopped. For the daemon's continuous mode.
   bool every_process = false;
+  // Snapshot windows (source snapshot; with every_process each process that joins gets them
+  // too): a budget shared with other sessions (the daemon's continuous mode: one for the host).
+  // Null: the session's own windows are bounded by the collector's queue alone.
+  std::shared_ptr<collectors::WindowBudget> window_budget;
   // With every_process: only the processes this names join (checked on a process's first
   // sample, and again a second later for one that did not match: it may move into a unit's
   // cgroup or exec the named program). Empty: every process.
