@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # System-wide continuous mode's cost (docs/performance.md): BUSY example_hotloop processes, and
 # pathprofd profiling the whole host (no selector, stacks only) at HZ in 10 s windows; the
-# daemon's CPU over SECONDS (after a warm-up window), and each window's samples and drops from
-# its debug log.
-# usage: scripts/bench-continuous-host.sh [BUILD_DIR] [BUSY] [HZ] [SECONDS]
-#        (default: build, 50, 19, 40)
+# daemon's CPU over SECONDS (after a warm-up window), its peak memory, and each window's samples,
+# drops and branch windows from its debug log. SOURCE=snapshot: hot paths of the whole host
+# too (snapshot windows under BUDGET windows a second, default the daemon's 2,000).
+# usage: [SOURCE=snapshot] [BUDGET=N] scripts/bench-continuous-host.sh [BUILD_DIR] [BUSY] [HZ]
+#        [SECONDS]   (default: build, 50, 19, 40)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${1:-$root/build}/bin"
@@ -21,7 +22,8 @@ cat >"$dir/pathprofd.toml" <<TOML
 enabled = true
 window_s = 10
 stack_hz = $hz
-source = "none"
+source = "${SOURCE:-none}"
+window_budget = ${BUDGET:-2000}
 archive_dir = "$dir/windows"
 keep_windows = 100
 TOML
@@ -38,6 +40,6 @@ awk -v d="$((t1 - t0))" -v s="$seconds" -v t="$hz_ticks" -v c="$cpus" -v b="$bus
   'BEGIN {cpu = d / t / s * 100;
           printf "host: %d CPUs; %d busy processes; %d Hz\n", c, b, h;
           printf "daemon CPU: %.2f%% of one core (%.2f%% per CPU sampled)\n", cpu, cpu / c}'
-grep -o 'continuous: window of [0-9]* process(es): [0-9]* stack samples ([0-9]* before stop), [0-9]* dropped' \
-  "$dir/log" || true
+grep -E '^(VmHWM|VmRSS)' "/proc/$daemon/status" | sed 's/^/daemon /'
+grep -o 'continuous: window of [0-9]* process(es): .*' "$dir/log" || true
 echo "windows archived: $(ls "$dir/windows" 2>/dev/null | grep -c '\.pb\.gz$' || true)"

@@ -249,17 +249,20 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     uint64_t before_stop = 0;
     for (const auto& t : r.session->Stats()) before_stop += t.stack_samples;
     r.session->Stop();
-    uint64_t samples = 0, drops = 0;
+    uint64_t samples = 0, drops = 0, windows = 0, with_windows = 0;
     const auto stats = r.session->Stats();  // one per process sampled (the whole host: joined)
     for (const auto& t : stats) {
       samples += t.stack_samples;
+      windows += t.windows;
+      with_windows += t.windows > 0;
       for (const auto& [reason, n] : t.drops) drops += n;
     }
     Log(kLogDebug,
         "continuous: window of %zu process(es): %llu stack samples (%llu before stop), %llu "
-        "dropped",
+        "dropped; %llu branch windows in %llu process(es)",
         stats.size(), static_cast<unsigned long long>(samples),
-        static_cast<unsigned long long>(before_stop), static_cast<unsigned long long>(drops));
+        static_cast<unsigned long long>(before_stop), static_cast<unsigned long long>(drops),
+        static_cast<unsigned long long>(windows), static_cast<unsigned long long>(with_windows));
     if (stats.empty()) {  // a series whose processes joined: none did
       std::lock_guard<std::mutex> lock(mu_);
       ++empty_series_;

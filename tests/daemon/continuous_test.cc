@@ -15,6 +15,7 @@
 
 #include "daemon_harness.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/daemon/config.h"
 #include "pathprof/daemon/continuous.h"
 #include "pathprof/profiles/pprof_import.h"
@@ -232,13 +233,10 @@ int64_t PathCountIn(const profiles::pprof::ImportedProfile& p, const std::string
   return n;
 }
 
-// The tracer of `pid` (/proc/PID/status TracerPid), -1 when unreadable.
+// The tracer of `pid` (its status's TracerPid), -1 when unreadable.
 int TracerOf(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("TracerPid:", 0) == 0) return std::atoi(line.c_str() + 10);
-  return -1;
+  auto status = procfs::Procfs::Host().ReadStatus(pid);
+  return status.ok() ? status->tracer_pid : -1;
 }
 
 // Runs the daemon with 4 s windows, `source` and `selector` (a [continuous] line naming the

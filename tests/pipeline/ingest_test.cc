@@ -221,8 +221,8 @@ TEST(SessionConfigTest, ValidateNamesTheBadField) {
 
 // perf's spelling of the stack copy: "dwarf,SIZE" sets both; a size out of range, on "fp", or
 // with a unit is not one.
-// Every process: no pids, stacks only, an admin's; its memory bound counts max_descendants
-// processes, as many as it may make stores for.
+// Every process: no pids, stacks (and snapshot windows, which stop nothing) only, an admin's;
+// its memory bound counts max_descendants processes, as many as it may make stores for.
 TEST(SessionConfigTest, EveryProcessIsAnAdminsStacksOnlySessionWithoutPids) {
   pl::SessionConfig c;
   c.every_process = true;
@@ -235,8 +235,12 @@ TEST(SessionConfigTest, EveryProcessIsAnAdminsStacksOnlySessionWithoutPids) {
   c.pids = {1};
   EXPECT_NE(c.Validate().message().find("not both"), std::string::npos);
   c.pids.clear();
-  c.source = pl::SourceChoice::kAuto;
-  EXPECT_NE(c.Validate().message().find("stacks only"), std::string::npos);
+  c.source = pl::SourceChoice::kSnapshot;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  for (pl::SourceChoice stops : {pl::SourceChoice::kAuto, pl::SourceChoice::kPtrace}) {
+    c.source = stops;
+    EXPECT_NE(c.Validate().message().find("only from snapshots"), std::string::npos);
+  }
   c.source = pl::SourceChoice::kNone;
   c.confine_to_uid = 1000;
   EXPECT_NE(c.Validate().message().find("only an admin"), std::string::npos);
