@@ -164,7 +164,7 @@ struct stack_sample {
   __u32 snapshot_bytes;
   __u32 stack_hz;  // the rate of the samples with frames (PATHPROF_SNAPSHOT_ONLY not set)
   __u32 mm_seq;    // PATHPROF_SNAPSHOT_MM_SEQ: the mapping sequence at the sample
-  __u32 pad3;
+  __u32 threads;   // the process's threads at the sample (signal->nr_threads)
   __u8 stack[PATHPROF_STACK_COPY_MAX_PAGES * PATHPROF_STACK_PAGE];
   // Room for the snapshot's pieces and table after a full stack copy; the table is built in
   // piece_table (never sent from there) and copied behind the pieces.

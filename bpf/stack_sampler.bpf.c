@@ -318,6 +318,8 @@ static __always_inline __u32 copy_snapshot(struct bpf_perf_event_data* ctx, stru
                       (ctx->regs.ip >= USER_ADDRESS_END ? PATHPROF_SNAPSHOT_IN_KERNEL : 0) |
                       mapping_state(task, &seq_before);
   s->mm_seq = seq_before;
+  // Whether other threads share the memory (an atomic's result may then depend on them).
+  s->threads = task->signal ? task->signal->nr_threads : 0;
   count(PATHPROF_COUNTER_SNAPSHOTS);
 
   const __u32 zero = 0;

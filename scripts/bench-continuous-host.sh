@@ -3,7 +3,7 @@
 # pathprofd profiling the whole host (no selector, stacks only) at HZ in 10 s windows; the
 # daemon's CPU over SECONDS (after a warm-up window), its peak memory, and each window's samples,
 # drops and branch windows from its debug log. SOURCE=snapshot: hot paths of the whole host
-# too (snapshot windows under BUDGET windows a second, default the daemon's 2,000).
+# too (snapshot windows under BUDGET windows a second, default the daemon's: 300 per CPU).
 # usage: [SOURCE=snapshot] [BUDGET=N] scripts/bench-continuous-host.sh [BUILD_DIR] [BUSY] [HZ]
 #        [SECONDS]   (default: build, 50, 19, 40)
 set -euo pipefail
@@ -23,7 +23,7 @@ enabled = true
 window_s = 10
 stack_hz = $hz
 source = "${SOURCE:-none}"
-window_budget = ${BUDGET:-2000}
+window_budget = ${BUDGET:-0}
 archive_dir = "$dir/windows"
 keep_windows = 100
 TOML

@@ -327,7 +327,14 @@ StackSubscription::~StackSubscription() {
   std::lock_guard<std::mutex> lock(host_->mu);
   auto& ms = host_->members;
   ms.erase(std::remove(ms.begin(), ms.end(), member_), ms.end());
-  if (!ms.empty()) (void)host_->Reconfigure();
+  // With no member left, the sampler samples nothing if someone keeps it (KeepHostSampler);
+  // if not, it goes with host_.
+  if (!ms.empty() || host_.use_count() > 1) (void)host_->Reconfigure();
+}
+
+std::shared_ptr<const void> StackSubscription::KeepHostSampler() {
+  std::lock_guard<std::mutex> lock(g_host_mu);
+  return g_host.lock();
 }
 
 Status StackSubscription::AddPid(uint32_t pid) {

@@ -30,6 +30,7 @@ void ParseSnapshot(const stack_sample& s, const uint8_t* area, size_t area_size,
   snap.has_mapping_sequence = (s.snapshot_flags & PATHPROF_SNAPSHOT_MM_SEQ) != 0;
   snap.mappings_changing = (s.snapshot_flags & PATHPROF_SNAPSHOT_MM_CHANGING) != 0;
   snap.mapping_sequence = s.mm_seq;
+  snap.threads = s.threads;
   snap.stack_base = s.stack_base;
   snap.stack.assign(area, area + stack_bytes);
   if (table_at + table_bytes <= area_size) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "pathprof/collectors/shared_stack_sampler.h"
 #include "pathprof/daemon/log.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/fleet/otlp.h"
@@ -84,7 +85,9 @@ Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
   p->symbols_ = std::make_shared<pipeline::SymbolService>(images);
   p->host_ = HostLabel(config);
   collectors::WindowBudgetSettings budget;
-  budget.windows_per_second = config.window_budget;
+  budget.windows_per_second =
+      config.window_budget != 0 ? config.window_budget
+                                : DefaultWindowBudget(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   budget.cpu_share = config.window_cpu_percent / 100.0;
   p->window_budget_ = std::make_shared<collectors::WindowBudget>(budget);
   fleet::ArchiveOptions ao;
@@ -160,7 +163,10 @@ void ContinuousProfiler::Run() {
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(stop_mu_);
-      if (stopping_) return;
+      if (stopping_) {
+        sampler_kept_.reset();
+        return;
+      }
     }
     Window(NowNanos());
   }
@@ -219,7 +225,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
       // budget would refuse, and an idle host's few busy CPUs get the budget's share each.
       const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
       sc.sampling.bursts_per_second =
-          std::clamp(static_cast<double>(config_.window_budget) / static_cast<double>(cpus), 1.0,
+          std::clamp(window_budget_->settings().windows_per_second / static_cast<double>(cpus), 1.0,
                      static_cast<double>(kMaxSnapshotHz));
       sc.window_budget = window_budget_;
     }
@@ -237,6 +243,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     running.push_back({std::move(s), std::move(session.value())});
   }
 
+  sampler_kept_.reset();  // this window's sessions hold it now
   {
     std::unique_lock<std::mutex> lock(stop_mu_);
     stop_cv_.wait_until(lock,
@@ -244,25 +251,29 @@ void ContinuousProfiler::Window(int64_t start_ns) {
                         [this] { return stopping_; });
   }
   const int64_t end_ns = NowNanos();
+  // The next window starts on the same sampler (no reload of the BPF program between them).
+  sampler_kept_ = collectors::StackSubscription::KeepHostSampler();
 
   for (Running& r : running) {
     uint64_t before_stop = 0;
     for (const auto& t : r.session->Stats()) before_stop += t.stack_samples;
     r.session->Stop();
-    uint64_t samples = 0, drops = 0, windows = 0, with_windows = 0;
+    uint64_t samples = 0, drops = 0, windows = 0, with_windows = 0, memory = 0;
     const auto stats = r.session->Stats();  // one per process sampled (the whole host: joined)
     for (const auto& t : stats) {
       samples += t.stack_samples;
       windows += t.windows;
       with_windows += t.windows > 0;
+      memory += t.memory_bytes;
       for (const auto& [reason, n] : t.drops) drops += n;
     }
     Log(kLogDebug,
         "continuous: window of %zu process(es): %llu stack samples (%llu before stop), %llu "
-        "dropped; %llu branch windows in %llu process(es)",
+        "dropped; %llu branch windows in %llu process(es); stores ~%llu KiB",
         stats.size(), static_cast<unsigned long long>(samples),
         static_cast<unsigned long long>(before_stop), static_cast<unsigned long long>(drops),
-        static_cast<unsigned long long>(windows), static_cast<unsigned long long>(with_windows));
+        static_cast<unsigned long long>(windows), static_cast<unsigned long long>(with_windows),
+        static_cast<unsigned long long>(memory >> 10));
     if (stats.empty()) {  // a series whose processes joined: none did
       std::lock_guard<std::mutex> lock(mu_);
       ++empty_series_;

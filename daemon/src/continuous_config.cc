@@ -107,7 +107,7 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
       if (!pipeline::ParseSourceChoice(c.source, &unused))
         return Bad(key, "expects none, snapshot, auto, ptrace, lbr or pt, got '" + c.source + "'");
     } else if (key == "window_budget") {
-      PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 1, 1000000, &v));
+      PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 0, 1000000, &v));  // 0: DefaultWindowBudget
       c.window_budget = static_cast<uint32_t>(v);
     } else if (key == "window_cpu_percent") {
       PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 1, 100, &v));

@@ -292,17 +292,19 @@ TEST(EbpfSnapshot, SamplesForSnapshotsAloneWalkNoFrames) {
   EXPECT_LE(stacks, snapshots_with_frames);
 }
 
-// Each record carries the process's mapping sequence (mm_lock_seq): the same in every sample
+// Each record carries the process's thread count (whether an atomic may race another thread)
+// and its mapping sequence (mm_lock_seq): the same in every sample
 // of a process that maps nothing meanwhile, moving in one that makes a page read-only and
 // writable again every round (what user space needs to know whether its older view of the
 // mappings holds at a sample: collectors/src/process_image.h).
-TEST(EbpfSnapshot, RecordsCarryTheMappingSequenceThatMovesWithMprotect) {
+TEST(EbpfSnapshot, RecordsCarryTheThreadsAndTheMappingSequenceThatMovesWithMprotect) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF + CAP_PERFMON) to load eBPF";
   auto sequences = [](pid_t child, std::set<uint32_t>* seen, int* without) {
     auto sampler = EbpfStackSampler::Start(SnapshotConfig(child));
     if (!sampler.ok()) return sampler.status().ToString();
     Collected c = Sample(**sampler, 40);
     for (const RawStackSample& s : c.kept) {
+      EXPECT_EQ(s.snapshot->threads, 1u) << "a child of one thread";
       if (!s.snapshot->has_mapping_sequence) {
         ++*without;
         continue;

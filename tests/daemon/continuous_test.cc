@@ -101,7 +101,7 @@ TEST(ContinuousConfigTest, RefusesBadValuesNamingTheKey) {
       {"stack_hz = 5000", "continuous.stack_hz"},
       {"source = \"magic\"", "continuous.source"},
       {"source = \"ptrace\"", "continuous.source"},  // no selector: not on every process
-      {"window_budget = 0", "continuous.window_budget"},
+      {"window_budget = -1", "continuous.window_budget"},
       {"window_cpu_percent = 101", "continuous.window_cpu_percent"},
       {"cgroups = [\"relative\"]", "continuous.cgroups"},
       {"cgroups = [\"/a/../b\"]", "continuous.cgroups"},

@@ -481,6 +481,7 @@ int main(int, char** argv) {
   // rdi's range (96 bytes at 0x602000), fs_base's (64 bytes), then the table.
   s.snapshot_flags = PATHPROF_SNAPSHOT_TAKEN | PATHPROF_SNAPSHOT_ONLY | PATHPROF_SNAPSHOT_MM_SEQ;
   s.mm_seq = 418;  // the process's mapping sequence (even: no change under way)
+  s.threads = 1;
   s.rflags = 0x246, s.fs_base = 0x7f0000001000, s.orig_rax = ~0ull;
   s.snapshot_pieces = 2, s.snapshot_bytes = 160;
   __u8* area = s.stack + 4096;

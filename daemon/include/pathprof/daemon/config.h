@@ -3,6 +3,7 @@
 // and re-applies the same flags, so a flag always wins over the file.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -99,9 +100,10 @@ struct ContinuousConfig {
   // Branch source: none (stacks only), snapshot (windows from the samples' snapshots: no stop,
   // every process), or, for named units, cgroups or executables only, auto, ptrace, lbr, pt.
   std::string source = "none";
-  // Snapshot windows of the whole host (source snapshot): windows a second and the emulation's
-  // CPU, a percentage of one core; the sampler's snapshot rate per CPU follows from the first.
-  uint32_t window_budget = 2000;
+  // Snapshot windows of the whole host (source snapshot): windows a second (0: 300 per online
+  // CPU, at most 2,000: DefaultWindowBudget) and the emulation's CPU, a percentage of one core;
+  // the sampler's snapshot rate per CPU follows from the first.
+  uint32_t window_budget = 0;
   uint32_t window_cpu_percent = 2;
   std::string step_mode = "auto";  // copied from [ptrace] step_mode when the config is built
   // What to profile; all three empty: every process. Each entry is its own window series.
@@ -119,6 +121,14 @@ struct ContinuousConfig {
   ParcaPushConfig parca;
   OtlpPushConfig otlp;
 };
+
+// The whole host's snapshot windows a second when the config does not say: 300 per CPU, so
+// that the daemon's work on them stays near 2% of one core per CPU sampled (each window costs
+// it ~35 us from the ring to the path engine on a 2-vCPU KVM guest: docs/performance.md), at
+// most 2,000.
+inline uint32_t DefaultWindowBudget(long online_cpus) {
+  return static_cast<uint32_t>(std::min<long>(2000, 300 * std::max(1L, online_cpus)));
+}
 
 struct DaemonConfig {
   std::string socket_path = "/run/pathprof/pathprofd.sock";
