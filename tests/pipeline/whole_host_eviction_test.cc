@@ -14,13 +14,16 @@
 #include "gated_child.h"
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/pipeline/session.h"
+#include "target_stats.h"
 
 namespace {
 
 namespace pl = pathprof::pipeline;
 using pathprof::testing::CpuSeconds;
+using pathprof::testing::Dropped;
 using pathprof::testing::GatedChild;
 using pathprof::testing::SpawnGated;
+using pathprof::testing::StatsOf;
 
 void Spin(double seconds) {
   const double end = CpuSeconds() + seconds;
@@ -35,19 +38,6 @@ GatedChild Spawn(double seconds) {
 void End(const GatedChild& c) {
   kill(c.pid, SIGKILL);
   waitpid(c.pid, nullptr, 0);
-}
-
-const pl::TargetStats* StatsOf(const std::vector<pl::TargetStats>& all, pid_t pid) {
-  for (const auto& t : all)
-    if (t.pid == static_cast<uint32_t>(pid)) return &t;
-  return nullptr;
-}
-
-uint64_t Dropped(const std::vector<pl::TargetStats>& all, const std::string& reason) {
-  uint64_t n = 0;
-  for (const auto& t : all)
-    if (auto it = t.drops.find(reason); it != t.drops.end()) n += it->second;
-  return n;
 }
 
 TEST(WholeHostEviction, AHotProcessTakesTheColdestStoresPlace) {

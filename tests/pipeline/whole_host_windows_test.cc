@@ -17,10 +17,13 @@
 #include "pathprof/collectors/capabilities.h"
 #include "pathprof/collectors/window_budget.h"
 #include "pathprof/pipeline/session.h"
+#include "target_stats.h"
 
 namespace {
 
 namespace pl = pathprof::pipeline;
+using pathprof::testing::Dropped;
+using pathprof::testing::StatsOf;
 
 pid_t StartHotLoop() {
   const pid_t pid = fork();
@@ -30,19 +33,6 @@ pid_t StartHotLoop() {
     _exit(127);
   }
   return pid;
-}
-
-const pl::TargetStats* StatsOf(const std::vector<pl::TargetStats>& all, pid_t pid) {
-  for (const auto& t : all)
-    if (t.pid == static_cast<uint32_t>(pid)) return &t;
-  return nullptr;
-}
-
-uint64_t Dropped(const std::vector<pl::TargetStats>& all, const std::string& reason) {
-  uint64_t n = 0;
-  for (const auto& t : all)
-    if (auto it = t.drops.find(reason); it != t.drops.end()) n += it->second;
-  return n;
 }
 
 TEST(WholeHostWindows, EveryProcessThatJoinsGetsWindowsWithinTheHostsBudget) {
@@ -96,12 +86,12 @@ TEST(WholeHostWindows, EveryProcessThatJoinsGetsWindowsWithinTheHostsBudget) {
   EXPECT_FALSE(sa->window_weighting.empty());
   uint64_t windows = 0;
   for (const auto& t : stats) windows += t.windows;
-  std::printf("%.1f s: %zu processes joined, %llu windows (loops %llu, %llu), %llu cut by the "
-              "budget\n",
-              seconds, stats.size(), static_cast<unsigned long long>(windows),
-              static_cast<unsigned long long>(sa->windows),
-              static_cast<unsigned long long>(sb->windows),
-              static_cast<unsigned long long>(Dropped(stats, "snapshot_budget_count")));
+  std::printf(
+      "%.1f s: %zu processes joined, %llu windows (loops %llu, %llu), %llu cut by the "
+      "budget\n",
+      seconds, stats.size(), static_cast<unsigned long long>(windows),
+      static_cast<unsigned long long>(sa->windows), static_cast<unsigned long long>(sb->windows),
+      static_cast<unsigned long long>(Dropped(stats, "snapshot_budget_count")));
   // At most the budget's rate over the session's life, plus the burst it starts with; a
   // window with no event is not handed on, so fewer is fine.
   EXPECT_LE(windows, static_cast<uint64_t>(150 * (seconds + 0.5) + 150 * 0.25))
