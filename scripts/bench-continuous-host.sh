@@ -4,8 +4,11 @@
 # daemon's CPU over SECONDS (after a warm-up window), its peak memory, and each window's samples,
 # drops and branch windows from its debug log. SOURCE=snapshot: hot paths of the whole host
 # too (snapshot windows under BUDGET windows a second, default the daemon's: 300 per CPU).
-# usage: [SOURCE=snapshot] [BUDGET=N] scripts/bench-continuous-host.sh [BUILD_DIR] [BUSY] [HZ]
-#        [SECONDS]   (default: build, 50, 19, 40)
+# HOSTILE=1 adds, beside the busy ones, a process that forks 1,000 children and starts 1,000
+# threads a second (example_churn), a shell that execs /bin/true in a loop, and a python3 that
+# maps and unmaps a page 10,000 times a second (issue 42's bad input).
+# usage: [SOURCE=snapshot] [BUDGET=N] [HOSTILE=1] scripts/bench-continuous-host.sh [BUILD_DIR]
+#        [BUSY] [HZ] [SECONDS]   (default: build, 50, 19, 40)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${1:-$root/build}/bin"
@@ -17,6 +20,21 @@ bench_scratch pathprofd-host
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 start_busy "$busy"
+if [[ "${HOSTILE:-0}" == 1 ]]; then
+  "$bin/example_churn" --threads 1000 --forks 1000 --seconds 3600 >/dev/null &
+  loops+=($!)
+  sh -c 'while :; do /bin/true; done' &
+  loops+=($!)
+  python3 -c '
+import mmap, time
+while True:
+    t = time.monotonic()
+    for _ in range(1000):
+        mmap.mmap(-1, 4096).close()
+    time.sleep(max(0.0, 0.1 - (time.monotonic() - t)))
+' &
+  loops+=($!)
+fi
 cat >"$dir/pathprofd.toml" <<TOML
 [continuous]
 enabled = true
