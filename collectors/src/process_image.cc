@@ -35,16 +35,6 @@ std::pair<const uint8_t*, uint64_t> OwnVdso() {
   return vdso;
 }
 
-bool SameMappings(const decoders::AddressSpace& a, const decoders::AddressSpace& b) {
-  return std::equal(a.mappings().begin(), a.mappings().end(), b.mappings().begin(),
-                    b.mappings().end(), [](const decoders::Mapping& x, const decoders::Mapping& y) {
-                      return x.start == y.start && x.len == y.len && x.pgoff == y.pgoff &&
-                             x.readable == y.readable && x.writable == y.writable &&
-                             x.executable == y.executable && x.shared == y.shared &&
-                             x.device == y.device && x.inode == y.inode && x.path == y.path;
-                    });
-}
-
 }  // namespace
 
 ProcessImage::ProcessImage(pid_t pid, std::optional<decoders::FileCredentials> open_as)
@@ -61,7 +51,7 @@ void ProcessImage::ReadMaps(uint64_t now_ns) {
   auto space = decoders::ReadProcMaps(pid_);
   read_ended_ns_ = MonotonicNs();
   decoders::AddressSpace read = space.ok() ? std::move(*space) : decoders::AddressSpace{};
-  if (!SameMappings(read, space_)) {
+  if (read.mappings() != space_.mappings()) {
     described_.clear();
     ++stats_.maps_changed;
   }

@@ -84,12 +84,17 @@ Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
   p->caps_ = caps;
   p->symbols_ = std::make_shared<pipeline::SymbolService>(images);
   p->host_ = HostLabel(config);
+  const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   collectors::WindowBudgetSettings budget;
   budget.windows_per_second =
-      config.window_budget != 0 ? config.window_budget
-                                : DefaultWindowBudget(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+      config.window_budget != 0 ? config.window_budget : DefaultWindowBudget(cpus);
   budget.cpu_share = config.window_cpu_percent / 100.0;
   p->window_budget_ = std::make_shared<collectors::WindowBudget>(budget);
+  // Snapshots at the rate that gives the budget's windows with every CPU busy: each costs the
+  // sampled program ~10 us (docs/performance.md), so the host pays for no snapshot the budget
+  // would refuse, and an idle host's few busy CPUs get the budget's share each.
+  p->snapshot_hz_ = std::clamp(budget.windows_per_second / static_cast<double>(cpus), 1.0,
+                               static_cast<double>(kMaxSnapshotHz));
   fleet::ArchiveOptions ao;
   ao.directory = config.archive_dir;
   ao.max_windows = config.keep_windows;
@@ -220,13 +225,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     sc.source = source;
     sc.sampling.stack_hz = config_.stack_hz;
     if (source == pipeline::SourceChoice::kSnapshot) {
-      // Snapshots at the rate that gives the budget's windows with every CPU busy: each costs
-      // the sampled program ~10 us (docs/performance.md), so the host pays for no snapshot the
-      // budget would refuse, and an idle host's few busy CPUs get the budget's share each.
-      const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-      sc.sampling.bursts_per_second =
-          std::clamp(window_budget_->settings().windows_per_second / static_cast<double>(cpus), 1.0,
-                     static_cast<double>(kMaxSnapshotHz));
+      sc.sampling.bursts_per_second = snapshot_hz_;
       sc.window_budget = window_budget_;
     }
     stepping::ParseStepRequest(config_.step_mode, &sc.sampling.step_mode);

@@ -77,17 +77,27 @@ struct Case {
   uint64_t loop = 0;  // the address of the closing jmp $
 };
 
-// Runs `snippet` with rsi -> kUnheld, rdi -> kHeld, rbx -> kHalf, under both poisons, and
-// checks the two windows agree.
-Case RunBoth(const std::vector<uint8_t>& snippet, bool vectors = true, uint16_t unheld = 0) {
+// Every case starts at kCode with rsi -> kUnheld, rdi -> kHeld, rbx -> kHalf and the stack
+// pointer mid-page, and its window is 4 taken branches.
+CpuState Start() {
   CpuState start;
   start.rip = kCode;
   start.gpr[kRsi] = kUnheld;
   start.gpr[kRdi] = kHeld;
   start.gpr[kRbx] = kHalf;
   start.gpr[kRsp] = kStack + 0x800;
+  return start;
+}
+EmulatorLimits Limits() {
   EmulatorLimits limits;
   limits.window_taken = 4;
+  return limits;
+}
+
+// Runs `snippet` from Start() under both poisons, and checks the two windows agree.
+Case RunBoth(const std::vector<uint8_t>& snippet, bool vectors = true, uint16_t unheld = 0) {
+  const CpuState start = Start();
+  const EmulatorLimits limits = Limits();
   std::vector<EmulatedWindow> runs;
   for (uint8_t poison : {0x00, 0xff}) {
     PartialGuest guest(WithLoop(snippet), poison, vectors, unheld);
@@ -285,12 +295,8 @@ class StaleMapsGuest : public PartialGuest {
 };
 
 TEST(UnknownBytes, AStoreWhereThePermissionIsUnknownEndsTheWindowThere) {
-  CpuState start;
-  start.rip = kCode;
-  start.gpr[kRdi] = kHeld;
-  start.gpr[kRsp] = kStack + 0x800;
-  EmulatorLimits limits;
-  limits.window_taken = 4;
+  const CpuState start = Start();
+  const EmulatorLimits limits = Limits();
   // mov rax, [rdi]; test rax, rax; jz +0 (taken: zeros); push rax; mov [rdi], rax
   const std::vector<uint8_t> code =
       WithLoop({0x48, 0x8b, 0x07, 0x48, 0x85, 0xc0, 0x74, 0x00, 0x50, 0x48, 0x89, 0x07});
@@ -304,7 +310,6 @@ TEST(UnknownBytes, AStoreWhereThePermissionIsUnknownEndsTheWindowThere) {
   EXPECT_EQ(EmulationEndName(w.end), "protection_unknown");
 
   // jmp +0 (taken); mov rax, [rsi] (the page held nowhere); add rax, 1
-  start.gpr[kRsi] = kUnheld;
   StaleMapsGuest loads(WithLoop({0xeb, 0x00, 0x48, 0x8b, 0x06, 0x48, 0x83, 0xc0, 0x01}), 0, true,
                        0);
   WindowEmulator fresh(limits);  // not `emulator`: it keeps the first code page (stable)
@@ -322,12 +327,8 @@ class WholeGuest : public PartialGuest {
 };
 
 TEST(UnknownBytes, AGuestThatHoldsEverythingIsNotTracked) {
-  CpuState start;
-  start.rip = kCode;
-  start.gpr[kRsi] = kUnheld;
-  start.gpr[kRsp] = kStack + 0x800;
-  EmulatorLimits limits;
-  limits.window_taken = 4;
+  const CpuState start = Start();
+  const EmulatorLimits limits = Limits();
   // mov rax, [rsi]; test rax, rax; jz +0 over 0xff bytes: the jz falls through, known.
   WholeGuest guest(WithLoop(LoadUnknown({0x48, 0x85, 0xc0, 0x74, 0x00})), 0xff, true, 0);
   WindowEmulator emulator(limits);

@@ -30,7 +30,7 @@ struct RawSnapshot {
   bool has_mapping_sequence = false;
   bool mappings_changing = false;
   uint32_t mapping_sequence = 0;
-  uint32_t threads = 0;  // the process's threads at the sample; 0: not known
+  uint32_t threads = 0;        // the process's threads at the sample; 0: not known
   uint64_t stack_base = 0;     // the stack copy: bytes [stack_base, + stack.size()), whole
   std::vector<uint8_t> stack;  // pages from the one holding the stack pointer
   struct Piece {

@@ -68,6 +68,7 @@ class ContinuousProfiler {
   std::shared_ptr<pipeline::SymbolService> symbols_;
   // Source snapshot: one budget of windows for the host, shared by every series' session.
   std::shared_ptr<collectors::WindowBudget> window_budget_;
+  double snapshot_hz_ = 1;  // the snapshot source's rate per CPU, from the budget
   // The host sampler, kept loaded from one window's end to the next one's start (Run's thread
   // only).
   std::shared_ptr<const void> sampler_kept_;

@@ -33,6 +33,7 @@ struct Mapping {
 
   uint64_t end() const { return start + len; }
   bool Contains(uint64_t addr) const { return addr >= start && addr - start < len; }
+  bool operator==(const Mapping&) const = default;
   // Mappings that have no file to read code from.
   bool IsSpecial() const { return path.empty() || path[0] == '[' || path.starts_with("//anon"); }
   bool IsVdso() const { return path == "[vdso]"; }
