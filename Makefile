@@ -82,7 +82,7 @@ bench: all
 
 # Builds only what the demo runs.
 demo: $(BUILD)/build.ninja
-	cmake --build $(BUILD) -j $(JOBS) --target pathctl pathprof-tracer example_hotloop
+	cmake --build $(BUILD) -j $(JOBS) --target pathctl pathprof-tracer pathprof-emulator example_hotloop
 	scripts/demo.sh $(BUILD)
 
 # A release build of its own in $(DEB_BUILD)/stage (incremental on reruns); the .deb and

@@ -1,4 +1,4 @@
-// What the tracer's seccomp filter (stepping/helper/tracer_sandbox.h) adds to each system call
+// What the tracer's seccomp filter (pathprof/stepping/helper_sandbox.h) adds to each system call
 // it makes: the calls a burst tracer makes most (ptrace, wait4, ppoll, read, timer_settime,
 // process_vm_readv, ioctl, pread64: ~20 per emulated window, traced with strace), timed in this
 // process before and after it enters the same sandbox. The filter cannot be left, so the runs
@@ -21,7 +21,7 @@
 #include <string>
 
 #include "pathprof/core/procfs.h"
-#include "tracer_sandbox.h"
+#include "pathprof/stepping/helper_sandbox.h"
 
 namespace {
 
@@ -90,7 +90,7 @@ void BM_Call(benchmark::State& state) {
 
 void BM_EnterSandbox(benchmark::State& state) {
   for (auto _ : state) {
-    const std::string error = pathprof::stepping::EnterTracerSandbox({});
+    const std::string error = pathprof::stepping::EnterHelperSandbox({});
     if (!error.empty()) state.SkipWithError(error.c_str());
   }
 }

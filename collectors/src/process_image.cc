@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "pathprof/core/clock.h"
-#include "pathprof/core/procfs.h"
 
 namespace pathprof::collectors {
 
@@ -37,18 +36,19 @@ std::pair<const uint8_t*, uint64_t> OwnVdso() {
 
 }  // namespace
 
-ProcessImage::ProcessImage(pid_t pid, std::optional<decoders::FileCredentials> open_as)
-    : pid_(pid), open_as_(std::move(open_as)) {}
+ProcessImage::ProcessImage(pid_t pid, ProcessAccess& access) : pid_(pid), access_(access) {}
 
-ProcessImage::~ProcessImage() {
-  if (pagemap_fd_ >= 0) close(pagemap_fd_);
+ProcessImage::~ProcessImage() = default;
+
+void ProcessImage::LoadShared() {
+  (void)OwnVdso();
 }
 
 void ProcessImage::ReadMaps(uint64_t now_ns) {
   read_at_ns_ = now_ns;
   ++stats_.maps_reads;
   read_started_ns_ = MonotonicNs();
-  auto space = decoders::ReadProcMaps(pid_);
+  auto space = access_.ReadMaps(pid_);
   read_ended_ns_ = MonotonicNs();
   decoders::AddressSpace read = space.ok() ? std::move(*space) : decoders::AddressSpace{};
   if (read.mappings() != space_.mappings()) {
@@ -166,11 +166,12 @@ bool ProcessImage::Refresh(uint64_t now_ns, uint64_t max_age_ns) {
 int ProcessImage::Anonymous(uint64_t page) {
   if (!pagemap_tried_) {
     pagemap_tried_ = true;
-    pagemap_fd_ = procfs::Procfs::Host().Open(pid_, "pagemap", O_RDONLY);
+    auto fd = access_.OpenPagemap(pid_);
+    if (fd.ok()) pagemap_ = std::move(*fd);
   }
-  if (pagemap_fd_ < 0) return -1;
+  if (pagemap_.get() < 0) return -1;
   uint64_t entry = 0;
-  if (pread(pagemap_fd_, &entry, sizeof entry, static_cast<off_t>(page / kPage * sizeof entry)) !=
+  if (pread(pagemap_.get(), &entry, sizeof entry, static_cast<off_t>(page / kPage * sizeof entry)) !=
       static_cast<ssize_t>(sizeof entry))
     return -1;
   if (entry & kPagemapSwapped) return 1;
@@ -182,7 +183,7 @@ int ProcessImage::FileFor(const decoders::Mapping& m) {
   auto it = files_.find(key);
   if (it != files_.end()) return it->second.get();
   if (files_.size() >= kMaxOpenFiles) files_.clear();
-  auto fd = decoders::OpenMappedFile(pid_, m, open_as_);
+  auto fd = access_.OpenMapped(pid_, m);
   if (!fd.ok()) return -1;
   const int raw = fd->get();
   files_.emplace(key, std::move(*fd));

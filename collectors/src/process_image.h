@@ -24,17 +24,22 @@
 #include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/mapped_file.h"
+#include "process_access.h"
 
 namespace pathprof::collectors {
 
 class ProcessImage {
  public:
-  // `open_as`: the file-system credentials the mapped files are opened with (a confined
-  // session's requester); nullopt: this process's own.
-  ProcessImage(pid_t pid, std::optional<decoders::FileCredentials> open_as);
+  // `access` opens what the image reads (the maps, pagemap, the mapped files: a confined
+  // session's requester's rights for those); it must outlive the image.
+  ProcessImage(pid_t pid, ProcessAccess& access);
   ~ProcessImage();
   ProcessImage(const ProcessImage&) = delete;
   ProcessImage& operator=(const ProcessImage&) = delete;
+
+  // Reads what every image shares (this process's vdso) now: the emulator helper calls it
+  // before its sandbox, which lets it open nothing.
+  static void LoadShared();
 
   struct PageInfo {
     bool mapped = false;
@@ -105,11 +110,11 @@ class ProcessImage {
   int FileFor(const decoders::Mapping& m);
 
   pid_t pid_;
-  std::optional<decoders::FileCredentials> open_as_;
+  ProcessAccess& access_;
   decoders::AddressSpace space_;
   std::vector<bool> stable_;
   uint64_t read_at_ns_ = 0;
-  int pagemap_fd_ = -1;
+  decoders::UniqueFd pagemap_;
   bool pagemap_tried_ = false;
   std::map<std::pair<uint64_t, uint64_t>, decoders::UniqueFd> files_;  // (device, inode)
   std::map<uint64_t, std::vector<uint8_t>> adopted_;                   // by page

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -14,9 +15,11 @@
 
 #include "pathprof/collectors/shared_stack_sampler.h"
 #include "pathprof/core/clock.h"
-#include "pathprof/core/procfs.h"
+#include "pathprof/stepping/helper_process.h"
+#include "emulator_client.h"
+#include "process_access.h"
 #include "process_image.h"
-#include "record_guest.h"
+#include "snapshot_emulation.h"
 
 namespace pathprof::collectors {
 
@@ -30,14 +33,8 @@ uint64_t ThreadCpuNs() {
 
 // How long Flush waits for the worker to empty its queue at most.
 constexpr std::chrono::seconds kFlushDeadline{5};
-
-// How often a process's mappings and thread count are read again (a miss re-reads sooner).
-constexpr uint64_t kRefreshNs = 1'000'000'000;
-// ... when the samples carry the mapping sequence and the maps as read describe the sample:
-// any change of the mappings moves the sequence and makes them read again within
-// ProcessImage::kMissRefreshNs, so the periodic read only bounds how long they are trusted
-// (with 50 processes sampled, reading each one's maps every second took ~1% of a core).
-constexpr uint64_t kDescribedRefreshNs = 10'000'000'000;
+// Samples the worker takes from the queue at once.
+constexpr size_t kBatch = 32;
 
 }  // namespace
 
@@ -47,20 +44,14 @@ struct SnapshotWindowCollector::Impl {
   std::function<void(const RawStackSample&)> on_stack;
   std::unique_ptr<StackSubscription> subscription;
 
-  // What the worker keeps of one process (worker thread only).
-  struct Process {
-    std::unique_ptr<ProcessImage> image;
-    std::unique_ptr<emulator::WindowEmulator> emulator;
-    uint64_t exec_id = 0;               // the program the image and decodes are of
-    bool threads_share_memory = false;  // more than one thread: windows end at atomics
-    uint64_t threads_read_ns = 0;
-    std::vector<uint64_t> once;     // pages to copy once (RELRO)
-    std::vector<uint64_t> learned;  // data pages whose unknown bytes ended windows
-    std::vector<uint64_t> hints_set;
-    uint64_t last_sample_ns = 0;  // for max_processes: the oldest goes first
-  };
-  std::map<uint32_t, Process> processes;
+  // The emulation (worker thread only): in the helper, or with emulate_in_this_process here.
+  EmulatorHelperOptions helper_options;
+  std::unique_ptr<EmulatorClient> helper;
+  uint32_t helper_starts = 0;
+  std::unique_ptr<DirectProcessAccess> local_access;
+  std::unique_ptr<SnapshotEmulation> local;
   const uint32_t self = static_cast<uint32_t>(getpid());
+  std::atomic<pid_t> helper_pid{-1};
 
   mutable std::mutex mu;  // the queue, the stats, `gone`
   std::condition_variable work_cv, idle_cv;
@@ -81,7 +72,9 @@ struct SnapshotWindowCollector::Impl {
       ++stats.no_snapshot;
       return;
     }
-    if (s.pid == self) {  // every process: this one's own samples are no one's windows
+    // Every process: this one's samples and its helpers' (the emulator among them) are no one's
+    // windows.
+    if (s.pid == self || stepping::IsOwnHelper(static_cast<pid_t>(s.pid))) {
       ++stats.own_process;
       return;
     }
@@ -109,144 +102,134 @@ struct SnapshotWindowCollector::Impl {
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       work_cv.wait(lock, [&] { return stop || (ready && (!queue.empty() || !gone.empty())); });
-      for (uint32_t pid : gone) {
-        processes.erase(pid);
-        image_stats.erase(pid);
-      }
-      gone.clear();
+      std::set<uint32_t> forget;
+      forget.swap(gone);
+      for (uint32_t pid : forget) image_stats.erase(pid);
       if (stop) return;
-      if (queue.empty()) continue;
-      RawStackSample sample = std::move(queue.front());
-      queue.pop_front();
+      std::vector<RawStackSample> batch;
+      while (!queue.empty() && batch.size() < kBatch) {
+        batch.push_back(std::move(queue.front()));
+        queue.pop_front();
+      }
       busy = true;
       lock.unlock();
-      Emulate(sample);
+      Forget(forget);
+      if (!batch.empty()) Emulate(batch);
       lock.lock();
       busy = false;
       if (queue.empty()) idle_cv.notify_all();
     }
   }
 
-  Process& ProcessOf(uint32_t pid, uint64_t now_ns) {
-    if (processes.find(pid) == processes.end() && processes.size() >= options.max_processes &&
-        !processes.empty())
-      EvictOldest();
-    Process& p = processes[pid];
-    p.last_sample_ns = now_ns;
-    if (!p.image) {
-      p.image = std::make_unique<ProcessImage>(static_cast<pid_t>(pid), options.open_as);
-      emulator::EmulatorLimits limits;
-      limits.window_taken = options.window_taken;
-      limits.max_stable_pages = options.max_stable_pages;
-      limits.max_decoded = options.max_decoded;
-      p.emulator = std::make_unique<emulator::WindowEmulator>(limits);
+  void Forget(const std::set<uint32_t>& pids) {
+    for (uint32_t pid : pids) {
+      if (local) local->Forget(pid);
+      if (helper && !helper->failed()) helper->Forget(pid);
     }
-    return p;
   }
 
-  // The process whose last sample is oldest (a linear scan: max_processes is small, and this
-  // runs once per process that arrives past it).
-  void EvictOldest() {
-    auto oldest = processes.begin();
-    for (auto it = processes.begin(); it != processes.end(); ++it)
-      if (it->second.last_sample_ns < oldest->second.last_sample_ns) oldest = it;
-    if (!oldest->second.hints_set.empty()) (void)subscription->SetHintPages(oldest->first, {});
-    {
+  void SetHints(uint32_t pid, const std::vector<uint64_t>& pages) {
+    (void)subscription->SetHintPages(pid, pages);
+  }
+
+  // The helper, started again after a failure while max_emulator_starts allows; null when none
+  // is left (its failure is in the stats).
+  EmulatorClient* Helper() {
+    if (helper && !helper->failed()) return helper.get();
+    if (helper) {
       std::lock_guard<std::mutex> lock(mu);
-      ++stats.processes_evicted;
-      image_stats.erase(oldest->first);
+      ++stats.emulator_failures;
+      stats.emulator_failure = helper->failure();
     }
-    processes.erase(oldest);
+    helper.reset();
+    helper_pid = -1;
+    if (helper_starts >= options.max_emulator_starts) {
+      std::lock_guard<std::mutex> lock(mu);
+      stats.emulator_exhausted = true;
+      return nullptr;
+    }
+    ++helper_starts;
+    auto started = EmulatorClient::Start(helper_options);
+    if (!started.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.emulator_failures;
+      stats.emulator_failure = started.status().message();
+      return nullptr;
+    }
+    helper = std::move(*started);
+    helper_pid = helper->pid();
+    return helper.get();
   }
 
-  void Emulate(const RawStackSample& sample) {
+  void Emulate(const std::vector<RawStackSample>& batch) {
+    if (local) {
+      for (const RawStackSample& s : batch) {
+        SampleOutcome o = local->Emulate(s);
+        if (options.budget) options.budget->Spent(o.emulate_ns);
+        Account(s, std::move(o));
+      }
+      return;
+    }
     const uint64_t t0 = ThreadCpuNs();
-    if (auto it = processes.find(sample.pid);
-        it != processes.end() && it->second.exec_id != sample.exec_id) {
-      // Another program since the last sample: the image (whose maps are re-read once a second)
-      // and the decoded instructions may be the old program's at the same addresses.
-      processes.erase(it);
-      (void)subscription->SetHintPages(sample.pid, {});  // the old program's pages
+    size_t done = 0;
+    uint64_t helper_ns = 0;
+    if (EmulatorClient* h = Helper()) {
+      std::vector<const RawStackSample*> samples;
+      for (const RawStackSample& s : batch) samples.push_back(&s);
+      (void)h->Run(
+          samples,
+          [&](size_t i, SampleOutcome&& o) {
+            helper_ns += std::min<uint64_t>(o.emulate_ns, 1'000'000'000);
+            Account(batch[i], std::move(o));
+            ++done;
+          },
+          [&](uint32_t pid, const std::vector<uint64_t>& pages) { SetHints(pid, pages); });
+    }
+    // The budget's CPU: the helper's on the samples and this thread's on handing them over.
+    if (options.budget) options.budget->Spent(helper_ns + (ThreadCpuNs() - t0));
+    if (done < batch.size()) {
       std::lock_guard<std::mutex> lock(mu);
-      ++stats.execs;
+      stats.lost_emulator_gone += batch.size() - done;
     }
-    const uint64_t now = MonotonicNs();
-    Process& p = ProcessOf(sample.pid, now);
-    p.exec_id = sample.exec_id;
-    const bool sequenced = sample.snapshot && sample.snapshot->has_mapping_sequence;
-    if (sample.snapshot ? p.image->RefreshForSample(*sample.snapshot, sample.time_ns, now,
-                                                    sequenced ? kDescribedRefreshNs : kRefreshNs)
-                        : p.image->Refresh(now, kRefreshNs))
-      p.emulator->Reset();
-    if (sample.snapshot && sample.snapshot->threads != 0) {
-      p.threads_share_memory = sample.snapshot->threads != 1;  // the count at the sample
-    } else if (p.threads_read_ns == 0 || now - p.threads_read_ns >= kRefreshNs) {
-      p.threads_read_ns = now;
-      auto status = procfs::Procfs::Host().ReadStatus(static_cast<pid_t>(sample.pid));
-      p.threads_share_memory = !status.ok() || status->threads != 1;
-    }
-    SnapshotStart start;
-    if (!StartFromSample(sample, *p.image, &start)) {
-      std::lock_guard<std::mutex> lock(mu);
-      ++stats.no_snapshot;
-      return;
-    }
-    if (start.in_mapping_syscall) {
-      std::lock_guard<std::mutex> lock(mu);
-      ++stats.in_mapping_syscall;
-      return;
-    }
-    RecordGuest guest(sample, start, *p.image);
-    emulator::EmulatedWindow w = p.emulator->Run(start.state, guest, p.threads_share_memory);
-    LearnHints(sample.pid, p, guest, w.end);
-    const uint64_t spent = ThreadCpuNs() - t0;
-    if (options.budget) options.budget->Spent(spent);
+  }
+
+  void Account(const RawStackSample& sample, SampleOutcome&& o) {
     {
       std::lock_guard<std::mutex> lock(mu);
+      stats.execs += o.exec;
+      if (o.evicted) {
+        ++stats.processes_evicted;
+        image_stats.erase(o.evicted_pid);
+      }
+      image_stats[sample.pid] = o.image;
+      switch (o.kind) {
+        case SampleOutcome::Kind::kNoSnapshot:
+          ++stats.no_snapshot;
+          return;
+        case SampleOutcome::Kind::kInMappingSyscall:
+          ++stats.in_mapping_syscall;
+          return;
+        case SampleOutcome::Kind::kWindow:
+          break;
+      }
       ++stats.windows;
-      stats.in_syscall += start.in_syscall;
-      stats.taken += w.taken;
-      stats.emulate_ns += spent;
-      ++stats.ends[static_cast<size_t>(w.end)];
-      image_stats[sample.pid] = p.image->stats();
+      stats.in_syscall += o.in_syscall;
+      stats.taken += o.taken;
+      stats.emulate_ns += o.emulate_ns;
+      ++stats.ends[static_cast<size_t>(o.end)];
     }
-    if (w.events.empty()) return;
+    if (o.events.empty()) return;
     BranchBatch batch;
     batch.pid = sample.pid;
     batch.tid = sample.tid;
     batch.time_ns = sample.time_ns;
     batch.gap_before = true;
     batch.window = true;
-    batch.events = std::move(w.events);
+    batch.events = std::move(o.events);
     batch.stack.regs = sample.regs;
     batch.stack.stack_start = sample.stack_start;
     batch.stack.stack = sample.stack;
     on_window(batch);
-  }
-
-  // The pages to ask the sampler for: read-only mappings' pages that are not their file's, until
-  // the image has a copy; then, with learn_hints, the pages whose unknown bytes ended windows.
-  void LearnHints(uint32_t pid, Process& p, const RecordGuest& guest, emulator::EmulationEnd end) {
-    const uint32_t room = options.snapshot.hint_pages;
-    if (room == 0) return;
-    for (uint64_t page : guest.wanted_copies())
-      if (std::find(p.once.begin(), p.once.end(), page) == p.once.end()) p.once.push_back(page);
-    p.once.erase(std::remove_if(p.once.begin(), p.once.end(),
-                                [&](uint64_t page) { return !p.image->WantsCopy(page); }),
-                 p.once.end());
-    if (options.learn_hints && end == emulator::EmulationEnd::kNotInSnapshot)
-      for (uint64_t page : guest.unknown_pages()) {
-        p.learned.erase(std::remove(p.learned.begin(), p.learned.end(), page), p.learned.end());
-        p.learned.insert(p.learned.begin(), page);
-      }
-    if (p.learned.size() > room) p.learned.resize(room);
-    std::vector<uint64_t> hints(p.once.begin(),
-                                p.once.begin() + std::min<size_t>(p.once.size(), room));
-    for (uint64_t page : p.learned)
-      if (hints.size() < room) hints.push_back(page);
-    if (hints == p.hints_set) return;
-    p.hints_set = hints;
-    (void)subscription->SetHintPages(pid, hints);
   }
 };
 
@@ -265,6 +248,28 @@ Result<std::unique_ptr<SnapshotWindowCollector>> SnapshotWindowCollector::Start(
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->options.snapshot.enabled = true;
+  EmulationSettings settings;
+  settings.window_taken = options.window_taken;
+  settings.hint_pages = options.snapshot.hint_pages;
+  settings.learn_hints = options.learn_hints;
+  settings.max_processes = static_cast<uint32_t>(std::min<size_t>(options.max_processes, 1u << 20));
+  settings.max_stable_pages = options.max_stable_pages;
+  settings.max_decoded = options.max_decoded;
+  Impl* raw = impl.get();
+  if (options.emulate_in_this_process) {
+    raw->local_access = std::make_unique<DirectProcessAccess>(options.open_as);
+    raw->local = std::make_unique<SnapshotEmulation>(
+        settings, *raw->local_access,
+        [raw](uint32_t pid, const std::vector<uint64_t>& pages) { raw->SetHints(pid, pages); });
+  } else {
+    raw->helper_options.settings = settings;
+    raw->helper_options.open_as = options.open_as;
+    raw->helper_options.run_as = options.open_as;
+    // Started now, so that a session without one fails at its start, saying why.
+    ++raw->helper_starts;
+    PATHPROF_ASSIGN_OR_RETURN(raw->helper, EmulatorClient::Start(raw->helper_options));
+    raw->helper_pid = raw->helper->pid();
+  }
   impl->on_window = std::move(on_window);
   impl->on_stack = std::move(on_stack);
   StackSubscriptionSettings ss;
@@ -275,7 +280,6 @@ Result<std::unique_ptr<SnapshotWindowCollector>> SnapshotWindowCollector::Start(
   ss.stack_copy_bytes = options.stack_copy_bytes;
   ss.follow_children = options.follow_children;
   ss.snapshot = impl->options.snapshot;
-  Impl* raw = impl.get();
   // The worker starts before the subscription, which may call OnSample at once.
   raw->worker = std::thread([raw] { raw->Work(); });
   auto sub = StackSubscription::Start(ss, [raw](const RawStackSample& s) { raw->OnSample(s); });
@@ -330,6 +334,10 @@ void SnapshotWindowCollector::Flush() {
   // (a host that starves it) leaves the rest queued, emulated later or dropped at destruction.
   (void)impl_->idle_cv.wait_for(lock, kFlushDeadline,
                                 [&] { return impl_->queue.empty() && !impl_->busy; });
+}
+
+pid_t SnapshotWindowCollector::emulator_pid() const {
+  return impl_->helper_pid;
 }
 
 SnapshotWindowStats SnapshotWindowCollector::stats() const {

@@ -77,6 +77,9 @@ class SnapshotSource final : public LiveSource {
     losses.drops["snapshot_in_mapping_syscall"] = st.in_mapping_syscall;
     losses.drops["snapshot_budget_count"] = st.budget_count;
     losses.drops["snapshot_budget_cpu"] = st.budget_cpu;
+    // In flight when the emulator helper died or hung (then started again), or after the last
+    // one the collector may start.
+    losses.drops["snapshot_emulator_gone"] = st.lost_emulator_gone;
     // What was kept of a process (its image, its decodes) forgotten for a newer one: not a
     // sample lost, but its next windows start cold.
     losses.held_back["snapshot_process_evicted"] = st.processes_evicted;
@@ -88,6 +91,15 @@ class SnapshotSource final : public LiveSource {
                                                         static_cast<emulator::EmulationEnd>(e)))] =
             n;
     return {{kSessionLosses, std::move(losses)}};
+  }
+
+  // The emulator helper died or hung as often as the collector starts one: no more windows.
+  std::string Failure() const override {
+    if (!collector_) return "";
+    const collectors::SnapshotWindowStats st = collector_->stats();
+    if (!st.emulator_exhausted) return "";
+    return "snapshot windows' emulator helper ended " + std::to_string(st.emulator_failures) +
+           " times; the last: " + st.emulator_failure;
   }
 
   void ProcessGone(uint32_t pid) override {

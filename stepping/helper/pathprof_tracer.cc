@@ -26,8 +26,8 @@
 #include "../src/burst_tracer.h"
 #include "../src/burst_wire.h"
 #include "pathprof/core/procfs.h"
+#include "pathprof/stepping/helper_sandbox.h"
 #include "pathprof/stepping/step_probe.h"
-#include "tracer_sandbox.h"
 
 namespace {
 
@@ -44,36 +44,6 @@ int Usage(const char* why) {
                "[options]\n       pathprof-tracer probe [--fresh]\n",
                why);
   return kExitUsage;
-}
-
-// Becomes uid:gid for good: no supplementary groups, no capabilities (a uid change from 0 clears
-// them), no way to regain privileges through exec. Empty on success, else what failed.
-std::string DropTo(uid_t uid, gid_t gid) {
-  if (setgroups(0, nullptr) != 0) return std::string("setgroups: ") + std::strerror(errno);
-  if (setresgid(gid, gid, gid) != 0) return std::string("setresgid: ") + std::strerror(errno);
-  if (setresuid(uid, uid, uid) != 0) return std::string("setresuid: ") + std::strerror(errno);
-  // From a non-root daemon (the packaged one runs as `pathprof` with ambient capabilities) the
-  // uid change keeps the capabilities: drop every one explicitly (dropping needs none).
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct none[2] = {};
-  if (syscall(SYS_capset, &header, none) != 0)
-    return std::string("capset: ") + std::strerror(errno);
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    return std::string("PR_SET_NO_NEW_PRIVS: ") + std::strerror(errno);
-  uid_t r, e, s;
-  if (getresuid(&r, &e, &s) != 0 || r != uid || e != uid || s != uid)
-    return "the uid did not change to " + std::to_string(uid);
-  // Capabilities left after this would mean a way back: refuse to run then.
-  // This thread's status: capabilities are per thread. Unreadable counts as a failure.
-  auto status = pathprof::procfs::Procfs::Host().ReadTask(
-      getpid(), static_cast<pid_t>(syscall(SYS_gettid)), "status", 64 << 10);
-  if (!status.ok()) return "cannot check the capabilities left: " + status.status().message();
-  for (const char* key : {"CapPrm", "CapEff"}) {
-    const auto value = pathprof::procfs::StatusField(*status, key);
-    if (!value || value->find_first_not_of('0') != std::string_view::npos)
-      return "capabilities survived the uid change";
-  }
-  return "";
 }
 
 bool ParseNumber(const char* text, double* out) {
@@ -131,7 +101,7 @@ int RunBursts(int argc, char** argv) {
   if ((uid < 0) != (gid < 0)) return Usage("--uid and --gid go together");
   // Credentials first: changing them clears the parent-death signal set below.
   std::string drop_error;
-  if (uid >= 0) drop_error = DropTo(static_cast<uid_t>(uid), static_cast<gid_t>(gid));
+  if (uid >= 0) drop_error = pc::DropIdentity(static_cast<uid_t>(uid), static_cast<gid_t>(gid));
   // Die with the collector; and if it is already gone, never start tracing at all.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != static_cast<pid_t>(parent)) return kExitOrphan;
@@ -156,9 +126,10 @@ int RunBursts(int argc, char** argv) {
   // The sandbox comes after the attach (seizing is what needs the rights) and before the first
   // window (the first code interpreted).
   const pc::AfterAttach sandbox = [](pc::StepMode mode) -> std::string {
-    pc::TracerSandboxOptions s;
+    pc::SandboxPolicy s;
+    s.role = pc::SandboxRole::kTracer;
     s.allow_text_writes = mode == pc::StepMode::kInt3 || mode == pc::StepMode::kBreakpoints;
-    const std::string error = pc::EnterTracerSandbox(s);
+    const std::string error = pc::EnterHelperSandbox(s);
     if (!error.empty()) return "ptrace bursts: the tracer runs without its sandbox: " + error;
 #ifndef NDEBUG
     // Tests only (builds with assertions): what an exploit of the emulator would do next.

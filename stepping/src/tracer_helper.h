@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pathprof/core/status.h"
+#include "pathprof/stepping/helper_process.h"
 
 namespace pathprof::stepping {
 
@@ -29,10 +30,5 @@ Result<std::string> TracerHelperPath();
 // as an unprivileged user, who could then borrow that priority by tracing it).
 Result<HelperProcess> SpawnTracerHelper(const std::vector<std::string>& args,
                                         bool raise_priority = false);
-
-// Whether `pid` is a helper this process started and has not yet reaped (the daemon refuses to
-// trace its own helpers).
-bool IsOwnHelper(pid_t pid);
-void ForgetHelper(pid_t pid);
 
 }  // namespace pathprof::stepping

@@ -22,7 +22,8 @@ void ReadNow(ProcessImage& image) {
 }
 
 TEST(ProcessImage, MapsDescribeASequenceOnlyWhenSamplesOnBothSidesOfTheReadCarryIt) {
-  ProcessImage image(getpid(), std::nullopt);
+  DirectProcessAccess access(std::nullopt);
+  ProcessImage image(getpid(), access);
   image.ObserveSequence(MonotonicNs(), 40);
   ReadNow(image);
   EXPECT_FALSE(image.Describes(40));  // nothing is known yet of after the read
@@ -59,7 +60,8 @@ TEST(ProcessImage, ARereadOfTheSameMapsKeepsWhatTheyDescribed) {
     pause();
     _exit(0);
   }
-  ProcessImage image(child, std::nullopt);
+  DirectProcessAccess access(std::nullopt);
+  ProcessImage image(child, access);
   image.ObserveSequence(MonotonicNs(), 10);
   ReadNow(image);
   image.ObserveSequence(MonotonicNs(), 10);
@@ -73,7 +75,8 @@ TEST(ProcessImage, ARereadOfTheSameMapsKeepsWhatTheyDescribed) {
 }
 
 TEST(ProcessImage, AReadThatFindsOtherMapsForgetsWhatTheReadBeforeDescribed) {
-  ProcessImage image(getpid(), std::nullopt);
+  DirectProcessAccess access(std::nullopt);
+  ProcessImage image(getpid(), access);
   image.ObserveSequence(MonotonicNs(), 10);
   ReadNow(image);
   image.ObserveSequence(MonotonicNs(), 10);

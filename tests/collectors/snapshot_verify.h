@@ -131,7 +131,8 @@ inline Result Run(pid_t pid, Options opt) {
     if (s.snapshot) latest[s.tid] = s;
   };
   stepping::ProcessPages pages(pid);
-  ProcessImage image(pid, std::nullopt);
+  DirectProcessAccess access(std::nullopt);
+  ProcessImage image(pid, access);
   emulator::WindowEmulator live_emulator, snapshot_emulator;
   std::vector<uint64_t> data_hints, once_hints;
   const auto deadline = std::chrono::steady_clock::now() +

@@ -1,5 +1,5 @@
 // The tracer interprets the target's code, so once it has seized the target it runs sandboxed
-// (stepping/helper/tracer_sandbox.h): no_new_privs and a seccomp filter, in an admin's session
+// (pathprof/stepping/helper_sandbox.h): no_new_privs and a seccomp filter, in an admin's session
 // and in a confined one (which also runs as the requester, without capabilities). Checked on the
 // real tracer process's /proc status while it takes windows, and against the attack: a tracer
 // made to exec (what an exploit of the emulator would do) dies of the filter, the collector

@@ -6,18 +6,23 @@
 // the emulator marks what the snapshot does not hold as unknown and ends the window where a
 // branch, a jump target or an address depends on it (docs/performance.md "Snapshot windows").
 //
-// One worker thread emulates the samples of every target in turn, from a bounded queue; what it
-// cannot keep up with is dropped and counted. Per process it keeps the stable pages it read, the
+// One worker thread hands the samples of every target in turn, from a bounded queue, to the
+// emulator helper (pathprof-emulator: a process of its own, unprivileged and sandboxed, which
+// the code it interprets cannot turn against this one; collectors/src/emulator_client.h); what
+// it cannot keep up with is dropped and counted. Per process it keeps the stable pages it read, the
 // decoded instructions, and the pages to ask the sampler to copy: read-only mappings' pages
 // that are not their file's (RELRO: copied once, then kept), and, with learn_hints, the pages
 // whose unknown bytes ended windows (copied with every sample, most recent first).
 #pragma once
 
 #include <array>
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "pathprof/collectors/ebpf_stack_sampler.h"
@@ -38,8 +43,15 @@ struct SnapshotWindowOptions {
   bool follow_children = false;
   std::optional<uint32_t> only_uid;  // a confined session: only this uid's tasks
   // The file-system credentials the mapped files are opened with (a confined session's
-  // requester); nullopt: this process's own.
+  // requester; the emulator helper then runs as that user too); nullopt: this process's own
+  // (and the helper runs as nobody when this process is root).
   std::optional<decoders::FileCredentials> open_as;
+  // Emulate in this process's worker thread instead of the sandboxed helper: for benchmarks
+  // that time the emulation alone. Never for code this process's user did not write.
+  bool emulate_in_this_process = false;
+  // Helpers started in all (a dead one is replaced at the next sample, up to this many times;
+  // then the samples are counted lost_emulator_gone).
+  uint32_t max_emulator_starts = 4;
   // Learn data hint pages from the windows' misses (each costs a 4 KiB copy per sample).
   bool learn_hints = false;
   size_t queue_samples = 256;  // samples waiting for the worker at most; then dropped, counted
@@ -68,7 +80,11 @@ struct SnapshotWindowStats {
   uint64_t budget_count = 0;       // samples past the budget's windows a second
   uint64_t budget_cpu = 0;         // ... past its CPU share
   uint64_t processes_evicted = 0;  // processes forgotten for max_processes
-  uint64_t own_process = 0;        // samples of this process (every process): no window
+  uint64_t own_process = 0;  // samples of this process or its helpers (every process): no window
+  uint64_t emulator_failures = 0;  // emulator helpers that died, hung or broke the protocol
+  uint64_t lost_emulator_gone = 0;  // samples lost with one (in flight, or none left to start)
+  std::string emulator_failure;     // the last one's, with how it ended
+  bool emulator_exhausted = false;  // max_emulator_starts used up: no more windows
   uint64_t taken = 0;              // taken branches in all windows
   uint64_t emulate_ns = 0;         // the worker's CPU time on windows
   std::array<uint64_t, emulator::kEmulationEndCount> ends{};
@@ -98,6 +114,8 @@ class SnapshotWindowCollector {
   // Emulates what is queued now before returning (waiting 5 s at most).
   void Flush();
   SnapshotWindowStats stats() const;
+  // The emulator helper's pid now (-1: none running, or emulate_in_this_process).
+  pid_t emulator_pid() const;
 
   struct Impl;
 

@@ -1,0 +1,211 @@
+// pathprof-emulator: the process snapshot windows are emulated in (emulator_client.h).
+//   pathprof-emulator [--uid U --gid G]
+// Runs on its fd 3, a Unix socket to the collector that started it: it receives samples and
+// answers each with the window emulated from it (snapshot_emulation.h). It interprets code
+// somebody else chose, so before its first message it becomes uid U and gid G when given (no
+// groups, no capabilities) and enters its sandbox (stepping's helper_sandbox.h): from then on it
+// opens nothing. What it reads of a process (its maps, pagemap, mapped files) the collector
+// opens for it, on request, and passes as descriptors. Not meant to be run by hand.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "../src/emulator_wire.h"
+#include "../src/process_access.h"
+#include "../src/process_image.h"
+#include "../src/snapshot_emulation.h"
+#include "pathprof/stepping/helper_sandbox.h"
+
+namespace {
+
+namespace pc = pathprof::collectors;
+namespace wire = pathprof::collectors::emulator_wire;
+
+constexpr int kSocketFd = 3;
+constexpr int kExitUsage = 2;
+// The maps of a process, as text, at most (a process with ~500,000 mappings).
+constexpr size_t kMaxMapsBytes = 64u << 20;
+
+// A process's maps, pagemap and files, each a descriptor the collector opened on request. The
+// collector answers only for the pid of the sample being emulated.
+class BrokeredAccess final : public pc::ProcessAccess {
+ public:
+  explicit BrokeredAccess(int sock) : sock_(sock) {}
+
+  pathprof::Result<pathprof::decoders::AddressSpace> ReadMaps(pid_t pid) override {
+    auto it = maps_.find(pid);
+    if (it == maps_.end()) {
+      PATHPROF_ASSIGN_OR_RETURN(auto fd, Open(wire::OpenWhat::kMaps, pid, nullptr));
+      it = maps_.emplace(pid, std::move(fd)).first;
+    }
+    // Read from the start each time: /proc/PID/maps, opened once, shows the mappings now.
+    std::string text;
+    char buf[64 << 10];
+    if (lseek(it->second.get(), 0, SEEK_SET) != 0)
+      return pathprof::Error(pathprof::ErrorCode::kUnavailable, "maps: lseek failed");
+    for (;;) {
+      const ssize_t n = read(it->second.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0)
+        return pathprof::Error(pathprof::ErrorCode::kUnavailable,
+                               std::string("maps: ") + std::strerror(errno));
+      if (n == 0) break;
+      text.append(buf, static_cast<size_t>(n));
+      if (text.size() > kMaxMapsBytes)
+        return pathprof::Error(pathprof::ErrorCode::kResourceExhausted, "maps over 64 MiB");
+    }
+    auto space = pathprof::decoders::ParseProcMaps(text);
+    if (space.ok()) space->set_access(pathprof::decoders::FileAccess{pid, std::nullopt});
+    return space;
+  }
+  pathprof::Result<pathprof::decoders::UniqueFd> OpenPagemap(pid_t pid) override {
+    return Open(wire::OpenWhat::kPagemap, pid, nullptr);
+  }
+  pathprof::Result<pathprof::decoders::UniqueFd> OpenMapped(
+      pid_t pid, const pathprof::decoders::Mapping& m) override {
+    return Open(wire::OpenWhat::kMapped, pid, &m);
+  }
+  std::optional<uint32_t> Threads(pid_t) override { return std::nullopt; }
+  void Forget(pid_t pid) override { maps_.erase(pid); }
+
+ private:
+  pathprof::Result<pathprof::decoders::UniqueFd> Open(wire::OpenWhat what, pid_t pid,
+                                                      const pathprof::decoders::Mapping* m) {
+    wire::OpenRequest r{};
+    r.what = what;
+    r.pid = static_cast<uint32_t>(pid);
+    if (m != nullptr) {
+      r.start = m->start;
+      r.end = m->end();
+      r.device = m->device;
+      r.inode = m->inode;
+    }
+    if (!wire::Send(sock_, wire::Type::kOpen, &r, sizeof r)) std::_Exit(0);  // collector gone
+    wire::Header h{};
+    std::vector<uint8_t> payload;
+    int fd = -1;
+    if (wire::Receive(sock_, -1, &h, &payload, &fd) != wire::ReceiveResult::kMessage ||
+        h.type != wire::Type::kOpened || payload.size() != sizeof(int32_t))
+      std::_Exit(0);
+    pathprof::decoders::UniqueFd owned(fd);
+    int32_t error = 0;
+    std::memcpy(&error, payload.data(), sizeof error);
+    if (error != 0 || owned.get() < 0)
+      return pathprof::Error(pathprof::ErrorCode::kUnavailable,
+                             std::string("the collector could not open it: ") +
+                                 std::strerror(error != 0 ? error : EBADF));
+    return owned;
+  }
+
+  int sock_;
+  std::map<pid_t, pathprof::decoders::UniqueFd> maps_;
+};
+
+bool ParseId(const char* text, uint32_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (errno != 0 || end == text || *end != 0 || v > UINT32_MAX) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+int Fail(const std::string& why) {
+  (void)wire::Send(kSocketFd, wire::Type::kError, why.data(), static_cast<uint32_t>(why.size()));
+  return 1;
+}
+
+#ifndef NDEBUG
+// Tests only (builds with assertions): what an exploit of the emulator would do, at the first
+// sample: write outside every buffer ("write"), or exec a shell ("exec").
+void Fault(const char* fault) {
+  if (fault == nullptr) return;
+  if (std::strcmp(fault, "exec") == 0) {
+    char* const argv[] = {const_cast<char*>("/bin/sh"), nullptr};
+    execve(argv[0], argv, nullptr);
+  }
+  if (std::strcmp(fault, "write") == 0) {
+    volatile uint64_t* wild = reinterpret_cast<volatile uint64_t*>(uintptr_t{0x10});
+    *wild = 0x41414141;
+  }
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);  // a collector gone away is seen as EPIPE, not death
+  (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+  uint32_t uid = 0, gid = 0;
+  bool drop = false;
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 >= argc) return kExitUsage;
+    const std::string key = argv[i];
+    uint32_t* to = key == "--uid" ? &uid : key == "--gid" ? &gid : nullptr;
+    if (to == nullptr || !ParseId(argv[i + 1], to)) {
+      std::fprintf(stderr, "pathprof-emulator: usage: pathprof-emulator [--uid U --gid G]\n");
+      return kExitUsage;
+    }
+    drop = true;
+  }
+  const char* fault = std::getenv("PATHPROF_EMULATOR_FAULT");
+  pc::ProcessImage::LoadShared();  // this process's vdso: read before the sandbox opens nothing
+  if (drop) {
+    if (const std::string e = pathprof::stepping::DropIdentity(uid, gid); !e.empty())
+      return Fail("the emulator could not become uid " + std::to_string(uid) + ": " + e);
+  }
+  pathprof::stepping::SandboxPolicy policy;
+  policy.role = pathprof::stepping::SandboxRole::kEmulator;
+  if (const std::string e = pathprof::stepping::EnterHelperSandbox(policy); !e.empty())
+    return Fail("the emulator could not enter its sandbox: " + e);
+
+  wire::Header h{};
+  std::vector<uint8_t> payload;
+  int fd = -1;
+  if (wire::Receive(kSocketFd, -1, &h, &payload, &fd) != wire::ReceiveResult::kMessage ||
+      h.type != wire::Type::kSettings || payload.size() != sizeof(wire::Settings))
+    return Fail("no settings");
+  if (fd >= 0) close(fd);
+  wire::Settings settings;
+  std::memcpy(&settings, payload.data(), sizeof settings);
+  const wire::Settings ours;
+  if (settings.version != ours.version || settings.event_size != ours.event_size ||
+      settings.image_stats_size != ours.image_stats_size)
+    return Fail("the collector speaks another version of the protocol (another build?)");
+  BrokeredAccess access(kSocketFd);
+  pc::SnapshotEmulation emulation(
+      wire::FromSettings(settings), access,
+      [](uint32_t pid, const std::vector<uint64_t>& pages) {
+        if (!wire::Send(kSocketFd, wire::Type::kHints, wire::EncodeHints(pid, pages)))
+          std::_Exit(0);
+      });
+  if (!wire::Send(kSocketFd, wire::Type::kReady, nullptr, 0)) return 0;
+  for (;;) {
+    const wire::ReceiveResult r = wire::Receive(kSocketFd, -1, &h, &payload, &fd);
+    if (r != wire::ReceiveResult::kMessage) return 0;  // the collector is gone
+    if (fd >= 0) close(fd);                              // nothing it sends unasked has one
+    if (h.type == wire::Type::kForget && payload.size() == sizeof(uint32_t)) {
+      uint32_t pid = 0;
+      std::memcpy(&pid, payload.data(), sizeof pid);
+      emulation.Forget(pid);
+      continue;
+    }
+    if (h.type != wire::Type::kSample) return Fail("an unexpected message");
+    pathprof::collectors::RawStackSample sample;
+    if (!wire::DecodeSample(payload, &sample)) return Fail("a malformed sample");
+#ifndef NDEBUG
+    Fault(fault);
+#else
+    (void)fault;
+#endif
+    const pc::SampleOutcome outcome = emulation.Emulate(sample);
+    if (!wire::Send(kSocketFd, wire::Type::kOutcome, wire::EncodeOutcome(outcome))) return 0;
+  }
+}

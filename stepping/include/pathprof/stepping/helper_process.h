@@ -1,0 +1,41 @@
+// The helper processes pathprof interprets others' code in (pathprof-tracer, stepping/;
+// pathprof-emulator, collectors/): each a process of its own, started by exec (posix_spawn),
+// never by a fork of a multithreaded daemon that would go on running the daemon's code, so that
+// it can drop its rights and enter its sandbox (helper_sandbox.h) without touching ours.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "pathprof/core/status.h"
+
+namespace pathprof::stepping {
+
+// Where a helper is looked for, in this order: $`env_var`, next to the running executable (the
+// build tree's bin/, an installed package's libexec when run from there), `install_path`,
+// `build_path`.
+struct HelperLocation {
+  std::string name;  // the executable's file name, e.g. "pathprof-tracer"
+  std::string env_var;
+  std::string install_path;
+  std::string build_path;
+  std::string purpose;  // for the error: "the ptrace helper"
+};
+// The helper's path, or an error naming every place searched.
+Result<std::string> FindHelper(const HelperLocation& where);
+
+// Starts `path` with `args` (after argv[0]), `child_fds` on its fds 3, 4, ... in order, every
+// other descriptor closed, and our environment (so a simulated quirk reaches it). The caller
+// keeps its copies of `child_fds` (and closes them). The pid is remembered as this process's
+// helper until ForgetHelper.
+Result<pid_t> SpawnHelper(const std::string& path, const std::vector<std::string>& args,
+                          const std::vector<int>& child_fds);
+
+// Whether `pid` is a helper this process started and has not yet reaped (the daemon refuses to
+// profile its own helpers).
+bool IsOwnHelper(pid_t pid);
+void ForgetHelper(pid_t pid);
+
+}  // namespace pathprof::stepping

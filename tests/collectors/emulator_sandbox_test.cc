@@ -1,0 +1,207 @@
+// Snapshot windows are emulated in a helper (pathprof-emulator) that runs unprivileged and
+// sandboxed: checked on the real helper's /proc status while it emulates a real child's real
+// eBPF samples, in an admin's collector (root: the helper becomes nobody) and in a confined one
+// (the helper is the requester); and against the attack: a helper made to write outside its
+// buffers or to exec (what an exploit of the emulator would do next) dies, alone; the collector
+// counts the samples lost with it, starts another, and its windows go on.
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "pathprof/collectors/snapshot_windows.h"
+#include "pathprof/core/procfs.h"
+
+namespace pathprof::collectors {
+namespace {
+
+constexpr uint32_t kNobody = 65534;
+
+std::string Bin(const std::string& name) {
+  return std::string(PATHPROF_BIN_DIR) + "/" + name;
+}
+
+// The hot loop, as uid and gid `id` (no groups) when given.
+pid_t SpawnLoop(std::optional<uint32_t> id = std::nullopt) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (id && (setgroups(0, nullptr) != 0 || setresgid(*id, *id, *id) != 0 ||
+               setresuid(*id, *id, *id) != 0))
+      _exit(126);
+    const std::string path = Bin("example_hotloop_static");
+    execl(path.c_str(), path.c_str(), "2000000000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+void KillAndReap(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+std::string Field(pid_t pid, const char* key) {
+  auto status = procfs::Procfs::Host().Read(pid, "status");
+  if (!status.ok()) return "";
+  const auto v = procfs::StatusField(*status, key);
+  return v ? std::string(*v) : "";
+}
+
+struct Windows {
+  std::mutex mu;
+  size_t count = 0;
+  SnapshotWindowCollector::WindowSink Sink() {
+    return [this](const BranchBatch&) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++count;
+    };
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return count;
+  }
+};
+
+bool WaitFor(const std::function<bool()>& done, int ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+SnapshotWindowOptions Options(pid_t target) {
+  SnapshotWindowOptions o;
+  o.pids = {static_cast<uint32_t>(target)};
+  o.frequency_hz = 499;
+  return o;
+}
+
+struct Confinement {
+  std::string uid, gid, groups, cap_eff, cap_prm, no_new_privs, seccomp;
+};
+
+// Windows taken through the helper, and the helper's confinement while it takes them.
+Confinement WhileTakingWindows(const SnapshotWindowOptions& o) {
+  Windows got;
+  auto c = SnapshotWindowCollector::Start(o, got.Sink());
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return {};
+  EXPECT_TRUE(WaitFor([&] { return got.size() >= 20; }, 20000)) << got.size() << " windows";
+  const pid_t helper = (*c)->emulator_pid();
+  EXPECT_GT(helper, 0);
+  EXPECT_NE(helper, getpid());
+  Confinement now{Field(helper, "Uid"),    Field(helper, "Gid"),    Field(helper, "Groups"),
+                  Field(helper, "CapEff"), Field(helper, "CapPrm"), Field(helper, "NoNewPrivs"),
+                  Field(helper, "Seccomp")};
+  const SnapshotWindowStats st = (*c)->stats();
+  EXPECT_EQ(st.emulator_failures, 0u) << st.emulator_failure;
+  return now;
+}
+
+TEST(EmulatorSandbox, AnAdminsHelperIsNobodyWithoutCapabilitiesUnderASeccompFilter) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF)";
+  const pid_t target = SpawnLoop();
+  ASSERT_GT(target, 0);
+  const Confinement c = WhileTakingWindows(Options(target));
+  const std::string nobody = std::to_string(kNobody);
+  EXPECT_EQ(c.uid, nobody + "\t" + nobody + "\t" + nobody + "\t" + nobody);
+  EXPECT_EQ(c.gid, nobody + "\t" + nobody + "\t" + nobody + "\t" + nobody);
+  EXPECT_EQ(c.groups, "");
+  EXPECT_EQ(c.cap_eff, "0000000000000000");
+  EXPECT_EQ(c.cap_prm, "0000000000000000");
+  EXPECT_EQ(c.no_new_privs, "1");
+  EXPECT_EQ(c.seccomp, "2");  // SECCOMP_MODE_FILTER
+  KillAndReap(target);
+}
+
+TEST(EmulatorSandbox, AConfinedSessionsHelperIsItsRequester) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF)";
+  constexpr uint32_t kUser = 4242;  // a user with no name, as a requester may be
+  const pid_t target = SpawnLoop(kUser);
+  ASSERT_GT(target, 0);
+  SnapshotWindowOptions o = Options(target);
+  o.only_uid = kUser;
+  o.open_as = decoders::FileCredentials{kUser, kUser};
+  const Confinement c = WhileTakingWindows(o);
+  EXPECT_EQ(c.uid.substr(0, c.uid.find('\t')), std::to_string(kUser));
+  EXPECT_EQ(c.cap_eff, "0000000000000000");
+  EXPECT_EQ(c.no_new_privs, "1");
+  EXPECT_EQ(c.seccomp, "2");
+  KillAndReap(target);
+}
+
+#ifndef NDEBUG
+// The helper started with PATHPROF_EMULATOR_FAULT set does `fault` at its first sample; the
+// ones started after it (the variable gone) work. `starts`: how many the collector may start.
+struct AfterFault {
+  SnapshotWindowStats stats;
+  size_t windows = 0;
+};
+AfterFault RunWithFault(const char* fault, uint32_t starts, size_t want_windows) {
+  const pid_t target = SpawnLoop();
+  EXPECT_GT(target, 0);
+  SnapshotWindowOptions o = Options(target);
+  o.max_emulator_starts = starts;
+  Windows got;
+  setenv("PATHPROF_EMULATOR_FAULT", fault, 1);
+  auto c = SnapshotWindowCollector::Start(o, got.Sink());
+  unsetenv("PATHPROF_EMULATOR_FAULT");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  AfterFault out;
+  if (!c.ok()) return out;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const SnapshotWindowStats st = (*c)->stats();
+        return st.emulator_failures >= 1 && (want_windows == 0 || got.size() >= want_windows);
+      },
+      20000));
+  KillAndReap(target);  // no sample after this one: the counts below are final
+  (*c)->Flush();
+  out.stats = (*c)->stats();
+  out.windows = got.size();
+  return out;
+}
+
+TEST(EmulatorSandbox, AHelperThatWritesOutsideItsBuffersDiesAloneAndTheWindowsGoOn) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF)";
+  const AfterFault r = RunWithFault("write", 2, 20);
+  EXPECT_EQ(r.stats.emulator_failures, 1u);
+  // SIGSEGV, or with a sanitizer runtime its report and exit.
+  EXPECT_NE(r.stats.emulator_failure.find("the helper"), std::string::npos)
+      << r.stats.emulator_failure;
+  EXPECT_EQ(r.stats.emulator_failure.find("exited with status 0"), std::string::npos)
+      << r.stats.emulator_failure;
+  EXPECT_GE(r.stats.lost_emulator_gone, 1u);  // the sample it died on, counted
+  EXPECT_GE(r.windows, 20u) << "the second helper's windows";
+  EXPECT_FALSE(r.stats.emulator_exhausted);
+}
+
+TEST(EmulatorSandbox, AHelperThatExecsIsKilledByItsFilterAndNoneIsLeft) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF)";
+  // One start allowed: the first helper's death leaves none.
+  const AfterFault r = RunWithFault("exec", 1, 0);
+  EXPECT_EQ(r.stats.emulator_failures, 1u);
+  EXPECT_NE(r.stats.emulator_failure.find("signal 31"), std::string::npos)  // SIGSYS
+      << r.stats.emulator_failure;
+  EXPECT_EQ(r.windows, 0u);
+  EXPECT_TRUE(r.stats.emulator_exhausted);
+  // Every sample is still accounted for: lost with the helper, or never handed to one.
+  const SnapshotWindowStats& st = r.stats;
+  EXPECT_EQ(st.samples, st.windows + st.no_snapshot + st.in_mapping_syscall +
+                            st.dropped_queue_full + st.budget_count + st.budget_cpu +
+                            st.own_process + st.lost_emulator_gone)
+      << "samples " << st.samples << " lost " << st.lost_emulator_gone;
+}
+#endif
+
+}  // namespace
+}  // namespace pathprof::collectors
