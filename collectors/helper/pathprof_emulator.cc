@@ -181,8 +181,7 @@ int main(int argc, char** argv) {
     return Fail("the collector speaks another version of the protocol (another build?)");
   BrokeredAccess access(kSocketFd);
   pc::SnapshotEmulation emulation(
-      wire::FromSettings(settings), access,
-      [](uint32_t pid, const std::vector<uint64_t>& pages) {
+      wire::FromSettings(settings), access, [](uint32_t pid, const std::vector<uint64_t>& pages) {
         if (!wire::Send(kSocketFd, wire::Type::kHints, wire::EncodeHints(pid, pages)))
           std::_Exit(0);
       });
@@ -190,7 +189,7 @@ int main(int argc, char** argv) {
   for (;;) {
     const wire::ReceiveResult r = wire::Receive(kSocketFd, -1, &h, &payload, &fd);
     if (r != wire::ReceiveResult::kMessage) return 0;  // the collector is gone
-    if (fd >= 0) close(fd);                              // nothing it sends unasked has one
+    if (fd >= 0) close(fd);                            // nothing it sends unasked has one
     if (h.type == wire::Type::kForget && payload.size() == sizeof(uint32_t)) {
       uint32_t pid = 0;
       std::memcpy(&pid, payload.data(), sizeof pid);

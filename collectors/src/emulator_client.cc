@@ -106,8 +106,8 @@ Result<std::unique_ptr<EmulatorClient>> EmulatorClient::Start(
   if (fd >= 0) close(fd);
   if (r == wire::ReceiveResult::kMessage && h.type == wire::Type::kReady) return c;
   if (r == wire::ReceiveResult::kMessage && h.type == wire::Type::kError)
-    return c->Fail(std::string(payload.begin(), payload.begin() + std::min<size_t>(
-                                                                      payload.size(), 1024)));
+    return c->Fail(
+        std::string(payload.begin(), payload.begin() + std::min<size_t>(payload.size(), 1024)));
   return c->Fail(r == wire::ReceiveResult::kTimeout ? "the emulator helper did not start in 10 s"
                                                     : "the emulator helper did not start");
 }
@@ -170,7 +170,8 @@ void EmulatorClient::ServeOpen(const std::vector<uint8_t>& payload, uint32_t all
       }
       case wire::OpenWhat::kMapped: {
         constexpr uint64_t kPage = 4096;
-        if (r.start >= r.end || (r.start | r.end) % kPage != 0 || decoders::IsKernelAddress(r.end)) {
+        if (r.start >= r.end || (r.start | r.end) % kPage != 0 ||
+            decoders::IsKernelAddress(r.end)) {
           error = EINVAL;
           break;
         }

@@ -85,8 +85,8 @@ bool WaitReadable(int sock, uint64_t deadline_ns) {
 ReceiveResult ReadFully(int sock, uint8_t* out, size_t size, uint64_t deadline_ns, int* fd) {
   size_t got = 0;
   while (got < size) {
-    if (!WaitReadable(sock, deadline_ns)) return got == 0 ? ReceiveResult::kTimeout
-                                                          : ReceiveResult::kBroken;
+    if (!WaitReadable(sock, deadline_ns))
+      return got == 0 ? ReceiveResult::kTimeout : ReceiveResult::kBroken;
     iovec iov{out + got, size - got};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     msghdr msg{};
@@ -195,8 +195,8 @@ ReceiveResult Receive(int sock, int timeout_ms, Header* header, std::vector<uint
   *fd = -1;
   const uint64_t deadline =
       timeout_ms < 0 ? 0 : MonotonicNs() + static_cast<uint64_t>(timeout_ms) * 1'000'000;
-  ReceiveResult r = ReadFully(sock, reinterpret_cast<uint8_t*>(header), sizeof *header, deadline,
-                              fd);
+  ReceiveResult r =
+      ReadFully(sock, reinterpret_cast<uint8_t*>(header), sizeof *header, deadline, fd);
   if (r != ReceiveResult::kMessage) return r;
   if (header->size > kMaxPayload) return ReceiveResult::kBroken;
   payload->resize(header->size);
@@ -247,10 +247,10 @@ bool DecodeSample(const std::vector<uint8_t>& bytes, RawStackSample* s) {
   if (has) {
     auto n = std::make_shared<RawSnapshot>();
     uint8_t flags = 0;
-    if (!r.Get(&n->rflags) || !r.Get(&n->fs_base) || !r.Get(&n->gs_base) ||
-        !r.Get(&n->orig_rax) || !r.Get(&flags) || !r.Get(&n->mapping_sequence) ||
-        !r.Get(&n->threads) || !r.Get(&n->stack_base) || !r.GetVector(&n->stack) ||
-        !r.GetVector(&n->pieces) || !r.GetVector(&n->bytes) || !r.GetVector(&n->unreadable))
+    if (!r.Get(&n->rflags) || !r.Get(&n->fs_base) || !r.Get(&n->gs_base) || !r.Get(&n->orig_rax) ||
+        !r.Get(&flags) || !r.Get(&n->mapping_sequence) || !r.Get(&n->threads) ||
+        !r.Get(&n->stack_base) || !r.GetVector(&n->stack) || !r.GetVector(&n->pieces) ||
+        !r.GetVector(&n->bytes) || !r.GetVector(&n->unreadable))
       return false;
     n->in_kernel = flags & 1;
     n->has_mapping_sequence = flags & 2;

@@ -72,8 +72,8 @@ struct OpenRequest {
 };
 
 struct OutcomeHeader {
-  uint8_t kind;  // SampleOutcome::Kind
-  uint8_t end;   // emulator::EmulationEnd
+  uint8_t kind;   // SampleOutcome::Kind
+  uint8_t end;    // emulator::EmulationEnd
   uint8_t flags;  // kExec | kEvicted | kInSyscall
   uint8_t reserved;
   uint32_t taken;

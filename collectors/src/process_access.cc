@@ -17,8 +17,8 @@ Result<decoders::AddressSpace> DirectProcessAccess::ReadMaps(pid_t pid) {
 Result<decoders::UniqueFd> DirectProcessAccess::OpenPagemap(pid_t pid) {
   const int fd = procfs::Procfs::Host().Open(pid, "pagemap", O_RDONLY);
   if (fd < 0)
-    return Error(ErrorCode::kUnavailable, "/proc/" + std::to_string(pid) +
-                                              "/pagemap: " + std::strerror(errno));
+    return Error(ErrorCode::kUnavailable,
+                 "/proc/" + std::to_string(pid) + "/pagemap: " + std::strerror(errno));
   return decoders::UniqueFd(fd);
 }
 

@@ -171,8 +171,8 @@ int ProcessImage::Anonymous(uint64_t page) {
   }
   if (pagemap_.get() < 0) return -1;
   uint64_t entry = 0;
-  if (pread(pagemap_.get(), &entry, sizeof entry, static_cast<off_t>(page / kPage * sizeof entry)) !=
-      static_cast<ssize_t>(sizeof entry))
+  if (pread(pagemap_.get(), &entry, sizeof entry,
+            static_cast<off_t>(page / kPage * sizeof entry)) != static_cast<ssize_t>(sizeof entry))
     return -1;
   if (entry & kPagemapSwapped) return 1;
   return (entry & kPagemapPresent) != 0 && (entry & kPagemapFileOrSharedAnon) == 0 ? 1 : 0;

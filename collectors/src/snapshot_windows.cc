@@ -13,10 +13,10 @@
 #include <set>
 #include <thread>
 
+#include "emulator_client.h"
 #include "pathprof/collectors/shared_stack_sampler.h"
 #include "pathprof/core/clock.h"
 #include "pathprof/stepping/helper_process.h"
-#include "emulator_client.h"
 #include "process_access.h"
 #include "process_image.h"
 #include "snapshot_emulation.h"

@@ -49,10 +49,9 @@ Result<std::string> FindHelper(const HelperLocation& where) {
     if (Executable(path)) return path;
     searched += ", " + path;
   }
-  return Error(ErrorCode::kNotFound, where.purpose + " " + where.name +
-                                         " is not installed (looked at " + searched +
-                                         "); reinstall pathprof, or point $" + where.env_var +
-                                         " at it");
+  return Error(ErrorCode::kNotFound,
+               where.purpose + " " + where.name + " is not installed (looked at " + searched +
+                   "); reinstall pathprof, or point $" + where.env_var + " at it");
 }
 
 Result<pid_t> SpawnHelper(const std::string& path, const std::vector<std::string>& args,

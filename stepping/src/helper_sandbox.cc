@@ -58,21 +58,51 @@ std::string Kill(scmp_filter_ctx ctx, const std::vector<int>& calls) {
 // on hosts whose vDSO clock is off, and a thread's CPU clock always is), signals, its exit.
 const std::vector<int>& CommonCalls() {
   static const std::vector<int> calls = {
-      SCMP_SYS(read),          SCMP_SYS(pread64),       SCMP_SYS(readv),
-      SCMP_SYS(preadv),        SCMP_SYS(write),         SCMP_SYS(writev),
-      SCMP_SYS(lseek),         SCMP_SYS(close),         SCMP_SYS(fstat),
-      SCMP_SYS(fcntl),         SCMP_SYS(ppoll),         SCMP_SYS(poll),
-      SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres),  SCMP_SYS(gettimeofday),
-      SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),   SCMP_SYS(rt_sigaction),
-      SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack),
-      SCMP_SYS(getpid),        SCMP_SYS(gettid),        SCMP_SYS(getppid),
-      SCMP_SYS(getuid),        SCMP_SYS(geteuid),       SCMP_SYS(getgid),
-      SCMP_SYS(getegid),       SCMP_SYS(getresuid),     SCMP_SYS(getresgid),
-      SCMP_SYS(sched_yield),   SCMP_SYS(getrandom),     SCMP_SYS(mmap),
-      SCMP_SYS(munmap),        SCMP_SYS(mremap),        SCMP_SYS(mprotect),
-      SCMP_SYS(madvise),       SCMP_SYS(brk),           SCMP_SYS(futex),
-      SCMP_SYS(getrlimit),     SCMP_SYS(prlimit64),     SCMP_SYS(uname),
-      SCMP_SYS(restart_syscall), SCMP_SYS(exit),        SCMP_SYS(exit_group),
+      SCMP_SYS(read),
+      SCMP_SYS(pread64),
+      SCMP_SYS(readv),
+      SCMP_SYS(preadv),
+      SCMP_SYS(write),
+      SCMP_SYS(writev),
+      SCMP_SYS(lseek),
+      SCMP_SYS(close),
+      SCMP_SYS(fstat),
+      SCMP_SYS(fcntl),
+      SCMP_SYS(ppoll),
+      SCMP_SYS(poll),
+      SCMP_SYS(clock_gettime),
+      SCMP_SYS(clock_getres),
+      SCMP_SYS(gettimeofday),
+      SCMP_SYS(clock_nanosleep),
+      SCMP_SYS(nanosleep),
+      SCMP_SYS(rt_sigaction),
+      SCMP_SYS(rt_sigprocmask),
+      SCMP_SYS(rt_sigreturn),
+      SCMP_SYS(sigaltstack),
+      SCMP_SYS(getpid),
+      SCMP_SYS(gettid),
+      SCMP_SYS(getppid),
+      SCMP_SYS(getuid),
+      SCMP_SYS(geteuid),
+      SCMP_SYS(getgid),
+      SCMP_SYS(getegid),
+      SCMP_SYS(getresuid),
+      SCMP_SYS(getresgid),
+      SCMP_SYS(sched_yield),
+      SCMP_SYS(getrandom),
+      SCMP_SYS(mmap),
+      SCMP_SYS(munmap),
+      SCMP_SYS(mremap),
+      SCMP_SYS(mprotect),
+      SCMP_SYS(madvise),
+      SCMP_SYS(brk),
+      SCMP_SYS(futex),
+      SCMP_SYS(getrlimit),
+      SCMP_SYS(prlimit64),
+      SCMP_SYS(uname),
+      SCMP_SYS(restart_syscall),
+      SCMP_SYS(exit),
+      SCMP_SYS(exit_group),
   };
   return calls;
 }
@@ -81,21 +111,34 @@ const std::vector<int>& CommonCalls() {
 // their memory and /proc files, its signalfd and timers, its threads' placement.
 const std::vector<int>& TracerCalls() {
   static const std::vector<int> calls = {
-      SCMP_SYS(ptrace),         SCMP_SYS(wait4),          SCMP_SYS(waitid),
-      SCMP_SYS(process_vm_readv), SCMP_SYS(pwrite64),     SCMP_SYS(newfstatat),
-      SCMP_SYS(statx),          SCMP_SYS(getdents64),     SCMP_SYS(readlink),
-      SCMP_SYS(readlinkat),     SCMP_SYS(ioctl),          SCMP_SYS(pselect6),
-      SCMP_SYS(timer_create),   SCMP_SYS(timer_settime),  SCMP_SYS(timer_gettime),
-      SCMP_SYS(timer_delete),   SCMP_SYS(rt_sigtimedwait), SCMP_SYS(tgkill),
-      SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_setaffinity),
+      SCMP_SYS(ptrace),
+      SCMP_SYS(wait4),
+      SCMP_SYS(waitid),
+      SCMP_SYS(process_vm_readv),
+      SCMP_SYS(pwrite64),
+      SCMP_SYS(newfstatat),
+      SCMP_SYS(statx),
+      SCMP_SYS(getdents64),
+      SCMP_SYS(readlink),
+      SCMP_SYS(readlinkat),
+      SCMP_SYS(ioctl),
+      SCMP_SYS(pselect6),
+      SCMP_SYS(timer_create),
+      SCMP_SYS(timer_settime),
+      SCMP_SYS(timer_gettime),
+      SCMP_SYS(timer_delete),
+      SCMP_SYS(rt_sigtimedwait),
+      SCMP_SYS(tgkill),
+      SCMP_SYS(sched_getaffinity),
+      SCMP_SYS(sched_setaffinity),
   };
   return calls;
 }
 
 // The emulator's socket: messages and the descriptors they carry, on the socket it was given.
 const std::vector<int>& EmulatorCalls() {
-  static const std::vector<int> calls = {SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
-                                         SCMP_SYS(recvfrom), SCMP_SYS(sendto)};
+  static const std::vector<int> calls = {SCMP_SYS(recvmsg), SCMP_SYS(sendmsg), SCMP_SYS(recvfrom),
+                                         SCMP_SYS(sendto)};
   return calls;
 }
 
@@ -137,10 +180,10 @@ std::string EnterHelperSandbox(const SandboxPolicy& policy) {
   if (kSanitizerRuntime) {
     // Its runtime also probes whether memory is readable through a pipe, its reports open
     // /proc/self files with open(2), and its leak checker lists and stops this process's threads.
-    if (std::string e = Allow(ctx, {SCMP_SYS(clone), SCMP_SYS(pipe2), SCMP_SYS(pipe),
-                                    SCMP_SYS(getdents), SCMP_SYS(getdents64), SCMP_SYS(prctl),
-                                    SCMP_SYS(ptrace), SCMP_SYS(wait4), SCMP_SYS(readlink),
-                                    SCMP_SYS(sched_getaffinity)});
+    if (std::string e =
+            Allow(ctx, {SCMP_SYS(clone), SCMP_SYS(pipe2), SCMP_SYS(pipe), SCMP_SYS(getdents),
+                        SCMP_SYS(getdents64), SCMP_SYS(prctl), SCMP_SYS(ptrace), SCMP_SYS(wait4),
+                        SCMP_SYS(readlink), SCMP_SYS(sched_getaffinity)});
         !e.empty())
       return e;
     if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(open), 1,
@@ -164,12 +207,11 @@ std::string EnterHelperSandbox(const SandboxPolicy& policy) {
     if (std::string e = Kill(ctx, {SCMP_SYS(open)}); !e.empty()) return e;
   }
   // What only an exploit would call: the helper dies instead of running it.
-  if (std::string e = Kill(ctx, {SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(fork),
-                                 SCMP_SYS(vfork), SCMP_SYS(socket), SCMP_SYS(socketpair),
-                                 SCMP_SYS(connect), SCMP_SYS(bind), SCMP_SYS(creat),
-                                 SCMP_SYS(setuid), SCMP_SYS(setresuid), SCMP_SYS(setgid),
-                                 SCMP_SYS(setresgid), SCMP_SYS(process_vm_writev),
-                                 SCMP_SYS(kill)});
+  if (std::string e =
+          Kill(ctx, {SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(fork), SCMP_SYS(vfork),
+                     SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(connect), SCMP_SYS(bind),
+                     SCMP_SYS(creat), SCMP_SYS(setuid), SCMP_SYS(setresuid), SCMP_SYS(setgid),
+                     SCMP_SYS(setresgid), SCMP_SYS(process_vm_writev), SCMP_SYS(kill)});
       !e.empty())
     return e;
   if (int rc = seccomp_load(ctx); rc != 0) return Failed("load", rc);

@@ -243,6 +243,27 @@ int TracerOf(pid_t pid) {
 // process's executable, or nothing: the whole host), starts a copy of example_hotloop a second
 // into the first window, and checks that the first window's archived profile names it; with
 // source snapshot, that the window holds hot paths in it, and that nothing ever traced it.
+// The daemon's emulator helper (pathprof-emulator, its child), or -1.
+pid_t EmulatorOf(pid_t daemon) {
+  const procfs::Procfs& proc = procfs::Procfs::Host();
+  for (pid_t pid : proc.Pids()) {
+    auto stat = proc.ReadStat(pid);
+    if (stat.ok() && stat->ppid == daemon && stat->comm == "pathprof-emulat") return pid;
+  }
+  return -1;
+}
+
+// What the emulating process may do: its uid, CapEff, NoNewPrivs and Seccomp lines.
+std::string ConfinementOf(pid_t pid) {
+  auto status = procfs::Procfs::Host().Read(pid, "status");
+  if (!status.ok()) return "";
+  std::string out;
+  for (const char* key : {"Uid", "CapEff", "NoNewPrivs", "Seccomp"})
+    out += std::string(key) + "=" + std::string(procfs::StatusField(*status, key).value_or("?")) +
+           " ";
+  return out;
+}
+
 void ExpectAProcessBornMidWindowInThatWindow(bool by_executable,
                                              const std::string& source = "none") {
   char tmpl[] = "/tmp/pathprof-midwindow-XXXXXX";
@@ -269,13 +290,20 @@ void ExpectAProcessBornMidWindowInThatWindow(bool by_executable,
     uint64_t bytes = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     int traced = 0;
+    std::string confinement;
     while (ArchiveFiles(archive, ".pb.gz", &bytes).empty() &&
            std::chrono::steady_clock::now() < deadline) {
       traced += TracerOf(loop) > 0;
+      if (const pid_t emulator = EmulatorOf(daemon.pid()); emulator > 0 && confinement.empty())
+        confinement = ConfinementOf(emulator);
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     if (source == "snapshot") {
       EXPECT_EQ(traced, 0) << "the continuous session ptraced it";
+      // The whole host's code is emulated by nobody, without capabilities, under a filter.
+      EXPECT_EQ(confinement,
+                "Uid=65534\t65534\t65534\t65534 CapEff=0000000000000000 NoNewPrivs=1 Seccomp=2 ")
+          << "the daemon's emulator helper";
     }
     EXPECT_EQ(daemon.Signal(SIGTERM), 0) << daemon.Log();
   }

@@ -15,8 +15,8 @@
 // whose unknown bytes ended windows (copied with every sample, most recent first).
 #pragma once
 
-#include <array>
 #include <sys/types.h>
+#include <array>
 
 #include <cstdint>
 #include <functional>
@@ -81,12 +81,12 @@ struct SnapshotWindowStats {
   uint64_t budget_cpu = 0;         // ... past its CPU share
   uint64_t processes_evicted = 0;  // processes forgotten for max_processes
   uint64_t own_process = 0;  // samples of this process or its helpers (every process): no window
-  uint64_t emulator_failures = 0;  // emulator helpers that died, hung or broke the protocol
+  uint64_t emulator_failures = 0;   // emulator helpers that died, hung or broke the protocol
   uint64_t lost_emulator_gone = 0;  // samples lost with one (in flight, or none left to start)
   std::string emulator_failure;     // the last one's, with how it ended
   bool emulator_exhausted = false;  // max_emulator_starts used up: no more windows
-  uint64_t taken = 0;              // taken branches in all windows
-  uint64_t emulate_ns = 0;         // the worker's CPU time on windows
+  uint64_t taken = 0;               // taken branches in all windows
+  uint64_t emulate_ns = 0;          // the worker's CPU time on windows
   std::array<uint64_t, emulator::kEmulationEndCount> ends{};
   uint64_t snapshots_cut = 0;              // the sampler's byte cap left pieces out
   uint64_t snapshot_hints_unreadable = 0;  // hint pages unmapped by the sample
