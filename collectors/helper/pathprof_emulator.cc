@@ -33,11 +33,28 @@ constexpr int kExitUsage = 2;
 // The maps of a process, as text, at most (a process with ~500,000 mappings).
 constexpr size_t kMaxMapsBytes = 64u << 20;
 
+// What goes to the collector, held until it must go: before an open request (the collector
+// tells which sample the helper is on by the outcomes it has) and at a batch's end.
+class Outbox {
+ public:
+  void Add(wire::Type type, const std::vector<uint8_t>& payload) {
+    wire::Append(type, payload.data(), static_cast<uint32_t>(payload.size()), &bytes_);
+  }
+  void Flush() {
+    if (bytes_.empty()) return;
+    if (!wire::SendBytes(kSocketFd, bytes_)) std::_Exit(0);  // the collector is gone
+    bytes_.clear();
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
 // A process's maps, pagemap and files, each a descriptor the collector opened on request. The
 // collector answers only for the pid of the sample being emulated.
 class BrokeredAccess final : public pc::ProcessAccess {
  public:
-  explicit BrokeredAccess(int sock) : sock_(sock) {}
+  BrokeredAccess(int sock, Outbox& outbox) : sock_(sock), outbox_(outbox) {}
 
   pathprof::Result<pathprof::decoders::AddressSpace> ReadMaps(pid_t pid) override {
     auto it = maps_.find(pid);
@@ -87,6 +104,7 @@ class BrokeredAccess final : public pc::ProcessAccess {
       r.device = m->device;
       r.inode = m->inode;
     }
+    outbox_.Flush();
     if (!wire::Send(sock_, wire::Type::kOpen, &r, sizeof r)) std::_Exit(0);  // collector gone
     wire::Header h{};
     std::vector<uint8_t> payload;
@@ -105,6 +123,7 @@ class BrokeredAccess final : public pc::ProcessAccess {
   }
 
   int sock_;
+  Outbox& outbox_;
   std::map<pid_t, pathprof::decoders::UniqueFd> maps_;
 };
 
@@ -179,12 +198,13 @@ int main(int argc, char** argv) {
   if (settings.version != ours.version || settings.event_size != ours.event_size ||
       settings.image_stats_size != ours.image_stats_size)
     return Fail("the collector speaks another version of the protocol (another build?)");
-  BrokeredAccess access(kSocketFd);
-  pc::SnapshotEmulation emulation(
-      wire::FromSettings(settings), access, [](uint32_t pid, const std::vector<uint64_t>& pages) {
-        if (!wire::Send(kSocketFd, wire::Type::kHints, wire::EncodeHints(pid, pages)))
-          std::_Exit(0);
-      });
+  Outbox outbox;
+  BrokeredAccess access(kSocketFd, outbox);
+  pc::SnapshotEmulation emulation(wire::FromSettings(settings), access,
+                                  [&outbox](uint32_t pid, const std::vector<uint64_t>& pages) {
+                                    outbox.Add(wire::Type::kHints, wire::EncodeHints(pid, pages));
+                                  });
+  std::vector<pathprof::collectors::RawStackSample> samples;
   if (!wire::Send(kSocketFd, wire::Type::kReady, nullptr, 0)) return 0;
   for (;;) {
     const wire::ReceiveResult r = wire::Receive(kSocketFd, -1, &h, &payload, &fd);
@@ -196,15 +216,16 @@ int main(int argc, char** argv) {
       emulation.Forget(pid);
       continue;
     }
-    if (h.type != wire::Type::kSample) return Fail("an unexpected message");
-    pathprof::collectors::RawStackSample sample;
-    if (!wire::DecodeSample(payload, &sample)) return Fail("a malformed sample");
+    if (h.type != wire::Type::kSamples) return Fail("an unexpected message");
+    if (!wire::DecodeSamples(payload, &samples)) return Fail("a malformed batch of samples");
 #ifndef NDEBUG
     Fault(fault);
 #else
     (void)fault;
 #endif
-    const pc::SampleOutcome outcome = emulation.Emulate(sample);
-    if (!wire::Send(kSocketFd, wire::Type::kOutcome, wire::EncodeOutcome(outcome))) return 0;
+    emulation.ObserveAhead(samples);
+    for (const pathprof::collectors::RawStackSample& sample : samples)
+      outbox.Add(wire::Type::kOutcome, wire::EncodeOutcome(emulation.Emulate(sample)));
+    outbox.Flush();
   }
 }

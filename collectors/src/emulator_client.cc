@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "emulator_wire.h"
 #include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/stepping/helper_process.h"
@@ -96,14 +95,13 @@ Result<std::unique_ptr<EmulatorClient>> EmulatorClient::Start(
   c->pid_ = *pid;
   c->pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, *pid, 0));
   c->sock_ = pair[0];
+  c->reader_ = std::make_unique<wire::MessageReader>(c->sock_);
   const wire::Settings settings = wire::SettingsFor(options.settings);
   if (!wire::Send(c->sock_, wire::Type::kSettings, &settings, sizeof settings))
     return c->Fail("the emulator helper closed its socket at its start");
   wire::Header h{};
   std::vector<uint8_t> payload;
-  int fd = -1;
-  const wire::ReceiveResult r = wire::Receive(c->sock_, kStartTimeoutMs, &h, &payload, &fd);
-  if (fd >= 0) close(fd);
+  const wire::ReceiveResult r = c->reader_->Next(kStartTimeoutMs, &h, &payload);
   if (r == wire::ReceiveResult::kMessage && h.type == wire::Type::kReady) return c;
   if (r == wire::ReceiveResult::kMessage && h.type == wire::Type::kError)
     return c->Fail(
@@ -203,43 +201,46 @@ Status EmulatorClient::Run(const std::vector<const RawStackSample*>& samples,
                            const std::function<void(size_t, SampleOutcome&&)>& done,
                            const HintSink& hints) {
   if (failed()) return Error(ErrorCode::kUnavailable, "snapshot windows' emulator: " + failure_);
-  // One sample in flight at a time: the helper's open requests then name only its pid.
   const uint32_t max_events = 64 * options_.settings.window_taken + 64;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    if (!wire::Send(sock_, wire::Type::kSample, wire::EncodeSample(*samples[i])))
+  for (size_t first = 0; first < samples.size(); first += wire::kMaxBatch) {
+    const size_t end = std::min<size_t>(samples.size(), first + wire::kMaxBatch);
+    const std::vector<const RawStackSample*> batch(samples.begin() + first, samples.begin() + end);
+    if (!wire::Send(sock_, wire::Type::kSamples, wire::EncodeSamples(batch)))
       return Fail("the emulator helper's socket closed");
-    for (;;) {
+    // The helper works through the batch in order: the sample it is on is the one after the
+    // outcomes it has sent, and its requests may name only that sample's process.
+    size_t next = first;
+    while (next < end) {
       wire::Header h{};
       std::vector<uint8_t> payload;
-      int fd = -1;
-      const wire::ReceiveResult r =
-          wire::Receive(sock_, options_.sample_timeout_ms, &h, &payload, &fd);
-      if (fd >= 0) close(fd);  // the helper has no descriptor to give
+      const wire::ReceiveResult r = reader_->Next(options_.sample_timeout_ms, &h, &payload);
       if (r == wire::ReceiveResult::kTimeout)
         return Fail("the emulator helper took over " +
                     std::to_string(options_.sample_timeout_ms / 1000) + " s on one sample");
       if (r != wire::ReceiveResult::kMessage) return Fail("the emulator helper's socket closed");
+      const uint32_t pid = samples[next]->pid;
       if (h.type == wire::Type::kOpen) {
-        ServeOpen(payload, samples[i]->pid);
+        ServeOpen(payload, pid);
         if (failed()) return Fail(failure_);
         continue;
       }
       if (h.type == wire::Type::kHints) {
-        uint32_t pid = 0;
+        uint32_t hinted = 0;
         std::vector<uint64_t> pages;
         // Its own pid's pages, or another's emptied (a process it forgot to make room).
-        if (!wire::DecodeHints(payload, options_.settings.hint_pages, &pid, &pages) ||
-            (pid != samples[i]->pid && !pages.empty()))
+        if (!wire::DecodeHints(payload, options_.settings.hint_pages, &hinted, &pages) ||
+            (hinted != pid && !pages.empty()))
           return Fail("the emulator helper sent malformed hint pages");
-        hints(pid, pages);
+        hints(hinted, pages);
         continue;
       }
       if (h.type == wire::Type::kOutcome) {
         SampleOutcome o;
         if (!wire::DecodeOutcome(payload, max_events, &o))
           return Fail("the emulator helper sent a malformed window");
-        done(i, std::move(o));
-        break;
+        done(next, std::move(o));
+        ++next;
+        continue;
       }
       return Fail("the emulator helper sent an unexpected message");
     }

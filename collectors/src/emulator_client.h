@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator_wire.h"
 #include "pathprof/core/status.h"
 #include "pathprof/decoders/mapped_file.h"
 #include "snapshot_emulation.h"
@@ -43,7 +44,8 @@ class EmulatorClient {
   EmulatorClient& operator=(const EmulatorClient&) = delete;
 
   using HintSink = SnapshotEmulation::HintSink;
-  // Emulates `samples` in order: `done(i, outcome)` for each. An error when the helper died,
+  // Emulates `samples` in order, in batches of up to emulator_wire::kMaxBatch: `done(i,
+  // outcome)` for each. An error when the helper died,
   // hung or broke the protocol: the samples without an outcome are lost (the caller counts
   // them), and this client is of no further use (`failure()` says why).
   Status Run(const std::vector<const RawStackSample*>& samples,
@@ -67,6 +69,7 @@ class EmulatorClient {
   int pidfd_ = -1;
   int sock_ = -1;
   std::string failure_;
+  std::unique_ptr<emulator_wire::MessageReader> reader_;
 };
 
 // Where pathprof-emulator is looked for ($PATHPROF_EMULATOR, beside the running executable,

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -186,6 +187,59 @@ bool Send(int sock, Type type, const void* payload, uint32_t size, int fd) {
   return true;
 }
 
+void Append(Type type, const void* payload, uint32_t size, std::vector<uint8_t>* out) {
+  const Header h{type, size};
+  const auto* hp = reinterpret_cast<const uint8_t*>(&h);
+  out->insert(out->end(), hp, hp + sizeof h);
+  if (size != 0) {
+    const auto* p = static_cast<const uint8_t*>(payload);
+    out->insert(out->end(), p, p + size);
+  }
+}
+
+bool SendBytes(int sock, const std::vector<uint8_t>& bytes) {
+  size_t at = 0;
+  while (at < bytes.size()) {
+    const ssize_t n = send(sock, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    at += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+ReceiveResult MessageReader::Next(int timeout_ms, Header* header, std::vector<uint8_t>* payload) {
+  const uint64_t deadline =
+      timeout_ms < 0 ? 0 : MonotonicNs() + static_cast<uint64_t>(timeout_ms) * 1'000'000;
+  bool began = false;
+  for (;;) {
+    const size_t have = buf_.size() - at_;
+    if (have >= sizeof(Header)) {
+      std::memcpy(header, buf_.data() + at_, sizeof *header);
+      if (header->size > kMaxPayload) return ReceiveResult::kBroken;
+      if (have >= sizeof(Header) + header->size) {
+        const uint8_t* p = buf_.data() + at_ + sizeof(Header);
+        payload->assign(p, p + header->size);
+        at_ += sizeof(Header) + header->size;
+        return ReceiveResult::kMessage;
+      }
+    }
+    began = began || have > 0;
+    // Keep what is unread at the front, then read as much as has arrived (64 KiB at least).
+    buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(at_));
+    at_ = 0;
+    if (!WaitReadable(sock_, deadline))
+      return began ? ReceiveResult::kBroken : ReceiveResult::kTimeout;
+    const size_t old = buf_.size();
+    buf_.resize(old + (256u << 10));
+    const ssize_t n = recv(sock_, buf_.data() + old, buf_.size() - old, 0);
+    buf_.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ReceiveResult::kBroken;
+    if (n == 0) return began ? ReceiveResult::kBroken : ReceiveResult::kEof;
+  }
+}
+
 bool Send(int sock, Type type, const std::vector<uint8_t>& payload, int fd) {
   return Send(sock, type, payload.data(), static_cast<uint32_t>(payload.size()), fd);
 }
@@ -215,8 +269,8 @@ std::vector<uint8_t> EncodeSample(const RawStackSample& s) {
   w.Put(s.time_ns);
   w.Put(s.exec_id);
   w.PutVector(s.regs);
-  w.Put(s.stack_start);
-  w.PutVector(s.stack);
+  // Not the sample's stack copy (for unwinding, the collector's): the emulation reads the
+  // snapshot's.
   const bool has = s.snapshot != nullptr;
   w.Put(static_cast<uint8_t>(has));
   if (has) {
@@ -242,7 +296,7 @@ bool DecodeSample(const std::vector<uint8_t>& bytes, RawStackSample* s) {
   Reader r(bytes);
   uint8_t has = 0;
   if (!r.Get(&s->pid) || !r.Get(&s->tid) || !r.Get(&s->time_ns) || !r.Get(&s->exec_id) ||
-      !r.GetVector(&s->regs) || !r.Get(&s->stack_start) || !r.GetVector(&s->stack) || !r.Get(&has))
+      !r.GetVector(&s->regs) || !r.Get(&has))
     return false;
   if (has) {
     auto n = std::make_shared<RawSnapshot>();
@@ -258,6 +312,43 @@ bool DecodeSample(const std::vector<uint8_t>& bytes, RawStackSample* s) {
     s->snapshot = std::move(n);
   }
   return r.Done();
+}
+
+std::vector<uint8_t> EncodeSamples(const std::vector<const RawStackSample*>& samples) {
+  std::vector<uint8_t> out;
+  const uint32_t count = static_cast<uint32_t>(samples.size());
+  const auto* cp = reinterpret_cast<const uint8_t*>(&count);
+  out.insert(out.end(), cp, cp + sizeof count);
+  for (const RawStackSample* s : samples) {
+    const std::vector<uint8_t> one = EncodeSample(*s);
+    const uint32_t n = static_cast<uint32_t>(one.size());
+    const auto* np = reinterpret_cast<const uint8_t*>(&n);
+    out.insert(out.end(), np, np + sizeof n);
+    out.insert(out.end(), one.begin(), one.end());
+  }
+  return out;
+}
+
+bool DecodeSamples(const std::vector<uint8_t>& bytes, std::vector<RawStackSample>* samples) {
+  uint32_t count = 0;
+  if (bytes.size() < sizeof count) return false;
+  std::memcpy(&count, bytes.data(), sizeof count);
+  if (count > kMaxBatch) return false;
+  size_t at = sizeof count;
+  samples->clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t n = 0;
+    if (bytes.size() - at < sizeof n) return false;
+    std::memcpy(&n, bytes.data() + at, sizeof n);
+    at += sizeof n;
+    if (bytes.size() - at < n) return false;
+    const std::vector<uint8_t> one(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                                   bytes.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+    samples->emplace_back();
+    if (!DecodeSample(one, &samples->back())) return false;
+  }
+  return at == bytes.size();
 }
 
 std::vector<uint8_t> EncodeOutcome(const SampleOutcome& o) {

@@ -8,12 +8,16 @@
 //   collector                          helper
 //   kSettings (version, sizes, ...) ->
 //                                   <- kReady (or kError and exit)
-//   kSample ...                     ->
-//                                   <- kOpen (maps, pagemap or a mapped file of the sample's pid)
+//   kSamples (a batch, in order)    ->
+//                                   <- kOpen (maps, pagemap or a mapped file of the pid of the
+//                                      sample it is on: the one after the outcomes sent so far)
 //   kOpened (+ fd, or an errno)     ->
 //                                   <- kHints (pages to copy with the pid's samples)
 //                                   <- kOutcome (one per sample, in order)
 //   kForget (pid)                   ->
+// A batch is one message each way where no open is needed (the helper sends its outcomes
+// together, before an open request and at the batch's end): at a few hundred windows a second
+// the helper then wakes once per batch, not once per sample.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +36,7 @@ enum class Type : uint32_t {
   kSettings = 1,
   kReady = 2,
   kError = 3,  // text: the helper could not start (it then exits)
-  kSample = 4,
+  kSamples = 4,
   kOpen = 5,
   kOpened = 6,
   kHints = 7,
@@ -45,8 +49,10 @@ struct Header {
   uint32_t size;
 };
 
-// Largest payload either side accepts (a sample's stack and hint pages fit many times over).
-inline constexpr uint32_t kMaxPayload = 8u << 20;
+// Largest payload either side accepts (a batch of samples with their stacks and hint pages).
+inline constexpr uint32_t kMaxPayload = 64u << 20;
+// Samples in one batch at most.
+inline constexpr uint32_t kMaxBatch = 256;
 
 struct Settings {
   uint32_t version = kVersion;
@@ -84,6 +90,10 @@ struct OutcomeHeader {
 };
 inline constexpr uint8_t kExec = 1, kEvicted = 2, kInSyscall = 4;
 
+// Appends one framed message to `out` (sent later with SendBytes).
+void Append(Type type, const void* payload, uint32_t size, std::vector<uint8_t>* out);
+// Writes `bytes` whole. False when the peer is gone.
+bool SendBytes(int sock, const std::vector<uint8_t>& bytes);
 // Writes one message, with `fd` attached when >= 0. False when the peer is gone.
 bool Send(int sock, Type type, const void* payload, uint32_t size, int fd = -1);
 bool Send(int sock, Type type, const std::vector<uint8_t>& payload, int fd = -1);
@@ -95,9 +105,26 @@ enum class ReceiveResult { kMessage, kTimeout, kEof, kBroken };
 ReceiveResult Receive(int sock, int timeout_ms, Header* header, std::vector<uint8_t>* payload,
                       int* fd);
 
-// The fields of a sample a window needs.
+// Reads messages from a socket that carries no descriptors, a large read at a time (the
+// collector's side: the helper never sends one).
+class MessageReader {
+ public:
+  explicit MessageReader(int sock) : sock_(sock) {}
+  ReceiveResult Next(int timeout_ms, Header* header, std::vector<uint8_t>* payload);
+
+ private:
+  int sock_;
+  std::vector<uint8_t> buf_;
+  size_t at_ = 0;
+};
+
+// The fields of a sample a window needs (not its stack copy for unwinding: the snapshot has
+// its own).
 std::vector<uint8_t> EncodeSample(const RawStackSample& s);
 bool DecodeSample(const std::vector<uint8_t>& bytes, RawStackSample* s);
+// A batch: a count, then each sample's length and encoding.
+std::vector<uint8_t> EncodeSamples(const std::vector<const RawStackSample*>& samples);
+bool DecodeSamples(const std::vector<uint8_t>& bytes, std::vector<RawStackSample>* samples);
 
 std::vector<uint8_t> EncodeOutcome(const SampleOutcome& o);
 // Refuses (false) what a helper could not have sent: an enum past its table, more events than

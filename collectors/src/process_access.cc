@@ -16,9 +16,11 @@ Result<decoders::AddressSpace> DirectProcessAccess::ReadMaps(pid_t pid) {
 
 Result<decoders::UniqueFd> DirectProcessAccess::OpenPagemap(pid_t pid) {
   const int fd = procfs::Procfs::Host().Open(pid, "pagemap", O_RDONLY);
-  if (fd < 0)
+  if (fd < 0) {
+    const int err = errno;
     return Error(ErrorCode::kUnavailable,
-                 "/proc/" + std::to_string(pid) + "/pagemap: " + std::strerror(errno));
+                 procfs::Procfs::Host().Path(pid, "pagemap") + ": " + std::strerror(err));
+  }
   return decoders::UniqueFd(fd);
 }
 

@@ -84,6 +84,15 @@ uint32_t SnapshotEmulation::EvictOldest() {
   return pid;
 }
 
+void SnapshotEmulation::ObserveAhead(const std::vector<RawStackSample>& samples) {
+  for (const RawStackSample& s : samples) {
+    if (!s.snapshot || !s.snapshot->has_mapping_sequence || s.snapshot->mappings_changing) continue;
+    auto it = processes_.find(s.pid);
+    if (it == processes_.end() || it->second->exec_id != s.exec_id) continue;
+    it->second->image->ObserveSequence(s.time_ns, s.snapshot->mapping_sequence);
+  }
+}
+
 SampleOutcome SnapshotEmulation::Emulate(const RawStackSample& sample) {
   const uint64_t t0 = ThreadCpuNs();
   SampleOutcome out;

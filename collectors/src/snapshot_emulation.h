@@ -59,6 +59,10 @@ class SnapshotEmulation {
   SnapshotEmulation& operator=(const SnapshotEmulation&) = delete;
 
   SampleOutcome Emulate(const RawStackSample& sample);
+  // Observes the mapping sequences of samples about to be emulated (ProcessImage::
+  // ObserveSequence), so that the first of a batch may already count on the later ones: a
+  // sample taken after a read of the maps says whether the read describes the earlier ones.
+  void ObserveAhead(const std::vector<RawStackSample>& samples);
   void Forget(uint32_t pid);
 
  private:

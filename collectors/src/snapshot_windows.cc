@@ -33,8 +33,13 @@ uint64_t ThreadCpuNs() {
 
 // How long Flush waits for the worker to empty its queue at most.
 constexpr std::chrono::seconds kFlushDeadline{5};
-// Samples the worker takes from the queue at once.
-constexpr size_t kBatch = 32;
+// Samples the worker takes from the queue at once, and how long it waits for that many: each
+// batch is one exchange with the emulator helper (whose wake-ups, one per sample, were a
+// collector's largest cost after the emulation). Windows are consumed at a session's or a
+// continuous window's end, so the wait delays nothing anyone sees.
+constexpr size_t kBatch = 64;
+constexpr std::chrono::milliseconds kBatchWait{50};
+constexpr size_t kMaxSent = 4096;
 
 }  // namespace
 
@@ -57,9 +62,13 @@ struct SnapshotWindowCollector::Impl {
   std::condition_variable work_cv, idle_cv;
   std::deque<RawStackSample> queue;
   std::set<uint32_t> gone;  // processes to forget
+  std::set<uint32_t> sent;  // processes some batch had (at most kMaxSent)
   bool stop = false;
   bool busy = false;
-  bool ready = false;  // `subscription` is set: the worker may use it
+  bool flushing = false;  // Flush waits: no batch waits for more samples
+  bool stopping = false;  // Stop was called: no sample is taken
+  size_t in_worker = 0;   // samples taken from the queue and not yet accounted
+  bool ready = false;     // `subscription` is set: the worker may use it
   SnapshotWindowStats stats;
   std::map<uint32_t, ProcessImage::Stats> image_stats;
   std::thread worker;
@@ -74,6 +83,10 @@ struct SnapshotWindowCollector::Impl {
     }
     // Every process: this one's samples and its helpers' (the emulator among them) are no one's
     // windows.
+    if (stopping) {
+      ++stats.after_stop;
+      return;
+    }
     if (s.pid == self || stepping::IsOwnHelper(static_cast<pid_t>(s.pid))) {
       ++stats.own_process;
       return;
@@ -102,23 +115,44 @@ struct SnapshotWindowCollector::Impl {
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       work_cv.wait(lock, [&] { return stop || (ready && (!queue.empty() || !gone.empty())); });
+      // A process's first sample goes at once: the helper reads its maps then, and the samples
+      // taken after that read are what let it trust the read (ProcessImage::Describes).
+      if (!local && !stop && gone.empty() && !HasNewProcess())
+        work_cv.wait_for(lock, kBatchWait,
+                         [&] { return stop || flushing || queue.size() >= kBatch; });
       std::set<uint32_t> forget;
       forget.swap(gone);
-      for (uint32_t pid : forget) image_stats.erase(pid);
+      for (uint32_t pid : forget) {
+        image_stats.erase(pid);
+        sent.erase(pid);
+      }
       if (stop) return;
       std::vector<RawStackSample> batch;
+      in_worker = 0;
       while (!queue.empty() && batch.size() < kBatch) {
+        // Bounded: forgetting whom it sent to costs a batch that does not wait, no more.
+        if (sent.size() >= kMaxSent) sent.clear();
+        sent.insert(queue.front().pid);
         batch.push_back(std::move(queue.front()));
         queue.pop_front();
+        ++in_worker;
       }
       busy = true;
       lock.unlock();
       Forget(forget);
       if (!batch.empty()) Emulate(batch);
       lock.lock();
+      in_worker = 0;
       busy = false;
       if (queue.empty()) idle_cv.notify_all();
     }
+  }
+
+  // Whether a queued sample is of a process no batch has had yet (mu held).
+  bool HasNewProcess() {
+    for (const RawStackSample& s : queue)
+      if (sent.count(s.pid) == 0) return true;
+    return false;
   }
 
   void Forget(const std::set<uint32_t>& pids) {
@@ -163,6 +197,7 @@ struct SnapshotWindowCollector::Impl {
 
   void Emulate(const std::vector<RawStackSample>& batch) {
     if (local) {
+      local->ObserveAhead(batch);
       for (const RawStackSample& s : batch) {
         SampleOutcome o = local->Emulate(s);
         if (options.budget) options.budget->Spent(o.emulate_ns);
@@ -190,12 +225,14 @@ struct SnapshotWindowCollector::Impl {
     if (done < batch.size()) {
       std::lock_guard<std::mutex> lock(mu);
       stats.lost_emulator_gone += batch.size() - done;
+      in_worker = 0;
     }
   }
 
   void Account(const RawStackSample& sample, SampleOutcome&& o) {
     {
       std::lock_guard<std::mutex> lock(mu);
+      if (in_worker > 0) --in_worker;
       stats.execs += o.exec;
       if (o.evicted) {
         ++stats.processes_evicted;
@@ -330,20 +367,32 @@ Status SnapshotWindowCollector::RemovePid(uint32_t pid) {
 void SnapshotWindowCollector::Flush() {
   impl_->subscription->Flush();
   std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->flushing = true;
+  impl_->work_cv.notify_all();
   // Bounded: a queue of queue_samples windows takes well under this; a worker stuck longer
   // (a host that starves it) leaves the rest queued, emulated later or dropped at destruction.
   (void)impl_->idle_cv.wait_for(lock, kFlushDeadline,
                                 [&] { return impl_->queue.empty() && !impl_->busy; });
+  impl_->flushing = false;
 }
 
 pid_t SnapshotWindowCollector::emulator_pid() const {
   return impl_->helper_pid;
 }
 
+void SnapshotWindowCollector::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  Flush();
+}
+
 SnapshotWindowStats SnapshotWindowCollector::stats() const {
   const StackSubscriptionStats sub = impl_->subscription->stats();
   std::lock_guard<std::mutex> lock(impl_->mu);
   SnapshotWindowStats out = impl_->stats;
+  out.queued = impl_->queue.size() + impl_->in_worker;
   out.snapshots_cut = sub.snapshots_cut;
   out.snapshot_hints_unreadable = sub.snapshot_hints_unreadable;
   out.ringbuf_full = sub.ringbuf_full;

@@ -83,6 +83,8 @@ class SnapshotSource final : public LiveSource {
     // What was kept of a process (its image, its decodes) forgotten for a newer one: not a
     // sample lost, but its next windows start cold.
     losses.held_back["snapshot_process_evicted"] = st.processes_evicted;
+    // Samples the sampler delivered after the session began to stop: not taken.
+    losses.held_back["snapshot_after_stop"] = st.after_stop;
     // Windows that ended before W taken branches, by why: each is exact up to there, and the
     // reasons say where the snapshot fell short (held back: not a loss, what bounds the data).
     for (int e = 1; e < emulator::kEmulationEndCount; ++e)
@@ -107,7 +109,7 @@ class SnapshotSource final : public LiveSource {
   }
 
   void Stop() override {
-    if (collector_) collector_->Flush();
+    if (collector_) collector_->Stop();
   }
 
  private:

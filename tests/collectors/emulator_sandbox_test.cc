@@ -198,7 +198,7 @@ TEST(EmulatorSandbox, AHelperThatExecsIsKilledByItsFilterAndNoneIsLeft) {
   const SnapshotWindowStats& st = r.stats;
   EXPECT_EQ(st.samples, st.windows + st.no_snapshot + st.in_mapping_syscall +
                             st.dropped_queue_full + st.budget_count + st.budget_cpu +
-                            st.own_process + st.lost_emulator_gone)
+                            st.own_process + st.lost_emulator_gone + st.after_stop + st.queued)
       << "samples " << st.samples << " lost " << st.lost_emulator_gone;
 }
 #endif

@@ -245,7 +245,7 @@ TEST(SnapshotWindowCollector, WindowsOfAProcessAnotherTracerHolds) {
   EXPECT_GE(full, windows.size() * 95 / 100) << "the hot loop's windows run 32 taken branches";
   EXPECT_EQ(st.samples, st.windows + st.no_snapshot + st.in_mapping_syscall +
                             st.dropped_queue_full + st.budget_count + st.budget_cpu +
-                            st.own_process + st.lost_emulator_gone);
+                            st.own_process + st.lost_emulator_gone + st.after_stop + st.queued);
   uint64_t ended = 0;
   for (uint64_t n : st.ends) ended += n;
   EXPECT_EQ(ended, st.windows) << "every window's end counted by its reason";
@@ -313,7 +313,7 @@ TEST(SnapshotWindowCollector, EverySampleOfHostileProgramsIsAccountedFor) {
     EXPECT_GT(st.windows, 50u) << args[0];
     EXPECT_EQ(st.samples, st.windows + st.no_snapshot + st.in_mapping_syscall +
                               st.dropped_queue_full + st.budget_count + st.budget_cpu +
-                              st.own_process + st.lost_emulator_gone)
+                              st.own_process + st.lost_emulator_gone + st.after_stop + st.queued)
         << args[0];
     EXPECT_EQ(ended, st.windows) << args[0] << ": every window's end counted by its reason";
     EXPECT_LE(handed.load(), st.windows) << args[0];

@@ -81,6 +81,11 @@ struct SnapshotWindowStats {
   uint64_t budget_cpu = 0;         // ... past its CPU share
   uint64_t processes_evicted = 0;  // processes forgotten for max_processes
   uint64_t own_process = 0;  // samples of this process or its helpers (every process): no window
+  uint64_t after_stop = 0;   // samples that arrived after Stop: not taken (the session ended)
+  // Samples waiting for the worker or being emulated when the stats were read: every sample is
+  // in exactly one of windows, no_snapshot, in_mapping_syscall, dropped_queue_full,
+  // budget_count, budget_cpu, own_process, after_stop, lost_emulator_gone and queued.
+  uint64_t queued = 0;
   uint64_t emulator_failures = 0;   // emulator helpers that died, hung or broke the protocol
   uint64_t lost_emulator_gone = 0;  // samples lost with one (in flight, or none left to start)
   std::string emulator_failure;     // the last one's, with how it ended
@@ -113,6 +118,9 @@ class SnapshotWindowCollector {
   Status RemovePid(uint32_t pid);  // and forgets what it kept of the process
   // Emulates what is queued now before returning (waiting 5 s at most).
   void Flush();
+  // Takes no more samples (those that arrive count as after_stop), then Flush: the stats are
+  // final after it.
+  void Stop();
   SnapshotWindowStats stats() const;
   // The emulator helper's pid now (-1: none running, or emulate_in_this_process).
   pid_t emulator_pid() const;
