@@ -205,7 +205,8 @@ Status EmulatorClient::Run(const std::vector<const RawStackSample*>& samples,
   for (size_t first = 0; first < samples.size(); first += wire::kMaxBatch) {
     const size_t end = std::min<size_t>(samples.size(), first + wire::kMaxBatch);
     const std::vector<const RawStackSample*> batch(samples.begin() + first, samples.begin() + end);
-    if (!wire::Send(sock_, wire::Type::kSamples, wire::EncodeSamples(batch)))
+    wire::EncodeSamples(batch, &batch_bytes_);
+    if (!wire::Send(sock_, wire::Type::kSamples, batch_bytes_))
       return Fail("the emulator helper's socket closed");
     // The helper works through the batch in order: the sample it is on is the one after the
     // outcomes it has sent, and its requests may name only that sample's process.

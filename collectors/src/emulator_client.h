@@ -70,6 +70,7 @@ class EmulatorClient {
   int sock_ = -1;
   std::string failure_;
   std::unique_ptr<emulator_wire::MessageReader> reader_;
+  std::vector<uint8_t> batch_bytes_;  // the batch being sent; its capacity kept
 };
 
 // Where pathprof-emulator is looked for ($PATHPROF_EMULATOR, beside the running executable,

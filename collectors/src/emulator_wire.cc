@@ -18,6 +18,9 @@ namespace {
 
 class Writer {
  public:
+  Writer() : out_(own_) {}
+  // Writes into `out` (cleared first; its capacity is kept).
+  explicit Writer(std::vector<uint8_t>* out) : out_(*out) { out_.clear(); }
   template <typename T>
   void Put(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -32,10 +35,13 @@ class Writer {
     const auto* p = reinterpret_cast<const uint8_t*>(v.data());
     out_.insert(out_.end(), p, p + v.size() * sizeof(T));
   }
-  std::vector<uint8_t> Take() { return std::move(out_); }
+  std::vector<uint8_t> Take() { return std::move(own_); }
+  size_t size() const { return out_.size(); }
+  void PatchU32(size_t at, uint32_t v) { std::memcpy(out_.data() + at, &v, sizeof v); }
 
  private:
-  std::vector<uint8_t> out_;
+  std::vector<uint8_t> own_;
+  std::vector<uint8_t>& out_;
 };
 
 class Reader {
@@ -262,8 +268,9 @@ ReceiveResult Receive(int sock, int timeout_ms, Header* header, std::vector<uint
   return r == ReceiveResult::kMessage ? r : ReceiveResult::kBroken;
 }
 
-std::vector<uint8_t> EncodeSample(const RawStackSample& s) {
-  Writer w;
+namespace {
+
+void EncodeSampleInto(const RawStackSample& s, Writer& w) {
   w.Put(s.pid);
   w.Put(s.tid);
   w.Put(s.time_ns);
@@ -289,6 +296,13 @@ std::vector<uint8_t> EncodeSample(const RawStackSample& s) {
     w.PutVector(n.bytes);
     w.PutVector(n.unreadable);
   }
+}
+
+}  // namespace
+
+std::vector<uint8_t> EncodeSample(const RawStackSample& s) {
+  Writer w;
+  EncodeSampleInto(s, w);
   return w.Take();
 }
 
@@ -314,19 +328,15 @@ bool DecodeSample(const std::vector<uint8_t>& bytes, RawStackSample* s) {
   return r.Done();
 }
 
-std::vector<uint8_t> EncodeSamples(const std::vector<const RawStackSample*>& samples) {
-  std::vector<uint8_t> out;
-  const uint32_t count = static_cast<uint32_t>(samples.size());
-  const auto* cp = reinterpret_cast<const uint8_t*>(&count);
-  out.insert(out.end(), cp, cp + sizeof count);
+void EncodeSamples(const std::vector<const RawStackSample*>& samples, std::vector<uint8_t>* out) {
+  Writer w(out);
+  w.Put(static_cast<uint32_t>(samples.size()));
   for (const RawStackSample* s : samples) {
-    const std::vector<uint8_t> one = EncodeSample(*s);
-    const uint32_t n = static_cast<uint32_t>(one.size());
-    const auto* np = reinterpret_cast<const uint8_t*>(&n);
-    out.insert(out.end(), np, np + sizeof n);
-    out.insert(out.end(), one.begin(), one.end());
+    const size_t at = w.size();
+    w.Put(uint32_t{0});
+    EncodeSampleInto(*s, w);
+    w.PatchU32(at, static_cast<uint32_t>(w.size() - at - sizeof(uint32_t)));
   }
-  return out;
 }
 
 bool DecodeSamples(const std::vector<uint8_t>& bytes, std::vector<RawStackSample>* samples) {
