@@ -30,6 +30,9 @@ namespace wire = pathprof::collectors::emulator_wire;
 
 constexpr int kSocketFd = 3;
 constexpr int kExitUsage = 2;
+// How long an open request waits for the collector's answer (the collector gives a helper
+// 10 s a message: emulator_client.h).
+constexpr int kAnswerTimeoutMs = 30'000;
 // The maps of a process, as text, at most (a process with ~500,000 mappings).
 constexpr size_t kMaxMapsBytes = 64u << 20;
 
@@ -109,7 +112,10 @@ class BrokeredAccess final : public pc::ProcessAccess {
     wire::Header h{};
     std::vector<uint8_t> payload;
     int fd = -1;
-    if (wire::Receive(sock_, -1, &h, &payload, &fd) != wire::ReceiveResult::kMessage ||
+    // The collector answers at once; one that does not within kAnswerTimeoutMs is stuck, and
+    // its own timeout on this helper has ended the exchange already.
+    if (wire::Receive(sock_, kAnswerTimeoutMs, &h, &payload, &fd) !=
+            wire::ReceiveResult::kMessage ||
         h.type != wire::Type::kOpened || payload.size() != sizeof(int32_t))
       std::_Exit(0);
     pathprof::decoders::UniqueFd owned(fd);

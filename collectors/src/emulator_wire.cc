@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <span>
 #include <type_traits>
 
 #include "pathprof/core/clock.h"
@@ -46,7 +47,7 @@ class Writer {
 
 class Reader {
  public:
-  explicit Reader(const std::vector<uint8_t>& in) : in_(in) {}
+  explicit Reader(std::span<const uint8_t> in) : in_(in) {}
   template <typename T>
   bool Get(T* v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -64,10 +65,17 @@ class Reader {
     at_ += size_t{n} * sizeof(T);
     return true;
   }
+  // The next `n` bytes, which the reader then steps over (empty and false when fewer are left).
+  bool Take(size_t n, std::span<const uint8_t>* out) {
+    if (in_.size() - at_ < n) return false;
+    *out = in_.subspan(at_, n);
+    at_ += n;
+    return true;
+  }
   bool Done() const { return at_ == in_.size(); }
 
  private:
-  const std::vector<uint8_t>& in_;
+  std::span<const uint8_t> in_;
   size_t at_ = 0;
 };
 
@@ -306,7 +314,9 @@ std::vector<uint8_t> EncodeSample(const RawStackSample& s) {
   return w.Take();
 }
 
-bool DecodeSample(const std::vector<uint8_t>& bytes, RawStackSample* s) {
+namespace {
+
+bool DecodeSampleFrom(std::span<const uint8_t> bytes, RawStackSample* s) {
   Reader r(bytes);
   uint8_t has = 0;
   if (!r.Get(&s->pid) || !r.Get(&s->tid) || !r.Get(&s->time_ns) || !r.Get(&s->exec_id) ||
@@ -328,6 +338,12 @@ bool DecodeSample(const std::vector<uint8_t>& bytes, RawStackSample* s) {
   return r.Done();
 }
 
+}  // namespace
+
+bool DecodeSample(const std::vector<uint8_t>& bytes, RawStackSample* s) {
+  return DecodeSampleFrom(bytes, s);
+}
+
 void EncodeSamples(const std::vector<const RawStackSample*>& samples, std::vector<uint8_t>* out) {
   Writer w(out);
   w.Put(static_cast<uint32_t>(samples.size()));
@@ -340,25 +356,18 @@ void EncodeSamples(const std::vector<const RawStackSample*>& samples, std::vecto
 }
 
 bool DecodeSamples(const std::vector<uint8_t>& bytes, std::vector<RawStackSample>* samples) {
+  Reader r(bytes);
   uint32_t count = 0;
-  if (bytes.size() < sizeof count) return false;
-  std::memcpy(&count, bytes.data(), sizeof count);
-  if (count > kMaxBatch) return false;
-  size_t at = sizeof count;
+  if (!r.Get(&count) || count > kMaxBatch) return false;
   samples->clear();
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t n = 0;
-    if (bytes.size() - at < sizeof n) return false;
-    std::memcpy(&n, bytes.data() + at, sizeof n);
-    at += sizeof n;
-    if (bytes.size() - at < n) return false;
-    const std::vector<uint8_t> one(bytes.begin() + static_cast<std::ptrdiff_t>(at),
-                                   bytes.begin() + static_cast<std::ptrdiff_t>(at + n));
-    at += n;
+    std::span<const uint8_t> one;
+    if (!r.Get(&n) || !r.Take(n, &one)) return false;
     samples->emplace_back();
-    if (!DecodeSample(one, &samples->back())) return false;
+    if (!DecodeSampleFrom(one, &samples->back())) return false;
   }
-  return at == bytes.size();
+  return r.Done();
 }
 
 std::vector<uint8_t> EncodeOutcome(const SampleOutcome& o) {

@@ -259,8 +259,8 @@ std::string ConfinementOf(pid_t pid) {
   if (!status.ok()) return "";
   std::string out;
   for (const char* key : {"Uid", "CapEff", "NoNewPrivs", "Seccomp"})
-    out += std::string(key) + "=" + std::string(procfs::StatusField(*status, key).value_or("?")) +
-           " ";
+    out +=
+        std::string(key) + "=" + std::string(procfs::StatusField(*status, key).value_or("?")) + " ";
   return out;
 }
 
