@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "varint.h"
@@ -121,6 +122,10 @@ Result<PbsWriter> PbsWriter::Create(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f)
     return Error(ErrorCode::kIo, "cannot create pbs file " + path + ": " + std::strerror(errno));
+  return OnStream(f, path);
+}
+
+Result<PbsWriter> PbsWriter::OnStream(std::FILE* f, std::string name) {
   uint8_t header[8];
   std::memcpy(header, kMagic, 4);
   header[4] = kPbsVersion & 0xff;
@@ -128,9 +133,9 @@ Result<PbsWriter> PbsWriter::Create(const std::string& path) {
   header[6] = header[7] = 0;
   if (std::fwrite(header, 1, sizeof header, f) != sizeof header) {
     std::fclose(f);
-    return Error(ErrorCode::kIo, "cannot write pbs header to " + path);
+    return Error(ErrorCode::kIo, "cannot write pbs header to " + name);
   }
-  return PbsWriter(f, path);
+  return PbsWriter(f, std::move(name));
 }
 
 PbsWriter::PbsWriter(PbsWriter&& o) noexcept {
@@ -430,12 +435,35 @@ Result<PbsContents> ReadPbs(PbsReader* reader) {
   return c;
 }
 
-Status WritePbsFile(const std::string& path, const PbsContents& c) {
-  PATHPROF_ASSIGN_OR_RETURN(auto w, PbsWriter::Create(path));
+namespace {
+
+Status WriteContents(PbsWriter& w, const PbsContents& c) {
   for (const auto& m : c.meta) PATHPROF_RETURN_IF_ERROR(w.Write(m));
   for (const auto& im : c.images) PATHPROF_RETURN_IF_ERROR(w.Write(im));
   for (const auto& b : c.batches) PATHPROF_RETURN_IF_ERROR(w.Write(b));
   return w.Close();
+}
+
+}  // namespace
+
+Status WritePbsFile(const std::string& path, const PbsContents& c) {
+  PATHPROF_ASSIGN_OR_RETURN(auto w, PbsWriter::Create(path));
+  return WriteContents(w, c);
+}
+
+Result<std::string> PbsBytes(const PbsContents& c) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* f = open_memstream(&buffer, &size);
+  if (!f) return Error(ErrorCode::kIo, std::string("open_memstream: ") + std::strerror(errno));
+  Status written = [&]() -> Status {
+    PATHPROF_ASSIGN_OR_RETURN(auto w, PbsWriter::OnStream(f, "<memory>"));
+    return WriteContents(w, c);  // closes f, which makes buffer and size final
+  }();
+  std::string out = written.ok() && buffer != nullptr ? std::string(buffer, size) : std::string();
+  std::free(buffer);
+  if (!written.ok()) return written;
+  return out;
 }
 
 }  // namespace pathprof

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "pathprof/collectors/shared_stack_sampler.h"
+#include "pathprof/core/pbs.h"
 #include "pathprof/daemon/log.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/fleet/otlp.h"
@@ -286,6 +287,27 @@ void ContinuousProfiler::Window(int64_t start_ns) {
       r.series.identity.executable = exes.size() == 1 ? *exes.begin() : "";
     }
     auto pprof = r.session->ExportPprof(source != pipeline::SourceChoice::kNone);
+    // The window's branch windows beside its pprof, for the queries and optimizer exports the
+    // pprof cannot answer (pathctl paths FILE.pbs, pathctl export --format bolt FILE.pbs).
+    std::string branches;
+    if (pprof.ok() && source != pipeline::SourceChoice::kNone &&
+        config_.archive_branch_events > 0) {
+      pipeline::Session::ArchivedBranches kept =
+          r.session->BranchesForArchive(config_.archive_branch_events);
+      if (kept.windows_kept > 0) {
+        auto bytes = PbsBytes(kept.recording);
+        if (bytes.ok()) {
+          branches = std::move(bytes.value());
+        } else {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++branches_failed_;
+          last_error_ = "branches: " + bytes.status().message();
+        }
+      }
+      Log(kLogDebug, "continuous: %llu of %llu branch windows archived (%zu bytes)",
+          static_cast<unsigned long long>(kept.windows_kept),
+          static_cast<unsigned long long>(kept.windows_taken), branches.size());
+    }
     r.session.reset();
     std::lock_guard<std::mutex> lock(mu_);
     if (!pprof.ok()) {
@@ -308,6 +330,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     w.start_unix_nanos = start_ns;
     w.end_unix_nanos = end_ns;
     w.sample_rate_hz = config_.stack_hz;
+    w.branches = std::move(branches);
     ++exported_;
     if (Status s = archive_->Add(w); !s.ok()) last_error_ = "archive: " + s.message();
     for (auto& p : pushers_) (void)p->Enqueue(w);  // refusals are counted in its PushStats
@@ -328,6 +351,8 @@ void ContinuousProfiler::FillStats(v1::ContinuousStats* out, bool details) const
   out->set_archive_evicted(a.windows_deleted_count_limit + a.windows_deleted_byte_limit);
   out->set_archive_rejected(a.windows_rejected_too_large + a.windows_rejected_invalid);
   out->set_archive_write_errors(a.write_errors);
+  out->set_archive_windows_with_branches(a.windows_with_branches);
+  out->set_archive_branches_not_stored(a.branches_rejected_too_large + branches_failed_);
   if (details) out->set_last_error(last_error_);
   for (const auto& p : pushers_) {
     fleet::PushStats s = p->stats();

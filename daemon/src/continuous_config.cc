@@ -143,6 +143,9 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
     } else if (key == "max_disk_bytes") {
       PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 4096, 1ull << 44, &v));
       c.max_disk_bytes = v;
+    } else if (key == "archive_branch_events") {
+      PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 0, 1u << 24, &v));
+      c.archive_branch_events = static_cast<uint32_t>(v);
     } else if (key == "push_queue") {
       PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 1, 4096, &v));
       c.push_queue = static_cast<uint32_t>(v);

@@ -124,6 +124,10 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
              static_cast<double>(cs.archive_rejected()));
     w.Sample("pathprofd_continuous_archive_dropped_total", Label("reason", "write_error"),
              static_cast<double>(cs.archive_write_errors()));
+    w.Family("pathprofd_continuous_archive_branches_not_stored_total", "counter",
+             "windows archived without their branch windows (.pbs)");
+    w.Sample("pathprofd_continuous_archive_branches_not_stored_total", "",
+             static_cast<double>(cs.archive_branches_not_stored()));
     w.Family("pathprofd_continuous_push_windows_total", "counter",
              "windows per fleet backend by outcome");
     for (const auto& p : cs.push()) {

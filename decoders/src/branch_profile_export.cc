@@ -14,17 +14,6 @@ std::string RawBuildId(const std::string& hex) {
   return raw;
 }
 
-void FillBuildIds(PbsContents* recording, const ImageOpener& open_image) {
-  for (ImageRecord& img : recording->images) {
-    if (!img.build_id.empty()) continue;
-    if (open_image) {  // a file the opener may not read keeps no build-id
-      if (auto image = open_image(img); image.ok()) img.build_id = RawBuildId((*image)->build_id());
-      continue;
-    }
-    if (auto hex = ReadBuildId(img.path); hex.ok()) img.build_id = RawBuildId(*hex);
-  }
-}
-
 // The image of `binary`: through `open_image` from the first of the recording's images with
 // that path, or (no opener) the file at that path.
 Result<std::shared_ptr<const ElfImage>> OpenBinary(const PbsContents& recording,
@@ -39,6 +28,17 @@ Result<std::shared_ptr<const ElfImage>> OpenBinary(const PbsContents& recording,
 }
 
 }  // namespace
+
+void FillBuildIds(PbsContents* recording, const ImageOpener& open_image) {
+  for (ImageRecord& img : recording->images) {
+    if (!img.build_id.empty()) continue;
+    if (open_image) {  // a file the opener may not read keeps no build-id
+      if (auto image = open_image(img); image.ok()) img.build_id = RawBuildId((*image)->build_id());
+      continue;
+    }
+    if (auto hex = ReadBuildId(img.path); hex.ok()) img.build_id = RawBuildId(*hex);
+  }
+}
 
 Result<BranchProfileSummary> WriteBranchProfile(PbsContents recording,
                                                 const BranchProfileRequest& request,

@@ -21,6 +21,7 @@ namespace {
 
 constexpr const char* kProfileSuffix = ".pb.gz";
 constexpr const char* kLabelsSuffix = ".labels";
+constexpr const char* kBranchesSuffix = ".pbs";
 constexpr const char* kTempSuffix = ".tmp";
 constexpr size_t kMaxNameLabelBytes = 120;  // keeps names well under NAME_MAX (255)
 constexpr mode_t kFileMode = 0640;
@@ -226,13 +227,16 @@ Status ProfileArchive::Scan() {
       fs::remove(entry.path(), ignored);
       continue;
     }
-    if (EndsWith(name, kLabelsSuffix)) {
-      const std::string stem = name.substr(0, name.size() - std::strlen(kLabelsSuffix));
-      if (!fs::exists(fs::path(options_.directory) / (stem + kProfileSuffix))) {
+    // A window's other files belong to its profile; without one they are an unfinished Add.
+    bool companion = false;
+    for (const char* suffix : {kLabelsSuffix, kBranchesSuffix}) {
+      if (!EndsWith(name, suffix)) continue;
+      companion = true;
+      const std::string stem = name.substr(0, name.size() - std::strlen(suffix));
+      if (!fs::exists(fs::path(options_.directory) / (stem + kProfileSuffix)))
         stray_labels.push_back(entry.path().string());
-      }
-      continue;
     }
+    if (companion) continue;
     int64_t start = 0;
     uint64_t sequence = 0;
     if (!EndsWith(name, kProfileSuffix) ||
@@ -250,6 +254,11 @@ Status ProfileArchive::Scan() {
     std::error_code size_ec;
     window.bytes = entry.file_size(size_ec);
     if (size_ec) window.bytes = 0;
+    const std::string branches = (fs::path(options_.directory) / (stem + kBranchesSuffix)).string();
+    if (const uintmax_t branches_bytes = fs::file_size(branches, size_ec); !size_ec) {
+      window.branches_path = branches;
+      window.bytes += branches_bytes;
+    }
     const uintmax_t labels_bytes = fs::file_size(window.labels_path, size_ec);
     if (!size_ec) {
       window.bytes += labels_bytes;
@@ -290,7 +299,15 @@ Status ProfileArchive::Add(const ProfileWindow& window) {
     return valid;
   }
   const std::string meta = Metadata(window);
-  const uint64_t bytes = window.pprof.size() + meta.size();
+  uint64_t bytes = window.pprof.size() + meta.size();
+  // The branches go with the profile when both fit; a profile too large alone is refused below.
+  bool with_branches = !window.branches.empty();
+  if (with_branches && bytes <= options_.max_bytes &&
+      bytes + window.branches.size() > options_.max_bytes) {
+    ++stats_.branches_rejected_too_large;
+    with_branches = false;
+  }
+  if (with_branches) bytes += window.branches.size();
   if (bytes > options_.max_bytes) {
     ++stats_.windows_rejected_too_large;
     return Error(ErrorCode::kResourceExhausted,
@@ -305,22 +322,27 @@ Status ProfileArchive::Add(const ProfileWindow& window) {
   ArchivedWindow entry;
   entry.profile_path = (fs::path(options_.directory) / (stem + kProfileSuffix)).string();
   entry.labels_path = (fs::path(options_.directory) / (stem + kLabelsSuffix)).string();
+  if (with_branches)
+    entry.branches_path = (fs::path(options_.directory) / (stem + kBranchesSuffix)).string();
   entry.start_unix_nanos = window.start_unix_nanos;
   entry.end_unix_nanos = window.end_unix_nanos;
   entry.sequence = sequence;
   entry.bytes = bytes;
   entry.labels = window.labels;
 
-  // Metadata first: the profile's rename is what makes the window exist (see Scan).
+  // Metadata and branches first: the profile's rename is what makes the window exist (see Scan).
   Status status = WriteAtomically(entry.labels_path, meta);
+  if (status.ok() && with_branches) status = WriteAtomically(entry.branches_path, window.branches);
   if (status.ok()) status = WriteAtomically(entry.profile_path, window.pprof);
   if (!status.ok()) {
     ++stats_.write_errors;
     std::error_code ignored;
     fs::remove(entry.labels_path, ignored);
+    if (with_branches) fs::remove(entry.branches_path, ignored);
     return status;
   }
   ++stats_.windows_written;
+  stats_.windows_with_branches += with_branches;
   stats_.bytes_written += bytes;
   windows_.push_back(std::move(entry));
   total_bytes_ += bytes;
@@ -342,10 +364,11 @@ void ProfileArchive::Evict() {
 }
 
 Status ProfileArchive::Remove(const ArchivedWindow& entry) {
-  std::error_code ec_profile, ec_labels;
+  std::error_code ec_profile, ec_labels, ec_branches;
   fs::remove(entry.profile_path, ec_profile);
   fs::remove(entry.labels_path, ec_labels);
-  if (ec_profile || ec_labels) {
+  if (!entry.branches_path.empty()) fs::remove(entry.branches_path, ec_branches);
+  if (ec_profile || ec_labels || ec_branches) {
     return Error(ErrorCode::kIo, "cannot delete archived window " + entry.profile_path);
   }
   return Status::Ok();
@@ -358,6 +381,9 @@ Result<ProfileWindow> ProfileArchive::Read(const ArchivedWindow& entry) const {
   window.start_unix_nanos = entry.start_unix_nanos;
   window.end_unix_nanos = entry.end_unix_nanos;
   window.labels = entry.labels;
+  if (!entry.branches_path.empty()) {
+    PATHPROF_ASSIGN_OR_RETURN(window.branches, ReadWhole(entry.branches_path));
+  }
   Result<std::string> text = ReadWhole(entry.labels_path);
   if (text.ok()) {
     PATHPROF_ASSIGN_OR_RETURN(ParsedMetadata meta, ParseMetadata(entry.labels_path, *text));

@@ -2,6 +2,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -54,7 +55,84 @@ std::string ExecutableImage(const PbsContents& recording, const TargetInfo& info
   return "";
 }
 
+// The images of `images` that an address of `batches` falls in.
+std::vector<ImageRecord> ImagesTouched(std::vector<ImageRecord> images,
+                                       const std::vector<BranchBatch>& batches) {
+  std::sort(images.begin(), images.end(),
+            [](const ImageRecord& a, const ImageRecord& b) { return a.start < b.start; });
+  std::vector<bool> touched(images.size(), false);
+  auto mark = [&](uint64_t address) {
+    auto it = std::upper_bound(images.begin(), images.end(), address,
+                               [](uint64_t a, const ImageRecord& img) { return a < img.start; });
+    if (it == images.begin()) return;
+    --it;
+    if (address < it->end) touched[static_cast<size_t>(it - images.begin())] = true;
+  };
+  for (const BranchBatch& b : batches) {
+    for (const BranchEvent& e : b.events) {
+      mark(e.from);
+      mark(e.to);
+    }
+  }
+  std::vector<ImageRecord> out;
+  for (size_t i = 0; i < images.size(); ++i)
+    if (touched[i]) out.push_back(std::move(images[i]));
+  return out;
+}
+
+uint64_t EventsIn(const std::vector<BranchBatch>& batches) {
+  uint64_t n = 0;
+  for (const BranchBatch& b : batches) n += b.events.size();
+  return n;
+}
+
 }  // namespace
+
+Session::ArchivedBranches Session::BranchesForArchive(uint64_t max_events) const {
+  ArchivedBranches out;
+  std::vector<std::pair<std::shared_ptr<const ProfileStore>, PbsContents>> held;
+  uint64_t total_events = 0;
+  for (auto& store : Stores()) {
+    out.windows_taken += store->Stats().windows;
+    PbsContents one = store->RecentBranches();
+    if (one.batches.empty()) continue;
+    out.windows_held += one.batches.size();
+    total_events += EventsIn(one.batches);
+    held.emplace_back(std::move(store), std::move(one));
+  }
+  for (auto& [store, one] : held) {
+    // This process's share of `max_events`, as its share of the branches held; its newest
+    // windows first (RecentBranches is oldest first), whole windows only.
+    const uint64_t mine = EventsIn(one.batches);
+    const uint64_t quota =
+        total_events <= max_events
+            ? mine
+            : static_cast<uint64_t>(static_cast<long double>(max_events) * mine / total_events);
+    size_t first = one.batches.size();
+    for (uint64_t kept = 0; first > 0 && kept + one.batches[first - 1].events.size() <= quota;)
+      kept += one.batches[--first].events.size();
+    if (first == one.batches.size()) continue;
+    std::vector<BranchBatch> kept(std::make_move_iterator(one.batches.begin() + first),
+                                  std::make_move_iterator(one.batches.end()));
+    PbsContents part;
+    part.images = ImagesTouched(std::move(one.images), kept);
+    // The build-ids now, through the store's image access (a confined requester's rights), while
+    // the process still maps the files: a reader of the archive may find them only by build-id.
+    decoders::FillBuildIds(
+        &part, [&store](const ImageRecord& img) { return store->MappedImage(img.start); });
+    const TargetInfo info = store->Info();
+    if (!info.executable.empty())
+      out.recording.meta.push_back({"executable." + std::to_string(info.pid), info.executable});
+    out.windows_kept += kept.size();
+    for (ImageRecord& i : part.images) out.recording.images.push_back(std::move(i));
+    for (BranchBatch& b : kept) out.recording.batches.push_back(std::move(b));
+  }
+  out.recording.meta.push_back({"source", "pathprofd continuous window (session " + id() + ")"});
+  out.recording.meta.push_back({"windows_kept", std::to_string(out.windows_kept)});
+  out.recording.meta.push_back({"windows_held", std::to_string(out.windows_held)});
+  out.recording.meta.push_back({"windows_taken", std::to_string(out.windows_taken)});
+  return out;
+}
 
 Result<Session::BranchProfile> Session::ExportBranchProfile(decoders::BranchProfileRequest request,
                                                             uint32_t pid) const {

@@ -72,6 +72,23 @@ TEST(Pbs, RoundTripIsExact) {
   std::remove(path.c_str());
 }
 
+// In memory (continuous mode's archive): the bytes the file gets, byte for byte.
+TEST(Pbs, BytesInMemoryAreTheFilesBytes) {
+  std::string path = TempPath("mem");
+  PbsContents in = Sample();
+  ASSERT_TRUE(WritePbsFile(path, in).ok());
+  auto bytes = PbsBytes(in);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  const std::vector<uint8_t> file = Slurp(path);
+  EXPECT_EQ(*bytes, std::string(file.begin(), file.end()));
+  auto back = PbsReader::FromBytes(std::vector<uint8_t>(bytes->begin(), bytes->end()));
+  ASSERT_TRUE(back.ok());
+  auto out = ReadPbs(&*back);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->batches, in.batches);
+  std::remove(path.c_str());
+}
+
 TEST(Pbs, EveryTruncationIsAnErrorNamingTheOffset) {
   std::string path = TempPath("trunc");
   ASSERT_TRUE(WritePbsFile(path, Sample()).ok());

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <algorithm>
 
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -15,9 +17,11 @@
 
 #include "daemon_harness.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "pathprof/core/pbs.h"
 #include "pathprof/core/procfs.h"
 #include "pathprof/daemon/config.h"
 #include "pathprof/daemon/continuous.h"
+#include "pathprof/decoders/elf_image.h"
 #include "pathprof/profiles/pprof_import.h"
 
 namespace pathprof::daemon {
@@ -44,6 +48,7 @@ host = "web-1"
 archive_dir = "/tmp/w"
 keep_windows = 5
 max_disk_bytes = 100000
+archive_branch_events = 4096
 push_queue = 4
 push_attempts = 2
 [continuous.pyroscope]
@@ -75,6 +80,7 @@ include_pprof = true
   EXPECT_EQ(k.host, "web-1");
   EXPECT_EQ(k.keep_windows, 5u);
   EXPECT_EQ(k.max_disk_bytes, 100000u);
+  EXPECT_EQ(k.archive_branch_events, 4096u);
   EXPECT_EQ(k.push_queue, 4u);
   EXPECT_EQ(k.push_attempts, 2u);
   EXPECT_EQ(k.pyroscope.url, "http://127.0.0.1:4040");
@@ -264,6 +270,52 @@ std::string ConfinementOf(pid_t pid) {
   return out;
 }
 
+// The branch windows archived beside a window's pprof (`profile`, a .pb.gz): a recording that
+// names the process born mid-window (`pid`, running `exe`) with the executable's build-id, whose
+// hot paths pathctl finds in hot() and whose BOLT profile pathctl writes for `exe`, all from the
+// archive alone: the process is gone by then.
+void ExpectTheWindowsBranchesAnswerQueriesAndExports(const std::string& profile, pid_t pid,
+                                                     const std::string& exe,
+                                                     const std::string& work) {
+  const std::string pbs = profile.substr(0, profile.size() - std::strlen(".pb.gz")) + ".pbs";
+  auto recording = ReadPbsFile(pbs);
+  ASSERT_TRUE(recording.ok()) << pbs << ": " << recording.status().ToString();
+  size_t windows = 0;
+  for (const BranchBatch& b : recording->batches) windows += b.pid == static_cast<uint32_t>(pid);
+  EXPECT_GT(windows, 0u) << pbs << " has no window of the process born mid-window";
+  auto elf = decoders::ElfImage::Open(exe);
+  ASSERT_TRUE(elf.ok());
+  bool named = false;
+  for (const ImageRecord& img : recording->images) {
+    if (img.pid != static_cast<uint32_t>(pid) || img.path.find(exe) == std::string::npos) continue;
+    std::string hex;
+    for (unsigned char c : img.build_id) {
+      char two[3];
+      std::snprintf(two, sizeof two, "%02x", c);
+      hex += two;
+    }
+    EXPECT_EQ(hex, (*elf)->build_id()) << pbs;
+    named = true;
+  }
+  EXPECT_TRUE(named) << pbs << " does not map " << exe << " for pid " << pid;
+  const MetaRecord executable{"executable." + std::to_string(pid), exe};
+  EXPECT_NE(std::find(recording->meta.begin(), recording->meta.end(), executable),
+            recording->meta.end());
+  // Hot paths from the archive alone: the process's, one in hot() among its three hottest (hot()'s
+  // iterations are split over three paths, and warm()'s one path, whose iterations take about
+  // twice as long, comes first in about half the runs: windows start at time samples).
+  auto paths = Sh(testing::kBin + "/pathctl paths " + pbs + " --top 3 --json");
+  ASSERT_EQ(paths.rc, 0) << paths.out;
+  EXPECT_NE(paths.out.find("\"function\":\"hot\","), std::string::npos) << paths.out;
+  EXPECT_NE(paths.out.find("\"pid\":" + std::to_string(pid) + ","), std::string::npos) << paths.out;
+  // BOLT's profile of the executable, from the archive alone: branches in hot().
+  const std::string fdata = work + "/window.fdata";
+  auto bolt = Sh(testing::kBin + "/pathctl export --format bolt " + pbs + " --binary " + exe +
+                 " -o " + fdata);
+  ASSERT_EQ(bolt.rc, 0) << bolt.out;
+  EXPECT_GT(std::atoi(Sh("grep -c '^1 hot ' " + fdata).out.c_str()), 0) << Sh("head " + fdata).out;
+}
+
 void ExpectAProcessBornMidWindowInThatWindow(bool by_executable,
                                              const std::string& source = "none") {
   char tmpl[] = "/tmp/pathprof-midwindow-XXXXXX";
@@ -326,6 +378,7 @@ void ExpectAProcessBornMidWindowInThatWindow(bool by_executable,
     auto profile = profiles::pprof::ImportProfile(gz);
     ASSERT_TRUE(profile.ok()) << profile.status().ToString();
     EXPECT_GT(PathCountIn(*profile, name), 0) << first << " has no hot path in " << exe;
+    ExpectTheWindowsBranchesAnswerQueriesAndExports(first, loop, exe, work);
   }
   // The executable's series is labelled with the executable that joined it.
   if (by_executable) {

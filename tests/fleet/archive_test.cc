@@ -201,5 +201,61 @@ TEST_F(ArchiveTest, ReopenWithSmallerBoundsEvictsAtOnce) {
   EXPECT_EQ(FilesOnDisk().size(), 2u);
 }
 
+// A window's branch windows (.pbs bytes) are a third file of the same stem: counted in its
+// bytes, read back, deleted with it, adopted on reopen (a stray one, an unfinished Add, is
+// deleted); when the profile fits the bound but not with them, the profile is stored alone and
+// that is counted.
+TEST_F(ArchiveTest, BranchesAreTheWindowsThirdFileAndGoWithIt) {
+  const std::string branches = std::string("PBS\x1a\x01\x00\x00\x00", 8) + std::string(400, 'b');
+  uint64_t one = 0;
+  {
+    auto archive = ProfileArchive::Open({.directory = dir_.string(), .max_windows = 2});
+    ASSERT_TRUE(archive.ok());
+    ProfileWindow w = Window(0);
+    w.branches = branches;
+    ASSERT_TRUE(archive->Add(w).ok());
+    const ArchivedWindow& entry = archive->windows()[0];
+    ASSERT_FALSE(entry.branches_path.empty());
+    EXPECT_EQ(entry.branches_path.substr(0, entry.branches_path.size() - 4),
+              entry.profile_path.substr(0, entry.profile_path.size() - 6));
+    one = entry.bytes;
+    EXPECT_EQ(one, fs::file_size(entry.profile_path) + fs::file_size(entry.labels_path) +
+                       fs::file_size(entry.branches_path));
+    EXPECT_EQ(archive->stats().windows_with_branches, 1u);
+    auto read = archive->Read(entry);
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    EXPECT_EQ(read->branches, branches);
+    // A window without branches has no third file.
+    ASSERT_TRUE(archive->Add(Window(1)).ok());
+    EXPECT_TRUE(archive->windows()[1].branches_path.empty());
+    EXPECT_EQ(FilesOnDisk().size(), 5u);
+  }
+  // An unfinished Add: branches written, profile never renamed into place.
+  std::ofstream(dir_ / "01700000000000000000-00000050_x.pbs") << "half";
+  auto archive = ProfileArchive::Open({.directory = dir_.string(), .max_windows = 2});
+  ASSERT_TRUE(archive.ok());
+  EXPECT_FALSE(fs::exists(dir_ / "01700000000000000000-00000050_x.pbs"));
+  ASSERT_EQ(archive->windows().size(), 2u);
+  EXPECT_EQ(archive->windows()[0].bytes, one);
+  auto read = archive->Read(archive->windows()[0]);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->branches, branches);
+  // Evicting the window deletes its branches too.
+  const std::string evicted = archive->windows()[0].branches_path;
+  ASSERT_TRUE(archive->Add(Window(2)).ok());
+  EXPECT_FALSE(fs::exists(evicted));
+  EXPECT_EQ(FilesOnDisk().size(), 4u);
+
+  // The profile fits the bound, the profile with its branches does not: stored alone, counted.
+  auto small = ProfileArchive::Open({.directory = (dir_ / "small").string(), .max_bytes = 400});
+  ASSERT_TRUE(small.ok());
+  ProfileWindow w = Window(3);
+  w.branches = branches;
+  ASSERT_TRUE(small->Add(w).ok());
+  EXPECT_TRUE(small->windows()[0].branches_path.empty());
+  EXPECT_EQ(small->stats().branches_rejected_too_large, 1u);
+  EXPECT_EQ(small->stats().windows_with_branches, 0u);
+}
+
 }  // namespace
 }  // namespace pathprof::fleet

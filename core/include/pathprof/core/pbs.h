@@ -50,6 +50,9 @@ inline constexpr uint16_t kPbsVersion = 1;
 class PbsWriter {
  public:
   static Result<PbsWriter> Create(const std::string& path);
+  // Writes to `f` (a file or an open_memstream), which it owns from now on: closed by Close(),
+  // by the destructor, or here when the header cannot be written. `name` is for messages.
+  static Result<PbsWriter> OnStream(std::FILE* f, std::string name);
   PbsWriter(PbsWriter&&) noexcept;
   PbsWriter& operator=(PbsWriter&&) noexcept;
   ~PbsWriter();
@@ -116,5 +119,7 @@ struct PbsContents {
 Result<PbsContents> ReadPbsFile(const std::string& path);
 Result<PbsContents> ReadPbs(PbsReader* reader);  // every record left in reader
 Status WritePbsFile(const std::string& path, const PbsContents& contents);
+// The bytes WritePbsFile would write (continuous mode archives a window's branches this way).
+Result<std::string> PbsBytes(const PbsContents& contents);
 
 }  // namespace pathprof

@@ -115,8 +115,12 @@ struct ContinuousConfig {
   std::string archive_dir = "/var/lib/pathprof/windows";
   uint32_t keep_windows = 60;              // newest windows kept on disk (at least 1)
   uint64_t max_disk_bytes = 256ull << 20;  // bytes of all kept windows (at least 4096)
-  uint32_t push_queue = 16;                // windows waiting per backend
-  uint32_t push_attempts = 5;              // per window, first try included
+  // With a branch source: the branches of each window's newest branch windows archived beside
+  // its pprof as a .pbs (pathctl paths and pathctl export read it), shared by the series'
+  // processes in proportion to their windows; 0: none (~4 bytes a branch on disk).
+  uint32_t archive_branch_events = 1u << 16;
+  uint32_t push_queue = 16;    // windows waiting per backend
+  uint32_t push_attempts = 5;  // per window, first try included
   PyroscopePushConfig pyroscope;
   ParcaPushConfig parca;
   OtlpPushConfig otlp;

@@ -78,7 +78,8 @@ class ContinuousProfiler {
   mutable std::mutex mu_;  // guards archive_ and the counters below
   std::unique_ptr<fleet::ProfileArchive> archive_;
   uint64_t exported_ = 0, failed_start_ = 0, failed_export_ = 0, empty_series_ = 0,
-           pids_over_limit_ = 0;
+           pids_over_limit_ = 0,
+           branches_failed_ = 0;  // a window's .pbs that could not be built
   std::string last_error_;
   std::map<std::string, std::string> build_ids_;  // executable -> GNU build-id, read once
 

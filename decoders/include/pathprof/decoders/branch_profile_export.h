@@ -41,6 +41,10 @@ struct BranchProfileSummary {
   BoltFdataStats bolt;  // fdata only
 };
 
+// Gives each image without a build-id that of its file: through `open_image` when set (a file it
+// may not read keeps none), else the file at its path.
+void FillBuildIds(PbsContents* recording, const ImageOpener& open_image);
+
 // Writes `recording` to `output`. Images without a build-id get the one of their file (the
 // ptrace recorders note none), so perf2bolt and create_llvm_prof match the binaries; one whose
 // file cannot be read keeps none.

@@ -17,22 +17,25 @@ namespace pathprof::fleet {
 struct ArchiveOptions {
   std::string directory;          // created (mode 0750) if missing
   size_t max_windows = 60;        // at least 1
-  uint64_t max_bytes = 64 << 20;  // pprof + metadata bytes of all kept windows; at least 1
+  uint64_t max_bytes = 64 << 20;  // pprof + metadata + branch bytes of all kept windows; >= 1
 };
 
 // One stored window. File layout, per window:
 //   <start_ns, 20 digits>-<seq, 8 digits>_<labels>.pb.gz   the pprof bytes, untouched
 //   <same stem>.labels                                     metadata, one `key=value` a line
+//   <same stem>.pbs                                        the window's branch windows, when
+//                                                          it has them (core/pbs.h)
 // <labels> is `name=value` pairs joined by '+', percent-encoded so any value is a safe file
 // name, and cut at 120 bytes (the .labels file always has them whole). Sorting names sorts by
 // time, which is what "oldest first" uses.
 struct ArchivedWindow {
   std::string profile_path;
   std::string labels_path;
+  std::string branches_path;  // empty: the window has no branches archived
   int64_t start_unix_nanos = 0;
   int64_t end_unix_nanos = 0;
   uint64_t sequence = 0;
-  uint64_t bytes = 0;  // both files
+  uint64_t bytes = 0;  // all of its files
   LabelSet labels;
 };
 
@@ -43,9 +46,12 @@ struct ArchiveStats {
   uint64_t windows_deleted_byte_limit = 0;   // evicted to stay within max_bytes
   uint64_t bytes_deleted = 0;
   uint64_t windows_rejected_too_large = 0;  // one window alone exceeded max_bytes: not stored
-  uint64_t windows_rejected_invalid = 0;    // failed ValidateWindow
-  uint64_t write_errors = 0;                // I/O failures writing or deleting
-  uint64_t foreign_files_ignored = 0;       // files in the folder that are not ours (at Open)
+  uint64_t windows_with_branches = 0;       // stored with their .pbs
+  // The profile fitted max_bytes but not with its branches: stored without them.
+  uint64_t branches_rejected_too_large = 0;
+  uint64_t windows_rejected_invalid = 0;  // failed ValidateWindow
+  uint64_t write_errors = 0;              // I/O failures writing or deleting
+  uint64_t foreign_files_ignored = 0;     // files in the folder that are not ours (at Open)
 };
 
 class ProfileArchive {

@@ -52,6 +52,9 @@ struct ProfileWindow {
   int64_t start_unix_nanos = 0;
   int64_t end_unix_nanos = 0;
   int64_t sample_rate_hz = 0;  // 0: not known
+  // The window's branch windows as a .pbs recording (core/pbs.h), for the archive only (pathctl
+  // paths and pathctl export read it); never pushed. Empty: none (stacks only).
+  std::string branches;
 };
 
 // kInvalidArgument when the window is unusable: no bytes, end before start, bad labels.

@@ -136,6 +136,22 @@ class Session {
   Result<BranchProfile> ExportBranchProfile(decoders::BranchProfileRequest request,
                                             uint32_t pid) const;
 
+  // Every process's newest branch windows as one recording (.pbs contents), at most
+  // `max_events` branches in all, for continuous mode's archive: where the processes hold more,
+  // each keeps its newest windows in proportion to the branches it holds (the share it had of the
+  // session's windows). Only the images those windows touch go with them, each with its build-id
+  // read now (with the session's image access), while the files are still mapped. Meta records
+  // say how many windows were kept, how many the stores held (each keeps its newest
+  // SessionConfig::export_branch_events branches) and how many the session took, and each
+  // process's executable (`executable.PID`).
+  struct ArchivedBranches {
+    PbsContents recording;
+    uint64_t windows_kept = 0;   // in `recording`
+    uint64_t windows_held = 0;   // in the stores' buffers
+    uint64_t windows_taken = 0;  // by the session (TargetStats::windows)
+  };
+  ArchivedBranches BranchesForArchive(uint64_t max_events) const;
+
  private:
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);
