@@ -17,6 +17,10 @@
 #   c2     the same windows through `pathctl export --format bolt` (fdata, no perf2bolt)
 #   d      exact: `pathctl trace --exact` of a short training run, export --format perf-lbr,
 #          perf2bolt
+#   e      continuous: pathprofd's continuous mode at its defaults but for the window's length
+#          (source snapshot: no stop, no ptrace; the series is the training binary, one window of
+#          TRAIN_SECONDS), the window's archived branch windows (its .pbs) through
+#          `pathctl export --format bolt`: what a fleet's archive gives the optimizer
 # Training inputs are not the evaluation inputs (train_long, train_short, eval_cmd below). Each
 # variant's evaluation output is checked against plain's (lua: same stdout; zstd: the variant's
 # .zst decompresses to the input and equals plain's bytes). Every heavy step runs under
@@ -27,7 +31,8 @@
 # evaluation-sized-up run, pinned with taskset to the last CPU, paired ratios to plain.
 # usage: scripts/bench-bolt-counts.sh [BUILD_DIR] [ROUNDS]
 #        env: WORK (default /tmp/pathprof-bolt-counts), LOOP_WORK (bench-bolt-loop.sh's WORK),
-#        TRAIN_SECONDS (the (b)/(c) training runs, default 30)
+#        TRAIN_SECONDS (the (b)/(c)/(e) training runs, default 30), ROWS (default
+#        "lua zstd3 zstd19")
 #        (as root: it may add a deb-src source and it ptrace-attaches; needs network for apt)
 set -euo pipefail
 build="$(realpath "${1:-build}")"
@@ -175,7 +180,7 @@ if [[ ! -s zstd/train.txt ]]; then
 fi
 lua_train=("$repo/bench/workloads/lua_mixed.lua")
 # Rows: NAME DIR LEVEL. Commands are run in the row's directory with the binary as $bin.
-rows=(lua zstd3 zstd19)
+read -ra rows <<< "${ROWS:-lua zstd3 zstd19}"
 row_dir() { case $1 in lua) echo lua ;; *) echo zstd ;; esac; }
 row_level() { echo "${1#zstd}"; }
 zstd_flags() { echo "-$(row_level "$1") -T1 --single-thread --no-asyncio -q"; }
@@ -207,6 +212,25 @@ bolt() {  # ROW FDATA OUT [EXTRA...]
 aggregate() {  # PERF.DATA FDATA [-nl]
   "${nice[@]}" "$perf2bolt" "${@:3}" -p "$1" -o "$2" plain > "$2.log" 2>&1 ||
       { log "perf2bolt failed on $1 ($2.log)"; return 1; }
+}
+continuous_window() {  # ROW: $row.e.pbs, the first window's branches of a continuous daemon
+  local row=$1 dir="$PWD/$row.e.daemon" daemon _ first
+  log "$row (e): pathprofd continuous mode (source snapshot) over ${train_seconds}s of training"
+  rm -rf "$dir"; mkdir -p "$dir"
+  printf '%s\n' "[continuous]" "enabled = true" "window_s = $train_seconds" \
+      'source = "snapshot"' "executables = [\"$PWD/plain\"]" \
+      "archive_dir = \"$dir/windows\"" > "$dir/pathprofd.toml"
+  "$build/bin/pathprofd" --config "$dir/pathprofd.toml" --socket "$dir/pathprofd.sock" \
+      --log-level debug > "$dir/log" 2>&1 & daemon=$!
+  for _ in $(seq 100); do grep -q "serving on" "$dir/log" && break; sleep 0.1; done
+  local -a cmd; read -ra cmd <<< "$(train_long "$row" ./plain)"
+  "${nice[@]}" "${cmd[@]}" > /dev/null || true
+  for _ in $(seq 300); do compgen -G "$dir/windows/*.pbs" > /dev/null && break; sleep 0.1; done
+  kill -TERM "$daemon"; wait "$daemon" || true
+  first="$(compgen -G "$dir/windows/*.pbs" | sort | head -1)"
+  [[ -n $first ]] || { log "$row (e): no window with branches ($dir/log)"; return 1; }
+  cp "$first" "$row.e.pbs"
+  grep -o "[0-9]* of [0-9]* branch windows archived.*" "$dir/log" | head -1 >&2 || true
 }
 profile_row() {
   local row=$1 t0
@@ -246,6 +270,14 @@ profile_row() {
     bolt "$row" "$row.c2.fdata" "$row.c2"
     log "$row (c, c2): $((SECONDS - t0))s"
   fi
+  if [[ ! -x $row.e ]]; then
+    t0=$SECONDS
+    [[ -s $row.e.pbs ]] || continuous_window "$row" || return 1
+    "${nice[@]}" "$pathctl" export --format bolt "$row.e.pbs" --binary "$PWD/plain" \
+        -o "$row.e.fdata" > "$row.e.export.log" 2>&1
+    bolt "$row" "$row.e.fdata" "$row.e"
+    log "$row (e): $((SECONDS - t0))s"
+  fi
   if [[ ! -x $row.d ]]; then
     t0=$SECONDS
     if [[ ! -s $row.d.pbs ]]; then
@@ -278,7 +310,7 @@ check_row() {  # ROW VARIANT: 0 if the variant's evaluation output equals plain'
 count_row() {
   local row=$1 v bin t0
   cd "$work/$(row_dir "$row")"
-  for v in plain b c c2 d; do
+  for v in plain b c c2 d e; do
     bin=$v; [[ $v == plain ]] || bin=$row.$v
     [[ -x $bin ]] || { log "$row.$v: no binary"; continue; }
     [[ -s $row.$v.count.json ]] && continue
@@ -305,7 +337,8 @@ cd "$work"
 python3 - "${rows[@]}" <<'PY'
 import json, os, sys
 names = {"plain": "plain (-O2)", "b": "(b) perf cpu-clock, no-LBR", "c": "(c) bursts, perf-lbr",
-         "c2": "(c2) bursts, --format bolt", "d": "(d) exact trace"}
+         "c2": "(c2) bursts, --format bolt", "d": "(d) exact trace",
+         "e": "(e) continuous archive, --format bolt"}
 for row in sys.argv[1:]:
     d = "lua" if row == "lua" else "zstd"
     title = "lua5.4, eval.lua" if row == "lua" else f"zstd -{row[4:]}, eval{row[4:]}.txt"
@@ -358,7 +391,7 @@ print(f"\nCPU time, {rounds} interleaved rounds, pinned to CPU {cpu} (paired rat
 for row in rows:
     d = "lua" if row == "lua" else "zstd"
     os.chdir(os.path.join(os.environ["WORK_DIR"], d))
-    variants = [v for v in ["plain", "b", "c", "c2", "d"]
+    variants = [v for v in ["plain", "b", "c", "c2", "d", "e"]
                 if os.access(v if v == "plain" else f"{row}.{v}", os.X_OK)]
     t = {v: [] for v in variants}
     for _ in range(rounds):

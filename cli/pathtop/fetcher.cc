@@ -181,6 +181,15 @@ Status Fetcher::EstablishSession(const TargetSpec& target) {
   // (or pathtop next to pathctl) share one profile instead of doubling the overhead.
   auto sessions = client_->ListSessions();
   if (!sessions.ok()) return sessions.status();
+  if (!target.session.empty()) {
+    for (const v1::Session& s : sessions->sessions()) {
+      if (s.name() != target.session) continue;
+      Adopt(s, false);
+      return Status::Ok();
+    }
+    return Status(ErrorCode::kNotFound,
+                  "no " + target.session + " in the daemon (pathctl sessions lists them)");
+  }
   auto wanted = WantedPids(target);
   if (!wanted.ok()) return wanted.status();
   for (const v1::Session& s : sessions->sessions()) {

@@ -25,7 +25,10 @@ namespace pathtop {
 struct TargetSpec {
   uint32_t pid = 0;  // 0 with an empty comm: no target yet (the process list)
   std::string comm;
-  bool empty() const { return pid == 0 && comm.empty(); }
+  // A session that exists (sessions/ID: an imported recording, another client's): shown as it
+  // is, never started, replaced or ended by pathtop.
+  std::string session;
+  bool empty() const { return pid == 0 && comm.empty() && session.empty(); }
 };
 
 struct FetcherOptions {

@@ -21,7 +21,8 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pathtop [--pid PID | --comm NAME] [--socket PATH | --address HOST:PORT]\n"
+    "usage: pathtop [--pid PID | --comm NAME | --session ID] [--socket PATH | --address "
+    "HOST:PORT]\n"
     "               [--interval SECONDS] [--top N] [--keep]\n"
     "               [--source auto|none|ptrace|lbr|pt] [--step-mode "
     "auto|emulate|breakpoints|int3|step]\n"
@@ -33,6 +34,9 @@ constexpr const char* kUsage =
     "\n"
     "  --pid PID           profile this process\n"
     "  --comm NAME         profile every process with this executable name\n"
+    "  --session ID        show a session that exists (pathctl sessions), e.g. a continuous\n"
+    "                      window's archive imported with pathctl import WINDOW.pbs; never\n"
+    "                      started, stopped or deleted by pathtop\n"
     "  --socket PATH       pathprofd's Unix socket (default $PATHPROF_SOCKET, else\n"
     "                      /run/pathprof/pathprofd.sock)\n"
     "  --address HOST:PORT pathprofd over TCP instead\n"
@@ -87,6 +91,7 @@ std::string LabelFor(const pathtop::TargetSpec& t) {
     return "pid " + std::to_string(t.pid) + (comm.empty() ? "" : " (" + comm + ")");
   }
   if (!t.comm.empty()) return "comm " + t.comm;
+  if (!t.session.empty()) return t.session;
   return "choose a process (Enter)";
 }
 
@@ -171,6 +176,10 @@ std::optional<int> ParseOption(const std::string& a, const char* v, Args* args) 
     }
   } else if (a == "--comm") {
     args->target.comm = v;
+  } else if (a == "--session") {
+    const std::string id = v;
+    if (id.empty() || id == "sessions/") return Usage("--session needs a session id");
+    args->target.session = id.rfind("sessions/", 0) == 0 ? id : "sessions/" + id;
   } else if (a == "--socket") {
     args->address = std::string("unix:") + v;
   } else if (a == "--address") {
@@ -212,7 +221,8 @@ std::optional<int> ParseArgs(int argc, char** argv, Args* args) {
     if (std::optional<int> bad = ParseOption(a, argv[++i], args)) return bad;
   }
   const pathtop::TargetSpec& t = args->target;
-  if (t.pid != 0 && !t.comm.empty()) return Usage("give --pid or --comm, not both");
+  if ((t.pid != 0) + !t.comm.empty() + !t.session.empty() > 1)
+    return Usage("give one of --pid, --comm and --session");
   return std::nullopt;
 }
 

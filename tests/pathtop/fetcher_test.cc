@@ -168,6 +168,40 @@ TEST(Fetcher, JoinsARunningSessionAndLeavesItRunning) {
   EXPECT_EQ(daemon.service().delete_calls.load(), 0);
 }
 
+// --session: a session that exists (an imported archive window: ended from the start) is shown
+// as it is; pathtop starts none, and stops or deletes nothing. One the daemon does not hold is
+// named in the problem shown.
+TEST(Fetcher, ShowsANamedSessionAndNeverEndsIt) {
+  std::string sock = TempSocket("named");
+  FakeDaemon daemon(sock, 77);
+  ASSERT_TRUE(daemon.ok());
+  v1::StartSessionRequest req;
+  req.set_pid(77);
+  v1::Session existing;
+  ASSERT_TRUE(daemon.service().StartSession(nullptr, &req, &existing).ok());
+  TargetSpec target;
+  target.session = existing.name();
+  Fetcher f(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, Fast());
+  f.Start();
+  Collected c;
+  ASSERT_TRUE(Collect(f, &c, [](const Collected& c) { return c.hot_paths.has_value(); }));
+  EXPECT_EQ(c.session->name(), existing.name());
+  f.Stop();
+  EXPECT_EQ(daemon.service().start_calls.load(), 1);  // only the test's own
+  EXPECT_EQ(daemon.service().stop_calls.load(), 0);
+  EXPECT_EQ(daemon.service().delete_calls.load(), 0);
+
+  target.session = "sessions/nosuch";
+  Fetcher missing(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, Fast());
+  missing.Start();
+  Collected m;
+  ASSERT_TRUE(Collect(missing, &m, [](const Collected& c) {
+    return c.messages.find("sessions/nosuch") != std::string::npos;
+  })) << m.messages;
+  missing.Stop();
+  EXPECT_EQ(daemon.service().start_calls.load(), 1);
+}
+
 TEST(Fetcher, ANoSuchProcessRefusalIsShownAndRetried) {
   std::string sock = TempSocket("nopid");
   FakeDaemon daemon(sock, 77);
