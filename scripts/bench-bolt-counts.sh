@@ -32,7 +32,8 @@
 # usage: scripts/bench-bolt-counts.sh [BUILD_DIR] [ROUNDS]
 #        env: WORK (default /tmp/pathprof-bolt-counts), LOOP_WORK (bench-bolt-loop.sh's WORK),
 #        TRAIN_SECONDS (the (b)/(c)/(e) training runs, default 30), ROWS (default
-#        "lua zstd3 zstd19")
+#        "lua zstd3 zstd19"), ARCHIVE_EVENTS ((e)'s continuous.archive_branch_events; unset:
+#        the daemon's default)
 #        (as root: it may add a deb-src source and it ptrace-attaches; needs network for apt)
 set -euo pipefail
 build="$(realpath "${1:-build}")"
@@ -219,7 +220,8 @@ continuous_window() {  # ROW: $row.e.pbs, the first window's branches of a conti
   rm -rf "$dir"; mkdir -p "$dir"
   printf '%s\n' "[continuous]" "enabled = true" "window_s = $train_seconds" \
       'source = "snapshot"' "executables = [\"$PWD/plain\"]" \
-      "archive_dir = \"$dir/windows\"" > "$dir/pathprofd.toml"
+      "archive_dir = \"$dir/windows\"" \
+      ${ARCHIVE_EVENTS:+"archive_branch_events = $ARCHIVE_EVENTS"} > "$dir/pathprofd.toml"
   "$build/bin/pathprofd" --config "$dir/pathprofd.toml" --socket "$dir/pathprofd.sock" \
       --log-level debug > "$dir/log" 2>&1 & daemon=$!
   for _ in $(seq 100); do grep -q "serving on" "$dir/log" && break; sleep 0.1; done

@@ -7,7 +7,13 @@
 # HOSTILE=1 adds, beside the busy ones, a process that forks 1,000 children and starts 1,000
 # threads a second (example_churn), a shell that execs /bin/true in a loop, and a python3 that
 # maps and unmaps a page 10,000 times a second (issue 42's bad input).
-# usage: [SOURCE=snapshot] [BUDGET=N] [HOSTILE=1] scripts/bench-continuous-host.sh [BUILD_DIR]
+# CGROUPS=1 puts the daemon (and its helper) and the busy processes in two sibling CPU cgroups
+# of the default weight, as systemd does for the packaged unit (pathprofd.service beside the
+# users' slices or other services): the daemon's share is then its group's, not one process's
+# among BUSY. Needs a writable cgroup CPU controller (v2's cpu.weight or v1's cpu.shares).
+# ARCHIVE_EVENTS: continuous.archive_branch_events (each window's branches archived as a .pbs;
+# default 65536, 0: none); the archive's size is printed.
+# usage: [SOURCE=snapshot] [BUDGET=N] [HOSTILE=1] [CGROUPS=1] scripts/bench-continuous-host.sh [BUILD_DIR]
 #        [BUSY] [HZ] [SECONDS]   (default: build, 50, 19, 40)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,6 +33,36 @@ tree_ticks() {
   for h in $(helpers "$1"); do t=$((t + $(cpu_ticks "$h" 2>/dev/null || echo 0))); done
   echo "$t"
 }
+
+# Two sibling CPU cgroups (CGROUPS=1): the daemon's and the busy processes'; removed on exit.
+cgroups=()
+cgroup_new() {  # NAME: a new group under the CPU controller's root, its path in $cgroup
+  local root
+  for root in /sys/fs/cgroup /sys/fs/cgroup/unified /sys/fs/cgroup/cpu; do
+    if [[ -e $root/cpu.weight || -e $root/cpu.shares ]] ||
+       grep -qw cpu "$root/cgroup.subtree_control" 2>/dev/null; then
+      cgroup="$root/$1-$$"
+      mkdir "$cgroup" && cgroups+=("$cgroup") && return 0
+    fi
+  done
+  echo "CGROUPS=1: no writable cgroup CPU controller here" >&2
+  return 1
+}
+cgroup_cleanup() {
+  local g p
+  for g in "${cgroups[@]}"; do
+    while read -r p; do echo "$p" > "${g%/*}/cgroup.procs" 2>/dev/null || true; done < "$g/cgroup.procs"
+    rmdir "$g" 2>/dev/null || true
+  done
+}
+trap 'bench_cleanup; cgroup_cleanup' EXIT
+busy_group="" daemon_group=""
+if [[ "${CGROUPS:-0}" == 1 ]]; then
+  cgroup_new pathprof-bench-busy; busy_group=$cgroup
+  cgroup_new pathprof-bench-daemon; daemon_group=$cgroup
+  # Children inherit the group: the busy loops started below, and the daemon's helper.
+  echo $$ > "$busy_group/cgroup.procs"
+fi
 
 start_busy "$busy"
 if [[ "${HOSTILE:-0}" == 1 ]]; then
@@ -53,10 +89,13 @@ source = "${SOURCE:-none}"
 window_budget = ${BUDGET:-0}
 archive_dir = "$dir/windows"
 keep_windows = 100
+archive_branch_events = ${ARCHIVE_EVENTS:-65536}
 TOML
+[[ -n $daemon_group ]] && echo $$ > "$daemon_group/cgroup.procs"
 "$bin/pathprofd" --config "$dir/pathprofd.toml" --socket "$dir/sock" --log-level debug \
   2>"$dir/log" &
 daemon=$!
+[[ -n $daemon_group ]] && echo $$ > "${daemon_group%/*}/cgroup.procs"
 sleep 12  # the first window: images loaded, symbols read
 t0=$(tree_ticks "$daemon")
 sleep "$seconds"
@@ -64,8 +103,9 @@ t1=$(tree_ticks "$daemon")
 hz_ticks=$(getconf CLK_TCK)
 cpus=$(nproc)
 awk -v d="$((t1 - t0))" -v s="$seconds" -v t="$hz_ticks" -v c="$cpus" -v b="$busy" -v h="$hz" \
+  -v g="${daemon_group:+; daemon and busy processes in sibling CPU cgroups}" \
   'BEGIN {cpu = d / t / s * 100;
-          printf "host: %d CPUs; %d busy processes; %d Hz\n", c, b, h;
+          printf "host: %d CPUs; %d busy processes; %d Hz%s\n", c, b, h, g;
           printf "daemon CPU (with its helpers): %.2f%% of one core (%.2f%% per CPU sampled)\n", cpu, cpu / c}'
 grep -E '^(VmHWM|VmRSS)' "/proc/$daemon/status" | sed 's/^/daemon /'
 for h in $(helpers "$daemon"); do
@@ -73,3 +113,5 @@ for h in $(helpers "$daemon"); do
 done
 grep -o 'continuous: window of [0-9]* process(es): .*' "$dir/log" || true
 echo "windows archived: $(ls "$dir/windows" 2>/dev/null | grep -c '\.pb\.gz$' || true)"
+du -b "$dir"/windows/*.pbs 2>/dev/null | awk '{n++; s += $1} END {if (n) printf "branches archived: %d .pbs, %.0f KB each on average\n", n, s / n / 1000}'
+

@@ -225,6 +225,9 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     }
     sc.source = source;
     sc.sampling.stack_hz = config_.stack_hz;
+    // A store keeps its newest windows for the archive (Session::BranchesForArchive): one
+    // process alone may fill the window's whole share.
+    sc.export_branch_events = std::max(sc.export_branch_events, config_.archive_branch_events);
     if (source == pipeline::SourceChoice::kSnapshot) {
       sc.sampling.bursts_per_second = snapshot_hz_;
       sc.window_budget = window_budget_;
@@ -258,22 +261,31 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     uint64_t before_stop = 0;
     for (const auto& t : r.session->Stats()) before_stop += t.stack_samples;
     r.session->Stop();
-    uint64_t samples = 0, drops = 0, windows = 0, with_windows = 0, memory = 0;
+    uint64_t samples = 0, windows = 0, with_windows = 0, memory = 0;
+    std::map<std::string, uint64_t> by_reason;
     const auto stats = r.session->Stats();  // one per process sampled (the whole host: joined)
     for (const auto& t : stats) {
       samples += t.stack_samples;
       windows += t.windows;
       with_windows += t.windows > 0;
       memory += t.memory_bytes;
-      for (const auto& [reason, n] : t.drops) drops += n;
+      for (const auto& [reason, n] : t.drops) by_reason[reason] += n;
     }
+    // By reason, largest first: "dropped" mixes samples lost with parts of windows a path
+    // could not count (docs/profiles.md), which only the reason tells apart.
+    std::vector<std::pair<uint64_t, std::string>> reasons;
+    for (const auto& [reason, n] : by_reason) reasons.emplace_back(n, reason);
+    std::sort(reasons.rbegin(), reasons.rend());
+    std::string dropped;
+    for (const auto& [n, reason] : reasons)
+      dropped += (dropped.empty() ? "" : ", ") + reason + " " + std::to_string(n);
     Log(kLogDebug,
-        "continuous: window of %zu process(es): %llu stack samples (%llu before stop), %llu "
-        "dropped; %llu branch windows in %llu process(es); stores ~%llu KiB",
+        "continuous: window of %zu process(es): %llu stack samples (%llu before stop); %llu "
+        "branch windows in %llu process(es); stores ~%llu KiB; dropped: %s",
         stats.size(), static_cast<unsigned long long>(samples),
-        static_cast<unsigned long long>(before_stop), static_cast<unsigned long long>(drops),
-        static_cast<unsigned long long>(windows), static_cast<unsigned long long>(with_windows),
-        static_cast<unsigned long long>(memory >> 10));
+        static_cast<unsigned long long>(before_stop), static_cast<unsigned long long>(windows),
+        static_cast<unsigned long long>(with_windows),
+        static_cast<unsigned long long>(memory >> 10), dropped.empty() ? "none" : dropped.c_str());
     if (stats.empty()) {  // a series whose processes joined: none did
       std::lock_guard<std::mutex> lock(mu_);
       ++empty_series_;

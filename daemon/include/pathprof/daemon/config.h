@@ -117,7 +117,8 @@ struct ContinuousConfig {
   uint64_t max_disk_bytes = 256ull << 20;  // bytes of all kept windows (at least 4096)
   // With a branch source: the branches of each window's newest branch windows archived beside
   // its pprof as a .pbs (pathctl paths and pathctl export read it), shared by the series'
-  // processes in proportion to their windows; 0: none (~4 bytes a branch on disk).
+  // processes in proportion to their windows; 0: none (~4-7 bytes a branch on disk). Each
+  // process's store keeps its newest max(65,536, this) branches for it (24 bytes each).
   uint32_t archive_branch_events = 1u << 16;
   uint32_t push_queue = 16;    // windows waiting per backend
   uint32_t push_attempts = 5;  // per window, first try included
