@@ -203,11 +203,20 @@ void ProfileStore::NoteExit() {
   for (auto& [tid, s] : impl_->osp_samplers) s->Flush();
 }
 
-PbsContents ProfileStore::RecentBranches() const {
+uint64_t ProfileStore::RecentBranchEvents() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->recent_events;
+}
+
+PbsContents ProfileStore::RecentBranches(uint64_t max_events) const {
   const Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mu);
   PbsContents out;
-  out.batches.assign(s.recent.begin(), s.recent.end());
+  auto first = s.recent.end();
+  for (uint64_t kept = 0;
+       first != s.recent.begin() && kept + std::prev(first)->events.size() <= max_events;)
+    kept += (--first)->events.size();
+  out.batches.assign(first, s.recent.end());
   for (const decoders::Mapping& m : s.space.mappings()) {
     if (m.IsSpecial()) continue;
     ImageRecord img;

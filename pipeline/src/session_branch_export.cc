@@ -80,40 +80,32 @@ std::vector<ImageRecord> ImagesTouched(std::vector<ImageRecord> images,
   return out;
 }
 
-uint64_t EventsIn(const std::vector<BranchBatch>& batches) {
-  uint64_t n = 0;
-  for (const BranchBatch& b : batches) n += b.events.size();
-  return n;
-}
-
 }  // namespace
 
 Session::ArchivedBranches Session::BranchesForArchive(uint64_t max_events) const {
   ArchivedBranches out;
-  std::vector<std::pair<std::shared_ptr<const ProfileStore>, PbsContents>> held;
+  std::vector<std::pair<std::shared_ptr<const ProfileStore>, uint64_t>> held;  // store, branches
   uint64_t total_events = 0;
   for (auto& store : Stores()) {
-    out.windows_taken += store->Stats().windows;
-    PbsContents one = store->RecentBranches();
-    if (one.batches.empty()) continue;
-    out.windows_held += one.batches.size();
-    total_events += EventsIn(one.batches);
-    held.emplace_back(std::move(store), std::move(one));
+    const TargetStats stats = store->Stats();
+    out.windows_taken += stats.windows;
+    out.windows_held += stats.export_windows_kept;
+    const uint64_t events = store->RecentBranchEvents();
+    if (events == 0) continue;
+    total_events += events;
+    held.emplace_back(std::move(store), events);
   }
-  for (auto& [store, one] : held) {
-    // This process's share of `max_events`, as its share of the branches held; its newest
-    // windows first (RecentBranches is oldest first), whole windows only.
-    const uint64_t mine = EventsIn(one.batches);
+  for (auto& [store, mine] : held) {
+    // This process's share of `max_events`, as its share of the branches held: its newest
+    // whole windows, copied out of the store only as far as the share goes.
     const uint64_t quota =
         total_events <= max_events
             ? mine
             : static_cast<uint64_t>(static_cast<long double>(max_events) * mine / total_events);
-    size_t first = one.batches.size();
-    for (uint64_t kept = 0; first > 0 && kept + one.batches[first - 1].events.size() <= quota;)
-      kept += one.batches[--first].events.size();
-    if (first == one.batches.size()) continue;
-    std::vector<BranchBatch> kept(std::make_move_iterator(one.batches.begin() + first),
-                                  std::make_move_iterator(one.batches.end()));
+    if (quota == 0) continue;
+    PbsContents one = store->RecentBranches(quota);
+    if (one.batches.empty()) continue;
+    std::vector<BranchBatch> kept = std::move(one.batches);
     PbsContents part;
     part.images = ImagesTouched(std::move(one.images), kept);
     // The build-ids now, through the store's image access (a confined requester's rights), while

@@ -73,9 +73,12 @@ class ProfileStore {
   std::vector<std::pair<Location, uint64_t>> LeafAddresses(uint64_t function_start) const;
   // Every path the engine holds now (for baselines and residual paths).
   std::vector<PathKey> PathKeys() const;
-  // The newest branch batches (config.export_branch_events at most) and the process's file
-  // mappings, as a recording: what branch-profile exports of a running session write.
-  PbsContents RecentBranches() const;
+  // The newest branch batches (config.export_branch_events at most; of those, the newest whole
+  // batches of at most `max_events` branches) and the process's file mappings, as a recording:
+  // what branch-profile exports of a running session write.
+  PbsContents RecentBranches(uint64_t max_events = UINT64_MAX) const;
+  // The branches RecentBranches holds now.
+  uint64_t RecentBranchEvents() const;
   // The ELF image of the file mapped at `at` (an ImageRecord's start), as queries find it
   // (SymbolService::MappedImage: with a confined session's requester's rights, bounded, cached).
   Result<std::shared_ptr<const decoders::ElfImage>> MappedImage(uint64_t at) const;
