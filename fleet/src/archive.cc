@@ -233,8 +233,13 @@ Status ProfileArchive::Scan() {
       if (!EndsWith(name, suffix)) continue;
       companion = true;
       const std::string stem = name.substr(0, name.size() - std::strlen(suffix));
-      if (!fs::exists(fs::path(options_.directory) / (stem + kProfileSuffix)))
+      int64_t start = 0;
+      uint64_t sequence = 0;
+      if (!ParseStem(stem, &start, &sequence)) {
+        ++stats_.foreign_files_ignored;  // not one of ours: left alone
+      } else if (!fs::exists(fs::path(options_.directory) / (stem + kProfileSuffix))) {
         stray_labels.push_back(entry.path().string());
+      }
     }
     if (companion) continue;
     int64_t start = 0;

@@ -232,9 +232,13 @@ TEST_F(ArchiveTest, BranchesAreTheWindowsThirdFileAndGoWithIt) {
   }
   // An unfinished Add: branches written, profile never renamed into place.
   std::ofstream(dir_ / "01700000000000000000-00000050_x.pbs") << "half";
+  // Someone else's recording in the folder: not named as ours, left alone.
+  std::ofstream(dir_ / "notes.pbs") << "an admin's";
   auto archive = ProfileArchive::Open({.directory = dir_.string(), .max_windows = 2});
   ASSERT_TRUE(archive.ok());
   EXPECT_FALSE(fs::exists(dir_ / "01700000000000000000-00000050_x.pbs"));
+  EXPECT_TRUE(fs::exists(dir_ / "notes.pbs"));
+  EXPECT_EQ(archive->stats().foreign_files_ignored, 1u);
   ASSERT_EQ(archive->windows().size(), 2u);
   EXPECT_EQ(archive->windows()[0].bytes, one);
   auto read = archive->Read(archive->windows()[0]);
@@ -244,7 +248,7 @@ TEST_F(ArchiveTest, BranchesAreTheWindowsThirdFileAndGoWithIt) {
   const std::string evicted = archive->windows()[0].branches_path;
   ASSERT_TRUE(archive->Add(Window(2)).ok());
   EXPECT_FALSE(fs::exists(evicted));
-  EXPECT_EQ(FilesOnDisk().size(), 4u);
+  EXPECT_EQ(FilesOnDisk().size(), 5u);  // two windows' files and notes.pbs
 
   // The profile fits the bound, the profile with its branches does not: stored alone, counted.
   auto small = ProfileArchive::Open({.directory = (dir_ / "small").string(), .max_bytes = 400});
