@@ -196,6 +196,32 @@ TEST_F(PathtopEndToEnd, FlameGraphAndTheHotPathsOfEachCallingContext) {
   Kill(target);
 }
 
+// --session: a recording the daemon imported (an exact trace here; a continuous window's
+// archived .pbs is imported the same way) is shown by its id, hot loop first, and pathtop
+// leaves it in the daemon when it quits.
+TEST_F(PathtopEndToEnd, ShowsAnImportedRecordingBySessionAndLeavesIt) {
+  const std::string pbs = "/tmp/pathtop_e2e_" + std::to_string(getpid()) + ".pbs";
+  const std::string traced = Sh(PATHPROF_BIN_DIR "/pathctl trace --exact -o " + pbs +
+                                " -- " PATHPROF_BIN_DIR "/example_hotloop_static 3 2>&1");
+  ASSERT_EQ(access(pbs.c_str(), R_OK), 0) << traced;
+  std::string id = Sh(PATHPROF_BIN_DIR "/pathctl import " + pbs + " --socket " + sock_);
+  unlink(pbs.c_str());
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(id.find(' '), std::string::npos) << id;
+  Tmux tmux("env TERM=xterm NO_COLOR=1 ASAN_OPTIONS=detect_leaks=0 " PATHPROF_BIN_DIR
+            "/pathtop --interval 0.5 --socket " +
+            sock_ + " --session " + id);
+  ASSERT_TRUE(tmux.started());
+  std::string s = tmux.WaitForText(" hot+0x", 30);
+  Keep("e2e_session", s);
+  EXPECT_TRUE(Has(s, " hot+0x")) << s << "\n(daemon log: " << log_ << ")";
+  EXPECT_TRUE(Has(Line(s, 0), id)) << s;
+  tmux.Keys("q");
+  EXPECT_TRUE(tmux.WaitForExit(10));
+  EXPECT_TRUE(Has(Sessions(), id)) << "pathtop ended a session it did not start: " << Sessions();
+}
+
 // The three things a live view must get right about time passing: a daemon that
 // restarts under it (pathtop re-creates its session, with the source it had, and says so), a
 // target that exits (the header says so, with no "running"), and quitting (the sessions it made
