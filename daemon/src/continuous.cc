@@ -301,24 +301,13 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     auto pprof = r.session->ExportPprof(source != pipeline::SourceChoice::kNone);
     // The window's branch windows beside its pprof, for the queries and optimizer exports the
     // pprof cannot answer (pathctl paths FILE.pbs, pathctl export --format bolt FILE.pbs).
-    std::string branches;
+    pipeline::Session::ArchivedBranches kept;
     if (pprof.ok() && source != pipeline::SourceChoice::kNone &&
         config_.archive_branch_events > 0) {
-      pipeline::Session::ArchivedBranches kept =
-          r.session->BranchesForArchive(config_.archive_branch_events);
-      if (kept.windows_kept > 0) {
-        auto bytes = PbsBytes(kept.recording);
-        if (bytes.ok()) {
-          branches = std::move(bytes.value());
-        } else {
-          std::lock_guard<std::mutex> lock(mu_);
-          ++branches_failed_;
-          last_error_ = "branches: " + bytes.status().message();
-        }
-      }
-      Log(kLogDebug, "continuous: %llu of %llu branch windows archived (%zu bytes)",
+      kept = r.session->BranchesForArchive(config_.archive_branch_events);
+      Log(kLogDebug, "continuous: %llu of %llu branch windows to archive",
           static_cast<unsigned long long>(kept.windows_kept),
-          static_cast<unsigned long long>(kept.windows_taken), branches.size());
+          static_cast<unsigned long long>(kept.windows_taken));
     }
     r.session.reset();
     std::lock_guard<std::mutex> lock(mu_);
@@ -342,7 +331,20 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     w.start_unix_nanos = start_ns;
     w.end_unix_nanos = end_ns;
     w.sample_rate_hz = config_.stack_hz;
-    w.branches = std::move(branches);
+    if (kept.windows_kept > 0) {
+      // The window's labels go with its branches, so that the .pbs alone says what it is.
+      for (const fleet::Label& label : w.labels)
+        kept.recording.meta.push_back({"label." + label.name, label.value});
+      kept.recording.meta.push_back({"start_unix_nanos", std::to_string(start_ns)});
+      kept.recording.meta.push_back({"end_unix_nanos", std::to_string(end_ns)});
+      auto bytes = PbsBytes(kept.recording);
+      if (bytes.ok()) {
+        w.branches = std::move(bytes.value());
+      } else {
+        ++branches_failed_;
+        last_error_ = "branches: " + bytes.status().message();
+      }
+    }
     ++exported_;
     if (Status s = archive_->Add(w); !s.ok()) last_error_ = "archive: " + s.message();
     for (auto& p : pushers_) (void)p->Enqueue(w);  // refusals are counted in its PushStats

@@ -301,6 +301,12 @@ void ExpectTheWindowsBranchesAnswerQueriesAndExports(const std::string& profile,
   const MetaRecord executable{"executable." + std::to_string(pid), exe};
   EXPECT_NE(std::find(recording->meta.begin(), recording->meta.end(), executable),
             recording->meta.end());
+  // The window's labels and times go with it: the .pbs alone says what it is.
+  std::map<std::string, std::string> meta;
+  for (const MetaRecord& m : recording->meta) meta[m.key] = m.value;
+  EXPECT_FALSE(meta["label.host"].empty());
+  const std::string stem = profile.substr(profile.rfind('/') + 1);
+  EXPECT_EQ(meta["start_unix_nanos"], std::to_string(std::stoll(stem.substr(0, 20))));
   // Hot paths from the archive alone: the process's, one in hot() among its three hottest (hot()'s
   // iterations are split over three paths, and warm()'s one path, whose iterations take about
   // twice as long, comes first in about half the runs: windows start at time samples).
