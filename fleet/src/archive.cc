@@ -218,7 +218,7 @@ Result<ProfileArchive> ProfileArchive::Open(ArchiveOptions options) {
 
 Status ProfileArchive::Scan() {
   std::error_code ec;
-  std::vector<std::string> stray_labels;
+  std::vector<std::string> stray_companions;
   for (const fs::directory_entry& entry : fs::directory_iterator(options_.directory, ec)) {
     const std::string name = entry.path().filename().string();
     if (EndsWith(name, kTempSuffix)) {
@@ -238,7 +238,7 @@ Status ProfileArchive::Scan() {
       if (!ParseStem(stem, &start, &sequence)) {
         ++stats_.foreign_files_ignored;  // not one of ours: left alone
       } else if (!fs::exists(fs::path(options_.directory) / (stem + kProfileSuffix))) {
-        stray_labels.push_back(entry.path().string());
+        stray_companions.push_back(entry.path().string());
       }
     }
     if (companion) continue;
@@ -282,8 +282,9 @@ Status ProfileArchive::Scan() {
     return Error(ErrorCode::kIo,
                  "cannot list archive folder " + options_.directory + ": " + ec.message());
   }
-  // The profile is renamed into place last, so metadata without a profile is an unfinished Add.
-  for (const std::string& path : stray_labels) {
+  // The profile is renamed into place last, so labels or branches without one are an unfinished
+  // Add.
+  for (const std::string& path : stray_companions) {
     std::error_code ignored;
     fs::remove(path, ignored);
   }
