@@ -63,6 +63,13 @@ FetcherOptions Fast() {
   return o;
 }
 
+// A session of `pid` started in the fake daemon by someone else (another pathtop, pathctl).
+bool StartSessionOf(uint32_t pid, FakeDaemon* daemon, v1::Session* out) {
+  v1::StartSessionRequest req;
+  req.set_pid(pid);
+  return daemon->service().StartSession(nullptr, &req, out).ok();
+}
+
 TEST(Fetcher, StartsASessionStreamsHotPathsAndDeletesItsSession) {
   std::string sock = TempSocket("start");
   FakeDaemon daemon(sock, 4242);
@@ -151,10 +158,8 @@ TEST(Fetcher, JoinsARunningSessionAndLeavesItRunning) {
   std::string sock = TempSocket("join");
   FakeDaemon daemon(sock, 77);
   ASSERT_TRUE(daemon.ok());
-  v1::StartSessionRequest req;
-  req.set_pid(77);
   v1::Session existing;
-  ASSERT_TRUE(daemon.service().StartSession(nullptr, &req, &existing).ok());
+  ASSERT_TRUE(StartSessionOf(77, &daemon, &existing));
   TargetSpec target;
   target.pid = 77;
   Fetcher f(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, Fast());
@@ -175,10 +180,8 @@ TEST(Fetcher, ShowsANamedSessionAndNeverEndsIt) {
   std::string sock = TempSocket("named");
   FakeDaemon daemon(sock, 77);
   ASSERT_TRUE(daemon.ok());
-  v1::StartSessionRequest req;
-  req.set_pid(77);
   v1::Session existing;
-  ASSERT_TRUE(daemon.service().StartSession(nullptr, &req, &existing).ok());
+  ASSERT_TRUE(StartSessionOf(77, &daemon, &existing));
   TargetSpec target;
   target.session = existing.name();
   Fetcher f(MakeGrpcClient("unix:" + sock), "unix:" + sock, target, Fast());
