@@ -93,6 +93,7 @@ void ToProto(const pipeline::TargetStats& in, const std::string& session_id, v1:
   out->set_export_windows_kept(static_cast<int64_t>(in.export_windows_kept));
   out->set_export_windows_let_go(static_cast<int64_t>(in.export_windows_let_go));
   Counts(in.windows_held_back, out->mutable_windows_held_back());
+  Counts(in.windows_by_source, out->mutable_windows_by_source());
 }
 
 void ToProto(const pipeline::HotPathsResult& in, const std::string& session_id, v1::HotPaths* out) {

@@ -239,6 +239,10 @@ void PrintTargetStats(const google::protobuf::RepeatedPtrField<v1::TargetStats>&
     if (!held.empty())
       std::printf("%s pid %u: windows held back (the rate's bounds, not losses): %s\n",
                   session.c_str(), t.pid(), held.c_str());
+    std::string from;
+    AppendCounts(t.windows_by_source(), &from);
+    if (!from.empty())
+      std::printf("%s pid %u: windows by source: %s\n", session.c_str(), t.pid(), from.c_str());
   }
 }
 

@@ -168,7 +168,7 @@ std::optional<int> ParseOption(const std::string& a, const char* v, Args* args) 
     args->target.pid = static_cast<uint32_t>(number);
   } else if (a == "--source") {
     if (!ParseSource(v, &args->options.source)) {
-      return Usage("--source is auto, none, ptrace, lbr or pt");
+      return Usage("--source is auto, none, ptrace, lbr, pt, snapshot or hybrid");
     }
   } else if (a == "--step-mode") {
     if (!ParseStepMode(v, &args->options.step_mode)) {

@@ -61,8 +61,9 @@ struct SnapshotWindowCollector::Impl {
   mutable std::mutex mu;  // the queue, the stats, `gone`
   std::condition_variable work_cv, idle_cv;
   std::deque<RawStackSample> queue;
-  std::set<uint32_t> gone;  // processes to forget
-  std::set<uint32_t> sent;  // processes some batch had (at most kMaxSent)
+  std::set<uint32_t> gone;        // processes to forget
+  std::set<uint32_t> not_wanted;  // processes whose windows come from elsewhere
+  std::set<uint32_t> sent;        // processes some batch had (at most kMaxSent)
   bool stop = false;
   bool busy = false;
   bool flushing = false;  // Flush waits: no batch waits for more samples
@@ -89,6 +90,10 @@ struct SnapshotWindowCollector::Impl {
     }
     if (s.pid == self || stepping::IsOwnHelper(static_cast<pid_t>(s.pid))) {
       ++stats.own_process;
+      return;
+    }
+    if (not_wanted.contains(s.pid)) {
+      ++stats.not_wanted;
       return;
     }
     if (queue.size() >= options.queue_samples) {
@@ -359,9 +364,29 @@ Status SnapshotWindowCollector::RemovePid(uint32_t pid) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->gone.insert(pid);
+    impl_->not_wanted.erase(pid);
   }
   impl_->work_cv.notify_all();
   return st;
+}
+
+Status SnapshotWindowCollector::SetWindowsWanted(uint32_t pid, bool wanted) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (wanted) {
+      impl_->not_wanted.erase(pid);
+      return Status::Ok();
+    }
+    if (impl_->not_wanted.size() >= impl_->options.max_processes &&
+        !impl_->not_wanted.contains(pid))
+      return Status(ErrorCode::kResourceExhausted,
+                    "snapshot windows: already " + std::to_string(impl_->not_wanted.size()) +
+                        " processes take their windows elsewhere (max_processes)");
+    impl_->not_wanted.insert(pid);
+    impl_->gone.insert(pid);  // what was kept of it serves no window now
+  }
+  impl_->work_cv.notify_all();
+  return Status::Ok();
 }
 
 void SnapshotWindowCollector::Flush() {

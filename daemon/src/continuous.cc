@@ -195,8 +195,9 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     // each process the selector names (any, without one) joining on its first sample, so one
     // born or moved into the unit mid-window is in that window; up to max_pids processes. A
     // branch source that stops threads traces the processes named at the window's start.
-    const bool joins =
-        source == pipeline::SourceChoice::kNone || source == pipeline::SourceChoice::kSnapshot;
+    const bool snapshots =
+        source == pipeline::SourceChoice::kSnapshot || source == pipeline::SourceChoice::kHybrid;
+    const bool joins = source == pipeline::SourceChoice::kNone || snapshots;
     std::vector<uint32_t> pids;
     uint64_t over = 0;
     if (!joins) {
@@ -228,7 +229,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     // A store keeps its newest windows for the archive (Session::BranchesForArchive): one
     // process alone may fill the window's whole share.
     sc.export_branch_events = std::max(sc.export_branch_events, config_.archive_branch_events);
-    if (source == pipeline::SourceChoice::kSnapshot) {
+    if (snapshots) {
       sc.sampling.bursts_per_second = snapshot_hz_;
       sc.window_budget = window_budget_;
     }

@@ -105,7 +105,8 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
       PATHPROF_RETURN_IF_ERROR(ReadString(n, key, &c.source));
       pipeline::SourceChoice unused;
       if (!pipeline::ParseSourceChoice(c.source, &unused))
-        return Bad(key, "expects none, snapshot, auto, ptrace, lbr or pt, got '" + c.source + "'");
+        return Bad(
+            key, "expects none, snapshot, hybrid, auto, ptrace, lbr or pt, got '" + c.source + "'");
     } else if (key == "window_budget") {
       PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 0, 1000000, &v));  // 0: DefaultWindowBudget
       c.window_budget = static_cast<uint32_t>(v);
@@ -168,12 +169,16 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
   // A branch source that stops threads (or PMU-samples them) on every process of the host
   // would do so to all of them, the daemon's neighbours included: only on processes someone
   // named. Snapshot windows stop nothing: they come from the stack samples' snapshots.
-  if (c.source != "none" && c.source != "snapshot" && c.units.empty() && c.cgroups.empty() &&
-      c.executables.empty())
+  // "hybrid" is snapshot windows that stop a process only where its snapshots fall short, a
+  // few at a time (docs/fleet.md): naming it is the configuration that allows those stops.
+  if (c.source != "none" && c.source != "snapshot" && c.source != "hybrid" && c.units.empty() &&
+      c.cgroups.empty() && c.executables.empty())
     return Bad("source", "'" + c.source +
                              "' needs units, cgroups or executables (a branch source that stops "
                              "threads is never run on every process); use \"none\" for "
-                             "host-wide stacks or \"snapshot\" for host-wide hot paths");
+                             "host-wide stacks, \"snapshot\" for host-wide hot paths, or "
+                             "\"hybrid\" to let the few processes whose snapshots fall short "
+                             "be stopped");
   return Status::Ok();
 }
 

@@ -46,7 +46,7 @@ class PerfSource final : public LiveSource {
     SourceCounters out;
     for (const auto& [pid, perf] : perf_) {
       collectors::LiveSourceCounters c = perf->counters();
-      out[pid] = SourceLosses{std::move(c.drops), std::move(c.decode_errors), {}};
+      out[pid] = SourceLosses{std::move(c.drops), std::move(c.decode_errors), {}, {}};
     }
     return out;
   }

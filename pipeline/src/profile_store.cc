@@ -28,6 +28,7 @@ Status ProfileStore::BuildBranchSide(Impl* impl, const SessionConfig& config,
                                      BranchWindows windows) {
   const bool windowed = windows != BranchWindows::kNone;
   impl->windowed = windowed;
+  impl->windows = windows;
   impl->estimator.reset();
   impl->cycles.reset();
   impl->window_weighting.clear();
@@ -94,6 +95,13 @@ Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
 
 Status ProfileStore::ResetWindows(BranchWindows windows) {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  return BuildBranchSide(impl_.get(), impl_->config, windows);
+}
+
+Status ProfileStore::UseWindows(BranchWindows windows, std::string why) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->windows_note = std::move(why);
+  if (windows == impl_->windows) return Status::Ok();
   return BuildBranchSide(impl_.get(), impl_->config, windows);
 }
 
@@ -254,6 +262,7 @@ TargetStats ProfileStore::Stats() const {
   t.drops = s.accounting.drops.Snapshot();
   t.decode_errors = s.accounting.decode_errors.Snapshot();
   t.windows_held_back = s.accounting.windows_held_back.Snapshot();
+  t.windows_by_source = s.accounting.windows_by_source.Snapshot();
   t.pipeline_cpu_seconds = double(s.accounting.pipeline_cpu_ns.load()) / 1e9;
   const profiles::OspStats osp = s.osp->stats();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -268,6 +277,7 @@ TargetStats ProfileStore::Stats() const {
   t.windows_with_context = s.windows_with_context;
   t.memory_bytes = mem;
   t.window_weighting = s.window_weighting;
+  if (!s.windows_note.empty()) t.window_weighting += "; " + s.windows_note;
   t.namespace_pid = s.info.namespace_pid;
   t.export_windows_kept = s.recent.size();
   t.export_windows_let_go = s.recent_let_go;

@@ -42,7 +42,9 @@ struct ProfileStore::Impl {
   uint32_t pid = 0;
   SessionConfig config;
   bool windowed = false;
+  BranchWindows windows = BranchWindows::kNone;
   std::string window_weighting;  // how the estimator weights windows, and why
+  std::string windows_note;      // where this process's windows come from, and why (UseWindows)
   // kTime: block cycles of each window, outside `mu` (the model's code reader takes it).
   std::mutex cycle_mu;
   std::unique_ptr<decoders::CycleModel> cycles;

@@ -65,11 +65,13 @@ Status SessionConfig::Validate() const {
   auto bad = [](std::string msg) { return Status(ErrorCode::kInvalidArgument, std::move(msg)); };
   if (every_process) {
     if (!pids.empty()) return bad("session config: every process, or a list of pids, not both");
-    if (source != SourceChoice::kNone && source != SourceChoice::kSnapshot)
+    if (source != SourceChoice::kNone && source != SourceChoice::kSnapshot &&
+        source != SourceChoice::kHybrid)
       return bad(
           "session config: every process takes stacks, and branch windows only from snapshots "
-          "(source none or snapshot): the other branch sources trace the processes a session "
-          "names");
+          "(source none, snapshot, or hybrid: snapshots, and stops for a few processes whose "
+          "snapshot windows end too early): the other branch sources trace the processes a "
+          "session names");
     if (confine_to_uid) return bad("session config: only an admin profiles every process");
   } else if (!join_match.empty()) {
     return bad("session config: join_match selects among every process: set every_process");

@@ -118,6 +118,8 @@ void Session::Impl::SettleRetired(ProfileStore& first) {
       first.accounting().decode_errors.Add(reason, n);
     for (const auto& [reason, n] : a.windows_held_back.Snapshot())
       first.accounting().windows_held_back.Add(reason, n);
+    for (const auto& [source, n] : a.windows_by_source.Snapshot())
+      first.accounting().windows_by_source.Add(source, n);
   }
 }
 

@@ -39,6 +39,14 @@ void Session::Impl::NoteExec(uint32_t pid) {
   if (std::shared_ptr<ProfileStore> store = Lookup(pid)) store->NoteExec();
 }
 
+void Session::Impl::WindowsFrom(uint32_t pid, BranchWindows windows, const std::string& why) {
+  // A process without a store (a followed child takes stacks alone) takes no windows either.
+  std::shared_ptr<ProfileStore> store = Lookup(pid);
+  if (store == nullptr) return;
+  if (const Status st = store->UseWindows(windows, why); !st.ok())
+    store->accounting().drops.Add("windows_reweigh_failed");
+}
+
 void Session::Impl::AccountSources() {
   // The session's losses (its targets' share of the host's ring, its bounds) go to the first
   // store; losses before it exists are told to it once it does.
@@ -62,6 +70,8 @@ void Session::Impl::AccountSources() {
       AddGrowth(now.drops, seen.drops, store->accounting().drops);
       AddGrowth(now.decode_errors, seen.decode_errors, store->accounting().decode_errors);
       AddGrowth(now.held_back, seen.held_back, store->accounting().windows_held_back);
+      AddGrowth(now.windows_by_source, seen.windows_by_source,
+                store->accounting().windows_by_source);
       seen = now;
     }
   }

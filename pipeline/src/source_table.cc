@@ -13,6 +13,7 @@ std::unique_ptr<LiveSource> MakePtraceBurstSource();
 std::unique_ptr<LiveSource> MakeLbrSource();
 std::unique_ptr<LiveSource> MakePtSource();
 std::unique_ptr<LiveSource> MakeSnapshotSource();
+std::unique_ptr<LiveSource> MakeHybridSource();
 
 namespace {
 
@@ -44,6 +45,11 @@ const SourceTable& DefaultSources() {
            MakePtraceBurstSource, BranchSource::kSnapshot},
           {BranchSource::kSnapshot, "snapshot", &HostCapabilities::snapshot,
            BranchWindows::kTimeRagged, MakeSnapshotSource, BranchSource::kNone},
+          // Never auto's choice (snapshot comes first): asked for, it stops the threads of the
+          // processes whose snapshot windows end too early. Its stores start as the snapshot
+          // source's; each process's is re-weighted when judged (live_source_hybrid.cc).
+          {BranchSource::kHybrid, "hybrid", &HostCapabilities::snapshot, BranchWindows::kTimeRagged,
+           MakeHybridSource, BranchSource::kNone},
       }};
   return table;
 }

@@ -63,14 +63,15 @@ bool Named(collectors::BranchSource s) {
     case collectors::BranchSource::kLbr:
     case collectors::BranchSource::kIntelPt:
     case collectors::BranchSource::kSnapshot:
+    case collectors::BranchSource::kHybrid:
       return true;
   }
   return false;
 }
 std::vector<collectors::BranchSource> AllBranchSources() {
   using enum collectors::BranchSource;
-  return Checked<collectors::BranchSource>({kNone, kPtraceBursts, kLbr, kIntelPt, kSnapshot},
-                                           Named);
+  return Checked<collectors::BranchSource>(
+      {kNone, kPtraceBursts, kLbr, kIntelPt, kSnapshot, kHybrid}, Named);
 }
 
 bool Named(pipeline::SourceChoice s) {
@@ -81,13 +82,15 @@ bool Named(pipeline::SourceChoice s) {
     case pipeline::SourceChoice::kLbr:
     case pipeline::SourceChoice::kIntelPt:
     case pipeline::SourceChoice::kSnapshot:
+    case pipeline::SourceChoice::kHybrid:
       return true;
   }
   return false;
 }
 std::vector<pipeline::SourceChoice> AllSourceChoices() {
   using enum pipeline::SourceChoice;
-  return Checked<pipeline::SourceChoice>({kAuto, kNone, kPtrace, kLbr, kIntelPt, kSnapshot}, Named);
+  return Checked<pipeline::SourceChoice>(
+      {kAuto, kNone, kPtrace, kLbr, kIntelPt, kSnapshot, kHybrid}, Named);
 }
 
 bool Named(pipeline::CallGraph c) {

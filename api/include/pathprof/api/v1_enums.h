@@ -32,22 +32,24 @@ inline constexpr EnumPairs<stepping::StepRequest, v1::StepMode, 5> kV1StepModes{
     {std::nullopt, v1::STEP_MODE_AUTO},
 }};
 
-inline constexpr EnumPairs<collectors::BranchSource, v1::BranchSource, 5> kV1BranchSources{{
+inline constexpr EnumPairs<collectors::BranchSource, v1::BranchSource, 6> kV1BranchSources{{
     {collectors::BranchSource::kNone, v1::BRANCH_SOURCE_NONE},
     {collectors::BranchSource::kPtraceBursts, v1::BRANCH_SOURCE_PTRACE},
     {collectors::BranchSource::kLbr, v1::BRANCH_SOURCE_LBR},
     {collectors::BranchSource::kIntelPt, v1::BRANCH_SOURCE_INTEL_PT},
     {collectors::BranchSource::kSnapshot, v1::BRANCH_SOURCE_SNAPSHOT},
+    {collectors::BranchSource::kHybrid, v1::BRANCH_SOURCE_HYBRID},
 }};
 
 // SOURCE_CHOICE_UNSPECIFIED has no row: not set, it is taken as AUTO.
-inline constexpr EnumPairs<pipeline::SourceChoice, v1::SourceChoice, 6> kV1SourceChoices{{
+inline constexpr EnumPairs<pipeline::SourceChoice, v1::SourceChoice, 7> kV1SourceChoices{{
     {pipeline::SourceChoice::kAuto, v1::SOURCE_CHOICE_AUTO},
     {pipeline::SourceChoice::kNone, v1::SOURCE_CHOICE_NONE},
     {pipeline::SourceChoice::kPtrace, v1::SOURCE_CHOICE_PTRACE},
     {pipeline::SourceChoice::kLbr, v1::SOURCE_CHOICE_LBR},
     {pipeline::SourceChoice::kIntelPt, v1::SOURCE_CHOICE_INTEL_PT},
     {pipeline::SourceChoice::kSnapshot, v1::SOURCE_CHOICE_SNAPSHOT},
+    {pipeline::SourceChoice::kHybrid, v1::SOURCE_CHOICE_HYBRID},
 }};
 
 // CALL_GRAPH_UNSPECIFIED has no row: not set, it is DWARF.

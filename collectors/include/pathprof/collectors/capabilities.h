@@ -14,18 +14,21 @@ struct SourceCapability {
   std::string detail;  // what was found, or why it is missing and what would fix it
 };
 
-enum class BranchSource { kNone, kPtraceBursts, kLbr, kIntelPt, kSnapshot };
+// kHybrid: snapshot windows, and stop-and-emulate windows (ptrace) for the processes whose
+// snapshot windows end too early (pipeline/src/live_source_hybrid.cc).
+enum class BranchSource { kNone, kPtraceBursts, kLbr, kIntelPt, kSnapshot, kHybrid };
 // The one vocabulary of branch sources (--source, config files, printouts); api/ maps them to
 // pathprof.v1.BranchSource, pipeline::SourceChoice adds "auto".
-inline constexpr EnumWords<BranchSource, 5> kBranchSourceWords{{
+inline constexpr EnumWords<BranchSource, 6> kBranchSourceWords{{
     {BranchSource::kNone, "none"},
     {BranchSource::kPtraceBursts, "ptrace"},
     {BranchSource::kLbr, "lbr"},
     {BranchSource::kIntelPt, "pt"},
     {BranchSource::kSnapshot, "snapshot"},
+    {BranchSource::kHybrid, "hybrid"},
 }};
 std::string_view BranchSourceName(BranchSource source);
-// Parses "none", "ptrace", "lbr", "pt", "snapshot"; returns false for anything else.
+// Parses "none", "ptrace", "lbr", "pt", "snapshot", "hybrid"; returns false for anything else.
 bool ParseBranchSource(std::string_view name, BranchSource* out);
 
 struct HostCapabilities {

@@ -82,9 +82,13 @@ struct SnapshotWindowStats {
   uint64_t processes_evicted = 0;  // processes forgotten for max_processes
   uint64_t own_process = 0;  // samples of this process or its helpers (every process): no window
   uint64_t after_stop = 0;   // samples that arrived after Stop: not taken (the session ended)
+  // Samples of a process whose windows come from elsewhere (SetWindowsWanted: a hybrid
+  // session's process under stop-and-emulate windows): not emulated.
+  uint64_t not_wanted = 0;
   // Samples waiting for the worker or being emulated when the stats were read: every sample is
   // in exactly one of windows, no_snapshot, in_mapping_syscall, dropped_queue_full,
-  // budget_count, budget_cpu, own_process, after_stop, lost_emulator_gone and queued.
+  // budget_count, budget_cpu, own_process, after_stop, not_wanted, lost_emulator_gone and
+  // queued.
   uint64_t queued = 0;
   uint64_t emulator_failures = 0;   // emulator helpers that died, hung or broke the protocol
   uint64_t lost_emulator_gone = 0;  // samples lost with one (in flight, or none left to start)
@@ -116,6 +120,12 @@ class SnapshotWindowCollector {
 
   Status AddPid(uint32_t pid);
   Status RemovePid(uint32_t pid);  // and forgets what it kept of the process
+  // Whether `pid`'s samples become windows (all do at first). A process whose windows another
+  // source takes is not emulated (its samples counted not_wanted) and what was kept of it is
+  // forgotten; in whole-host mode, where the sampler snapshots every process whatever its
+  // subscribers, this is what spares the emulation. At most max_processes are unwanted at
+  // once (past it the call fails); RemovePid forgets the mark.
+  Status SetWindowsWanted(uint32_t pid, bool wanted);
   // Emulates what is queued now before returning (waiting 5 s at most).
   void Flush();
   // Takes no more samples (those that arrive count as after_stop), then Flush: the stats are

@@ -40,9 +40,10 @@ struct TargetAccounting {
   std::atomic<uint64_t> stack_samples{0};
   std::atomic<uint64_t> windows{0};
   std::atomic<uint64_t> branches{0};
-  ReasonCounters drops;                      // data lost before it reached a profile
-  ReasonCounters decode_errors;              // bytes that could not be turned into branches
-  ReasonCounters windows_held_back;          // windows a source chose not to take (its caps)
+  ReasonCounters drops;              // data lost before it reached a profile
+  ReasonCounters decode_errors;      // bytes that could not be turned into branches
+  ReasonCounters windows_held_back;  // windows a source chose not to take (its caps)
+  ReasonCounters windows_by_source;  // windows taken, by source, where a session has several
   std::atomic<uint64_t> pipeline_cpu_ns{0};  // thread CPU time spent on this target
 };
 

@@ -13,6 +13,7 @@
 #include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/core/branch.h"
 #include "pathprof/core/status.h"
+#include "pathprof/pipeline/profile_store.h"
 #include "pathprof/pipeline/session_config.h"
 
 namespace pathprof::pipeline {
@@ -27,6 +28,11 @@ class SourceSink {
   virtual void OfferStack(const collectors::RawStackSample& sample) = 0;
   // Target `pid` exec'd (a tracer saw it): its credentials and mappings are read again.
   virtual void NoteExec(uint32_t pid) = 0;
+  // For a source that chooses per process where its windows come from (hybrid): `pid`'s
+  // windows from now on are of this kind, for the reason `why`; called before the first such
+  // window is offered. The session re-weights that process's store (ProfileStore::UseWindows).
+  virtual void WindowsFrom(uint32_t /*pid*/, BranchWindows /*windows*/,
+                           const std::string& /*why*/) {}
 };
 
 // Who a confined session's collectors act as on a target (stepping::TracerCredentials' fields).
@@ -57,6 +63,9 @@ struct SourceLosses {
   // Windows the source chose not to take, by reason (a cap on the target's stopped time): what
   // bounds the rate, not a loss; said beside the windows so a low rate explains itself.
   std::map<std::string, uint64_t> held_back;
+  // Windows handed on, by the source they came from, for a source that takes them from more
+  // than one (hybrid: "snapshot", "stopped"). Not losses.
+  std::map<std::string, uint64_t> windows_by_source;
 };
 // Losses by the process they belong to. kSessionLosses: the session's own (its targets' share of
 // a host-wide ring), counted on the session's first store.

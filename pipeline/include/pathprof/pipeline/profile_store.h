@@ -53,6 +53,11 @@ class ProfileStore {
   // fell back to one whose windows are weighted otherwise), keeping the stack side: the stack
   // samples that arrived meanwhile stay. Only before any window has been added.
   Status ResetWindows(BranchWindows windows);
+  // The same for one process of a session whose source takes each process's windows from where
+  // they serve it best (hybrid): rebuilt only when `windows` differ from what the store takes,
+  // and only before any window of that kind has been added; `why` is said after the weighting
+  // in TargetStats::window_weighting.
+  Status UseWindows(BranchWindows windows, std::string why);
   ~ProfileStore();
   ProfileStore(const ProfileStore&) = delete;
   ProfileStore& operator=(const ProfileStore&) = delete;

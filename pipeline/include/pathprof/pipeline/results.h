@@ -224,6 +224,10 @@ struct TargetStats {
   // came when the target's stopped-time budget for the last second was spent): the rate's
   // bound, not a loss, so not among `drops`.
   std::map<std::string, uint64_t> windows_held_back;
+  // The windows taken, by the source they came from, where the session's source has several
+  // (hybrid: "snapshot", "stopped"); window_weighting then ends with why this process's come
+  // from where they do.
+  std::map<std::string, uint64_t> windows_by_source;
 };
 
 }  // namespace pathprof::pipeline

@@ -22,17 +22,19 @@
 namespace pathprof::pipeline {
 
 // Where branch windows come from. kAuto: the best the host has (PT > LBR > ptrace bursts).
-enum class SourceChoice : uint8_t { kAuto = 0, kNone, kPtrace, kLbr, kIntelPt, kSnapshot };
+enum class SourceChoice : uint8_t { kAuto = 0, kNone, kPtrace, kLbr, kIntelPt, kSnapshot, kHybrid };
 // The source each choice but kAuto asks for; its word is that source's
-// (collectors::kBranchSourceWords: "none", "ptrace", "lbr", "pt", "snapshot"), kAuto's is "auto".
-inline constexpr EnumPairs<SourceChoice, collectors::BranchSource, 5> kSourceChoiceSources{{
+// (collectors::kBranchSourceWords: "none", "ptrace", "lbr", "pt", "snapshot", "hybrid"), kAuto's
+// is "auto".
+inline constexpr EnumPairs<SourceChoice, collectors::BranchSource, 6> kSourceChoiceSources{{
     {SourceChoice::kNone, collectors::BranchSource::kNone},
     {SourceChoice::kPtrace, collectors::BranchSource::kPtraceBursts},
     {SourceChoice::kLbr, collectors::BranchSource::kLbr},
     {SourceChoice::kIntelPt, collectors::BranchSource::kIntelPt},
     {SourceChoice::kSnapshot, collectors::BranchSource::kSnapshot},
+    {SourceChoice::kHybrid, collectors::BranchSource::kHybrid},
 }};
-// "auto", "none", "ptrace", "lbr", "pt", "snapshot"
+// "auto", "none", "ptrace", "lbr", "pt", "snapshot", "hybrid"
 std::string_view SourceChoiceName(SourceChoice s);
 bool ParseSourceChoice(std::string_view name, SourceChoice* out);
 
