@@ -21,6 +21,8 @@
 #          (source snapshot: no stop, no ptrace; the series is the training binary, one window of
 #          TRAIN_SECONDS), the window's archived branch windows (its .pbs) through
 #          `pathctl export --format bolt`: what a fleet's archive gives the optimizer
+#   f      the same with source hybrid: snapshot windows, and stop-and-emulate windows for a
+#          process whose snapshot windows end too early (docs/pipeline.md "Live sources")
 # Training inputs are not the evaluation inputs (train_long, train_short, eval_cmd below). Each
 # variant's evaluation output is checked against plain's (lua: same stdout; zstd: the variant's
 # .zst decompresses to the input and equals plain's bytes). Every heavy step runs under
@@ -214,12 +216,12 @@ aggregate() {  # PERF.DATA FDATA [-nl]
   "${nice[@]}" "$perf2bolt" "${@:3}" -p "$1" -o "$2" plain > "$2.log" 2>&1 ||
       { log "perf2bolt failed on $1 ($2.log)"; return 1; }
 }
-continuous_window() {  # ROW: $row.e.pbs, the first window's branches of a continuous daemon
-  local row=$1 dir="$PWD/$row.e.daemon" daemon _ first
-  log "$row (e): pathprofd continuous mode (source snapshot) over ${train_seconds}s of training"
+continuous_window() {  # ROW VARIANT SOURCE: $row.$variant.pbs, a continuous daemon's first window
+  local row=$1 v=$2 source=$3 dir="$PWD/$1.$2.daemon" daemon _ first
+  log "$row ($v): pathprofd continuous mode (source $source) over ${train_seconds}s of training"
   rm -rf "$dir"; mkdir -p "$dir"
   printf '%s\n' "[continuous]" "enabled = true" "window_s = $train_seconds" \
-      'source = "snapshot"' "executables = [\"$PWD/plain\"]" \
+      "source = \"$source\"" "executables = [\"$PWD/plain\"]" \
       "archive_dir = \"$dir/windows\"" \
       ${ARCHIVE_EVENTS:+"archive_branch_events = $ARCHIVE_EVENTS"} > "$dir/pathprofd.toml"
   "$build/bin/pathprofd" --config "$dir/pathprofd.toml" --socket "$dir/pathprofd.sock" \
@@ -230,8 +232,8 @@ continuous_window() {  # ROW: $row.e.pbs, the first window's branches of a conti
   for _ in $(seq 300); do compgen -G "$dir/windows/*.pbs" > /dev/null && break; sleep 0.1; done
   kill -TERM "$daemon"; wait "$daemon" || true
   first="$(compgen -G "$dir/windows/*.pbs" | sort | head -1)"
-  [[ -n $first ]] || { log "$row (e): no window with branches ($dir/log)"; return 1; }
-  cp "$first" "$row.e.pbs"
+  [[ -n $first ]] || { log "$row ($v): no window with branches ($dir/log)"; return 1; }
+  cp "$first" "$row.$v.pbs"
   grep -o "[0-9]* of [0-9]* branch windows archived.*" "$dir/log" | head -1 >&2 || true
 }
 profile_row() {
@@ -272,14 +274,17 @@ profile_row() {
     bolt "$row" "$row.c2.fdata" "$row.c2"
     log "$row (c, c2): $((SECONDS - t0))s"
   fi
-  if [[ ! -x $row.e ]]; then
+  local v source
+  for v in e f; do
+    [[ -x $row.$v ]] && continue
     t0=$SECONDS
-    [[ -s $row.e.pbs ]] || continuous_window "$row" || return 1
-    "${nice[@]}" "$pathctl" export --format bolt "$row.e.pbs" --binary "$PWD/plain" \
-        -o "$row.e.fdata" > "$row.e.export.log" 2>&1
-    bolt "$row" "$row.e.fdata" "$row.e"
-    log "$row (e): $((SECONDS - t0))s"
-  fi
+    source=snapshot; [[ $v == f ]] && source=hybrid
+    [[ -s $row.$v.pbs ]] || continuous_window "$row" "$v" "$source" || return 1
+    "${nice[@]}" "$pathctl" export --format bolt "$row.$v.pbs" --binary "$PWD/plain" \
+        -o "$row.$v.fdata" > "$row.$v.export.log" 2>&1
+    bolt "$row" "$row.$v.fdata" "$row.$v"
+    log "$row ($v): $((SECONDS - t0))s"
+  done
   if [[ ! -x $row.d ]]; then
     t0=$SECONDS
     if [[ ! -s $row.d.pbs ]]; then
@@ -312,7 +317,7 @@ check_row() {  # ROW VARIANT: 0 if the variant's evaluation output equals plain'
 count_row() {
   local row=$1 v bin t0
   cd "$work/$(row_dir "$row")"
-  for v in plain b c c2 d e; do
+  for v in plain b c c2 d e f; do
     bin=$v; [[ $v == plain ]] || bin=$row.$v
     [[ -x $bin ]] || { log "$row.$v: no binary"; continue; }
     [[ -s $row.$v.count.json ]] && continue
@@ -340,7 +345,8 @@ python3 - "${rows[@]}" <<'PY'
 import json, os, sys
 names = {"plain": "plain (-O2)", "b": "(b) perf cpu-clock, no-LBR", "c": "(c) bursts, perf-lbr",
          "c2": "(c2) bursts, --format bolt", "d": "(d) exact trace",
-         "e": "(e) continuous archive, --format bolt"}
+         "e": "(e) continuous archive, --format bolt",
+         "f": "(f) continuous archive, source hybrid"}
 for row in sys.argv[1:]:
     d = "lua" if row == "lua" else "zstd"
     title = "lua5.4, eval.lua" if row == "lua" else f"zstd -{row[4:]}, eval{row[4:]}.txt"
@@ -393,7 +399,7 @@ print(f"\nCPU time, {rounds} interleaved rounds, pinned to CPU {cpu} (paired rat
 for row in rows:
     d = "lua" if row == "lua" else "zstd"
     os.chdir(os.path.join(os.environ["WORK_DIR"], d))
-    variants = [v for v in ["plain", "b", "c", "c2", "d", "e"]
+    variants = [v for v in ["plain", "b", "c", "c2", "d", "e", "f"]
                 if os.access(v if v == "plain" else f"{row}.{v}", os.X_OK)]
     t = {v: [] for v in variants}
     for _ in range(rounds):

@@ -372,6 +372,15 @@ uint64_t Bmi(HostBmiOp op, uint64_t a_in, uint64_t b_in, uint64_t* flags) {
   return r;
 }
 
+// 0x12345678 rol 2 is 0x48d159e0 with CF 0: the cl form's OF (MSB xor CF) is 0. Going in with
+// OF set, the imm8 form leaves OF 1 only where it keeps the flag.
+bool ProbeImmediateRotate() {
+  uint32_t v = 0x12345678;
+  uint64_t f = kOF | 0x2;
+  asm(PATHPROF_GUEST_FLAGS("rol $2, %[v]") : [v] "+r"(v), [f] "+r"(f) : : "cc", "rax");
+  return (f & kOF) != 0;
+}
+
 #undef PATHPROF_GUEST_FLAGS_RAX
 #undef PATHPROF_GUEST_FLAGS
 #undef PATHPROF_READ_FLAGS
@@ -379,17 +388,36 @@ uint64_t Bmi(HostBmiOp op, uint64_t a_in, uint64_t b_in, uint64_t* flags) {
 
 }  // namespace
 
-uint64_t HostShift(HostShiftOp op, uint64_t value, uint8_t count, unsigned size, uint64_t* flags) {
+bool ImmediateRotatesKeepOverflow() {
+  static const bool keeps = ProbeImmediateRotate();
+  return keeps;
+}
+
+uint64_t HostShift(HostShiftOp op, uint64_t value, uint8_t count, unsigned size,
+                   bool register_by_immediate, uint64_t* flags) {
+  const uint64_t flags_in = *flags;
+  uint64_t r = 0;
   switch (size) {
     case 1:
-      return Shift<uint8_t>(op, value, count, flags);
+      r = Shift<uint8_t>(op, value, count, flags);
+      break;
     case 2:
-      return Shift<uint16_t>(op, value, count, flags);
+      r = Shift<uint16_t>(op, value, count, flags);
+      break;
     case 4:
-      return Shift<uint32_t>(op, value, count, flags);
+      r = Shift<uint32_t>(op, value, count, flags);
+      break;
     default:
-      return Shift<uint64_t>(op, value, count, flags);
+      r = Shift<uint64_t>(op, value, count, flags);
+      break;
   }
+  // The cl form ran: where the imm8 form differs, its OF is the one before (the SDM leaves OF
+  // undefined past a one-bit rotate; the window must still leave the thread's flags).
+  const unsigned masked = count & (size == 8 ? 63u : 31u);
+  if (register_by_immediate && masked > 1 && (op == HostShiftOp::kRol || op == HostShiftOp::kRor) &&
+      ImmediateRotatesKeepOverflow())
+    *flags = (*flags & ~kOF) | (flags_in & kOF);
+  return r;
 }
 
 uint64_t HostDoubleShift(bool left, uint64_t dst, uint64_t src, uint8_t count, unsigned size,

@@ -18,8 +18,17 @@
 namespace pathprof::emulator {
 
 enum class HostShiftOp : uint8_t { kShl, kShr, kSar, kRol, kRor, kRcl, kRcr };
-// value OP count (the count as the instruction gives it: the CPU masks it).
-uint64_t HostShift(HostShiftOp op, uint64_t value, uint8_t count, unsigned size, uint64_t* flags);
+// value OP count (the count as the instruction gives it: the CPU masks it). Runs the cl form.
+// `register_by_immediate`: the instruction rotates a register by an imm8, a form that leaves OF
+// otherwise on some cores for counts over 1 (ImmediateRotatesKeepOverflow): the flags are then
+// that form's.
+uint64_t HostShift(HostShiftOp op, uint64_t value, uint8_t count, unsigned size,
+                   bool register_by_immediate, uint64_t* flags);
+// True where `rol`/`ror` of a register by an imm8 count over 1 leave OF as it was, while the cl
+// form, and the imm8 form on memory, set it from the result (an Intel Xeon, family 6 model 207,
+// in a KVM guest: 2026-12-04); false where every form sets it alike (AMD Zen 4 and 5, where the
+// differential test passes with the cl form alone). Probed once on this CPU.
+bool ImmediateRotatesKeepOverflow();
 // shld/shrd: `dst` shifted by `count`, filled from `src` (sizes 2, 4, 8).
 uint64_t HostDoubleShift(bool left, uint64_t dst, uint64_t src, uint8_t count, unsigned size,
                          uint64_t* flags);

@@ -26,7 +26,11 @@ Step Shift(Machine& m, const DecodedInstruction& d) {
   if (!ReadInt(m, d.op[0], size, &a)) return Step::kEnded;
   if (d.operand_count > 1 && !ReadInt(m, d.op[1], 1, &count)) return Step::kEnded;
   uint64_t f = m.s.rflags;
-  const uint64_t r = HostShift(kOp, a, static_cast<uint8_t>(count), size, &f);
+  // The form that differs on some cores: a register rotated by an imm8 (HostShift).
+  const bool register_by_immediate = d.op[0].type == OperandType::kRegister &&
+                                     d.operand_count > 1 && d.op[1].type == OperandType::kImmediate;
+  const uint64_t r =
+      HostShift(kOp, a, static_cast<uint8_t>(count), size, register_by_immediate, &f);
   if (!WriteInt(m, d.op[0], size, r)) return Step::kEnded;
   SetFlags(m, kArithmeticFlags, f);
   return Step::kNext;

@@ -27,6 +27,7 @@
 
 #include "burst_tracer.h"
 #include "live_source_snapshot.h"
+#include "pathprof/core/procfs.h"
 #include "pathprof/pipeline/live_source.h"
 
 namespace pathprof::pipeline {
@@ -80,6 +81,7 @@ class HybridSource final : public LiveSource, private SourceSink {
       starting.swap(to_trace_);
     }
     for (uint32_t pid : starting) StartTracer(pid);
+    CheckTracers();
   }
 
   SourceCounters Counters() const override {
@@ -98,6 +100,7 @@ class HybridSource final : public LiveSource, private SourceSink {
       // on their way when the tracer took over.
       l.held_back["hybrid_probe_replaced"] = p.probe_replaced;
       l.held_back["hybrid_snapshot_after_stops"] = p.snapshot_after_stops;
+      l.drops["hybrid_tracer_ended"] = p.tracer_ended;
     }
     SourceLosses& session = out[kSessionLosses];
     session.windows_by_source["snapshot"] += unprobed_windows_;
@@ -176,6 +179,7 @@ class HybridSource final : public LiveSource, private SourceSink {
     uint64_t stopped_windows = 0;
     uint64_t probe_replaced = 0;
     uint64_t snapshot_after_stops = 0;
+    uint64_t tracer_ended = 0;  // its tracer ended without a clean detach while it lived
   };
   struct Tracer {
     std::unique_ptr<stepping::PtraceBurstCollector> collector;
@@ -282,6 +286,54 @@ class HybridSource final : public LiveSource, private SourceSink {
     to_trace_.push_back(pid);
     ++starting_;
     return "";
+  }
+
+  // A tracer that ended without a clean detach while its process lives (killed, or the step
+  // mechanism failed): said in the process's stats and counted. A process that had no stopped
+  // window yet goes back to snapshot windows; one that had keeps the stopped windows it got and
+  // gets no more (its store weights one kind of window: switching would discard them).
+  void CheckTracers() {
+    struct Ended {
+      uint32_t pid;
+      std::string failure;
+    };
+    std::vector<Ended> ended;
+    {
+      std::lock_guard<std::mutex> lock(tracers_mu_);
+      for (auto& [pid, tracer] : tracers_) {
+        if (tracer.final || !tracer.collector->finished()) continue;
+        std::string failure = tracer.collector->failure();
+        // A process that ended took its tracer with it: ProcessGone settles that.
+        auto status = procfs::Procfs::Host().ReadStatus(static_cast<pid_t>(pid));
+        if (failure.empty() || !status.ok() || status->state == 'Z') continue;
+        tracer.final = tracer.collector->Stop();
+        --traced_now_;
+        ended.push_back({pid, std::move(failure)});
+      }
+    }
+    for (const Ended& e : ended) {
+      bool back_to_snapshots = false;
+      std::string why;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        Process& p = processes_[e.pid];
+        ++p.tracer_ended;
+        back_to_snapshots = p.stopped_windows == 0;
+        if (back_to_snapshots) p.verdict = Verdict::kSnapshot;
+        p.why += "; its tracer ended: " + e.failure +
+                 (back_to_snapshots
+                      ? ", before its first window: snapshot windows instead"
+                      : ", after " + std::to_string(p.stopped_windows) + " windows: none since");
+        why = p.why;
+      }
+      if (back_to_snapshots) {
+        if (collectors::SnapshotWindowCollector* c = snapshot_.collector())
+          (void)c->SetWindowsWanted(e.pid, true);
+        sink_->WindowsFrom(e.pid, BranchWindows::kTimeRagged, why);
+      } else {
+        sink_->WindowsFrom(e.pid, BranchWindows::kTime, why);
+      }
+    }
   }
 
   void StartTracer(uint32_t pid) {

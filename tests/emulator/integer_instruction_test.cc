@@ -134,6 +134,13 @@ pathprof_run_native:
   CASE pp_ror32, ror eax, cl
   CASE pp_ror64, ror rax, cl
   CASE pp_ror64_1, ror rax, 1
+  # A register rotated by an imm8 over 1: an Intel Xeon leaves OF as it was, where the cl form
+  # and the memory form set it (emulator/src/host_integer.h).
+  CASE pp_rol16_imm, rol ax, 7
+  CASE pp_rol32_imm, rol eax, 8
+  CASE pp_ror64_imm, ror rax, 33
+  CASE pp_ror8_imm, ror al, 38
+  CASE pp_rol_mem64_imm, rol qword ptr [rdi], 26
   CASE pp_rcl8, rcl al, cl
   CASE pp_rcl16, rcl ax, cl
   CASE pp_rcl32, rcl eax, cl
@@ -269,7 +276,7 @@ pathprof_run_native:
   X(pp_shl8) X(pp_shl16) X(pp_shl32) X(pp_shl64) X(pp_shl64_1) X(pp_shl32_imm) X(pp_shr8)     \
   X(pp_shr16) X(pp_shr32) X(pp_shr64) X(pp_shr16_1) X(pp_sar8) X(pp_sar16) X(pp_sar32)        \
   X(pp_sar64) X(pp_sar64_imm) X(pp_rol8) X(pp_rol16) X(pp_rol32) X(pp_rol64) X(pp_ror8)       \
-  X(pp_ror16) X(pp_ror32) X(pp_ror64) X(pp_ror64_1) X(pp_rcl8) X(pp_rcl16) X(pp_rcl32)        \
+  X(pp_ror16) X(pp_ror32) X(pp_ror64) X(pp_ror64_1) X(pp_rol16_imm) X(pp_rol32_imm) X(pp_ror64_imm) X(pp_ror8_imm) X(pp_rol_mem64_imm) X(pp_rcl8) X(pp_rcl16) X(pp_rcl32)        \
   X(pp_rcl64) X(pp_rcr8) X(pp_rcr16) X(pp_rcr32) X(pp_rcr64) X(pp_shl_mem32) X(pp_shld16)     \
   X(pp_shld32) X(pp_shld64) X(pp_shld64_imm) X(pp_shrd16) X(pp_shrd32) X(pp_shrd64)           \
   X(pp_shrd32_imm) X(pp_mul8) X(pp_mul16) X(pp_mul32) X(pp_mul64) X(pp_mul64_mem) X(pp_imul8) \

@@ -155,6 +155,49 @@ TEST(HybridSource, AProcessWhoseSnapshotsEndEarlyGetsStopAndEmulateWindows) {
       << stats.window_weighting;
 }
 
+// The tracer killed while zstd runs (as an exploit of the interpreter would end it): zstd goes
+// on untraced and not stopped, the session says the tracer ended and counts it, and keeps the
+// stopped windows it had.
+TEST(HybridSource, ATracerThatDiesWhileItsProcessLivesIsSaidAndCounted) {
+  std::string why;
+  if (!HybridRunsHere(&why)) GTEST_SKIP() << why;
+  if (access("/usr/bin/zstd", X_OK) != 0)
+    GTEST_SKIP() << "needs /usr/bin/zstd (Debian: zstd; scripts/install-deps.sh installs it)";
+  char dir[] = "/tmp/pathprof-hybrid-killed-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  pathprof::testing::WriteZstdText(dir, 200000);
+  const pid_t zstd = pathprof::testing::SpawnArgv(pathprof::testing::ZstdLongRun(dir));
+  ASSERT_GT(zstd, 0);
+  usleep(300'000);
+  auto session = StartHybrid(zstd, "hybrid-killed");
+  ASSERT_NE(session, nullptr);
+  pid_t tracer = 0;
+  Watch(*session, zstd, 30, [&](const Watched& w) {
+    if (w.traced_polls > 0 && tracer == 0) tracer = TracerOf(zstd);
+    return tracer > 0 && CountOf(w.stats.windows_by_source, "stopped") >= 10;
+  });
+  ASSERT_GT(tracer, 0) << "no tracer attached in 30 s";
+  ASSERT_EQ(kill(tracer, SIGKILL), 0);  // the session's own tracer, by pid
+  const auto [stats, traced_polls] = Watch(*session, zstd, 10, [](const Watched& w) {
+    return CountOf(w.stats.drops, "hybrid_tracer_ended") > 0;
+  });
+  const pid_t tracer_now = TracerOf(zstd);
+  auto status = pathprof::procfs::Procfs::Host().ReadStatus(zstd);
+  session->Stop();
+  EndChild(zstd);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(CountOf(stats.drops, "hybrid_tracer_ended"), 1u);
+  EXPECT_NE(
+      stats.window_weighting.find("its tracer ended: the tracer process was killed by signal 9"),
+      std::string::npos)
+      << stats.window_weighting;
+  EXPECT_GE(CountOf(stats.windows_by_source, "stopped"), 10u);
+  EXPECT_EQ(tracer_now, 0) << "zstd is still traced";
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(status->state == 'R' || status->state == 'S')
+      << "zstd left in state " << status->state;
+}
+
 // The bar: the hybrid's top five paths of zstd against the exact trace's, ≥ 98%.
 TEST(HybridSource, ZstdHotPathsMatchTheExactTrace) {
   PATHPROF_FIGURES_ONLY();
