@@ -76,6 +76,38 @@ Watched Watch(const pl::Session& session, pid_t pid, int seconds, Enough enough)
   return w;
 }
 
+// Debian's zstd compressing one 32 KiB text over and over (a list of 200,000 names of it), in a
+// directory of its own; the process is ended and the directory removed with this.
+class ZstdLoop {
+ public:
+  ZstdLoop() {
+    char dir[] = "/tmp/pathprof-hybrid-zstd-XXXXXX";
+    if (mkdtemp(dir) == nullptr) return;
+    dir_ = dir;
+    pathprof::testing::WriteZstdText(dir_, 200000);
+  }
+  ~ZstdLoop() {
+    End();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  const std::string& dir() const { return dir_; }
+  // Starts it; returns its pid once past the shell's exec (-1 when it could not start).
+  pid_t Start() {
+    if (dir_.empty()) return -1;
+    pid_ = pathprof::testing::SpawnArgv(pathprof::testing::ZstdLongRun(dir_));
+    if (pid_ > 0) usleep(300'000);
+    return pid_;
+  }
+  void End() {
+    if (pid_ > 0) EndChild(pid_);
+    pid_ = -1;
+  }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
 bool HybridRunsHere(std::string* why) {
   const auto caps = pathprof::collectors::ProbeHostCapabilities();
   if (geteuid() != 0) {
@@ -119,26 +151,32 @@ TEST(HybridSource, AProcessWhoseSnapshotsHoldItsPathsIsNeverStopped) {
       << stats.window_weighting;
 }
 
-TEST(HybridSource, AProcessWhoseSnapshotsEndEarlyGetsStopAndEmulateWindows) {
-  std::string why;
-  if (!HybridRunsHere(&why)) GTEST_SKIP() << why;
-  if (access("/usr/bin/zstd", X_OK) != 0)
-    GTEST_SKIP() << "needs /usr/bin/zstd (Debian: zstd; scripts/install-deps.sh installs it)";
-  char dir[] = "/tmp/pathprof-hybrid-zstd-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  pathprof::testing::WriteZstdText(dir, 200000);
-  const pid_t zstd = pathprof::testing::SpawnArgv(pathprof::testing::ZstdLongRun(dir));
-  ASSERT_GT(zstd, 0);
-  usleep(300'000);  // past the shell's exec
-  auto session = StartHybrid(zstd, "hybrid-zstd");
-  ASSERT_NE(session, nullptr);
+// Debian's zstd running under a hybrid session of its own (skipped where either cannot run).
+class HybridOnZstd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!HybridRunsHere(&why)) GTEST_SKIP() << why;
+    if (access("/usr/bin/zstd", X_OK) != 0)
+      GTEST_SKIP() << "needs /usr/bin/zstd (Debian: zstd; scripts/install-deps.sh installs it)";
+    zstd = loop.Start();
+    ASSERT_GT(zstd, 0);
+    session = StartHybrid(zstd, "hybrid-zstd");
+    ASSERT_NE(session, nullptr);
+  }
+
+  ZstdLoop loop;
+  pid_t zstd = -1;
+  std::unique_ptr<pl::Session> session;  // stopped before the loop ends (members' order)
+};
+
+TEST_F(HybridOnZstd, AProcessWhoseSnapshotsEndEarlyGetsStopAndEmulateWindows) {
   const auto [stats, traced_polls] = Watch(*session, zstd, 30, [](const Watched& w) {
     return CountOf(w.stats.windows_by_source, "stopped") >= 40 && w.traced_polls > 0;
   });
   session->Stop();
   const pid_t tracer_after = TracerOf(zstd);
-  EndChild(zstd);
-  std::filesystem::remove_all(dir);
+  loop.End();
   std::printf("zstd: windows by source: snapshot %llu, stopped %llu; %s\n",
               static_cast<unsigned long long>(CountOf(stats.windows_by_source, "snapshot")),
               static_cast<unsigned long long>(CountOf(stats.windows_by_source, "stopped")),
@@ -158,19 +196,7 @@ TEST(HybridSource, AProcessWhoseSnapshotsEndEarlyGetsStopAndEmulateWindows) {
 // The tracer killed while zstd runs (as an exploit of the interpreter would end it): zstd goes
 // on untraced and not stopped, the session says the tracer ended and counts it, and keeps the
 // stopped windows it had.
-TEST(HybridSource, ATracerThatDiesWhileItsProcessLivesIsSaidAndCounted) {
-  std::string why;
-  if (!HybridRunsHere(&why)) GTEST_SKIP() << why;
-  if (access("/usr/bin/zstd", X_OK) != 0)
-    GTEST_SKIP() << "needs /usr/bin/zstd (Debian: zstd; scripts/install-deps.sh installs it)";
-  char dir[] = "/tmp/pathprof-hybrid-killed-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  pathprof::testing::WriteZstdText(dir, 200000);
-  const pid_t zstd = pathprof::testing::SpawnArgv(pathprof::testing::ZstdLongRun(dir));
-  ASSERT_GT(zstd, 0);
-  usleep(300'000);
-  auto session = StartHybrid(zstd, "hybrid-killed");
-  ASSERT_NE(session, nullptr);
+TEST_F(HybridOnZstd, ATracerThatDiesWhileItsProcessLivesIsSaidAndCounted) {
   pid_t tracer = 0;
   Watch(*session, zstd, 30, [&](const Watched& w) {
     if (w.traced_polls > 0 && tracer == 0) tracer = TracerOf(zstd);
@@ -184,8 +210,7 @@ TEST(HybridSource, ATracerThatDiesWhileItsProcessLivesIsSaidAndCounted) {
   const pid_t tracer_now = TracerOf(zstd);
   auto status = pathprof::procfs::Procfs::Host().ReadStatus(zstd);
   session->Stop();
-  EndChild(zstd);
-  std::filesystem::remove_all(dir);
+  loop.End();
   EXPECT_EQ(CountOf(stats.drops, "hybrid_tracer_ended"), 1u);
   EXPECT_NE(
       stats.window_weighting.find("its tracer ended: the tracer process was killed by signal 9"),
@@ -206,15 +231,13 @@ TEST(HybridSource, ZstdHotPathsMatchTheExactTrace) {
   if (access("/usr/bin/zstd", X_OK) != 0 || access("/usr/bin/setarch", X_OK) != 0)
     GTEST_SKIP() << "needs /usr/bin/zstd and /usr/bin/setarch (Debian: zstd, util-linux; "
                     "scripts/install-deps.sh installs both)";
-  char dir[] = "/tmp/pathprof-hybrid-accuracy-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  pathprof::testing::WriteZstdText(dir, 200000);
-  auto exact = pathprof::testing::ExactRoundShares(pathprof::testing::ZstdRounds(dir, 2),
-                                                   pathprof::testing::ZstdRounds(dir, 1));
+  ZstdLoop loop;
+  ASSERT_FALSE(loop.dir().empty());
+  auto exact = pathprof::testing::ExactRoundShares(pathprof::testing::ZstdRounds(loop.dir(), 2),
+                                                   pathprof::testing::ZstdRounds(loop.dir(), 1));
   ASSERT_TRUE(exact.ok()) << exact.status().ToString();
-  const pid_t zstd = pathprof::testing::SpawnArgv(pathprof::testing::ZstdLongRun(dir));
+  const pid_t zstd = loop.Start();
   ASSERT_GT(zstd, 0);
-  usleep(300'000);
   auto session = StartHybrid(zstd, "hybrid-zstd-accuracy");
   ASSERT_NE(session, nullptr);
   std::this_thread::sleep_for(std::chrono::seconds(20));
@@ -224,8 +247,7 @@ TEST(HybridSource, ZstdHotPathsMatchTheExactTrace) {
   q.with_blocks = false;
   const pl::HotPathsResult paths = session->HotPaths(q);
   auto all = session->Stats();
-  EndChild(zstd);
-  std::filesystem::remove_all(dir);
+  loop.End();
   std::vector<std::pair<pathprof::hwmodel::PathDescriptor, double>> weights;
   for (const pl::HotPath& p : paths.paths)
     if (p.pid == static_cast<uint32_t>(zstd))
