@@ -35,7 +35,8 @@
 #        env: WORK (default /tmp/pathprof-bolt-counts), LOOP_WORK (bench-bolt-loop.sh's WORK),
 #        TRAIN_SECONDS (the (b)/(c)/(e) training runs, default 30), ROWS (default
 #        "lua zstd3 zstd19"), ARCHIVE_EVENTS ((e)'s continuous.archive_branch_events; unset:
-#        the daemon's default)
+#        the daemon's default), HYBRID_STOP_HZ ((f)'s continuous.hybrid_stop_hz; unset: the
+#        daemon's default)
 #        (as root: it may add a deb-src source and it ptrace-attaches; needs network for apt)
 set -euo pipefail
 build="$(realpath "${1:-build}")"
@@ -223,7 +224,8 @@ continuous_window() {  # ROW VARIANT SOURCE: $row.$variant.pbs, a continuous dae
   printf '%s\n' "[continuous]" "enabled = true" "window_s = $train_seconds" \
       "source = \"$source\"" "executables = [\"$PWD/plain\"]" \
       "archive_dir = \"$dir/windows\"" \
-      ${ARCHIVE_EVENTS:+"archive_branch_events = $ARCHIVE_EVENTS"} > "$dir/pathprofd.toml"
+      ${ARCHIVE_EVENTS:+"archive_branch_events = $ARCHIVE_EVENTS"} \
+      ${HYBRID_STOP_HZ:+"hybrid_stop_hz = $HYBRID_STOP_HZ"} > "$dir/pathprofd.toml"
   "$build/bin/pathprofd" --config "$dir/pathprofd.toml" --socket "$dir/pathprofd.sock" \
       --log-level debug > "$dir/log" 2>&1 & daemon=$!
   for _ in $(seq 100); do grep -q "serving on" "$dir/log" && break; sleep 0.1; done

@@ -230,6 +230,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
     // process alone may fill the window's whole share.
     sc.export_branch_events = std::max(sc.export_branch_events, config_.archive_branch_events);
     if (snapshots) {
+      sc.hybrid_stop_hz = config_.hybrid_stop_hz;
       sc.sampling.bursts_per_second = snapshot_hz_;
       sc.window_budget = window_budget_;
     }

@@ -113,6 +113,9 @@ Status ReadContinuousTable(const void* toml_table, ContinuousConfig& c) {
     } else if (key == "window_cpu_percent") {
       PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 1, 100, &v));
       c.window_cpu_percent = static_cast<uint32_t>(v);
+    } else if (key == "hybrid_stop_hz") {
+      PATHPROF_RETURN_IF_ERROR(ReadUint(n, key, 1, 1000, &v));
+      c.hybrid_stop_hz = static_cast<uint32_t>(v);
     } else if (key == "units") {
       PATHPROF_RETURN_IF_ERROR(ReadStrings(n, key, &c.units));
     } else if (key == "cgroups") {

@@ -45,10 +45,10 @@ constexpr size_t kMaxHeldWindows = 8192;
 // Processes judged at most: a newcomer past it keeps its snapshot windows unprobed (counted).
 constexpr size_t kMaxProcesses = 4096;
 // Whole-host sessions (every process): at most this many processes traced at once, and started
-// in a session's life, each at this window rate: stops on a whole host stay the exception.
+// in a session's life, each at the config's hybrid_stop_hz: stops on a whole host stay the
+// exception.
 constexpr size_t kEveryProcessMaxTraced = 4;
 constexpr size_t kEveryProcessMaxTracersStarted = 64;
-constexpr double kEveryProcessStopHz = 20;
 
 class HybridSource final : public LiveSource, private SourceSink {
  public:
@@ -59,13 +59,13 @@ class HybridSource final : public LiveSource, private SourceSink {
     every_process_ = targets.config.every_process;
     max_traced_ = every_process_ ? kEveryProcessMaxTraced : targets.config.pids.size();
     PATHPROF_RETURN_IF_ERROR(snapshot_.Start(targets, *this));
-    detail_ = snapshot_.Detail() + "; hybrid: a process whose first " +
-              std::to_string(kProbeWindows) + " snapshot windows' newest half hold under " +
-              std::to_string(Threshold()) +
-              " taken branches on average (half of W) gets stop-and-emulate windows instead" +
-              (every_process_ ? " (at most " + std::to_string(kEveryProcessMaxTraced) +
-                                    " processes at once, " + Rate(kEveryProcessStopHz) + ")"
-                              : "");
+    detail_ =
+        snapshot_.Detail() + "; hybrid: a process whose first " + std::to_string(kProbeWindows) +
+        " snapshot windows' newest half hold under " + std::to_string(Threshold()) +
+        " taken branches on average (half of W) gets stop-and-emulate windows instead" +
+        (every_process_ ? " (at most " + std::to_string(kEveryProcessMaxTraced) +
+                              " processes at once, " + Rate(targets.config.hybrid_stop_hz) + ")"
+                        : "");
     return Status::Ok();
   }
 
@@ -358,7 +358,7 @@ class HybridSource final : public LiveSource, private SourceSink {
     std::string note;
     std::unique_lock<std::mutex> tracers(tracers_mu_);
     auto collector = StartBurstTracer(pid, *targets_, std::move(burst_sink),
-                                      every_process_ ? kEveryProcessStopHz : 0, &note);
+                                      every_process_ ? targets_->config.hybrid_stop_hz : 0, &note);
     std::vector<BranchBatch> release;
     {
       std::lock_guard<std::mutex> lock(mu_);

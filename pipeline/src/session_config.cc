@@ -73,6 +73,9 @@ Status SessionConfig::Validate() const {
           "snapshot windows end too early): the other branch sources trace the processes a "
           "session names");
     if (confine_to_uid) return bad("session config: only an admin profiles every process");
+    if (!(hybrid_stop_hz > 0 && hybrid_stop_hz <= 1000))
+      return bad("session config: hybrid_stop_hz must be in (0, 1000] windows a second, got " +
+                 std::to_string(hybrid_stop_hz));
   } else if (!join_match.empty()) {
     return bad("session config: join_match selects among every process: set every_process");
   } else if (pids.empty()) {

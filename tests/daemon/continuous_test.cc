@@ -40,6 +40,7 @@ stack_hz = 49
 source = "auto"
 window_budget = 500
 window_cpu_percent = 5
+hybrid_stop_hz = 200
 units = ["nginx.service"]
 cgroups = ["/system.slice/db.service"]
 executables = ["/usr/local/bin/example_hotloop"]
@@ -73,6 +74,7 @@ include_pprof = true
   EXPECT_EQ(k.source, "auto");
   EXPECT_EQ(k.window_budget, 500u);
   EXPECT_EQ(k.window_cpu_percent, 5u);
+  EXPECT_EQ(k.hybrid_stop_hz, 200u);
   EXPECT_EQ(k.units, std::vector<std::string>{"nginx.service"});
   EXPECT_EQ(k.cgroups, std::vector<std::string>{"/system.slice/db.service"});
   EXPECT_EQ(k.executables, std::vector<std::string>{"/usr/local/bin/example_hotloop"});
@@ -109,6 +111,7 @@ TEST(ContinuousConfigTest, RefusesBadValuesNamingTheKey) {
       {"source = \"ptrace\"", "continuous.source"},  // no selector: not on every process
       {"window_budget = -1", "continuous.window_budget"},
       {"window_cpu_percent = 101", "continuous.window_cpu_percent"},
+      {"hybrid_stop_hz = 0", "continuous.hybrid_stop_hz"},
       {"cgroups = [\"relative\"]", "continuous.cgroups"},
       {"cgroups = [\"/a/../b\"]", "continuous.cgroups"},
       {"keep_windows = 0", "continuous.keep_windows"},

@@ -105,6 +105,8 @@ struct ContinuousConfig {
   // the sampler's snapshot rate per CPU follows from the first.
   uint32_t window_budget = 0;
   uint32_t window_cpu_percent = 2;
+  // Source hybrid: the windows a second of each process it stops (its snapshots fell short).
+  uint32_t hybrid_stop_hz = 20;
   std::string step_mode = "auto";  // copied from [ptrace] step_mode when the config is built
   // What to profile; all three empty: every process. Each entry is its own window series.
   std::vector<std::string> units;        // systemd units, e.g. "nginx.service"

@@ -159,6 +159,10 @@ struct SessionConfig {
   // too): a budget shared with other sessions (the daemon's continuous mode: one for the host).
   // Null: the session's own windows are bounded by the collector's queue alone.
   std::shared_ptr<collectors::WindowBudget> window_budget;
+  // Source hybrid with every_process: the window rate of each process it stops because its
+  // snapshot windows fell short (the daemon's continuous.hybrid_stop_hz). A session on named
+  // pids takes the ptrace source's rate (sampling.bursts_per_second) instead.
+  double hybrid_stop_hz = 20;
   // With every_process: only the processes this names join (checked on a process's first
   // sample, and again a second later for one that did not match: it may move into a unit's
   // cgroup or exec the named program). Empty: every process.
