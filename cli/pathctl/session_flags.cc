@@ -31,7 +31,8 @@ std::vector<Flag> SessionFlags(bool follows_children) {
       WordsFlag("source", {"auto", "none", "ptrace", "lbr", "pt", "snapshot", "hybrid"}, "auto",
                 "branch source: auto is the best the host has (pt > lbr > ptrace bursts > "
                 "snapshot: windows emulated from the eBPF sampler's snapshots, no stop); hybrid: "
-                "snapshot windows, and stop-and-emulate windows where a process's end too early")
+                "snapshot windows, and stop-and-emulate windows for a process whose snapshot "
+                "windows end too early")
           .Accepts([](const std::string& s) {
             pl::SourceChoice c;
             return pl::ParseSourceChoice(s, &c);

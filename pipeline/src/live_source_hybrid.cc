@@ -196,6 +196,7 @@ class HybridSource final : public LiveSource, private SourceSink {
     for (const auto& [k, v] : from.drops) into.drops[k] += v;
     for (const auto& [k, v] : from.decode_errors) into.decode_errors[k] += v;
     for (const auto& [k, v] : from.held_back) into.held_back[k] += v;
+    for (const auto& [k, v] : from.windows_by_source) into.windows_by_source[k] += v;
   }
   bool MayStop(uint32_t pid) const {
     if (every_process_) return true;
@@ -231,7 +232,6 @@ class HybridSource final : public LiveSource, private SourceSink {
             return;
           case Verdict::kProbing: {
             p.held.push_back(b);
-            // W counts taken branches; a window's events hold its not-taken ones too.
             ++held_windows_;
             const bool full = p.held.size() >= kProbeWindows;
             const bool late = std::chrono::steady_clock::now() - p.first >= kProbeTime;
@@ -303,9 +303,10 @@ class HybridSource final : public LiveSource, private SourceSink {
       for (auto& [pid, tracer] : tracers_) {
         if (tracer.final || !tracer.collector->finished()) continue;
         std::string failure = tracer.collector->failure();
-        // A process that ended took its tracer with it: ProcessGone settles that.
+        if (failure.empty()) continue;  // a clean end: its process ended (ProcessGone settles it)
+        // A process that ended took its tracer with it, whatever the tracer says.
         auto status = procfs::Procfs::Host().ReadStatus(static_cast<pid_t>(pid));
-        if (failure.empty() || !status.ok() || status->state == 'Z') continue;
+        if (!status.ok() || status->state == 'Z') continue;
         tracer.final = tracer.collector->Stop();
         --traced_now_;
         ended.push_back({pid, std::move(failure)});

@@ -27,7 +27,6 @@ uint32_t FloorPowerOfTwo(uint32_t v) {
 Status ProfileStore::BuildBranchSide(Impl* impl, const SessionConfig& config,
                                      BranchWindows windows) {
   const bool windowed = windows != BranchWindows::kNone;
-  impl->windowed = windowed;
   impl->windows = windows;
   impl->estimator.reset();
   impl->cycles.reset();

@@ -41,7 +41,6 @@ inline constexpr double kConfidence95 = 0.95;
 struct ProfileStore::Impl {
   uint32_t pid = 0;
   SessionConfig config;
-  bool windowed = false;
   BranchWindows windows = BranchWindows::kNone;
   std::string window_weighting;  // how the estimator weights windows, and why
   std::string windows_note;      // where this process's windows come from, and why (UseWindows)

@@ -54,9 +54,9 @@ class ProfileStore {
   // samples that arrived meanwhile stay. Only before any window has been added.
   Status ResetWindows(BranchWindows windows);
   // The same for one process of a session whose source takes each process's windows from where
-  // they serve it best (hybrid): rebuilt only when `windows` differ from what the store takes,
-  // and only before any window of that kind has been added; `why` is said after the weighting
-  // in TargetStats::window_weighting.
+  // they serve it best (hybrid): rebuilt, its branch side emptied, only when `windows` differ
+  // from what the store takes (the caller switches a process before the first window of the new
+  // kind); `why` is said after the weighting in TargetStats::window_weighting.
   Status UseWindows(BranchWindows windows, std::string why);
   ~ProfileStore();
   ProfileStore(const ProfileStore&) = delete;
