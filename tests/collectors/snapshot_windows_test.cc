@@ -222,7 +222,7 @@ TEST(SnapshotWindowCollector, WindowsOfAProcessAnotherTracerHolds) {
   while (std::chrono::steady_clock::now() < deadline) {
     usleep(50'000);
     std::lock_guard<std::mutex> lock(mu);
-    if (windows.size() >= 200) break;
+    if (windows.size() >= 232) break;
   }
   (*collector)->Flush();
   const SnapshotWindowStats st = (*collector)->stats();
@@ -232,17 +232,25 @@ TEST(SnapshotWindowCollector, WindowsOfAProcessAnotherTracerHolds) {
   kill(target, SIGKILL);
   waitpid(target, nullptr, 0);
 
-  ASSERT_GE(windows.size(), 200u);
-  size_t full = 0;
+  ASSERT_GE(windows.size(), 232u);
+  // A process's first windows end early while the collector learns the pages its code runs
+  // from (its hint pages reach the BPF side after the helper reports them; under load more
+  // samples are taken before they do). The hybrid source judges a process on its newer 32 of
+  // 64 windows for that reason, so the warm-up must end within the first 32.
+  size_t warm_up = 0;
+  size_t full_after = 0;
   for (const BranchBatch& b : windows) {
     EXPECT_EQ(b.pid, static_cast<uint32_t>(target));
     EXPECT_TRUE(b.window);
     EXPECT_EQ(b.stack.regs.size(), 17u) << "the sample's registers give the window's context";
     uint32_t taken = 0;
     for (const BranchEvent& e : b.events) taken += e.taken;
-    full += taken == 32;
+    if (full_after == 0 && taken != 32) ++warm_up;
+    full_after += taken == 32;
   }
-  EXPECT_GE(full, windows.size() * 95 / 100) << "the hot loop's windows run 32 taken branches";
+  EXPECT_LE(warm_up, 32u) << "windows before the first full one";
+  EXPECT_GE(full_after, (windows.size() - warm_up) * 95 / 100)
+      << "after the warm-up, the hot loop's windows run 32 taken branches";
   EXPECT_EQ(st.samples, st.windows + st.no_snapshot + st.in_mapping_syscall +
                             st.dropped_queue_full + st.budget_count + st.budget_cpu +
                             st.own_process + st.lost_emulator_gone + st.after_stop + st.queued);
