@@ -69,9 +69,19 @@ const char* ViewTitle(View view) {
   return "?";
 }
 
+namespace {
+// Counts by name summed over the targets, as "name n, name n" (names in order, zeros left out).
+std::string JoinCounts(const std::map<std::string, int64_t>& counts) {
+  std::string out;
+  for (const auto& [name, n] : counts)
+    if (n > 0) out += (out.empty() ? "" : ", ") + name + " " + std::to_string(n);
+  return out;
+}
+}  // namespace
+
 StatsView StatsTracker::Update(const v1::Stats& stats, double now_s) {
   StatsView v;
-  std::map<std::string, int64_t> held_back;
+  std::map<std::string, int64_t> held_back, by_source;
   for (const v1::TargetStats& t : stats.targets()) {
     int64_t biggest = 0;
     for (const v1::DropCount& d : t.drops()) {
@@ -85,11 +95,10 @@ StatsView StatsTracker::Update(const v1::Stats& stats, double now_s) {
     v.export_windows_kept += t.export_windows_kept();
     v.export_windows_let_go += t.export_windows_let_go();
     for (const v1::DropCount& h : t.windows_held_back()) held_back[h.reason()] += h.count();
+    for (const v1::DropCount& w : t.windows_by_source()) by_source[w.reason()] += w.count();
   }
-  for (const auto& [reason, n] : held_back)
-    if (n > 0)
-      v.windows_held_back +=
-          (v.windows_held_back.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+  v.windows_held_back = JoinCounts(held_back);
+  v.windows_by_source = JoinCounts(by_source);
   v.daemon_rss_bytes = stats.daemon_rss_bytes();
   // The base of the rates: the latest answer at least kRateSpanS old, else the oldest kept.
   // Answers older than that base are let go.
@@ -813,6 +822,8 @@ std::vector<ScreenLine> Model::DetailsLayout(int width, int height) const {
                        "windows the source did not take (the rate's bounds, not "
                        "drops): " +
                            stats_.windows_held_back);
+  if (!stats_.windows_by_source.empty())
+    items.emplace_back("sources", "windows by source: " + stats_.windows_by_source);
   char every[32];
   std::snprintf(every, sizeof every, " every %gs", interval_s_);
   items.emplace_back("daemon",

@@ -80,6 +80,9 @@ struct StatsView {
   // Windows the branch source chose not to take, by reason, summed over targets ("stopped_time_cap
   // 120"): what bounds the window rate, not a loss.
   std::string windows_held_back;
+  // Windows by the source that took them, summed over targets ("snapshot 900, stopped 40"): a
+  // hybrid session's mix of snapshot and stopped windows.
+  std::string windows_by_source;
   double daemon_cpu_percent = 0;
   uint64_t daemon_rss_bytes = 0;
   double pipeline_cpu_percent = 0;

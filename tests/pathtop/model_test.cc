@@ -671,6 +671,45 @@ TEST(Model, WindowsHeldBackAreSaidApartFromTheDrops) {
   EXPECT_NE(text.find("not drops): stopped_time_cap 120"), std::string::npos) << text;
 }
 
+// A hybrid session's windows by source, summed over its processes: `i` shows the mix (a
+// process on snapshot windows and one stopped), and a session of one source shows no line.
+TEST(Model, HybridWindowsBySourceAreSummedOverTargets) {
+  StatsTracker tracker;
+  v1::Stats a;
+  auto add = [&](int64_t snapshot, int64_t stopped) {
+    v1::TargetStats* t = a.add_targets();
+    t->set_windows(snapshot + stopped);
+    for (auto [name, n] :
+         {std::pair<const char*, int64_t>{"snapshot", snapshot}, {"stopped", stopped}}) {
+      v1::DropCount* w = t->add_windows_by_source();
+      w->set_reason(name);
+      w->set_count(n);
+    }
+  };
+  add(900, 0);
+  add(64, 40);
+  const StatsView v = tracker.Update(a, 10.0);
+  EXPECT_EQ(v.windows_by_source, "snapshot 964, stopped 40");
+  EXPECT_EQ(v.drops, 0u);
+  Model m;
+  m.SetTargetLabel("every process");
+  m.SetSession(RunningSession(v1::BRANCH_SOURCE_HYBRID, "hybrid"));
+  m.SetStats(v);
+  m.HandleKey('i');
+  ExpectNoCutLines(m.Layout(80, 24), 80);
+  std::string text;
+  for (const auto& l : m.Layout(200, 24)) text += l.text + "\n";
+  EXPECT_NE(text.find("sources    windows by source: snapshot 964, stopped 40"), std::string::npos)
+      << text;
+
+  v1::Stats one_source;
+  one_source.add_targets()->set_windows(300);
+  m.SetStats(StatsTracker().Update(one_source, 10.0));
+  text.clear();
+  for (const auto& l : m.Layout(200, 24)) text += l.text + "\n";
+  EXPECT_EQ(text.find("windows by source"), std::string::npos) << text;
+}
+
 // main (100) calls hot (62: self 60.6, inner 1.4), warm (37.5) and tiny (0.5); context ids are
 // the node ids x 100, but tiny's is 0 (a daemon that gave none).
 v1::CallingContextTree FlameTree() {
