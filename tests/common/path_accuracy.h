@@ -163,4 +163,27 @@ inline std::vector<std::string> ZstdLongRun(const std::string& dir) {
               "/dev/null"};
 }
 
+// The python3 workload of the accuracy tests: Debian's python3 (-S: no site module) running
+// `rounds` rounds of a loop that fills a dict of strings and reads it back (0: rounds without
+// end), ASLR off (setarch -R) and string hashing seeded (PYTHONHASHSEED=0), so that the
+// interpreter sits at the same addresses and its dicts probe the same slots in every run.
+inline std::vector<std::string> PythonRounds(int rounds) {
+  static const char* const kScript =
+      "import sys\n"
+      "def one():\n"
+      "    d = {}\n"
+      "    for i in range(2000):\n"
+      "        d['k%d' % i] = i\n"
+      "    s = 0\n"
+      "    for k in d:\n"
+      "        s += d[k] + len(k)\n"
+      "    return s\n"
+      "n = int(sys.argv[1]) or -1\n"
+      "while n:\n"
+      "    one()\n"
+      "    n -= 1\n";
+  return {"/usr/bin/env", "PYTHONHASHSEED=0",    "setarch", "-R", "/usr/bin/python3", "-S", "-c",
+          kScript,        std::to_string(rounds)};
+}
+
 }  // namespace pathprof::testing

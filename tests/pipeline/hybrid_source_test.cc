@@ -2,7 +2,8 @@
 // snapshot windows hold its paths keeps them and is never stopped (no tracer ever attaches); one
 // whose snapshot windows end early (Debian's zstd: its loops branch on memory no snapshot holds)
 // gets stop-and-emulate windows after its probe, and the stats say which windows came from where
-// and why. Under `make check-figures`, the hybrid's hot paths of zstd against its exact trace.
+// and why. Under `make check-figures`, the hybrid's hot paths of zstd and python3 against their
+// exact traces.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -223,6 +224,42 @@ TEST_F(HybridOnZstd, ATracerThatDiesWhileItsProcessLivesIsSaidAndCounted) {
       << "zstd left in state " << status->state;
 }
 
+// A hybrid session on `pid` for 20 s: its paths of `pid` as shares, against `exact` (the
+// steady-state round), with the top five of each and the windows by source printed; returns the
+// top-5 path weight overlap.
+double HybridTopOverlap(const pathprof::testing::PathShares& exact, pid_t pid,
+                        const char* program) {
+  auto session = StartHybrid(pid, std::string("hybrid-accuracy-") + program);
+  if (session == nullptr) return 0;
+  std::this_thread::sleep_for(std::chrono::seconds(20));
+  session->Stop();
+  pl::HotPathsQuery q;
+  q.top_k = 1000;
+  q.with_blocks = false;
+  const pl::HotPathsResult paths = session->HotPaths(q);
+  auto all = session->Stats();
+  std::vector<std::pair<pathprof::hwmodel::PathDescriptor, double>> weights;
+  for (const pl::HotPath& p : paths.paths)
+    if (p.pid == static_cast<uint32_t>(pid))
+      weights.emplace_back(
+          pathprof::hwmodel::PathDescriptor{p.start.address, static_cast<uint8_t>(p.length),
+                                            p.outcomes},
+          p.estimate.value);
+  const auto shares = pathprof::testing::NormalizeShares(weights);
+  const pl::TargetStats* s = StatsOf(all, pid);
+  EXPECT_NE(s, nullptr) << program << " has no stats";
+  if (s == nullptr) return 0;
+  pathprof::testing::PrintTop5(exact, shares);
+  const double top = pathprof::testing::TopOverlap(exact, shares);
+  std::printf(
+      "%s hybrid: top-5 path weight overlap %.1f%%, all paths %.1f%%; windows by source: "
+      "snapshot %llu, stopped %llu\n",
+      program, 100 * top, 100 * pathprof::testing::Overlap(exact, shares),
+      static_cast<unsigned long long>(CountOf(s->windows_by_source, "snapshot")),
+      static_cast<unsigned long long>(CountOf(s->windows_by_source, "stopped")));
+  return top;
+}
+
 // The bar: the hybrid's top five paths of zstd against the exact trace's, ≥ 98%.
 TEST(HybridSource, ZstdHotPathsMatchTheExactTrace) {
   PATHPROF_FIGURES_ONLY();
@@ -238,35 +275,26 @@ TEST(HybridSource, ZstdHotPathsMatchTheExactTrace) {
   ASSERT_TRUE(exact.ok()) << exact.status().ToString();
   const pid_t zstd = loop.Start();
   ASSERT_GT(zstd, 0);
-  auto session = StartHybrid(zstd, "hybrid-zstd-accuracy");
-  ASSERT_NE(session, nullptr);
-  std::this_thread::sleep_for(std::chrono::seconds(20));
-  session->Stop();
-  pl::HotPathsQuery q;
-  q.top_k = 1000;
-  q.with_blocks = false;
-  const pl::HotPathsResult paths = session->HotPaths(q);
-  auto all = session->Stats();
-  loop.End();
-  std::vector<std::pair<pathprof::hwmodel::PathDescriptor, double>> weights;
-  for (const pl::HotPath& p : paths.paths)
-    if (p.pid == static_cast<uint32_t>(zstd))
-      weights.emplace_back(
-          pathprof::hwmodel::PathDescriptor{p.start.address, static_cast<uint8_t>(p.length),
-                                            p.outcomes},
-          p.estimate.value);
-  const auto shares = pathprof::testing::NormalizeShares(weights);
-  const pl::TargetStats* s = StatsOf(all, zstd);
-  ASSERT_NE(s, nullptr);
-  pathprof::testing::PrintTop5(*exact, shares);
-  const double top = pathprof::testing::TopOverlap(*exact, shares);
-  std::printf(
-      "zstd hybrid: top-5 path weight overlap %.1f%%, all paths %.1f%%; windows by source: "
-      "snapshot %llu, stopped %llu\n",
-      100 * top, 100 * pathprof::testing::Overlap(*exact, shares),
-      static_cast<unsigned long long>(CountOf(s->windows_by_source, "snapshot")),
-      static_cast<unsigned long long>(CountOf(s->windows_by_source, "stopped")));
-  EXPECT_GE(top, 0.98);
+  EXPECT_GE(HybridTopOverlap(*exact, zstd, "zstd"), 0.98);
+}
+
+// The same bar on Debian's python3: an interpreter's paths (its dispatch loop, dict probes)
+// against the exact trace's round of the same loop.
+TEST(HybridSource, Python3HotPathsMatchTheExactTrace) {
+  PATHPROF_FIGURES_ONLY();
+  std::string why;
+  if (!HybridRunsHere(&why)) GTEST_SKIP() << why;
+  if (access("/usr/bin/python3", X_OK) != 0 || access("/usr/bin/setarch", X_OK) != 0)
+    GTEST_SKIP() << "needs /usr/bin/python3 and /usr/bin/setarch (Debian: python3, util-linux; "
+                    "scripts/install-deps.sh installs both)";
+  auto exact = pathprof::testing::ExactRoundShares(pathprof::testing::PythonRounds(2),
+                                                   pathprof::testing::PythonRounds(1));
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  const pid_t python = pathprof::testing::SpawnArgv(pathprof::testing::PythonRounds(0));
+  ASSERT_GT(python, 0);
+  usleep(300'000);  // past env's and setarch's execs
+  EXPECT_GE(HybridTopOverlap(*exact, python, "python3"), 0.98);
+  EndChild(python);
 }
 
 }  // namespace
