@@ -1,5 +1,8 @@
 #include "process_tree.h"
 
+#include <errno.h>
+#include <signal.h>
+
 #include <map>
 
 #include "pathprof/core/procfs.h"
@@ -9,6 +12,11 @@ namespace pathprof::pipeline {
 bool ProcessAlive(uint32_t pid) {
   auto stat = procfs::Procfs::Host().ReadStat(static_cast<pid_t>(pid));
   return stat.ok() && stat->state != 'Z' && stat->state != 'X';
+}
+
+bool ProcessExists(uint32_t pid) {
+  // EPERM (a process this one may not signal) says it exists.
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
 }
 
 std::vector<uint32_t> Descendants(const std::vector<uint32_t>& roots) {

@@ -43,6 +43,7 @@ struct Session::Impl final : SourceSink {
   BranchWindows stores_windows = BranchWindows::kNone;  // how `stores` weight branch windows
   uint32_t descendants = 0;             // stores made for followed children (or any process)
   std::set<uint32_t> live_descendants;  // ... whose exit was not noted yet
+  uint32_t zombie_check_after = 0;      // the last of them whose stat was read (the poll's)
   uint64_t descendants_over_limit = 0;  // samples of children past max_descendants
   // Whole-host mode at max_descendants: the samples each process without a store was refused
   // (bounded: forgotten at 4 x max_descendants entries).

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
+#include <vector>
 
 #include "pathprof/core/process_identity_cache.h"
 #include "process_tree.h"
@@ -131,20 +133,36 @@ std::shared_ptr<ProfileStore> Session::Impl::FirstStore() {
   return stores.empty() ? nullptr : stores.begin()->second;
 }
 
-// A followed child that exited: its profile is kept; its pid leaves the kernel's filter
-// (before the pid can be reused by an unrelated process).
+// Followed children (and, in whole-host mode, joined processes) that exited: each store notes
+// the exit (its profile is kept) and the pid leaves the sources' filters, before it can be reused
+// by an unrelated process. Each poll asks the kernel whether every pid still exists (kill with
+// signal 0, no /proc read), so a reaped process is noted at once. One that exited but was not
+// reaped yet (a zombie: no other process can take its pid meanwhile) shows only in its /proc
+// stat, which each poll reads for up to kStatReadsPerPoll of them in turn: with every process of
+// a busy host joined, ten stat reads a second each (under the session's lock) were a large share
+// of the daemon's CPU (docs/performance.md, "System-wide continuous mode").
 void Session::Impl::NoteDescendantExits() {
+  constexpr size_t kStatReadsPerPoll = 32;
+  std::vector<uint32_t> pids;  // ascending: a set's order
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    pids.assign(live_descendants.begin(), live_descendants.end());
+  }
+  std::set<uint32_t> exited;
+  for (uint32_t pid : pids)
+    if (!ProcessExists(pid)) exited.insert(pid);
+  const size_t first =
+      std::upper_bound(pids.begin(), pids.end(), zombie_check_after) - pids.begin();
+  for (size_t k = 0; k < std::min(pids.size(), kStatReadsPerPoll); ++k) {
+    const uint32_t pid = pids[(first + k) % pids.size()];
+    zombie_check_after = pid;
+    if (!exited.count(pid) && !ProcessAlive(pid)) exited.insert(pid);
+  }
   std::vector<std::pair<uint32_t, std::shared_ptr<ProfileStore>>> gone;
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (auto it = live_descendants.begin(); it != live_descendants.end();) {
-      if (ProcessAlive(*it)) {
-        ++it;
-        continue;
-      }
-      gone.emplace_back(*it, stores.at(*it));
-      it = live_descendants.erase(it);
-    }
+    for (uint32_t pid : exited)
+      if (live_descendants.erase(pid) > 0) gone.emplace_back(pid, stores.at(pid));
   }
   for (auto& [pid, store] : gone) {
     store->NoteExit();
