@@ -320,6 +320,15 @@ void ExpectNoCutLines(const std::vector<ScreenLine>& lines, int width) {
   }
 }
 
+// The details screen (`i`, already pressed) checked at 80 columns, returned at 200: wide enough
+// for every item on one line.
+std::string DetailsText(Model& m) {
+  ExpectNoCutLines(m.Layout(80, 24), 80);
+  std::string text;
+  for (const auto& l : m.Layout(200, 24)) text += l.text + "\n";
+  return text;
+}
+
 v1::Session RunningSession(v1::BranchSource source, const std::string& reason) {
   v1::Session s;
   s.set_name("sessions/s1-a9bd");
@@ -640,9 +649,7 @@ TEST(Model, TheExportBufferIsRetentionNotDrops) {
   EXPECT_NE(header.find("export buffer 2048 win"), std::string::npos) << header;
   EXPECT_EQ(header.find("6559"), std::string::npos) << header;
   m.HandleKey('i');
-  ExpectNoCutLines(m.Layout(80, 24), 80);
-  std::string text;  // wide enough for every item on one line
-  for (const auto& l : m.Layout(200, 24)) text += l.text + "\n";
+  const std::string text = DetailsText(m);
   EXPECT_NE(text.find("drops      0  decode errors 0"), std::string::npos) << text;
   EXPECT_NE(text.find("kept 2048 newest windows, 6559 older let go"), std::string::npos) << text;
 }
@@ -665,9 +672,7 @@ TEST(Model, WindowsHeldBackAreSaidApartFromTheDrops) {
   m.SetSession(RunningSession(v1::BRANCH_SOURCE_PTRACE, "auto (best available)"));
   m.SetStats(v);
   m.HandleKey('i');
-  ExpectNoCutLines(m.Layout(80, 24), 80);
-  std::string text;
-  for (const auto& l : m.Layout(200, 24)) text += l.text + "\n";
+  const std::string text = DetailsText(m);
   EXPECT_NE(text.find("not drops): stopped_time_cap 120"), std::string::npos) << text;
 }
 
@@ -696,18 +701,15 @@ TEST(Model, HybridWindowsBySourceAreSummedOverTargets) {
   m.SetSession(RunningSession(v1::BRANCH_SOURCE_HYBRID, "hybrid"));
   m.SetStats(v);
   m.HandleKey('i');
-  ExpectNoCutLines(m.Layout(80, 24), 80);
-  std::string text;
-  for (const auto& l : m.Layout(200, 24)) text += l.text + "\n";
+  const std::string text = DetailsText(m);
   EXPECT_NE(text.find("sources    windows by source: snapshot 964, stopped 40"), std::string::npos)
       << text;
 
   v1::Stats one_source;
   one_source.add_targets()->set_windows(300);
   m.SetStats(StatsTracker().Update(one_source, 10.0));
-  text.clear();
-  for (const auto& l : m.Layout(200, 24)) text += l.text + "\n";
-  EXPECT_EQ(text.find("windows by source"), std::string::npos) << text;
+  const std::string one = DetailsText(m);
+  EXPECT_EQ(one.find("windows by source"), std::string::npos) << one;
 }
 
 // main (100) calls hot (62: self 60.6, inner 1.4), warm (37.5) and tiny (0.5); context ids are
