@@ -246,6 +246,7 @@ void BurstTracer::Burst(uint64_t room) {
   if (window) EmitWindow(tid, began, std::move(*window), std::move(stack));
   if (stepped || threads_.count(tid)) {
     stats_.stopped_ns += t1 - began;
+    stats_.longest_stop_ns = std::max(stats_.longest_stop_ns, t1 - began);
     window_.Add(t1, t1 - began);
   }
   if (last_window_complete_) {

@@ -160,14 +160,20 @@ TEST_P(PtraceBurstsAccuracyTest, HotPathsMatchTheExactTrace) {
               (unsigned long long)cm.rejected_blocks, (unsigned long long)cm.imputed_blocks);
   std::printf(
       "overlap %.1f%%: %llu windows (%llu bursts, %llu whole paths) in %.1f s, %llu steps, "
-      "%llu breakpoint legs, stopped %.2f%% of wall time (%.2f%% in the worst second)\n",
+      "%llu breakpoint legs, stopped %.2f%% of wall time (%.2f%% in the worst second, the "
+      "longest stop %.2f ms)\n",
       100 * overlap, (unsigned long long)s.windows, (unsigned long long)s.bursts,
       (unsigned long long)bursts.whole_paths, s.elapsed_ns / 1e9, (unsigned long long)s.steps,
       (unsigned long long)s.breakpoint_legs,
       100.0 * static_cast<double>(s.stopped_ns) / static_cast<double>(s.elapsed_ns),
-      static_cast<double>(s.max_stopped_ppm_1s) / 1e4);
-  // The cap holds over every second, not only on average.
-  EXPECT_LE(s.max_stopped_ppm_1s, 40000u + 4000u) << "the 4% cap, with a stop's slack";
+      static_cast<double>(s.max_stopped_ppm_1s) / 1e4, s.longest_stop_ns / 1e6);
+  // The cap holds over every second, not only on average. It admits a burst only with room
+  // left, but cannot shorten one already stopped: a stop whose tracer waited for a CPU (10 ms
+  // once on a 2-vCPU guest) passes it by that stop. So the slack is one stop, the longest
+  // seen, at least 0.4%; a cap that admitted bursts without room passes it by many.
+  const uint64_t slack_ppm = std::max<uint64_t>(4000, s.longest_stop_ns / 1000);
+  EXPECT_LE(s.max_stopped_ppm_1s, 40000u + slack_ppm)
+      << "the 4% cap, with one stop's slack (the longest, " << s.longest_stop_ns / 1000 << " us)";
   if (mode) return;  // figures only, for the other mechanisms
 
   // The known hot path: the exact profile's top path lies in hot(), and the bursts rank it top 3.

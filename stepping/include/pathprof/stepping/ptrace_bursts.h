@@ -131,7 +131,10 @@ struct PtraceBurstStats {
   uint64_t stopped_ns = 0;          // total time threads spent stopped by us, events included
   uint64_t event_stopped_ns = 0;    // of which, event stops
   uint64_t max_stopped_ppm_1s = 0;  // the most stopped time seen in any one second, per million
-  uint64_t elapsed_ns = 0;          // session wall time so far
+  // The longest single burst stop: what one burst can take past the cap's room when the tracer
+  // waits for a CPU while the thread is stopped (the cap admits a burst, it cannot shorten it).
+  uint64_t longest_stop_ns = 0;
+  uint64_t elapsed_ns = 0;  // session wall time so far
   // Emulated windows (kEmulate): one stop each, the branches run in the tracer's emulator.
   uint64_t emulated_windows = 0;  // windows emulated (emitted ones are counted in windows)
   uint64_t emulated_instructions = 0;
