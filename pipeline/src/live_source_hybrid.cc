@@ -27,8 +27,8 @@
 
 #include "burst_tracer.h"
 #include "live_source_snapshot.h"
-#include "pathprof/core/procfs.h"
 #include "pathprof/pipeline/live_source.h"
+#include "process_tree.h"
 
 namespace pathprof::pipeline {
 namespace {
@@ -305,8 +305,7 @@ class HybridSource final : public LiveSource, private SourceSink {
         std::string failure = tracer.collector->failure();
         if (failure.empty()) continue;  // a clean end: its process ended (ProcessGone settles it)
         // A process that ended took its tracer with it, whatever the tracer says.
-        auto status = procfs::Procfs::Host().ReadStatus(static_cast<pid_t>(pid));
-        if (!status.ok() || status->state == 'Z') continue;
+        if (!ProcessAlive(pid)) continue;
         tracer.final = tracer.collector->Stop();
         --traced_now_;
         ended.push_back({pid, std::move(failure)});
