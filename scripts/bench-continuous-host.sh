@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System-wide continuous mode's cost (docs/performance.md): BUSY example_hotloop processes, and
-# pathprofd profiling the whole host (no selector, stacks only) at HZ in 10 s windows; the
+# pathprofd profiling the whole host (no selector, stacks only) at HZ in 10 s windows (WINDOW_S); the
 # daemon's CPU over SECONDS (after a warm-up window), its peak memory, and each window's samples,
 # drops and branch windows from its debug log. SOURCE=snapshot: hot paths of the whole host
 # too (snapshot windows under BUDGET windows a second, default the daemon's: 300 per CPU).
@@ -11,6 +11,8 @@
 # of the default weight, as systemd does for the packaged unit (pathprofd.service beside the
 # users' slices or other services): the daemon's share is then its group's, not one process's
 # among BUSY. Needs a writable cgroup CPU controller (v2's cpu.weight or v1's cpu.shares).
+# WINDOW_S: the continuous window's length (default 10; the daemon's default is 60); the CPU is
+# measured after the first window.
 # ARCHIVE_EVENTS: continuous.archive_branch_events (each window's branches archived as a .pbs;
 # default 65536, 0: none); the archive's size is printed.
 # usage: [SOURCE=snapshot] [BUDGET=N] [HOSTILE=1] [CGROUPS=1] scripts/bench-continuous-host.sh [BUILD_DIR]
@@ -83,7 +85,7 @@ fi
 cat >"$dir/pathprofd.toml" <<TOML
 [continuous]
 enabled = true
-window_s = 10
+window_s = ${WINDOW_S:-10}
 stack_hz = $hz
 source = "${SOURCE:-none}"
 window_budget = ${BUDGET:-0}
@@ -96,7 +98,7 @@ TOML
   2>"$dir/log" &
 daemon=$!
 [[ -n $daemon_group ]] && echo $$ > "${daemon_group%/*}/cgroup.procs"
-sleep 12  # the first window: images loaded, symbols read
+sleep $((${WINDOW_S:-10} + 2))  # the first window: images loaded, symbols read
 t0=$(tree_ticks "$daemon")
 sleep "$seconds"
 t1=$(tree_ticks "$daemon")

@@ -176,7 +176,7 @@ void PrintCounters(const col::PtraceBurstStats& s) {
       "(%llu taken); aborted: %llu syscall, %llu signal, %llu exit, %llu steps, %llu decode, "
       "%llu timed out, %llu over the cap; %llu deferred by the cap; %llu threads attached, "
       "%llu signals forwarded, %llu execs; threads stopped %.2f%% of wall time (%.2f%% in the "
-      "worst second, %llu event stops)%s%s\n",
+      "worst second; the longest stop %.2f ms; %llu event stops)%s%s\n",
       static_cast<double>(s.elapsed_ns) / 1e9, (unsigned long long)s.bursts,
       (unsigned long long)s.windows, (unsigned long long)s.windows_short,
       (unsigned long long)s.steps, (unsigned long long)s.lost_step_traps,
@@ -189,8 +189,8 @@ void PrintCounters(const col::PtraceBurstStats& s) {
       (unsigned long long)s.deferred_cap, (unsigned long long)s.threads_attached,
       (unsigned long long)s.signals_forwarded, (unsigned long long)s.execs,
       100.0 * StoppedFraction(s), static_cast<double>(s.max_stopped_ppm_1s) / 1e4,
-      (unsigned long long)s.event_stops, s.target_exited ? "; target exited" : "",
-      s.detached ? "; detached" : "");
+      static_cast<double>(s.longest_stop_ns) / 1e6, (unsigned long long)s.event_stops,
+      s.target_exited ? "; target exited" : "", s.detached ? "; detached" : "");
 }
 
 // Emulated windows: what they cost the tracer, and why the short ones ended.

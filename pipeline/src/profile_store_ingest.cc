@@ -19,7 +19,18 @@ bool ProfileStore::Impl::BeforeExecLocked(uint64_t time_ns) {
 
 void ProfileStore::Impl::KeepRecentLocked(const BranchBatch& batch) {
   if (config.export_branch_events == 0) return;
-  recent.push_back(batch);
+  // Without the window's stack (a snapshot's or a stopped thread's top of stack, up to the
+  // stack copy: kilobytes a window against ~1 KiB of branches), which is not copied at all: it
+  // named the window's calling context when the batch was applied, and the exports (perf-lbr,
+  // BOLT, the archive's .pbs) read the branches only.
+  BranchBatch kept;
+  kept.pid = batch.pid;
+  kept.tid = batch.tid;
+  kept.time_ns = batch.time_ns;
+  kept.gap_before = batch.gap_before;
+  kept.window = batch.window;
+  kept.events = batch.events;
+  recent.push_back(std::move(kept));
   recent_events += batch.events.size();
   while (recent_events > config.export_branch_events && recent.size() > 1) {
     recent_events -= recent.front().events.size();
@@ -155,13 +166,7 @@ void ProfileStore::AddBranches(const BranchBatch& batch) {
                                  after.beyond_prefix - before.beyond_prefix);
         s.AttributeWindowLocked(batch, paths);
       }
-      if (batch.stack.empty()) {
-        s.KeepRecentLocked(batch);
-      } else {
-        BranchBatch kept = batch;  // exports carry branches, not the stack bytes
-        kept.stack = {};
-        s.KeepRecentLocked(kept);
-      }
+      s.KeepRecentLocked(batch);
       auto it = s.stacks.find(batch.tid);
       if (it == s.stacks.end()) it = s.stacks.emplace(batch.tid, *s.stack_proto).first;
       hwmodel::PathStack& stack = it->second;

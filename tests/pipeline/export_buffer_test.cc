@@ -36,6 +36,30 @@ TEST(ExportBuffer, OldWindowsLetGoAreRetentionNotDrops) {
   EXPECT_FALSE((*store)->HotPaths(q).paths.empty());
 }
 
+// A window's stack (the calling context a snapshot or a stopped thread carries) is applied and
+// let go: the buffer bounds branches, and a stack of kilobytes a window kept beside them would
+// escape that bound.
+TEST(ExportBuffer, WindowsAreKeptWithoutTheirStacks) {
+  pl::SessionConfig config;
+  auto store = pl::ProfileStore::CreateOffline(4242, config, pl::BranchWindows::kTakenBranches,
+                                               std::make_shared<pl::SymbolService>());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  BranchBatch window = LoopWindow(7);
+  window.stack.regs.assign(17, 0x1000);
+  window.stack.stack_start = 0x7ffd0000;
+  window.stack.stack.assign(16384, 0xab);
+  (*store)->AddBranches(window);
+
+  const std::vector<BranchBatch> kept = (*store)->RecentBranches().batches;
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_TRUE(kept[0].stack.empty());
+  EXPECT_TRUE(kept[0].stack.stack.empty());
+  // Everything else is the window as it came.
+  BranchBatch without_stack = window;
+  without_stack.stack = {};
+  EXPECT_EQ(kept[0], without_stack);
+}
+
 TEST(ExportBuffer, NothingIsKeptOrLetGoWithTheBufferOff) {
   pl::SessionConfig config;
   config.export_branch_events = 0;
