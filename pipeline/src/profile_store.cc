@@ -83,7 +83,10 @@ Status ProfileStore::BuildBranchSide(Impl* impl, const SessionConfig& config,
 }
 
 ProfileStore::ProfileStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ProfileStore::~ProfileStore() = default;
+ProfileStore::~ProfileStore() {
+  // What it kept is no longer held with the other stores (an evicted whole-host store).
+  if (impl_ && impl_->export_shared) impl_->export_shared->held -= impl_->recent_events;
+}
 
 Result<std::unique_ptr<ProfileStore>> ProfileStore::Create(uint32_t pid,
                                                            const SessionConfig& config,
@@ -208,6 +211,13 @@ void ProfileStore::NoteExit() {
   impl_->info.exited = true;
   impl_->info.exited_unix_ms = UnixMs();
   for (auto& [tid, s] : impl_->osp_samplers) s->Flush();
+}
+
+void ProfileStore::ShareExportBuffer(std::shared_ptr<SharedExportBuffer> shared) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->export_shared) impl_->export_shared->held -= impl_->recent_events;
+  impl_->export_shared = std::move(shared);
+  if (impl_->export_shared) impl_->export_shared->held += impl_->recent_events;
 }
 
 uint64_t ProfileStore::RecentBranchEvents() const {

@@ -96,8 +96,10 @@ struct ProfileStore::Impl {
   std::unique_ptr<profiles::OspReservoir> osp;
   std::unordered_map<uint32_t, std::unique_ptr<profiles::OspThreadSampler>> osp_samplers;
 
-  // The newest batches, for branch-profile exports (bounded by config.export_branch_events).
+  // The newest batches, for branch-profile exports (bounded by config.export_branch_events,
+  // and with other stores by a shared bound when the session gives one: ShareExportBuffer).
   std::deque<BranchBatch> recent;
+  std::shared_ptr<SharedExportBuffer> export_shared;
   size_t recent_events = 0;
   // Older batches let go to keep that bound: retention, not a loss (TargetStats says which).
   uint64_t recent_let_go = 0;

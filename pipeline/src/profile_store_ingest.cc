@@ -32,8 +32,15 @@ void ProfileStore::Impl::KeepRecentLocked(const BranchBatch& batch) {
   kept.events = batch.events;
   recent.push_back(std::move(kept));
   recent_events += batch.events.size();
-  while (recent_events > config.export_branch_events && recent.size() > 1) {
-    recent_events -= recent.front().events.size();
+  if (export_shared) export_shared->held += batch.events.size();
+  const auto over = [this] {
+    return recent_events > config.export_branch_events ||
+           (export_shared && export_shared->held.load() > export_shared->bound);
+  };
+  while (over() && recent.size() > 1) {
+    const size_t n = recent.front().events.size();
+    recent_events -= n;
+    if (export_shared) export_shared->held -= n;
     recent.pop_front();
     ++recent_let_go;
   }

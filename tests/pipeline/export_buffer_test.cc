@@ -60,6 +60,35 @@ TEST(ExportBuffer, WindowsAreKeptWithoutTheirStacks) {
   EXPECT_EQ(kept[0], without_stack);
 }
 
+// Stores given one shared buffer (a whole-host session's) keep its bound together: the one
+// adding windows lets its own oldest go, so a busy process gives way to a quiet one's few, and
+// a store gone (evicted) leaves its branches' room to the others.
+TEST(ExportBuffer, StoresSharingABufferKeepItsBoundTogether) {
+  pl::SessionConfig config;  // 65,536 each: the shared bound is the one reached
+  auto shared = std::make_shared<pl::SharedExportBuffer>(64);  // four windows of 16 branches
+  auto make = [&] {
+    auto store = pl::ProfileStore::CreateOffline(4242, config, pl::BranchWindows::kTakenBranches,
+                                                 std::make_shared<pl::SymbolService>());
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    (*store)->ShareExportBuffer(shared);
+    return std::move(*store);
+  };
+  auto busy = make();
+  auto quiet = make();
+  for (uint64_t i = 1; i <= 2; ++i) quiet->AddBranches(LoopWindow(i));
+  for (uint64_t i = 1; i <= 10; ++i) busy->AddBranches(LoopWindow(100 + i));
+  EXPECT_EQ(quiet->RecentBranchEvents(), 32u);
+  EXPECT_EQ(busy->RecentBranchEvents(), 32u);
+  EXPECT_EQ(shared->held.load(), 64u);
+  EXPECT_EQ(busy->Stats().export_windows_let_go, 8u);
+
+  quiet.reset();
+  EXPECT_EQ(shared->held.load(), 32u);
+  for (uint64_t i = 1; i <= 3; ++i) busy->AddBranches(LoopWindow(200 + i));
+  EXPECT_EQ(busy->RecentBranchEvents(), 64u);
+  EXPECT_EQ(shared->held.load(), 64u);
+}
+
 TEST(ExportBuffer, NothingIsKeptOrLetGoWithTheBufferOff) {
   pl::SessionConfig config;
   config.export_branch_events = 0;

@@ -1,13 +1,15 @@
 // Whole-host mode with snapshot windows, on real processes and real eBPF: a session over every
 // process (the daemon's continuous mode) gives each process that joins windows of its own,
 // including one started after the session, and a budget shared by the host bounds the windows
-// emulated, with what it cut counted. Runs alone (PATHPROF_SERIAL_TESTS): another test's busy
-// processes would join it and share the budget.
+// emulated, with what it cut counted; the branches kept for exports are the session's bound in
+// all, shared by its stores, not that bound per process. Runs alone (PATHPROF_SERIAL_TESTS):
+// another test's busy processes would join it and share the budget.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -51,6 +53,7 @@ TEST(WholeHostWindows, EveryProcessThatJoinsGetsWindowsWithinTheHostsBudget) {
   c.sampling.bursts_per_second = 499;  // two busy loops: ~1,000 samples a second, over budget
   c.max_descendants = 64;
   c.window_budget = budget;
+  c.export_branch_events = 1024;  // in all: each store its share
   ASSERT_TRUE(c.Validate().ok()) << c.Validate().ToString();
   auto session = pl::Session::Start("whole-host-windows", c, caps, nullptr);
   ASSERT_TRUE(session.ok()) << session.status().ToString();
@@ -95,6 +98,21 @@ TEST(WholeHostWindows, EveryProcessThatJoinsGetsWindowsWithinTheHostsBudget) {
   EXPECT_LE(windows, static_cast<uint64_t>(150 * (seconds + 0.5) + 150 * 0.25))
       << windows << " windows in " << seconds << " s";
   EXPECT_GT(Dropped(stats, "snapshot_budget_count"), 0u) << "two busy loops at 499 Hz";
+
+  // The windows kept for exports: the session's 1,024 branches in all, shared by its stores
+  // (the busy loops give way first), past it by at most the window each loop adds before it
+  // lets older ones go. Kept per process, each loop would hold 1,024 of its 50+ windows'.
+  uint64_t loops_kept = 0;
+  size_t largest = 0;
+  for (const pid_t loop : {a, b}) {
+    const auto store = (*session)->Store(static_cast<uint32_t>(loop));
+    ASSERT_NE(store, nullptr);
+    for (const auto& w : store->RecentBranches().batches)
+      largest = std::max(largest, w.events.size());
+    EXPECT_GT(store->RecentBranchEvents(), 0u) << "loop " << loop;
+    loops_kept += store->RecentBranchEvents();
+  }
+  EXPECT_LE(loops_kept, 1024 + 2 * largest);
 }
 
 }  // namespace

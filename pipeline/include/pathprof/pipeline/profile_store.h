@@ -8,6 +8,7 @@
 // it after the retention period.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,6 +37,13 @@ enum class BranchWindows : uint8_t {
   // starts. Whole paths count only within a window's first taken branches
   // (hwmodel::WindowEstimatorConfig::counted_prefix; docs/profiles.md "Ragged windows").
   kTimeRagged,
+};
+
+// Branches several stores keep for exports together (ProfileStore::ShareExportBuffer).
+struct SharedExportBuffer {
+  explicit SharedExportBuffer(uint64_t most) : bound(most) {}
+  const uint64_t bound;
+  std::atomic<uint64_t> held{0};
 };
 
 class ProfileStore {
@@ -84,6 +92,12 @@ class ProfileStore {
   PbsContents RecentBranches(uint64_t max_events = UINT64_MAX) const;
   // The branches RecentBranches holds now.
   uint64_t RecentBranchEvents() const;
+  // Keeps those branches within `shared`'s bound together with the other stores given it (a
+  // whole-host session's), as well as within config.export_branch_events: a store adding a
+  // window while the stores together hold more lets its own oldest windows go, down to its
+  // newest. So a busy process gives way and each keeps about the same span of time, its share
+  // following its window rate (what BranchesForArchive takes); one that exited keeps its own.
+  void ShareExportBuffer(std::shared_ptr<SharedExportBuffer> shared);
   // The ELF image of the file mapped at `at` (an ImageRecord's start), as queries find it
   // (SymbolService::MappedImage: with a confined session's requester's rights, bounded, cached).
   Result<std::shared_ptr<const decoders::ElfImage>> MappedImage(uint64_t at) const;

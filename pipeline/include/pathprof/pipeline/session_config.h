@@ -169,7 +169,9 @@ struct SessionConfig {
   ProcessMatch join_match;
   // Branches each process keeps, newest windows first, for `pathctl export --format
   // bolt|perf-lbr SESSION`; older windows are let go and counted as retention, not as drops
-  // (TargetStats::export_windows_let_go).
+  // (TargetStats::export_windows_let_go). With every_process, also the branches all the
+  // session's processes keep together (a busy one lets its oldest go first: each keeps about
+  // the same span of time, at least its newest window; ProfileStore::ShareExportBuffer).
   uint32_t export_branch_events = 1u << 16;
 
   // Checks ranges (pids present, path length 1..64, HPT geometry, OSP length a power of two...).
