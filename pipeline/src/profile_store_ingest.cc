@@ -23,14 +23,8 @@ void ProfileStore::Impl::KeepRecentLocked(const BranchBatch& batch) {
   // stack copy: kilobytes a window against ~1 KiB of branches), which is not copied at all: it
   // named the window's calling context when the batch was applied, and the exports (perf-lbr,
   // BOLT, the archive's .pbs) read the branches only.
-  BranchBatch kept;
-  kept.pid = batch.pid;
-  kept.tid = batch.tid;
-  kept.time_ns = batch.time_ns;
-  kept.gap_before = batch.gap_before;
-  kept.window = batch.window;
-  kept.events = batch.events;
-  recent.push_back(std::move(kept));
+  recent.push_back(BranchBatch{batch.pid, batch.tid, batch.time_ns, batch.gap_before, batch.window,
+                               batch.events, ThreadStack{}});
   recent_events += batch.events.size();
   if (export_shared) export_shared->held += batch.events.size();
   const auto over = [this] {

@@ -133,10 +133,10 @@ inline void PrintTop5(const PathShares& exact, const PathShares& estimate,
 }
 
 // The zstd workload of the accuracy tests: a 32 KiB text (`dir`/x, the same bytes every time)
-// compressed by Debian's zstd -3 with ASLR off (setarch -R), so that zstd and libzstd sit at the
-// same addresses in every run. `files` names of the text make `files` rounds (the context
-// reused, as a long run does it); a list of `list_files` names (`dir`/list, --filelist) makes a
-// long run (a command line holds at most 128 KiB).
+// compressed by Debian's zstd at `level` (-3 unless a test names another) with ASLR off (setarch
+// -R), so that zstd and libzstd sit at the same addresses in every run. `files` names of the text
+// make `files` rounds (the context reused, as a long run does it); a list of `list_files` names
+// (`dir`/list, --filelist) makes a long run (a command line holds at most 128 KiB).
 inline void WriteZstdText(const std::string& dir, int list_files) {
   {
     std::ofstream text(dir + "/x");
@@ -150,17 +150,17 @@ inline void WriteZstdText(const std::string& dir, int list_files) {
   for (int i = 0; i < list_files; ++i) list << "x\n";
 }
 
-inline std::vector<std::string> ZstdRounds(const std::string& dir, int files) {
-  std::string command = "cd " + dir + " && exec setarch -R /usr/bin/zstd -3 --single-thread -q -c";
+inline std::vector<std::string> ZstdRounds(const std::string& dir, int files, int level = 3) {
+  std::string command = "cd " + dir + " && exec setarch -R /usr/bin/zstd -" +
+                        std::to_string(level) + " --single-thread -q -c";
   for (int i = 0; i < files; ++i) command += " x";
   return {"/bin/sh", "-c", command + " > /dev/null"};
 }
 
-inline std::vector<std::string> ZstdLongRun(const std::string& dir) {
+inline std::vector<std::string> ZstdLongRun(const std::string& dir, int level = 3) {
   return {"/bin/sh", "-c",
-          "cd " + dir +
-              " && exec setarch -R /usr/bin/zstd -3 --single-thread -q -c --filelist list > "
-              "/dev/null"};
+          "cd " + dir + " && exec setarch -R /usr/bin/zstd -" + std::to_string(level) +
+              " --single-thread -q -c --filelist list > /dev/null"};
 }
 
 // The python3 workload of the accuracy tests: Debian's python3 (-S: no site module) running
