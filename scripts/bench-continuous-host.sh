@@ -41,6 +41,9 @@ cgroups=()
 cgroup_new() {  # NAME: a new group under the CPU controller's root, its path in $cgroup
   local root
   for root in /sys/fs/cgroup /sys/fs/cgroup/unified /sys/fs/cgroup/cpu; do
+    # A cgroup file system, not the tmpfs v1 mounts its controllers under (a file written
+    # there by mistake is not a controller).
+    case "$(stat -f -c %T "$root" 2>/dev/null)" in cgroupfs | cgroup2fs) ;; *) continue ;; esac
     if [[ -e $root/cpu.weight || -e $root/cpu.shares ]] ||
        grep -qw cpu "$root/cgroup.subtree_control" 2>/dev/null; then
       cgroup="$root/$1-$$"
