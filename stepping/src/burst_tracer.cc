@@ -245,9 +245,10 @@ void BurstTracer::Burst(uint64_t room) {
   const uint64_t t1 = resumed_ns_ != 0 ? resumed_ns_ : MonotonicNs();
   if (window) EmitWindow(tid, began, std::move(*window), std::move(stack));
   if (stepped || threads_.count(tid)) {
-    stats_.stopped_ns += t1 - began;
-    stats_.longest_stop_ns = std::max(stats_.longest_stop_ns, t1 - began);
-    window_.Add(t1, t1 - began);
+    const uint64_t stopped = t1 - began;
+    stats_.stopped_ns += stopped;
+    stats_.longest_stop_ns = std::max(stats_.longest_stop_ns, stopped);
+    window_.Add(t1, stopped);
   }
   if (last_window_complete_) {
     // What a whole window costs here, smoothed: the room the next burst needs.
