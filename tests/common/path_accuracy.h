@@ -132,16 +132,17 @@ inline void PrintTop5(const PathShares& exact, const PathShares& estimate,
                 hwmodel::FormatPathDescriptor(top[i].first).c_str());
 }
 
-// The zstd workload of the accuracy tests: a 32 KiB text (`dir`/x, the same bytes every time)
+// The zstd workload of the accuracy tests: a text of `text_bytes` (32 KiB unless a test names
+// another; `dir`/x, the same bytes every time)
 // compressed by Debian's zstd at `level` (-3 unless a test names another) with ASLR off (setarch
 // -R), so that zstd and libzstd sit at the same addresses in every run. `files` names of the text
 // make `files` rounds (the context reused, as a long run does it); a list of `list_files` names
 // (`dir`/list, --filelist) makes a long run (a command line holds at most 128 KiB).
-inline void WriteZstdText(const std::string& dir, int list_files) {
+inline void WriteZstdText(const std::string& dir, int list_files, int text_bytes = 32 * 1024) {
   {
     std::ofstream text(dir + "/x");
     uint64_t r = 88172645463325252ull;
-    for (int i = 0; text.tellp() < 32 * 1024; ++i) {
+    for (int i = 0; text.tellp() < text_bytes; ++i) {
       r ^= r << 13, r ^= r >> 7, r ^= r << 17;
       text << "word" << r % 4099 << (i % 11 ? ' ' : '\n');
     }
