@@ -5,7 +5,11 @@
 # instructions and taken branches of the whole run (taken per 1,000 instructions: what BOLT's
 # block layout cuts). Programs, built from Debian's source packages at bench time with
 # gcc -O2 -g -fno-reorder-blocks-and-partition -Wl,--emit-relocs:
-#   lua5.4      (built as scripts/bench-bolt-loop.sh does; its lua.plain is reused if it exists)
+#   lua5.4      (built as scripts/bench-bolt-loop.sh does, but for its string hash seed: fixed
+#               here (luai_makeseed 0), so that every run of one binary on the evaluation input
+#               takes the same branches; lua seeds from the time and addresses, and two exact
+#               counts of one binary differed by 0.5 taken per 1,000 instructions, ~5 points of
+#               a variant's share of (d)'s cut)
 #   zstd 1.5.4  programs/zstd, single-threaded (-T1 --single-thread --no-asyncio), levels 3
 #               and 19: two rows
 # Variants per row, each with the BOLT options of scripts/bench-bolt-loop.sh:
@@ -32,7 +36,7 @@
 # With ROUNDS > 0, CPU time is also measured: ROUNDS interleaved rounds of each variant's
 # evaluation-sized-up run, pinned with taskset to the last CPU, paired ratios to plain.
 # usage: scripts/bench-bolt-counts.sh [BUILD_DIR] [ROUNDS]
-#        env: WORK (default /tmp/pathprof-bolt-counts), LOOP_WORK (bench-bolt-loop.sh's WORK),
+#        env: WORK (default /tmp/pathprof-bolt-counts),
 #        TRAIN_SECONDS (the (b)/(c)/(e) training runs, default 30), ROWS (default
 #        "lua zstd3 zstd19"), ARCHIVE_EVENTS ((e)'s continuous.archive_branch_events; unset:
 #        the daemon's default), HYBRID_STOP_HZ ((f)'s continuous.hybrid_stop_hz; unset: the
@@ -45,7 +49,6 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=scripts/debian-source.sh
 source "$repo/scripts/debian-source.sh"
 work="${WORK:-/tmp/pathprof-bolt-counts}"
-loop_work="${LOOP_WORK:-/tmp/pathprof-bolt-loop}"   # scripts/bench-bolt-loop.sh's WORK
 train_seconds="${TRAIN_SECONDS:-30}"                 # length of the (b)/(c) training runs
 pathctl="$build/bin/pathctl"
 perf2bolt=/usr/lib/llvm-15/bin/perf2bolt
@@ -63,17 +66,13 @@ cd "$work"
 # 1. Sources (Debian's source packages, never vendored) and the plain builds.
 mkdir -p lua zstd
 if [[ ! -x lua/plain ]]; then
-  if [[ -x "$loop_work/lua.plain" ]]; then
-    log "lua5.4: reusing $loop_work/lua.plain"
-    cp "$loop_work/lua.plain" lua/plain
-  else
-    (cd lua
-     [[ -d src ]] || debian_lua_source
-     log "building lua5.4 (gcc -O2 -fno-reorder-blocks-and-partition --emit-relocs)"
-     sources=(); for f in src/*.c; do [[ $f == src/luac.c ]] || sources+=("$f"); done
-     "${nice[@]}" gcc -O2 -g -std=gnu99 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX \
-         -fno-reorder-blocks-and-partition -Wl,--emit-relocs -o plain "${sources[@]}" -lm -ldl)
-  fi
+  (cd lua
+   [[ -d src ]] || debian_lua_source
+   log "building lua5.4 (gcc -O2 -fno-reorder-blocks-and-partition --emit-relocs, fixed seed)"
+   sources=(); for f in src/*.c; do [[ $f == src/luac.c ]] || sources+=("$f"); done
+   "${nice[@]}" gcc -O2 -g -std=gnu99 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX \
+       -D'luai_makeseed(L)=0u' -fno-reorder-blocks-and-partition -Wl,--emit-relocs \
+       -o plain "${sources[@]}" -lm -ldl)
 fi
 if [[ ! -x zstd/plain ]]; then
   (cd zstd
