@@ -6,10 +6,10 @@
 # block layout cuts). Programs, built from Debian's source packages at bench time with
 # gcc -O2 -g -fno-reorder-blocks-and-partition -Wl,--emit-relocs:
 #   lua5.4      (built as scripts/bench-bolt-loop.sh does, but for its string hash seed: fixed
-#               here (luai_makeseed 0), so that every run of one binary on the evaluation input
-#               takes the same branches; lua seeds from the time and addresses, and two exact
+#               here (luai_makeseed 0): lua seeds from the time and addresses, and two exact
 #               counts of one binary differed by 0.5 taken per 1,000 instructions, ~5 points of
-#               a variant's share of (d)'s cut)
+#               a variant's share of (d)'s cut; with the seed fixed, two counts of plain gave
+#               117.330 and 117.327, what addresses still move)
 #   zstd 1.5.4  programs/zstd, single-threaded (-T1 --single-thread --no-asyncio), levels 3
 #               and 19: two rows
 # Variants per row, each with the BOLT options of scripts/bench-bolt-loop.sh:
