@@ -294,9 +294,10 @@ void ContinuousProfiler::Window(int64_t start_ns) {
       ++empty_series_;
       continue;
     }
-    if (source == pipeline::SourceChoice::kNone) {
-      // The processes of the window are those that joined: the executable label is theirs,
-      // when they all ran one binary.
+    {
+      // The processes of the window are those that joined (whatever the source: every series
+      // joins its processes on their first sample): the executable label is theirs, when they
+      // all ran one binary.
       std::set<std::string> exes;
       for (const auto& store : r.session->Stores()) exes.insert(store->Info().executable);
       r.series.identity.executable = exes.size() == 1 ? *exes.begin() : "";
