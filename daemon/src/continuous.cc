@@ -45,6 +45,15 @@ void Finish(Series& s, const std::vector<const ProcessEntry*>& members, const st
   if (exes.size() == 1) s.identity.executable = *exes.begin();
 }
 
+// The executable the processes that joined a window's session all ran, or "" (several, or
+// none): every series joins its processes on their first sample, whatever the source, so the
+// window's processes are these, not those of its start.
+std::string ExecutableOfJoined(const pipeline::Session& session) {
+  std::set<std::string> exes;
+  for (const auto& store : session.Stores()) exes.insert(store->Info().executable);
+  return exes.size() == 1 ? *exes.begin() : "";
+}
+
 // A backend's Create result as the pusher takes it.
 template <typename SinkType>
 Result<std::unique_ptr<fleet::Sink>> AsSink(Result<std::unique_ptr<SinkType>> sink) {
@@ -294,14 +303,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
       ++empty_series_;
       continue;
     }
-    {
-      // The processes of the window are those that joined (whatever the source: every series
-      // joins its processes on their first sample): the executable label is theirs, when they
-      // all ran one binary.
-      std::set<std::string> exes;
-      for (const auto& store : r.session->Stores()) exes.insert(store->Info().executable);
-      r.series.identity.executable = exes.size() == 1 ? *exes.begin() : "";
-    }
+    r.series.identity.executable = ExecutableOfJoined(*r.session);
     auto pprof = r.session->ExportPprof(source != pipeline::SourceChoice::kNone);
     // The window's branch windows beside its pprof, for the queries and optimizer exports the
     // pprof cannot answer (pathctl paths FILE.pbs, pathctl export --format bolt FILE.pbs).
