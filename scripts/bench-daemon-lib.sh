@@ -3,7 +3,7 @@
 # it, busy example_hotloop processes, and on exit the end of every process they started (the busy
 # ones and $daemon) and of the folder.
 # usage: . scripts/bench-daemon-lib.sh; bench_scratch NAME; start_daemon [FLAGS];
-#        start_busy COUNT  (needs $bin)
+#        start_busy COUNT  (needs $bin); describe_host
 
 loops=()
 bench_cleanup() {
@@ -33,4 +33,9 @@ start_busy() {
     "$bin/example_hotloop" 0 >/dev/null &
     loops+=($!)
   done
+}
+
+# The host line every daemon benchmark prints first: CPU count and model.
+describe_host() {
+  echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 }

@@ -32,7 +32,7 @@ kernel_objects() {
 }
 
 start_busy 8
-echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+describe_host
 echo "sessions  running  idle_rss_mib  rss_mib  per_session_kib  perf_events  ring_buffers"
 for n in "${counts[@]}"; do
   "${PATHPROFD:-$bin/pathprofd}" --config /dev/null --socket "$sock" --max-sessions "$((n + 8))" \

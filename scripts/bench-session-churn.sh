@@ -17,7 +17,7 @@ bench_scratch pathprofd-churn
 start_daemon --max-sessions 4  # more than one at a time is never asked for
 start_busy 1
 export PATHPROF_SOCKET="$sock"
-echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+describe_host
 echo "session  daemon_rss_kib  (source $source_kind, ${duration}s each)"
 for i in $(seq "$count"); do
   id=$("$bin/pathctl" start --pid "${loops[0]}" --source "$source_kind" \
@@ -25,5 +25,7 @@ for i in $(seq "$count"); do
   sleep "$duration.3"
   "$bin/pathctl" paths "$id" --top 3 >/dev/null || true
   "$bin/pathctl" rm "$id" >/dev/null
-  echo "$i  $(awk '/^VmRSS/ {print $2}' "/proc/$daemon/status")"
+  # the daemon's own figure (pathctl stats: its RSS as its metrics report it)
+  echo "$i  $("$bin/pathctl" stats --json | grep -o '"daemon_rss_bytes":"[0-9]*"' |
+    grep -o '[0-9]*' | awk '{print int($1 / 1024)}')"
 done
