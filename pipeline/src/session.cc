@@ -32,7 +32,10 @@ Session::Impl::Impl(std::string session_id, SessionConfig session_config,
                     std::shared_ptr<SymbolService> symbol_service)
     : id(std::move(session_id)),
       config(std::move(session_config)),
-      symbols(symbol_service ? std::move(symbol_service) : std::make_shared<SymbolService>()) {
+      symbols(symbol_service ? std::move(symbol_service) : std::make_shared<SymbolService>()),
+      export_shared(config.every_process && config.export_branch_events > 0
+                        ? std::make_shared<SharedExportBuffer>(config.export_branch_events)
+                        : nullptr) {
   info.id = id;
   info.pids = config.pids;
   info.owner_uid = config.owner_uid;

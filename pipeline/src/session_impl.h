@@ -42,10 +42,10 @@ struct Session::Impl final : SourceSink {
   std::map<uint32_t, std::shared_ptr<ProfileStore>> stores;
   BranchWindows stores_windows = BranchWindows::kNone;  // how `stores` weight branch windows
   // Whole-host mode: the branches all its stores keep for exports, export_branch_events in all
-  // (each store given it as it joins: ProfileStore::ShareExportBuffer). The continuous window's
-  // archive takes that many across its processes (BranchesForArchive); kept per process
-  // instead, 50 busy processes held up to 50 times that (the daemon's RSS grew ~1.2 MB a second
-  // through a 60 s window; docs/performance.md).
+  // (each store given it as it joins: ProfileStore::ShareExportBuffer); null otherwise. The
+  // continuous window's archive takes that many across its processes (BranchesForArchive); kept per
+  // process instead, 50 busy processes held up to 50 times that (the daemon's RSS grew ~1.2 MB a
+  // second through a 60 s window; docs/performance.md).
   std::shared_ptr<SharedExportBuffer> export_shared;
   uint32_t descendants = 0;             // stores made for followed children (or any process)
   std::set<uint32_t> live_descendants;  // ... whose exit was not noted yet

@@ -53,11 +53,7 @@ std::shared_ptr<ProfileStore> Session::Impl::Lookup(uint32_t pid) {
   if (!store.ok()) return nullptr;
   ++descendants;
   live_descendants.insert(pid);
-  if (config.every_process && config.export_branch_events > 0) {
-    if (!export_shared)
-      export_shared = std::make_shared<SharedExportBuffer>(config.export_branch_events);
-    (*store)->ShareExportBuffer(export_shared);
-  }
+  if (export_shared) (*store)->ShareExportBuffer(export_shared);
   return stores.emplace(pid, std::shared_ptr<ProfileStore>(std::move(*store))).first->second;
 }
 
