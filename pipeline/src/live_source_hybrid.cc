@@ -105,9 +105,11 @@ class HybridSource final : public LiveSource, private SourceSink {
     SourceLosses& session = out[kSessionLosses];
     session.windows_by_source["snapshot"] += unprobed_windows_;
     // Processes whose snapshot windows fell short that got no tracer: the bound on traced
-    // processes, or an attach that failed (the process then keeps its snapshot windows).
+    // processes, or an attach that failed (the process then keeps its snapshot windows), or a
+    // process the session does not take (a whole-host series' outsider: never stopped).
     session.held_back["hybrid_stops_over_limit"] = stops_over_limit_;
     session.held_back["hybrid_stops_refused"] = stops_refused_;
+    session.held_back["hybrid_stops_not_in_session"] = stops_not_taken_;
     session.held_back["hybrid_not_probed"] = not_probed_;
     return out;
   }
@@ -337,6 +339,21 @@ class HybridSource final : public LiveSource, private SourceSink {
   }
 
   void StartTracer(uint32_t pid) {
+    // The snapshot source's windows come from every sampled process; a whole-host series'
+    // session takes only those its join rule admits, and the others are never stopped (a
+    // series of one executable stopped the processes beside it, and a sanitizer-built one's
+    // leak check then failed at its exit: one tracer at a time).
+    if (!sink_->Takes(pid)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      --starting_;
+      ++stops_not_taken_;
+      Process& p = processes_[pid];
+      p.verdict = Verdict::kSnapshot;  // its windows go on to the session, which refuses them
+      held_windows_ -= p.held.size();
+      p.held.clear();
+      p.held.shrink_to_fit();
+      return;
+    }
     std::string why;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -412,6 +429,7 @@ class HybridSource final : public LiveSource, private SourceSink {
   uint64_t not_probed_ = 0;
   uint64_t stops_over_limit_ = 0;
   uint64_t stops_refused_ = 0;
+  uint64_t stops_not_taken_ = 0;  // judged for stops, but not a process the session takes
 
   mutable std::mutex tracers_mu_;  // tracers_; taken before mu_ where both are
   std::map<uint32_t, Tracer> tracers_;

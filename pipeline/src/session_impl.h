@@ -89,6 +89,7 @@ struct Session::Impl final : SourceSink {
   void OfferStack(const collectors::RawStackSample& sample) override;
   void NoteExec(uint32_t pid) override;
   void WindowsFrom(uint32_t pid, BranchWindows windows, const std::string& why) override;
+  bool Takes(uint32_t pid) override { return Lookup(pid) != nullptr; }
 
   // ------------------------------------------------ starting (session.cc)
   // A confined session: each target's credentials, refused when it holds more than its

@@ -33,6 +33,11 @@ class SourceSink {
   // window is offered. The session re-weights that process's store (ProfileStore::UseWindows).
   virtual void WindowsFrom(uint32_t /*pid*/, BranchWindows /*windows*/,
                            const std::string& /*why*/) {}
+  // Whether the session takes `pid` (it has a store, or may join: a whole-host series admits
+  // only the processes its unit, cgroup or executable names). A source that acts on a process
+  // beyond reading it (hybrid: a stop) asks first; what the session does not take it must not
+  // touch.
+  virtual bool Takes(uint32_t /*pid*/) { return true; }
 };
 
 // Who a confined session's collectors act as on a target (stepping::TracerCredentials' fields).
