@@ -39,6 +39,11 @@ Decoded AddInstruction(std::span<const uint8_t> bytes, uint64_t address, BlockDa
   return d;
 }
 
+// The run (from `start`) ends at a taken branch back to its own start: a loop of itself.
+bool LoopsBack(uint64_t start, std::span<const BranchEvent> run) {
+  return run.back().taken && run.back().to == start;
+}
+
 CycleEstimate ToEstimate(const LoopCycles& c) {
   return CycleEstimate{c.cycles, c.recurrence, c.front_end, c.units, c.busiest, c.through_memory};
 }
@@ -84,8 +89,15 @@ double CycleModel::EstimateRun(uint64_t start, std::span<const BranchEvent> run,
   }
   flow.LinkStoresToLoads();
   ++stats_.blocks_estimated;
-  // Ending at a taken branch, the run goes round as a loop would: one taken branch a run.
-  return TimeLoop(flow.ops(), /*loops_back=*/run.back().taken).cycles;
+  // Ending at a taken branch, the run pays the front end's one taken branch a cycle.
+  const LoopCycles c = TimeLoop(flow.ops(), /*loops_back=*/run.back().taken);
+  // Only a run that branches back to its own start is a loop whose dependency chain carries
+  // from one run to the next. Any other run's next execution takes its inputs from the code
+  // between, so a chain through it (a pointer it loads and overwrites, as a function that
+  // reloads a field into the register it came in) is no recurrence: timed as a loop it cost
+  // zstd -19's cost function 10 cycles where its throughput is 1, and the windows holding it
+  // half the weight they should have had (docs/profiles.md, "Only loops carry a chain").
+  return LoopsBack(start, run) ? c.cycles : std::max(c.front_end, c.units);
 }
 
 std::vector<double> CycleModel::BlockCycles(std::span<const BranchEvent> events,
@@ -112,7 +124,7 @@ std::vector<double> CycleModel::BlockCycles(std::span<const BranchEvent> events,
       counted &= e.instructions > 0;
     }
     if (!counted) continue;  // an event without its instruction count: no duration
-    const RunKey key{start, total, run.back().taken};
+    const RunKey key{start, total, run.back().taken, LoopsBack(start, run)};
     double c;
     if (auto it = cache_.find(key); it != cache_.end()) {
       ++stats_.cache_hits;

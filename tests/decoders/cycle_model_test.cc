@@ -218,6 +218,44 @@ TEST(CycleModel, BlocksEndingAtANotTakenBranchAreTimedWithTheBlocksAfterThem) {
   EXPECT_EQ(m->stats().blocks_estimated, 1u);
 }
 
+// Four loads, each from the address the one before loaded (mov rax, [rax+8]): a chain of four
+// L1 latencies when the block runs as a loop, but when it returns to its caller its next run
+// starts from whatever rax the caller sets, so the chain carries nothing from run to run and
+// the block costs what the front end and the load units take.
+TEST(CycleModel, OnlyARunThatBranchesBackToItselfCarriesItsChain) {
+  auto m = Model();
+  ASSERT_TRUE(m);
+  const Bytes kLoadThroughRax = {0x48, 0x8b, 0x40, 0x08};  // mov rax, [rax+8]
+  Bytes chase;
+  for (int i = 0; i < 4; ++i) chase = Concat({chase, kLoadThroughRax});
+  const Loop loop(chase, 4);
+  const std::vector<BranchEvent> looping(2, loop.Back());
+  const double as_loop = m->BlockCycles(looping, loop.reader())[1];
+  EXPECT_GE(as_loop, 16.0) << "four loads of 4 cycles each, one after the other";
+  // The same instructions ending in a return to a caller elsewhere (0x9000).
+  Bytes function = Concat({chase, {0xc3}});
+  const uint64_t start = 0x3000;
+  const CodeReader reader = [&](uint64_t a) -> std::span<const uint8_t> {
+    if (a < start || a >= start + function.size()) return {};
+    return std::span(function).subspan(static_cast<size_t>(a - start));
+  };
+  BranchEvent call, ret;
+  call.to = start;
+  call.kind = BranchKind::kDirectCall;
+  ret.from = start + chase.size();
+  ret.to = 0x9000;
+  ret.kind = BranchKind::kReturn;
+  ret.instructions = 5;
+  const double returning = m->BlockCycles(std::vector<BranchEvent>{call, ret}, reader)[1];
+  EXPECT_GT(returning, 0.0);
+  EXPECT_LE(returning, 2.0) << "five instructions, four loads, one taken branch";
+  // The cache tells the two apart: the same start and length, but a return that comes back to
+  // the block's own start makes it a loop again.
+  ret.to = start;
+  EXPECT_GE(m->BlockCycles(std::vector<BranchEvent>{call, ret}, reader)[1], 16.0);
+  EXPECT_EQ(m->stats().blocks_estimated, 3u);
+}
+
 TEST(CycleModel, TheCacheIsBoundedAndStartsOverWhenFull) {
   CycleModelOptions o;
   o.max_cached_blocks = 2;

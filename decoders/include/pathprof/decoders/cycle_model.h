@@ -76,7 +76,10 @@ class CycleModel {
   // Cycles of the block each event ends: from the previous event's `to` through this event's
   // `from`, `instructions` long. Blocks that end at a not-taken branch are timed with the ones
   // after them through the next taken branch, as one run of code (the core overlaps them), and
-  // the run's cycles are shared among its blocks by instructions. 0 for the first event (its
+  // the run's cycles are shared among its blocks by instructions. A run that branches back to
+  // its own start is timed as the loop it is; any other run by its throughput alone (front end
+  // and execution units), without a loop-carried chain: its inputs next time come from the
+  // code between. 0 for the first event (its
   // block began before the window), for events without an instruction count (and the run they
   // are in), and for blocks that cannot be read or estimated.
   std::vector<double> BlockCycles(std::span<const BranchEvent> events, const CodeReader& code);
@@ -103,17 +106,19 @@ class CycleModel {
   CycleModelOptions options_;
   CycleModelStats stats_;
   double cycles_seen_ = 0, instructions_seen_ = 0;  // over WindowDurations' estimated blocks
-  // A run of code: its start, instructions, and whether it ends at a taken branch.
+  // A run of code: its start, instructions, whether it ends at a taken branch and whether that
+  // branch goes back to its start (an indirect branch or a return may or may not).
   struct RunKey {
     uint64_t start = 0;
     uint32_t instructions = 0;
     bool taken = true;
+    bool loops_back = false;
     bool operator==(const RunKey&) const = default;
   };
   struct RunKeyHash {
     size_t operator()(const RunKey& k) const {
       return std::hash<uint64_t>()(k.start * 0x9E3779B97F4A7C15ull ^ k.instructions ^
-                                   (uint64_t{k.taken} << 40));
+                                   (uint64_t{k.taken} << 40) ^ (uint64_t{k.loops_back} << 41));
     }
   };
   std::unordered_map<RunKey, double, RunKeyHash> cache_;  // NaN: no duration
