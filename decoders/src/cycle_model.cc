@@ -2,17 +2,13 @@
 
 #include <Zydis/Zydis.h>
 
-#include <cmath>
-#include <limits>
-
 #include "block_dataflow.h"
 #include "loop_cycles.h"
+#include "window_timer.h"
 #include "zydis_decoder.h"
 
 namespace pathprof::decoders {
 namespace {
-
-constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
 
 enum class Step { kAdded, kUnreadable, kNoFixedCost };
 
@@ -39,11 +35,6 @@ Decoded AddInstruction(std::span<const uint8_t> bytes, uint64_t address, BlockDa
   return d;
 }
 
-// The run (from `start`) ends at a taken branch back to its own start: a loop of itself.
-bool LoopsBack(uint64_t start, std::span<const BranchEvent> run) {
-  return run.back().taken && run.back().to == start;
-}
-
 CycleEstimate ToEstimate(const LoopCycles& c) {
   return CycleEstimate{c.cycles, c.recurrence, c.front_end, c.units, c.busiest, c.through_memory};
 }
@@ -51,21 +42,26 @@ CycleEstimate ToEstimate(const LoopCycles& c) {
 }  // namespace
 
 Result<std::unique_ptr<CycleModel>> CycleModel::Create(const CycleModelOptions& options) {
-  if (options.max_block_instructions == 0 || options.max_cached_blocks == 0)
+  if (options.max_block_instructions == 0 || options.max_cached_blocks == 0 ||
+      options.max_cached_instructions == 0)
     return Error(ErrorCode::kInvalidArgument,
-                 "cycle model: max_block_instructions and max_cached_blocks must be positive");
+                 "cycle model: max_block_instructions, max_cached_blocks and "
+                 "max_cached_instructions must be positive");
   return std::unique_ptr<CycleModel>(new CycleModel(options));
 }
 
+CycleModel::CycleModel(const CycleModelOptions& options)
+    : options_(options), runs_(std::make_unique<TimedRuns>()) {}
+
 CycleModel::~CycleModel() = default;
 
-double CycleModel::EstimateRun(uint64_t start, std::span<const BranchEvent> run,
-                               const CodeReader& code) {
+CycleModel::CachedRun CycleModel::DecodeRun(uint64_t start, std::span<const BranchEvent> run,
+                                            const CodeReader& code) {
   uint32_t total = 0;
   for (const BranchEvent& e : run) total += e.instructions;
   if (total > options_.max_block_instructions) {
     ++stats_.unreadable_blocks;
-    return kUnknown;
+    return {};
   }
   BlockDataflow flow;
   bool rejected = false;
@@ -77,7 +73,7 @@ double CycleModel::EstimateRun(uint64_t start, std::span<const BranchEvent> run,
       // disagree (code changed, or an instruction was misread) and the block is not this one.
       if (d.step == Step::kUnreadable || (i + 1 == e.instructions && address != e.from)) {
         ++stats_.unreadable_blocks;
-        return kUnknown;
+        return {};
       }
       rejected |= d.step == Step::kNoFixedCost;  // keep walking: unreadable wins if both
       address += d.length;
@@ -85,28 +81,27 @@ double CycleModel::EstimateRun(uint64_t start, std::span<const BranchEvent> run,
   }
   if (rejected) {
     ++stats_.rejected_blocks;
-    return kUnknown;
+    return {};
   }
   flow.LinkStoresToLoads();
   ++stats_.blocks_estimated;
-  // Ending at a taken branch, the run pays the front end's one taken branch a cycle.
-  const LoopCycles c = TimeLoop(flow.ops(), /*loops_back=*/run.back().taken);
-  // Only a run that branches back to its own start is a loop whose dependency chain carries
-  // from one run to the next. Any other run's next execution takes its inputs from the code
-  // between, so a chain through it (a pointer it loads and overwrites, as a function that
-  // reloads a field into the register it came in) is no recurrence: timed as a loop it cost
-  // zstd -19's cost function 10 cycles where its throughput is 1, and the windows holding it
-  // half the weight they should have had (docs/profiles.md, "Only loops carry a chain").
-  return LoopsBack(start, run) ? c.cycles : std::max(c.front_end, c.units);
+  const TimedRuns::Run added = runs_->Add(flow.ops());
+  return {added.first_op, added.ops, true};
 }
 
-std::vector<double> CycleModel::BlockCycles(std::span<const BranchEvent> events,
-                                            const CodeReader& code) {
+std::vector<double> CycleModel::WindowDurations(std::span<const BranchEvent> events,
+                                                const CodeReader& code) {
   std::vector<double> cycles(events.size(), 0.0);
-  if (cache_.size() > options_.max_cached_blocks) {
+  if (cache_.size() > options_.max_cached_blocks ||
+      runs_->instructions() > options_.max_cached_instructions) {
     cache_.clear();
+    runs_->Clear();
     ++stats_.cache_resets;
   }
+  WindowTimer timer(*runs_);
+  timer.Start();
+  double known_cycles = 0, known_instructions = 0;
+  size_t missing = 0;
   for (size_t first = 1; first < events.size();) {
     // The run of blocks from here through the next taken branch: a not-taken branch falls
     // through into the next block, and the core runs the two as one stream of instructions
@@ -116,6 +111,7 @@ std::vector<double> CycleModel::BlockCycles(std::span<const BranchEvent> events,
     while (last + 1 < events.size() && !events[last].taken) ++last;
     const std::span<const BranchEvent> run = events.subspan(first, last - first + 1);
     const uint64_t start = events[first - 1].to;
+    const size_t run_first = first;
     first = last + 1;
     uint32_t total = 0;
     bool counted = true;
@@ -124,36 +120,25 @@ std::vector<double> CycleModel::BlockCycles(std::span<const BranchEvent> events,
       counted &= e.instructions > 0;
     }
     if (!counted) continue;  // an event without its instruction count: no duration
-    const RunKey key{start, total, run.back().taken, LoopsBack(start, run)};
-    double c;
+    const RunKey key{start, total};
+    CachedRun cached;
     if (auto it = cache_.find(key); it != cache_.end()) {
       ++stats_.cache_hits;
-      c = it->second;
+      cached = it->second;
     } else {
-      c = EstimateRun(start, run, code);
-      cache_.emplace(key, c);
+      cached = DecodeRun(start, run, code);
+      cache_.emplace(key, cached);
     }
-    if (std::isnan(c)) continue;
+    if (!cached.known) {
+      missing += run.size();
+      for (size_t i = 0; i < run.size(); ++i) cycles[run_first + i] = -1;  // imputed below
+      continue;
+    }
+    const double c = timer.Add({cached.first_op, cached.ops}, run.back().taken);
+    known_cycles += c;
+    known_instructions += total;
     // Shared by instructions: the estimator uses sums of durations between taken branches.
-    for (size_t i = 0; i < run.size(); ++i)
-      cycles[last + 1 - run.size() + i] = c * run[i].instructions / total;
-  }
-  return cycles;
-}
-
-std::vector<double> CycleModel::WindowDurations(std::span<const BranchEvent> events,
-                                                const CodeReader& code) {
-  std::vector<double> cycles = BlockCycles(events, code);
-  double known_cycles = 0, known_instructions = 0;
-  size_t missing = 0;
-  for (size_t i = 1; i < events.size(); ++i) {
-    if (events[i].instructions == 0) continue;
-    if (cycles[i] > 0) {
-      known_cycles += cycles[i];
-      known_instructions += events[i].instructions;
-    } else {
-      ++missing;
-    }
+    for (size_t i = 0; i < run.size(); ++i) cycles[run_first + i] = c * run[i].instructions / total;
   }
   cycles_seen_ += known_cycles;
   instructions_seen_ += known_instructions;
@@ -162,7 +147,7 @@ std::vector<double> CycleModel::WindowDurations(std::span<const BranchEvent> eve
                      : instructions_seen_ > 0 ? cycles_seen_ / instructions_seen_
                                               : 1.0;
   for (size_t i = 1; i < events.size(); ++i) {
-    if (events[i].instructions == 0 || cycles[i] > 0) continue;
+    if (cycles[i] >= 0) continue;
     cycles[i] = cpi * events[i].instructions;
     ++stats_.imputed_blocks;
   }

@@ -1,8 +1,9 @@
-// How long straight-line x86-64 code takes: the steady-state cycles per run of a block executed
-// back to back, as in a loop, estimated in process from the block's instructions - the
-// loop-carried dependency chain through their latencies, the front end's width, and the
-// execution units they compete for, with figures for current x86-64 cores (AMD Zen 3 / Zen 4;
-// decoders/src/instruction_costs.h says where they come from).
+// How long x86-64 code takes, estimated in process from its instructions with figures for
+// current x86-64 cores (AMD Zen 3 / Zen 4; decoders/src/instruction_costs.h says where they come
+// from): a window of branches timed as it ran (WindowDurations), and straight-line code timed
+// as a loop of itself (EstimateCode: its loop-carried dependency chain, the front end's width,
+// the execution units it competes for), which the tests and benchmarks hold against llvm-mca
+// and timed loops.
 //
 // Why: ptrace bursts start at time-uniform interrupts, so a block is sampled in proportion to
 // the time it takes, not the branches it retires. Weighting windows by instructions is right
@@ -17,10 +18,10 @@
 // its error against llvm-mca in docs/performance.md and docs/profiles.md); llvm-mca remains the
 // reference the tests and benchmarks measure it against (llvm_mca_reference.h).
 //
-// Blocks are cached per (start address, instruction count, taken or not at their end). A block
-// whose code cannot be read, or that holds an instruction without a fixed cost (a repeated string
-// operation, a system call, cpuid), has no duration: nothing is guessed, everything is counted in
-// stats().
+// Runs of code are decoded once and cached per (start address, instruction count). A run whose
+// code cannot be read, or that holds an instruction without a fixed cost (a repeated string
+// operation, a system call, cpuid), has no duration of its own: nothing is guessed about it,
+// it gets its window's rate, and everything is counted in stats().
 #pragma once
 
 #include <cstdint>
@@ -36,19 +37,24 @@
 
 namespace pathprof::decoders {
 
+class TimedRuns;  // src/window_timer.h
+
 struct CycleModelOptions {
   uint32_t max_block_instructions = 4096;
-  size_t max_cached_blocks = 1 << 16;  // then the cache starts over (counted)
+  // The cache of decoded runs starts over (counted) past either bound: about 30 bytes an
+  // instruction, so at most ~4 MiB a model.
+  size_t max_cached_blocks = 1 << 16;
+  size_t max_cached_instructions = 1 << 17;
 };
 
-// "Blocks" here are runs of code between taken branches (BlockCycles).
+// "Blocks" here are runs of code between taken branches (WindowDurations).
 struct CycleModelStats {
-  uint64_t blocks_estimated = 0;   // distinct blocks the model gave a duration
-  uint64_t cache_hits = 0;         // blocks answered from the cache
+  uint64_t blocks_estimated = 0;   // distinct blocks decoded and timed
+  uint64_t cache_hits = 0;         // blocks found decoded in the cache
   uint64_t unreadable_blocks = 0;  // code unknown, undecodable, or not ending at the branch
   uint64_t rejected_blocks = 0;    // holding an instruction without a fixed cost (rep movs, ...)
   uint64_t cache_resets = 0;
-  uint64_t imputed_blocks = 0;  // WindowDurations: blocks without an estimate, filled in
+  uint64_t imputed_blocks = 0;  // blocks without an estimate, given their window's rate
 };
 
 // What limits a block's cycles per iteration: the estimate is the largest of the three bounds.
@@ -73,21 +79,17 @@ class CycleModel {
   CycleModel(const CycleModel&) = delete;
   CycleModel& operator=(const CycleModel&) = delete;
 
-  // Cycles of the block each event ends: from the previous event's `to` through this event's
-  // `from`, `instructions` long. Blocks that end at a not-taken branch are timed with the ones
-  // after them through the next taken branch, as one run of code (the core overlaps them), and
-  // the run's cycles are shared among its blocks by instructions. A run that branches back to
-  // its own start is timed as the loop it is; any other run by its throughput alone (front end
-  // and execution units), without a loop-carried chain: its inputs next time come from the
-  // code between. 0 for the first event (its
-  // block began before the window), for events without an instruction count (and the run they
-  // are in), and for blocks that cannot be read or estimated.
-  std::vector<double> BlockCycles(std::span<const BranchEvent> events, const CodeReader& code);
-
-  // BlockCycles for a window of time-uniform sampling, every block with an instruction count
-  // given a duration: one without an estimate gets the window's own cycles per instruction (or
-  // the mean over every window so far, or 1 when there is none yet), so that an unreadable
-  // block does not make its window look fast. Counted in stats().imputed_blocks.
+  // Cycles of the block each event ends (from the previous event's `to` through this event's
+  // `from`, `instructions` long) for a window of time-uniform sampling: the window's runs of
+  // code (a block that ends at a not-taken branch with the ones after it through the next
+  // taken branch) timed in the order they ran, each instruction waiting for the front end and
+  // for its inputs from whichever instruction of the window wrote them, no faster than the
+  // busiest execution unit (src/window_timer.h says why not each run as a loop); a run's
+  // cycles shared among its blocks by instructions. A block without an estimate (unreadable,
+  // or an instruction without a fixed cost) gets the window's own cycles per instruction (or
+  // the mean over every window so far, or 1 when there is none yet), so that it does not make
+  // its window look fast, counted in stats().imputed_blocks. 0 for the first event (its block
+  // began before the window) and for events without an instruction count.
   std::vector<double> WindowDurations(std::span<const BranchEvent> events, const CodeReader& code);
 
   // Cycles of the straight-line code in `code` (decoded from `address` to its end), and what
@@ -98,30 +100,31 @@ class CycleModel {
   const CycleModelStats& stats() const { return stats_; }
 
  private:
-  explicit CycleModel(const CycleModelOptions& options) : options_(options) {}
-  // The cycles of the run of blocks `run` ends, from `start`: NaN (and counted) when it
-  // cannot be read or has no estimate.
-  double EstimateRun(uint64_t start, std::span<const BranchEvent> run, const CodeReader& code);
-
-  CycleModelOptions options_;
-  CycleModelStats stats_;
-  double cycles_seen_ = 0, instructions_seen_ = 0;  // over WindowDurations' estimated blocks
-  // A run of code: its start, instructions, whether it ends at a taken branch and whether that
-  // branch goes back to its start (an indirect branch or a return may or may not).
+  explicit CycleModel(const CycleModelOptions& options);
+  // A run of code: its start and instructions.
   struct RunKey {
     uint64_t start = 0;
     uint32_t instructions = 0;
-    bool taken = true;
-    bool loops_back = false;
     bool operator==(const RunKey&) const = default;
   };
   struct RunKeyHash {
     size_t operator()(const RunKey& k) const {
-      return std::hash<uint64_t>()(k.start * 0x9E3779B97F4A7C15ull ^ k.instructions ^
-                                   (uint64_t{k.taken} << 40) ^ (uint64_t{k.loops_back} << 41));
+      return std::hash<uint64_t>()(k.start * 0x9E3779B97F4A7C15ull ^ k.instructions);
     }
   };
-  std::unordered_map<RunKey, double, RunKeyHash> cache_;  // NaN: no duration
+  struct CachedRun {
+    uint32_t first_op = 0, ops = 0;
+    bool known = false;  // decoded, every instruction with a fixed cost
+  };
+  // The run of blocks `run`, from `start`, decoded into runs_ (known = false, counted, when it
+  // cannot be read or has an instruction without a fixed cost).
+  CachedRun DecodeRun(uint64_t start, std::span<const BranchEvent> run, const CodeReader& code);
+
+  CycleModelOptions options_;
+  CycleModelStats stats_;
+  double cycles_seen_ = 0, instructions_seen_ = 0;  // over WindowDurations' estimated blocks
+  std::unique_ptr<TimedRuns> runs_;
+  std::unordered_map<RunKey, CachedRun, RunKeyHash> cache_;
 };
 
 }  // namespace pathprof::decoders
