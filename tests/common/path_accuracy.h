@@ -111,12 +111,14 @@ inline Result<hwmodel::ExactPathProfile> ExactProfile(const std::vector<std::str
 }
 
 // The steady-state mix of one round: run(two_rounds) - run(one_round). The programs are
-// deterministic but for libc's start-up loops over the environment, which can differ by a
-// traversal or two between runs; more than 0.1% of a round fewer with two rounds (a path the
+// deterministic but for the loader's and libc's own bookkeeping (the environment, malloc's
+// heap growth), which can differ by a traversal or two of a few paths between runs: zstd -3
+// on its 32 KiB text, 24 paths in ld.so, libc and zstd's set-up, 60 traversals against a
+// round of 43,532 (0.14%). More than 0.5% of a round fewer with two rounds (a path the
 // one-round run took more often, or took and the two-round run never did) means the difference
 // is not one round: an error. (A wrapper whose start-up ran at random addresses made 17% of
 // zstd -19's "round" out of paths the one-round run took elsewhere, which this check, counting
-// only the two-round run's paths, did not see.)
+// only the two-round run's paths then, did not see.)
 inline Result<PathShares> ExactRoundShares(const std::vector<std::string>& two_rounds,
                                            const std::vector<std::string>& one_round) {
   PATHPROF_ASSIGN_OR_RETURN(auto two, ExactProfile(two_rounds));
@@ -134,7 +136,7 @@ inline Result<PathShares> ExactRoundShares(const std::vector<std::string>& two_r
   }
   for (const auto& [p, m] : one.paths())
     if (two.Get(p).count == 0) negative += static_cast<double>(m.count);
-  if (negative > 1e-3 * round)
+  if (negative > 5e-3 * round)
     return Error(ErrorCode::kInternal,
                  "run(2) - run(1) is not one round: " + std::to_string(negative) +
                      " traversals fewer with two rounds, of " + std::to_string(round));
