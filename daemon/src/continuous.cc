@@ -45,13 +45,19 @@ void Finish(Series& s, const std::vector<const ProcessEntry*>& members, const st
   if (exes.size() == 1) s.identity.executable = *exes.begin();
 }
 
-// The executable the processes that joined a window's session all ran, or "" (several, or
-// none): every series joins its processes on their first sample, whatever the source, so the
-// window's processes are these, not those of its start.
-std::string ExecutableOfJoined(const pipeline::Session& session) {
-  std::set<std::string> exes;
-  for (const auto& store : session.Stores()) exes.insert(store->Info().executable);
-  return exes.size() == 1 ? *exes.begin() : "";
+// The executable and the cgroup the processes that joined a window's session all had, each ""
+// where they differ (or none joined); a cgroup series keeps its own cgroup. Every series joins
+// its processes on their first sample, whatever the source, so the window's processes are
+// these, not those of its start (which ResolveSeries saw).
+void LabelFromJoined(const pipeline::Session& session, Series& s) {
+  std::set<std::string> exes, cgroups;
+  for (const auto& store : session.Stores()) {
+    const pipeline::TargetInfo info = store->Info();
+    exes.insert(info.executable);
+    cgroups.insert(info.cgroup);
+  }
+  s.identity.executable = exes.size() == 1 ? *exes.begin() : "";
+  if (s.match.cgroup.empty()) s.identity.cgroup = cgroups.size() == 1 ? *cgroups.begin() : "";
 }
 
 // A backend's Create result as the pusher takes it.
@@ -303,7 +309,7 @@ void ContinuousProfiler::Window(int64_t start_ns) {
       ++empty_series_;
       continue;
     }
-    r.series.identity.executable = ExecutableOfJoined(*r.session);
+    LabelFromJoined(*r.session, r.series);
     auto pprof = r.session->ExportPprof(source != pipeline::SourceChoice::kNone);
     // The window's branch windows beside its pprof, for the queries and optimizer exports the
     // pprof cannot answer (pathctl paths FILE.pbs, pathctl export --format bolt FILE.pbs).

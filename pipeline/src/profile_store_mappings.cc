@@ -65,6 +65,8 @@ Status ProfileStore::Impl::RefreshLocked() {
       info.executable = std::move(*exe);
     auto comm = proc.Comm(static_cast<pid_t>(pid));
     info.comm = comm.ok() ? std::move(*comm) : "";
+    auto cgroup = proc.Cgroup(static_cast<pid_t>(pid));
+    info.cgroup = cgroup.ok() ? std::move(*cgroup) : "";
     info.namespace_pid = NamespacePid(pid);
   }
   return Status::Ok();

@@ -433,9 +433,15 @@ void ExpectAProcessBornMidWindowInThatWindow(bool by_executable,
         << windows_log;
     ExpectTheWindowsBranchesAnswerQueriesAndExports(first, loop, exe, work);
   }
-  // The executable's series is labelled with the executable that joined it.
+  // The executable's series is labelled with the executable that joined it, and with its
+  // cgroup (the test's, which it inherited) where the host has cgroup v2: at the window's start
+  // the series had no process, hence no cgroup of its own.
   if (by_executable) {
     EXPECT_NE(first.find("executable="), std::string::npos) << first;
+    const auto cgroup = procfs::Procfs::Host().Cgroup(getpid());
+    if (cgroup.ok() && !cgroup->empty()) {
+      EXPECT_NE(first.find("cgroup="), std::string::npos) << first << ": not labelled " << *cgroup;
+    }
   }
   Sh("rm -rf " + work);
 }

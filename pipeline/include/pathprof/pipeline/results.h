@@ -196,6 +196,9 @@ struct TargetInfo {
   uint32_t pid = 0;
   std::string comm;
   std::string executable;
+  // Its cgroup v2 path when its memory map was first read (and after each exec); a process
+  // moved to another cgroup later keeps the first.
+  std::string cgroup;
   bool exited = false;
   int64_t exited_unix_ms = 0;
   uint64_t execs = 0;  // exec()s seen: each brings new images
