@@ -142,6 +142,10 @@ std::vector<double> CycleModel::WindowDurations(std::span<const BranchEvent> eve
   }
   cycles_seen_ += known_cycles;
   instructions_seen_ += known_instructions;
+  // The map's nodes: the key and value, two pointers and the bucket's.
+  memory_bytes_.store(
+      runs_->memory_bytes() + cache_.size() * (sizeof(RunKey) + sizeof(CachedRun) + 24),
+      std::memory_order_relaxed);
   if (missing == 0) return cycles;
   const double cpi = known_instructions > 0   ? known_cycles / known_instructions
                      : instructions_seen_ > 0 ? cycles_seen_ / instructions_seen_

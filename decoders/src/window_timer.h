@@ -51,6 +51,9 @@ class TimedRuns {
   }
   const uint16_t* slots() const { return slots_.data(); }
   size_t instructions() const { return ops_.size(); }
+  size_t memory_bytes() const {
+    return ops_.capacity() * sizeof(TimedOp) + slots_.capacity() * sizeof(uint16_t);
+  }
   void Clear();
 
  private:

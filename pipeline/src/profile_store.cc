@@ -282,6 +282,7 @@ TargetStats ProfileStore::Stats() const {
   mem += s.space.mappings().size() * 96;
   mem += s.leaf_address_entries * 48;
   if (s.estimator) mem += s.estimator->Estimates().size() * 64;
+  if (s.cycles) mem += s.cycles->memory_bytes();
   mem += s.contexts.memory_bytes();
   t.windows_with_context = s.windows_with_context;
   t.memory_bytes = mem;

@@ -166,13 +166,15 @@ TEST(SnapshotWindowsAccuracy, ZstdHotPathsMatchTheExactTrace) {
   std::filesystem::remove_all(dir);
   ASSERT_GT(run.windows.size(), 100u);
   const double top = Report("zstd", *exact, run);
-  // The bar is 98%. Snapshot windows alone get 22-26% here with any weighting: zstd's
+  // The bar is 98%. Snapshot windows alone get 7-14% here with any weighting: zstd's
   // match loops branch on the input and on its hash tables, which no snapshot holds, so no
   // window holds those paths whole and their weight goes to the paths windows do hold
   // (docs/profiles.md "Ragged windows"). The assertion guards against regressions; the bar is
-  // printed.
+  // printed. (The guard was 15%, set when this test measured 22-26% against a reference that
+  // held the start-up of sh and setarch; against the corrected one the per-run loop model gave
+  // 12.7% and windows timed as they ran 7.2-7.7%, docs/profiles.md "Windows timed as they ran".)
   std::printf("bar 98%%: %s\n", top >= 0.98 ? "met" : "not met");
-  EXPECT_GE(top, 0.15);
+  EXPECT_GE(top, 0.05);
 }
 
 }  // namespace

@@ -181,6 +181,9 @@ TEST(CycleModel, AWindowsRunsAreDecodedOnceAndTimedInTheOrderTheyRan) {
   for (size_t i = 1; i < 4; ++i) EXPECT_GE(cycles[i], 12.0) << i;
   EXPECT_EQ(m->stats().blocks_estimated, 1u);
   EXPECT_EQ(m->stats().cache_hits, 2u);
+  // What the cache holds, for the store's memory figure: one run of five instructions.
+  EXPECT_GE(m->memory_bytes(), 5 * 20u);
+  EXPECT_LE(m->memory_bytes(), 1024u);
   // The same window again: decoded from the cache, timed the same way.
   EXPECT_EQ(m->WindowDurations(window, loop.reader()), cycles);
   EXPECT_EQ(m->stats().blocks_estimated, 1u);

@@ -24,6 +24,7 @@
 // it gets its window's rate, and everything is counted in stats().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -98,6 +99,9 @@ class CycleModel {
   Result<CycleEstimate> ExplainCode(std::span<const uint8_t> code, uint64_t address) const;
 
   const CycleModelStats& stats() const { return stats_; }
+  // About what its cache of decoded runs holds, as of the last WindowDurations; safe to read
+  // from another thread while WindowDurations runs.
+  uint64_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
 
  private:
   explicit CycleModel(const CycleModelOptions& options);
@@ -125,6 +129,7 @@ class CycleModel {
   double cycles_seen_ = 0, instructions_seen_ = 0;  // over WindowDurations' estimated blocks
   std::unique_ptr<TimedRuns> runs_;
   std::unordered_map<RunKey, CachedRun, RunKeyHash> cache_;
+  std::atomic<uint64_t> memory_bytes_{0};
 };
 
 }  // namespace pathprof::decoders
