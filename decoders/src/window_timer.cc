@@ -30,8 +30,8 @@ TimedRuns::Run TimedRuns::Add(std::span<const DataflowOp> ops) {
 }
 
 void TimedRuns::Clear() {
-  ops_.clear();
-  slots_.clear();
+  ops_ = {};  // their memory too: the cache's bound is on what it holds
+  slots_ = {};
 }
 
 namespace {
