@@ -92,12 +92,6 @@ CycleModel::CachedRun CycleModel::DecodeRun(uint64_t start, std::span<const Bran
 std::vector<double> CycleModel::WindowDurations(std::span<const BranchEvent> events,
                                                 const CodeReader& code) {
   std::vector<double> cycles(events.size(), 0.0);
-  if (cache_.size() > options_.max_cached_blocks ||
-      runs_->instructions() > options_.max_cached_instructions) {
-    cache_.clear();
-    runs_->Clear();
-    ++stats_.cache_resets;
-  }
   WindowTimer timer(*runs_);
   timer.Start();
   double known_cycles = 0, known_instructions = 0;
@@ -126,6 +120,15 @@ std::vector<double> CycleModel::WindowDurations(std::span<const BranchEvent> eve
       ++stats_.cache_hits;
       cached = it->second;
     } else {
+      // Full: start over before this run is added, even mid-window (the runs timed so far are
+      // done with their place in the cache), so that no window, however long, grows it past
+      // its bounds by more than one run.
+      if (cache_.size() >= options_.max_cached_blocks ||
+          runs_->instructions() + total > options_.max_cached_instructions) {
+        cache_.clear();
+        runs_->Clear();
+        ++stats_.cache_resets;
+      }
       cached = DecodeRun(start, run, code);
       cache_.emplace(key, cached);
     }

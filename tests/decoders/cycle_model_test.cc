@@ -300,14 +300,44 @@ TEST(CycleModel, TheCacheIsBoundedAndStartsOverWhenFull) {
   auto m = CycleModel::Create(by_blocks);
   ASSERT_TRUE(m.ok());
   four_blocks(m->get());
-  EXPECT_EQ((*m)->stats().cache_resets, 1u) << "3 blocks held, over 2";
-  // The same bound on the instructions held: 5 + 4 of them, over 8.
+  EXPECT_EQ((*m)->stats().cache_resets, 1u) << "a third block would be over 2";
+  // The same bound on the instructions held: blocks of 5, 4, 3 and 2 instructions; 5 + 4 and
+  // then 4 + 3 + 2 would be over 8.
   CycleModelOptions by_instructions;
   by_instructions.max_cached_instructions = 8;
   m = CycleModel::Create(by_instructions);
   ASSERT_TRUE(m.ok());
   four_blocks(m->get());
-  EXPECT_EQ((*m)->stats().cache_resets, 1u);
+  EXPECT_EQ((*m)->stats().cache_resets, 2u);
+}
+
+// A window longer than the cache may hold: the cache starts over in the middle of it, and the
+// window is timed whole all the same (the runs timed before the reset are done with theirs).
+TEST(CycleModel, AWindowLongerThanTheCacheIsTimedWholeAndTheCacheStaysBounded) {
+  CycleModelOptions o;
+  o.max_cached_instructions = 8;
+  auto m = CycleModel::Create(o);
+  ASSERT_TRUE(m.ok());
+  Bytes body;
+  for (int i = 0; i < 4; ++i) body = Concat({body, kAddEaxEcx});
+  const Loop loop(body, 4);
+  // The loop's block (5 instructions) entered at its four instructions in turn, over and over.
+  std::vector<BranchEvent> window;
+  for (int round = 0; round < 3; ++round)
+    for (uint16_t skip = 0; skip < 4; ++skip) {
+      BranchEvent before = loop.Back();
+      before.to = loop.start + 2u * skip;
+      BranchEvent e = loop.Back();
+      e.instructions = static_cast<uint16_t>(loop.instructions - skip);
+      if (window.empty()) window.push_back(before);
+      window.back().to = before.to;
+      window.push_back(e);
+    }
+  const std::vector<double> cycles = (*m)->WindowDurations(window, loop.reader());
+  for (size_t i = 1; i < window.size(); ++i) EXPECT_GT(cycles[i], 0) << i;
+  EXPECT_EQ((*m)->stats().imputed_blocks, 0u);
+  EXPECT_GE((*m)->stats().cache_resets, 2u);
+  EXPECT_LE((*m)->memory_bytes(), 1024u) << "never more than 8 instructions and one run";
 }
 
 TEST(CycleModel, UnknownCodeIsCountedAndGetsItsWindowsRate) {
