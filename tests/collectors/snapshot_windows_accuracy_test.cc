@@ -172,7 +172,7 @@ TEST(SnapshotWindowsAccuracy, ZstdHotPathsMatchTheExactTrace) {
   // (docs/profiles.md "Ragged windows"). The assertion guards against regressions; the bar is
   // printed. (The guard was 15%, set when this test measured 22-26% against a reference that
   // held the start-up of sh and setarch; against the corrected one the per-run loop model gave
-  // 12.7% and windows timed as they ran 7.2-7.7%, docs/profiles.md "Windows timed as they ran".)
+  // 12.7% and windows timed as they ran 7.7%, docs/profiles.md "Windows timed as they ran".)
   std::printf("bar 98%%: %s\n", top >= 0.98 ? "met" : "not met");
   EXPECT_GE(top, 0.05);
 }
