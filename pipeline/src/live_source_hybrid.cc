@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "burst_tracer.h"
@@ -122,9 +123,7 @@ class HybridSource final : public LiveSource, private SourceSink {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = processes_.find(pid);
       if (it != processes_.end()) {
-        held_windows_ -= it->second.held.size();
-        it->second.held.clear();  // its windows went with it: nothing to weigh them against
-        it->second.held.shrink_to_fit();
+        TakeHeldLocked(it->second);  // its windows went with it: nothing to weigh them against
       }
     }
     std::lock_guard<std::mutex> lock(tracers_mu_);
@@ -158,8 +157,7 @@ class HybridSource final : public LiveSource, private SourceSink {
         if (p.verdict == Verdict::kStopped || p.held.empty()) continue;
         p.verdict = Verdict::kSnapshot;
         p.snapshot_windows += p.held.size();
-        held_windows_ -= p.held.size();
-        undecided[pid].swap(p.held);
+        undecided[pid] = TakeHeldLocked(p);
       }
     }
     for (auto& [pid, windows] : undecided) {
@@ -189,6 +187,12 @@ class HybridSource final : public LiveSource, private SourceSink {
   };
 
   uint32_t Threshold() const { return (window_taken_ + 1) / 2; }
+  // The probe's windows `p` holds, taken out (their memory with them) and off the count of
+  // held windows (under mu_).
+  std::vector<BranchBatch> TakeHeldLocked(Process& p) {
+    held_windows_ -= p.held.size();
+    return std::exchange(p.held, {});
+  }
   static std::string Rate(double hz) {
     char buf[48];
     std::snprintf(buf, sizeof buf, "%.0f windows/s each", hz);
@@ -240,8 +244,7 @@ class HybridSource final : public LiveSource, private SourceSink {
             if (!full && !late && held_windows_ < kMaxHeldWindows) return;
             why = Judge(b.pid, p);
             if (p.verdict == Verdict::kStopping) return;
-            release.swap(p.held);
-            held_windows_ -= release.size();
+            release = TakeHeldLocked(p);
             p.snapshot_windows += release.size();
             break;
           }
@@ -349,9 +352,7 @@ class HybridSource final : public LiveSource, private SourceSink {
       ++stops_not_taken_;
       Process& p = processes_[pid];
       p.verdict = Verdict::kSnapshot;  // its windows go on to the session, which refuses them
-      held_windows_ -= p.held.size();
-      p.held.clear();
-      p.held.shrink_to_fit();
+      TakeHeldLocked(p);
       return;
     }
     std::string why;
@@ -383,17 +384,13 @@ class HybridSource final : public LiveSource, private SourceSink {
       Process& p = processes_[pid];
       if (collector.ok()) {
         p.verdict = Verdict::kStopped;
-        p.probe_replaced += p.held.size();
-        held_windows_ -= p.held.size();
-        p.held.clear();
-        p.held.shrink_to_fit();
+        p.probe_replaced += TakeHeldLocked(p).size();
       } else {
         // Not this process (Yama, another tracer, it exited): its snapshot windows, said.
         ++stops_refused_;
         p.verdict = Verdict::kSnapshot;
         p.why += "; refused (" + collector.status().message() + "): snapshot windows instead";
-        release.swap(p.held);
-        held_windows_ -= release.size();
+        release = TakeHeldLocked(p);
         p.snapshot_windows += release.size();
         why = p.why;
       }
