@@ -1,7 +1,8 @@
-// The cycle model's error against llvm-mca, its reference (`llvm-mca -mcpu=native
-// -iterations=100`, what the model replaced), on a few thousand distinct basic blocks of real
-// binaries: the example programs and, where installed, Debian's xz, zstd, python3 and sqlite3.
-// Prints the figures docs/profiles.md quotes and holds the model to them.
+// The cycle model's error against llvm-mca, its reference (`llvm-mca -mcpu=znver3
+// -iterations=100`, what the model replaced; Zen 3 on every host, llvm_mca_reference.h), on a few
+// thousand distinct basic blocks of real binaries: the example programs and, where installed,
+// Debian's xz, zstd, python3 and sqlite3. Prints the figures docs/profiles.md quotes and holds the
+// model to them.
 //
 // Two differences are deliberate and measured on the hardware (bench/cycle_model_bench.cc,
 // BM_Loop): a block run as a loop takes at least one cycle, its branch back being taken, which
