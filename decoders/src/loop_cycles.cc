@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "unit_work.h"
+
 namespace pathprof::decoders {
 namespace {
 
@@ -43,45 +45,6 @@ double Recurrence(std::span<const DataflowOp> ops) {
   return (finished - finished_before) / kMeasured;
 }
 
-struct Bound {
-  double cycles = 0;
-  const char* name = "";
-};
-
-Bound BusiestUnit(std::span<const DataflowOp> ops) {
-  std::array<double, static_cast<size_t>(Unit::kCount)> busy{};
-  double loads = 0, stores = 0, vector_issue = 0;
-  for (const DataflowOp& op : ops) {
-    busy[static_cast<size_t>(op.unit)] += op.occupancy;
-    loads += op.loads;
-    stores += op.stores;
-    // A divide holds its divider for several cycles but its pipe for one.
-    if (op.unit == Unit::kFloatDivider) {
-      vector_issue += 1;
-    } else if (op.unit == Unit::kVectorAlu || op.unit == Unit::kVectorShuffle ||
-               op.unit == Unit::kFloatAdd || op.unit == Unit::kFloatMul) {
-      vector_issue += op.occupancy;
-    }
-  }
-  busy[static_cast<size_t>(Unit::kLoad)] += loads;
-  busy[static_cast<size_t>(Unit::kStore)] += stores;
-  Bound b;
-  for (size_t u = 1; u < busy.size(); ++u) {
-    const double cycles = busy[u] / UnitsPerCycle(static_cast<Unit>(u));
-    if (cycles > b.cycles) b = {cycles, UnitName(static_cast<Unit>(u))};
-  }
-  // Pipes that several units share.
-  const double integer =
-      (busy[static_cast<size_t>(Unit::kAlu)] + busy[static_cast<size_t>(Unit::kMultiplier)]) /
-      kIntegerPipes;
-  if (integer > b.cycles) b = {integer, "integer pipes"};
-  const double memory = (loads + stores) / kMemoryPipes;
-  if (memory > b.cycles) b = {memory, "address generation"};
-  const double vector = vector_issue / kVectorPipes;
-  if (vector > b.cycles) b = {vector, "vector pipes"};
-  return b;
-}
-
 }  // namespace
 
 LoopCycles TimeLoop(std::span<const DataflowOp> ops, bool loops_back) {
@@ -91,9 +54,10 @@ LoopCycles TimeLoop(std::span<const DataflowOp> ops, bool loops_back) {
   double dispatch = 0;
   for (const DataflowOp& op : ops) dispatch += op.dispatch;
   c.front_end = std::max(dispatch / kDispatchWidth, loops_back ? 1 / kTakenBranchesPerCycle : 0);
-  const Bound busiest = BusiestUnit(ops);
-  c.units = busiest.cycles;
-  c.busiest = busiest.name;
+  UnitWork work;
+  for (const DataflowOp& op : ops) work.Add(op.unit, op.occupancy, op.loads, op.stores);
+  c.units = work.cycles();
+  c.busiest = work.busiest();
   c.cycles = std::max({c.recurrence, c.front_end, c.units});
   for (const DataflowOp& op : ops) c.through_memory |= op.load_slot >= 0;
   return c;

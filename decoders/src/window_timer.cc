@@ -13,7 +13,8 @@ TimedRuns::Run TimedRuns::Add(std::span<const DataflowOp> ops) {
     t.load_latency = op.load_latency;
     t.dispatch = op.dispatch;
     t.unit = op.unit;
-    t.memory_accesses = static_cast<uint8_t>(op.loads + op.stores);
+    t.loads = op.loads;
+    t.stores = op.stores;
     t.load_slot = op.load_slot;
     t.store_slot = op.store_slot;
     t.occupancy = op.occupancy;
@@ -34,21 +35,10 @@ void TimedRuns::Clear() {
   slots_ = {};
 }
 
-namespace {
-
-// 1 / UnitsPerCycle, per unit (0 for kNone, which takes no unit's time).
-const std::array<double, static_cast<size_t>(Unit::kCount)> kCyclesPerWork = [] {
-  std::array<double, static_cast<size_t>(Unit::kCount)> a{};
-  for (size_t u = 1; u < a.size(); ++u) a[u] = 1.0 / UnitsPerCycle(static_cast<Unit>(u));
-  return a;
-}();
-
-}  // namespace
-
 void WindowTimer::Start() {
   ready_.fill(0);
-  work_.fill(0);
-  memory_work_ = integer_work_ = busiest_ = dispatched_ = finished_ = 0;
+  units_ = {};
+  dispatched_ = finished_ = 0;
 }
 
 double WindowTimer::Add(TimedRuns::Run run, bool ends_taken) {
@@ -80,23 +70,11 @@ double WindowTimer::Add(TimedRuns::Run run, bool ends_taken) {
     }
     finished_ = std::max(finished_, done);
     // No faster than the busiest unit over the window so far.
-    if (op.unit != Unit::kNone) {
-      const size_t u = static_cast<size_t>(op.unit);
-      work_[u] += op.occupancy;
-      busiest_ = std::max(busiest_, work_[u] * kCyclesPerWork[u]);
-      if (op.unit == Unit::kAlu || op.unit == Unit::kMultiplier) {
-        integer_work_ += op.occupancy;
-        busiest_ = std::max(busiest_, integer_work_ / kIntegerPipes);
-      }
-    }
-    if (op.memory_accesses > 0) {
-      memory_work_ += op.memory_accesses;
-      busiest_ = std::max(busiest_, memory_work_ / kMemoryPipes);
-    }
+    units_.Add(op.unit, op.occupancy, op.loads, op.stores);
   }
   // A taken branch ends its fetch cycle: the next run dispatches from the next one.
   if (ends_taken) dispatched_ = std::ceil(dispatched_ - 1e-9);
-  dispatched_ = std::max(dispatched_, busiest_);
+  dispatched_ = std::max(dispatched_, units_.cycles());
   finished_ = std::max(finished_, dispatched_);
   return finished_ - before;
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "block_dataflow.h"
+#include "unit_work.h"
 
 namespace pathprof::decoders {
 
@@ -32,10 +33,10 @@ struct TimedOp {
   uint8_t dispatch = 0;      // macro-ops
   Unit unit = Unit::kNone;
   uint8_t inputs = 0, address_inputs = 0, outputs = 0;
-  uint8_t memory_accesses = 0;  // loads and stores, for the address generation units
-  int16_t load_slot = -1;       // the run's store this load reads back (a memory slot)
-  int16_t store_slot = -1;      // the memory slot it stores to
-  float occupancy = 0;          // cycles on `unit`
+  uint8_t loads : 4 = 0, stores : 4 = 0;  // memory operands (at most two an instruction)
+  int16_t load_slot = -1;                 // the run's store this load reads back (a memory slot)
+  int16_t store_slot = -1;                // the memory slot it stores to
+  float occupancy = 0;                    // cycles on `unit`
   uint32_t first_slot = 0;
 };
 
@@ -73,9 +74,7 @@ class WindowTimer {
  private:
   const TimedRuns& runs_;
   std::array<double, kSlotCount> ready_{};
-  std::array<double, static_cast<size_t>(Unit::kCount)> work_{};  // cycles of each unit's work
-  double memory_work_ = 0, integer_work_ = 0;  // of the address generation and integer pipes
-  double busiest_ = 0;                         // cycles the busiest of them needs
+  UnitWork units_;  // the window's work so far
   double dispatched_ = 0, finished_ = 0;
 };
 
