@@ -213,11 +213,23 @@ class Generator {
 
  private:
   uint64_t Below(uint64_t n) { return rng_() % n; }
+  // EVEX forms of the claimed vector classes on xmm/ymm need AVX-512 F, BW and VL.
+  static bool CpuRunsEvex() {
+    static const bool runs = __builtin_cpu_supports("avx512f") &&
+                             __builtin_cpu_supports("avx512bw") &&
+                             __builtin_cpu_supports("avx512vl");
+    return runs;
+  }
   bool Encode(ZydisMnemonic mn, Instruction* out) {
     ZydisEncoderRequest req;
     std::memset(&req, 0, sizeof req);
     req.machine_mode = ZYDIS_MACHINE_MODE_LONG_64;
     req.mnemonic = mn;
+    // Zydis picks EVEX where VEX has no such form (vpslldq/vpsrldq from memory): on a CPU
+    // without AVX-512 (AMD Zen 2, Zen 3) those fault natively and compare nothing.
+    req.allowed_encodings = static_cast<ZydisEncodableEncoding>(
+        ZYDIS_ENCODABLE_ENCODING_LEGACY | ZYDIS_ENCODABLE_ENCODING_VEX |
+        (CpuRunsEvex() ? ZYDIS_ENCODABLE_ENCODING_EVEX : 0));
     req.operand_count = static_cast<ZyanU8>(Below(5));  // up to vpblendvb's four
     const int size = 1 << Below(4);
     bool memory = false;

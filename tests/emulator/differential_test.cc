@@ -28,7 +28,10 @@ TEST(Differential, RandomBlocksMatchTheCpu) {
   for (const auto& [why, blocks] : t.early_ends)
     early += why + " (" + std::to_string(blocks) + ") ";
   EXPECT_TRUE(t.early_ends.empty()) << early;
-  EXPECT_EQ(t.native_faults, 0u);
+  std::string faults;
+  for (const auto& [insn, blocks] : t.faults_by)
+    faults += insn + " (" + std::to_string(blocks) + ") ";
+  EXPECT_EQ(t.native_faults, 0u) << faults;
   EXPECT_EQ(t.compared_blocks, t.blocks);
   // Tracking unknown bytes on the same blocks: no disagreement between two poisons or with the
   // whole window, and the probes get past some unknowns (tracking does not just end at once).
