@@ -27,6 +27,9 @@
 #          `pathctl export --format bolt`: what a fleet's archive gives the optimizer
 #   f      the same with source hybrid: snapshot windows, and stop-and-emulate windows for a
 #          process whose snapshot windows end too early (docs/pipeline.md "Live sources")
+#   g      (f) over what (d) traces: the short training run started again and again for
+#          TRAIN_SECONDS, each run a new process the executable's series joins (a fleet whose
+#          program runs briefly and often), where (e) and (f) see one long run
 # Training inputs are not the evaluation inputs (train_long, train_short, eval_cmd below). Each
 # variant's evaluation output is checked against plain's (lua: same stdout; zstd: the variant's
 # .zst decompresses to the input and equals plain's bytes). Every heavy step runs under
@@ -37,7 +40,7 @@
 # evaluation-sized-up run, pinned with taskset to the last CPU, paired ratios to plain.
 # usage: scripts/bench-bolt-counts.sh [BUILD_DIR] [ROUNDS]
 #        env: WORK (default /tmp/pathprof-bolt-counts),
-#        TRAIN_SECONDS (the (b)/(c)/(e) training runs, default 30), ROWS (default
+#        TRAIN_SECONDS (the (b), (c), (e), (f) and (g) training runs, default 30), ROWS (default
 #        "lua zstd3 zstd19"), ARCHIVE_EVENTS ((e)'s continuous.archive_branch_events; unset:
 #        the daemon's default), HYBRID_STOP_HZ ((f)'s continuous.hybrid_stop_hz; unset: the
 #        daemon's default)
@@ -217,6 +220,7 @@ aggregate() {  # PERF.DATA FDATA [-nl]
       { log "perf2bolt failed on $1 ($2.log)"; return 1; }
 }
 continuous_window() {  # ROW VARIANT SOURCE: $row.$variant.pbs, a continuous daemon's first window
+  # (g) trains on the short run repeated, the others on the long run
   local row=$1 v=$2 source=$3 dir="$PWD/$1.$2.daemon" daemon _ first
   log "$row ($v): pathprofd continuous mode (source $source) over ${train_seconds}s of training"
   rm -rf "$dir"; mkdir -p "$dir"
@@ -228,7 +232,14 @@ continuous_window() {  # ROW VARIANT SOURCE: $row.$variant.pbs, a continuous dae
   "$build/bin/pathprofd" --config "$dir/pathprofd.toml" --socket "$dir/pathprofd.sock" \
       --log-level debug > "$dir/log" 2>&1 & daemon=$!
   for _ in $(seq 100); do grep -q "serving on" "$dir/log" && break; sleep 0.1; done
-  local -a cmd; read -ra cmd <<< "$(train_long "$row" ./plain)"
+  local -a cmd
+  if [[ $v == g ]]; then
+    read -ra cmd <<< "$(train_short "$row" ./plain)"
+    # shellcheck disable=SC2016
+    cmd=(timeout "$train_seconds" bash -c 'while :; do "$@" > /dev/null; done' _ "${cmd[@]}")
+  else
+    read -ra cmd <<< "$(train_long "$row" ./plain)"
+  fi
   "${nice[@]}" "${cmd[@]}" > /dev/null || true
   for _ in $(seq 300); do compgen -G "$dir/windows/*.pbs" > /dev/null && break; sleep 0.1; done
   kill -TERM "$daemon"; wait "$daemon" || true
@@ -276,10 +287,10 @@ profile_row() {
     log "$row (c, c2): $((SECONDS - t0))s"
   fi
   local v source
-  for v in e f; do
+  for v in e f g; do
     [[ -x $row.$v ]] && continue
     t0=$SECONDS
-    source=snapshot; [[ $v == f ]] && source=hybrid
+    source=snapshot; [[ $v == f || $v == g ]] && source=hybrid
     [[ -s $row.$v.pbs ]] || continuous_window "$row" "$v" "$source" || return 1
     "${nice[@]}" "$pathctl" export --format bolt "$row.$v.pbs" --binary "$PWD/plain" \
         -o "$row.$v.fdata" > "$row.$v.export.log" 2>&1
@@ -318,7 +329,7 @@ check_row() {  # ROW VARIANT: 0 if the variant's evaluation output equals plain'
 count_row() {
   local row=$1 v bin t0
   cd "$work/$(row_dir "$row")"
-  for v in plain b c c2 d e f; do
+  for v in plain b c c2 d e f g; do
     bin=$v; [[ $v == plain ]] || bin=$row.$v
     [[ -x $bin ]] || { log "$row.$v: no binary"; continue; }
     [[ -s $row.$v.count.json ]] && continue
@@ -347,7 +358,8 @@ import json, os, sys
 names = {"plain": "plain (-O2)", "b": "(b) perf cpu-clock, no-LBR", "c": "(c) bursts, perf-lbr",
          "c2": "(c2) bursts, --format bolt", "d": "(d) exact trace",
          "e": "(e) continuous archive, --format bolt",
-         "f": "(f) continuous archive, source hybrid"}
+         "f": "(f) continuous archive, source hybrid",
+         "g": "(g) continuous archive, hybrid, short runs repeated"}
 for row in sys.argv[1:]:
     d = "lua" if row == "lua" else "zstd"
     title = "lua5.4, eval.lua" if row == "lua" else f"zstd -{row[4:]}, eval{row[4:]}.txt"
@@ -400,7 +412,7 @@ print(f"\nCPU time, {rounds} interleaved rounds, pinned to CPU {cpu} (paired rat
 for row in rows:
     d = "lua" if row == "lua" else "zstd"
     os.chdir(os.path.join(os.environ["WORK_DIR"], d))
-    variants = [v for v in ["plain", "b", "c", "c2", "d", "e", "f"]
+    variants = [v for v in ["plain", "b", "c", "c2", "d", "e", "f", "g"]
                 if os.access(v if v == "plain" else f"{row}.{v}", os.X_OK)]
     t = {v: [] for v in variants}
     for _ in range(rounds):
