@@ -52,14 +52,16 @@ LoopCycles TimeLoop(std::span<const DataflowOp> ops, bool loops_back) {
   if (ops.empty()) return c;
   c.recurrence = Recurrence(ops);
   double dispatch = 0;
-  for (const DataflowOp& op : ops) dispatch += op.dispatch;
-  c.front_end = std::max(dispatch / kDispatchWidth, loops_back ? 1 / kTakenBranchesPerCycle : 0);
   UnitWork work;
-  for (const DataflowOp& op : ops) work.Add(op.unit, op.occupancy, op.loads, op.stores);
+  for (const DataflowOp& op : ops) {
+    dispatch += op.dispatch;
+    work.Add(op.unit, op.occupancy, op.loads, op.stores);
+    c.through_memory |= op.load_slot >= 0;
+  }
+  c.front_end = std::max(dispatch / kDispatchWidth, loops_back ? 1 / kTakenBranchesPerCycle : 0);
   c.units = work.cycles();
   c.busiest = work.busiest();
   c.cycles = std::max({c.recurrence, c.front_end, c.units});
-  for (const DataflowOp& op : ops) c.through_memory |= op.load_slot >= 0;
   return c;
 }
 

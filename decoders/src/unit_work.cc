@@ -7,6 +7,9 @@ const char* UnitWork::busiest() const {
   auto consider = [&](double cycles, const char* what) {
     if (cycles > most) most = cycles, name = what;
   };
+  // Divided, not multiplied by Add's reciprocals: five loads are then exactly as busy as
+  // their address generation (5 / 3 both ways), and the tie names the load unit, as
+  // loop_cycles.cc always did; 5 * (1 / 3) rounds below 5 / 3.
   for (size_t u = 1; u < work_.size(); ++u)
     consider(work_[u] / UnitsPerCycle(static_cast<Unit>(u)), UnitName(static_cast<Unit>(u)));
   consider(integer_ / kIntegerPipes, "integer pipes");
