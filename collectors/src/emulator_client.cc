@@ -27,30 +27,6 @@ namespace {
 constexpr int kStartTimeoutMs = 10'000;
 constexpr int kExitTimeoutMs = 2'000;
 
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "ended";
-}
-
-// Waits (bounded) for the helper to exit, kills it past the bound, reaps it: its exit status.
-int Reap(pid_t pid, int pidfd, int timeout_ms) {
-  if (pidfd >= 0) {
-    pollfd p{pidfd, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) == 0) kill(pid, SIGKILL);
-  } else {
-    kill(pid, SIGKILL);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  stepping::ForgetHelper(pid);
-  return status;
-}
-
 }  // namespace
 
 Result<std::string> EmulatorHelperPath() {
@@ -112,7 +88,7 @@ Result<std::unique_ptr<EmulatorClient>> EmulatorClient::Start(
 
 EmulatorClient::~EmulatorClient() {
   if (sock_ >= 0) close(sock_);  // the helper sees EOF and exits
-  if (pid_ > 0) (void)Reap(pid_, pidfd_, kExitTimeoutMs);
+  if (pid_ > 0) (void)stepping::ReapHelper(pid_, pidfd_, kExitTimeoutMs);
   if (pidfd_ >= 0) close(pidfd_);
 }
 
@@ -124,8 +100,8 @@ Status EmulatorClient::Fail(const std::string& why) {
       sock_ = -1;
     }
     if (pid_ > 0) {
-      const int status = Reap(pid_, pidfd_, kExitTimeoutMs);
-      failure_ += " (the helper " + DescribeExit(status) + ")";
+      const int status = stepping::ReapHelper(pid_, pidfd_, kExitTimeoutMs);
+      failure_ += " (the helper " + stepping::DescribeHelperExit(status) + ")";
       pid_ = -1;
     }
   }

@@ -51,10 +51,8 @@ Status NotARecording(const std::string& path, std::span<const uint8_t> head,
 
 Result<InputFile> InputFile::Open(const std::string& path, const InputLimits& limits,
                                   std::span<const std::string_view> magics) {
-  InputFile in;
-  in.name_ = path == "-" ? "<stdin>" : path;
-  const bool stdin_input = path == "-";
-  const int fd = stdin_input ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (path == "-") return FromDescriptor(STDIN_FILENO, "<stdin>", limits, magics);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
     return Error(err == ENOENT   ? ErrorCode::kNotFound
@@ -62,19 +60,25 @@ Result<InputFile> InputFile::Open(const std::string& path, const InputLimits& li
                                  : ErrorCode::kIo,
                  path + ": cannot open: " + std::strerror(err));
   }
-  auto close_fd = [&] {
-    if (!stdin_input) ::close(fd);
-  };
+  auto in = FromDescriptor(fd, path, limits, magics);
+  ::close(fd);
+  return in;
+}
+
+Result<InputFile> InputFile::FromDescriptor(int fd, const std::string& path,
+                                            const InputLimits& limits,
+                                            std::span<const std::string_view> magics) {
+  InputFile in;
+  in.name_ = path;
+  // The descriptor is the caller's to close: nothing below closes it.
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     const int err = errno;
-    close_fd();
     return Error(ErrorCode::kIo, path + ": cannot stat: " + std::strerror(err));
   }
   if (S_ISREG(st.st_mode)) {
     const auto size = static_cast<uint64_t>(st.st_size);
     if (size > limits.max_file_bytes) {
-      close_fd();
       return Error(
           ErrorCode::kResourceExhausted,
           path + ": " + MiB(size) + " is above the " + MiB(limits.max_file_bytes) +
@@ -84,20 +88,17 @@ Result<InputFile> InputFile::Open(const std::string& path, const InputLimits& li
       void* m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
       if (m == MAP_FAILED) {
         const int err = errno;
-        close_fd();
         return Error(ErrorCode::kIo, path + ": cannot map: " + std::strerror(err));
       }
       in.map_ = m;
       in.map_len_ = size;
       in.bytes_ = {static_cast<const uint8_t*>(m), size};
     }
-    close_fd();
     if (!MayStartWithOneOf(in.bytes_.subspan(0, std::min<size_t>(in.bytes_.size(), 8)), magics))
       return NotARecording(path, in.bytes_, magics);
     return in;
   }
   if (!S_ISFIFO(st.st_mode)) {
-    close_fd();
     return Error(ErrorCode::kInvalidArgument,
                  path + " is " + KindOf(st.st_mode) +
                      "; give a recording as a regular file, a pipe or a FIFO (- for stdin)");
@@ -111,11 +112,9 @@ Result<InputFile> InputFile::Open(const std::string& path, const InputLimits& li
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
-      close_fd();
       return Error(ErrorCode::kIo, path + ": read failed: " + std::strerror(err));
     }
     if (in.owned_.size() + static_cast<size_t>(n) > limits.max_stream_bytes) {
-      close_fd();
       return Error(ErrorCode::kResourceExhausted,
                    path + ": the stream is longer than the " + MiB(limits.max_stream_bytes) +
                        " held in memory for one input; record to a file instead");
@@ -124,11 +123,9 @@ Result<InputFile> InputFile::Open(const std::string& path, const InputLimits& li
     if (!MayStartWithOneOf(
             std::span<const uint8_t>(in.owned_).subspan(0, std::min<size_t>(in.owned_.size(), 8)),
             magics)) {
-      close_fd();
       return NotARecording(path, in.owned_, magics);
     }
   }
-  close_fd();
   in.bytes_ = in.owned_;
   return in;
 }

@@ -385,8 +385,9 @@ grpc::Status ProfilerService::ImportRecording(grpc::ServerContext* ctx,
                                               const v1::ImportRecordingRequest* req,
                                               v1::Session* resp) {
   return Run("ImportRecording", ctx, [&](const Peer& peer) -> grpc::Status {
-    // The daemon reads the file and the binaries it names as root: as with ExportBranchProfile's
-    // binary, only an admin may name them.
+    // The file is opened with the admin's rights and decoded by an unprivileged helper, but the
+    // imported session's symbols are read later from the binaries it names by this process: as
+    // with ExportBranchProfile's binary, only an admin may name them.
     if (!peer.admin)
       return api::MakeError(StatusCode::PERMISSION_DENIED,
                             "path: only an admin may name a file for the daemon to read; analyze "
@@ -397,6 +398,9 @@ grpc::Status ProfilerService::ImportRecording(grpc::ServerContext* ctx,
                              v1::FIELD_REQUIRED);
     pipeline::AnalyzeOptions options;
     options.config.owner_uid = peer.uid;
+    // Decoded in the sandboxed helper pathprof-import as the requester (nobody for root): the
+    // file and the binaries it names are anybody's bytes (recording_import.h).
+    options.decode_in_helper_for = decoders::FileCredentials{peer.uid, peer.gid};
     std::vector<std::string> warnings;
     auto imported = sessions_->Import(req->path(), options, &warnings);
     if (!imported.ok()) return ToGrpc(imported.status());  // its message names the file

@@ -23,6 +23,7 @@
 #include "pathprof/decoders/pt_image.h"
 #include "pathprof/decoders/pt_synth.h"
 #include "pathprof/decoders/x86_branch.h"
+#include "recording_import.h"
 
 namespace pathprof::pipeline {
 namespace {
@@ -61,56 +62,13 @@ struct RecordedProcesses {
   }
 };
 
-class Stores {
- public:
-  Stores(const AnalyzeOptions& options, BranchWindows windows, AnalyzeResult* out,
-         const RecordedProcesses* processes)
-      : options_(options), windows_(windows), out_(out), processes_(processes) {}
-
-  // The store of `pid`, created with the recorded mappings on first use.
-  Result<ProfileStore*> For(uint32_t pid) {
-    auto it = out_->stores.find(pid);
-    if (it != out_->stores.end()) return it->second.get();
-    auto store = ProfileStore::CreateOffline(pid, options_.config, windows_, out_->symbols);
-    if (!store.ok()) return store.status();
-    if (processes_ != nullptr) {
-      if (auto m = processes_->mappings.find(pid); m != processes_->mappings.end())
-        for (const dec::Mapping& map : m->second) (*store)->AddMapping(map);
-      if (auto c = processes_->comm.find(pid); c != processes_->comm.end())
-        (*store)->SetIdentity(c->second, "");
-    }
-    return out_->stores.emplace(pid, std::move(*store)).first->second.get();
-  }
-
-  Status Add(const BranchBatch& batch) {
-    if (options_.pid && batch.pid != *options_.pid) {
-      out_->decode.counters["batches_other_pid"]++;
-      return Status::Ok();
-    }
-    DecodeSummary& d = out_->decode;
-    d.windows++;
-    d.events += batch.events.size();
-    for (const auto& e : batch.events) {
-      (e.taken ? d.taken : d.not_taken)++;
-      d.instructions += e.instructions;
-    }
-    if (options_.decode_only) return Status::Ok();
-    auto store = For(batch.pid);
-    if (!store.ok()) return store.status();
-    (*store)->AddBranches(batch);
-    cpu_.Note(&(*store)->accounting());
-    if (cpu_.pending() >= 1024) cpu_.Flush();
-    return Status::Ok();
-  }
-  ~Stores() { cpu_.Flush(); }  // the last batch's CPU, before anyone reads the stats
-
- private:
-  CpuCharger cpu_;
-  const AnalyzeOptions& options_;
-  BranchWindows windows_;
-  AnalyzeResult* out_;
-  const RecordedProcesses* processes_;
-};
+// The processes as a sink's Begin receives them.
+std::map<uint32_t, RecordedProcess> ProcessesOf(const RecordedProcesses& p) {
+  std::map<uint32_t, RecordedProcess> out;
+  for (const auto& [pid, maps] : p.mappings) out[pid].mappings = maps;
+  for (const auto& [pid, comm] : p.comm) out[pid].comm = comm;
+  return out;
+}
 
 std::string PtErrorName(int code) {
   const char* s = pt_errstr(static_cast<pt_error_code>(code < 0 ? -code : code));
@@ -165,25 +123,25 @@ Result<RecordedProcesses> ReadSideband(const InputFile& input, bool* has_pt, Dec
 }
 
 Status AnalyzeLbr(const InputFile& input, const AnalyzeOptions& options,
-                  const RecordedProcesses& processes, AnalyzeResult* out) {
-  out->decode.format = "perf.data/lbr";
+                  const RecordedProcesses& processes, RecordingSink* sink, DecodeSummary* out) {
+  out->format = "perf.data/lbr";
   dec::LbrReplayOptions opt;
   opt.images.binary_dir = options.binary_dir;
   opt.pid = options.pid;
-  Stores stores(options, BranchWindows::kTakenBranches, out, &processes);
+  PATHPROF_RETURN_IF_ERROR(sink->Begin(BranchWindows::kTakenBranches, ProcessesOf(processes)));
   Status sink_status;
   auto reader = dec::PerfDataReader::FromBytes(input.bytes(), input.name());
   if (!reader.ok()) return reader.status();
   auto r = dec::ReplayLbr(&*reader, opt, [&](std::vector<BranchBatch>& batches) {
     for (const BranchBatch& b : batches) {
       if (!sink_status.ok()) return;
-      sink_status = stores.Add(b);
+      sink_status = sink->Add(b);
     }
   });
   if (!r.ok()) return r.status();
   PATHPROF_RETURN_IF_ERROR(sink_status);
   const dec::LbrStats& s = r->lbr;
-  DecodeSummary& d = out->decode;
+  DecodeSummary& d = *out;
   d.samples = s.samples;
   d.counters["lbr_entries"] = s.entries;
   d.counters["lbr_entries_emitted"] = s.entries_emitted;
@@ -213,8 +171,8 @@ Status AnalyzeLbr(const InputFile& input, const AnalyzeOptions& options,
 // Pass 2 for Intel PT: every AUXTRACE buffer of a thread, concatenated in file order (full-trace
 // mode writes one continuous stream per thread), decoded over the process's recorded mappings.
 Status AnalyzePt(const InputFile& input, const AnalyzeOptions& options,
-                 const RecordedProcesses& processes, AnalyzeResult* out) {
-  DecodeSummary& d = out->decode;
+                 const RecordedProcesses& processes, RecordingSink* sink, DecodeSummary* out) {
+  DecodeSummary& d = *out;
   d.format = "perf.data/intel-pt";
   auto reader = dec::PerfDataReader::FromBytes(input.bytes(), input.name());
   if (!reader.ok()) return reader.status();
@@ -251,7 +209,7 @@ Status AnalyzePt(const InputFile& input, const AnalyzeOptions& options,
   dec::ImageStoreOptions store_options;
   store_options.binary_dir = options.binary_dir;
   dec::ImageStore files(store_options);
-  Stores stores(options, BranchWindows::kNone, out, &processes);
+  PATHPROF_RETURN_IF_ERROR(sink->Begin(BranchWindows::kNone, ProcessesOf(processes)));
   for (auto& [tid, bytes] : trace_of_tid) {
     auto pit = processes.pid_of_tid.find(tid);
     const uint32_t pid = pit != processes.pid_of_tid.end() ? pit->second : tid;
@@ -274,7 +232,7 @@ Status AnalyzePt(const InputFile& input, const AnalyzeOptions& options,
     }
     auto decoder = dec::PtBranchDecoder::Create(bytes, pt_config, image, pid, tid);
     if (!decoder.ok()) return decoder.status();
-    PATHPROF_RETURN_IF_ERROR((*decoder)->Decode([&](BranchBatch&& b) { return stores.Add(b); }));
+    PATHPROF_RETURN_IF_ERROR((*decoder)->Decode([&](BranchBatch&& b) { return sink->Add(b); }));
     MergePtStats((*decoder)->stats(), &d);
   }
   return Status::Ok();
@@ -305,13 +263,14 @@ class FarBranchProbe {
   const std::vector<ImageRecord>& images_;
 };
 
-Status AnalyzePbs(const InputFile& input, const AnalyzeOptions& options, AnalyzeResult* out) {
+Status AnalyzePbs(const InputFile& input, const AnalyzeOptions& options, RecordingSink* sink,
+                  DecodeSummary* out) {
   auto reader = PbsReader::FromBytes(
       std::vector<uint8_t>(input.bytes().begin(), input.bytes().end()), input.name());
   if (!reader.ok()) return reader.status();
   auto pbs = ReadPbs(&*reader);
   if (!pbs.ok()) return pbs.status();
-  DecodeSummary& d = out->decode;
+  DecodeSummary& d = *out;
   d.records = pbs->batches.size() + pbs->images.size() + pbs->meta.size();
   RecordedProcesses processes;
   for (const ImageRecord& img : pbs->images) {
@@ -325,13 +284,13 @@ Status AnalyzePbs(const InputFile& input, const AnalyzeOptions& options, Analyze
   }
   bool windowed = false;
   for (const BranchBatch& b : pbs->batches) windowed |= b.window;
-  // Windows in a .pbs do not say how their starts were drawn: taken as LBR-like.
-  Stores stores(options, windowed ? BranchWindows::kTakenBranches : BranchWindows::kNone, out,
-                &processes);
   if (!options.pbs_via_pt) {
     d.format = "pbs";
     d.samples = pbs->batches.size();
-    for (const BranchBatch& b : pbs->batches) PATHPROF_RETURN_IF_ERROR(stores.Add(b));
+    // Windows in a .pbs do not say how their starts were drawn: taken as LBR-like.
+    PATHPROF_RETURN_IF_ERROR(sink->Begin(
+        windowed ? BranchWindows::kTakenBranches : BranchWindows::kNone, ProcessesOf(processes)));
+    for (const BranchBatch& b : pbs->batches) PATHPROF_RETURN_IF_ERROR(sink->Add(b));
     return Status::Ok();
   }
   d.format = "pbs/synthesized-pt";
@@ -339,6 +298,7 @@ Status AnalyzePbs(const InputFile& input, const AnalyzeOptions& options, Analyze
     return Status(
         ErrorCode::kInvalidArgument,
         input.name() + " holds sampled windows; --via-pt needs a continuous (exact) stream");
+  PATHPROF_RETURN_IF_ERROR(sink->Begin(BranchWindows::kNone, ProcessesOf(processes)));
   dec::PtSynthOptions synth;
   FarBranchProbe far(pbs->images);
   synth.is_far_branch_instruction = [&far](uint64_t ip) { return far(ip); };
@@ -362,7 +322,7 @@ Status AnalyzePbs(const InputFile& input, const AnalyzeOptions& options, Analyze
     auto decoder =
         dec::PtBranchDecoder::Create(t.bytes, dec::PtDecoderConfig{}, image, t.pid, t.tid);
     if (!decoder.ok()) return decoder.status();
-    PATHPROF_RETURN_IF_ERROR((*decoder)->Decode([&](BranchBatch&& b) { return stores.Add(b); }));
+    PATHPROF_RETURN_IF_ERROR((*decoder)->Decode([&](BranchBatch&& b) { return sink->Add(b); }));
     MergePtStats((*decoder)->stats(), &d);
   }
   return Status::Ok();
@@ -374,31 +334,102 @@ bool LooksLikePbs(std::span<const uint8_t> bytes) {
 
 }  // namespace
 
-Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options) {
-  AnalyzeResult out;
-  dec::ImageStoreOptions images;
-  images.binary_dir = options.binary_dir;
-  out.symbols = std::make_shared<SymbolService>(images);
+StoreSink::~StoreSink() {
+  cpu_.Flush();
+}
+
+Status StoreSink::Begin(BranchWindows windows,
+                        const std::map<uint32_t, RecordedProcess>& processes) {
+  windows_ = windows;
+  processes_ = processes;
+  return Status::Ok();
+}
+
+Result<ProfileStore*> StoreSink::For(uint32_t pid) {
+  auto it = out_->stores.find(pid);
+  if (it != out_->stores.end()) return it->second.get();
+  auto store = ProfileStore::CreateOffline(pid, options_.config, windows_, out_->symbols);
+  if (!store.ok()) return store.status();
+  if (auto p = processes_.find(pid); p != processes_.end()) {
+    for (const dec::Mapping& map : p->second.mappings) (*store)->AddMapping(map);
+    if (!p->second.comm.empty()) (*store)->SetIdentity(p->second.comm, "");
+  }
+  return out_->stores.emplace(pid, std::move(*store)).first->second.get();
+}
+
+Status StoreSink::Add(const BranchBatch& batch) {
+  if (options_.pid && batch.pid != *options_.pid) {
+    out_->decode.counters["batches_other_pid"]++;
+    return Status::Ok();
+  }
+  DecodeSummary& d = out_->decode;
+  d.windows++;
+  d.events += batch.events.size();
+  for (const auto& e : batch.events) {
+    (e.taken ? d.taken : d.not_taken)++;
+    d.instructions += e.instructions;
+  }
+  if (options_.decode_only) return Status::Ok();
+  auto store = For(batch.pid);
+  if (!store.ok()) return store.status();
+  (*store)->AddBranches(batch);
+  cpu_.Note(&(*store)->accounting());
+  if (cpu_.pending() >= 1024) cpu_.Flush();
+  return Status::Ok();
+}
+
+void MergeDecodeSummary(DecodeSummary from, DecodeSummary* into) {
+  into->format = std::move(from.format);
+  into->records += from.records;
+  into->samples += from.samples;
+  for (auto& [k, v] : from.broken_windows) into->broken_windows[k] += v;
+  for (auto& [k, v] : from.dropped_entries) into->dropped_entries[k] += v;
+  for (auto& [k, v] : from.decode_errors) into->decode_errors[k] += v;
+  for (auto& [k, v] : from.counters) into->counters[k] += v;
+  for (std::string& w : from.warnings) into->warnings.push_back(std::move(w));
+}
+
+Result<DecodeSummary> DecodeRecording(const std::string& path, const AnalyzeOptions& options,
+                                      RecordingSink* sink) {
+  DecodeSummary d;
   // Read once: a pipe cannot be read twice, and the passes below each walk the whole input.
   static constexpr std::string_view kMagics[] = {"PERFILE2", "PBS"};
-  auto input = InputFile::Open(path, options.limits, kMagics);
+  auto input = options.input_fd >= 0
+                   ? InputFile::FromDescriptor(options.input_fd, path, options.limits, kMagics)
+                   : InputFile::Open(path, options.limits, kMagics);
   if (!input.ok()) return input.status();
   if (LooksLikePbs(input->bytes()) || path.ends_with(".pbs")) {
-    PATHPROF_RETURN_IF_ERROR(AnalyzePbs(*input, options, &out));
-    return out;
+    PATHPROF_RETURN_IF_ERROR(AnalyzePbs(*input, options, sink, &d));
+    return d;
   }
   if (options.pbs_via_pt)
     return Status(ErrorCode::kInvalidArgument, "--via-pt applies to .pbs files only");
   bool has_pt = false;
-  auto processes = ReadSideband(*input, &has_pt, &out.decode);
+  auto processes = ReadSideband(*input, &has_pt, &d);
   if (!processes.ok()) return processes.status();
   if (has_pt)
-    PATHPROF_RETURN_IF_ERROR(AnalyzePt(*input, options, *processes, &out));
+    PATHPROF_RETURN_IF_ERROR(AnalyzePt(*input, options, *processes, sink, &d));
   else
-    PATHPROF_RETURN_IF_ERROR(AnalyzeLbr(*input, options, *processes, &out));
+    PATHPROF_RETURN_IF_ERROR(AnalyzeLbr(*input, options, *processes, sink, &d));
   // Shown so that a host whose clocks are system calls can see what they cost here: CPU time is
   // charged per batch, never per sample.
-  out.decode.counters["clock_reads"] = ClockReads();
+  d.counters["clock_reads"] = ClockReads();
+  return d;
+}
+
+Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options) {
+  if (options.decode_in_helper_for) return AnalyzeFileInHelper(path, options);
+  AnalyzeResult out;
+  dec::ImageStoreOptions images;
+  images.binary_dir = options.binary_dir;
+  out.symbols = std::make_shared<SymbolService>(images);
+  // The sink charges its last batches' CPU when it goes, before anyone reads the stats.
+  auto decoded = [&] {
+    StoreSink sink(options, &out);
+    return DecodeRecording(path, options, &sink);
+  }();
+  if (!decoded.ok()) return decoded.status();
+  MergeDecodeSummary(std::move(*decoded), &out.decode);
   return out;
 }
 

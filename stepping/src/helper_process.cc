@@ -1,7 +1,10 @@
 #include "pathprof/stepping/helper_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,6 +95,30 @@ bool IsOwnHelper(pid_t pid) {
 void ForgetHelper(pid_t pid) {
   std::lock_guard<std::mutex> lock(g_helpers_mu);
   g_helpers.erase(pid);
+}
+
+int ReapHelper(pid_t pid, int pidfd, int timeout_ms) {
+  if (pidfd >= 0) {
+    pollfd p{pidfd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) == 0) kill(pid, SIGKILL);
+  } else {
+    kill(pid, SIGKILL);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ForgetHelper(pid);
+  return status;
+}
+
+std::string DescribeHelperExit(int wait_status) {
+  if (WIFEXITED(wait_status))
+    return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) {
+    const int sig = WTERMSIG(wait_status);
+    return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return "ended";
 }
 
 }  // namespace pathprof::stepping

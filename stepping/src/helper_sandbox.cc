@@ -142,10 +142,32 @@ const std::vector<int>& EmulatorCalls() {
   return calls;
 }
 
+// The importer's files: the binaries a recording names, found by path, build-id or a binary
+// directory's index (stat, listings, links), and libipt's own reads of them.
+const std::vector<int>& ImporterCalls() {
+  static const std::vector<int> calls = {
+      SCMP_SYS(newfstatat), SCMP_SYS(statx),     SCMP_SYS(getdents64), SCMP_SYS(readlink),
+      SCMP_SYS(readlinkat), SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(access)};
+  return calls;
+}
+
+const std::vector<int>& RoleCalls(SandboxRole role) {
+  switch (role) {
+    case SandboxRole::kTracer:
+      return TracerCalls();
+    case SandboxRole::kEmulator:
+      return EmulatorCalls();
+    case SandboxRole::kImporter:
+      break;
+  }
+  return ImporterCalls();
+}
+
 }  // namespace
 
 std::string EnterHelperSandbox(const SandboxPolicy& policy) {
   const bool tracer = policy.role == SandboxRole::kTracer;
+  const bool opens_files = tracer || policy.role == SandboxRole::kImporter;
   // no_new_privs first: an unprivileged process may install a filter only with it, and it keeps
   // an exec (were one allowed) from gaining anything.
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
@@ -154,7 +176,7 @@ std::string EnterHelperSandbox(const SandboxPolicy& policy) {
   if (filter == nullptr) return "seccomp: seccomp_init failed";
   scmp_filter_ctx ctx = filter.get();
   if (std::string e = Allow(ctx, CommonCalls()); !e.empty()) return e;
-  if (std::string e = Allow(ctx, tracer ? TracerCalls() : EmulatorCalls()); !e.empty()) return e;
+  if (std::string e = Allow(ctx, RoleCalls(policy.role)); !e.empty()) return e;
   // prctl: reading its own settings only; PR_SET_PDEATHSIG is set before the sandbox.
   for (int option : {PR_GET_DUMPABLE, PR_GET_NO_NEW_PRIVS, PR_GET_SECCOMP}) {
     if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
@@ -162,12 +184,13 @@ std::string EnterHelperSandbox(const SandboxPolicy& policy) {
         rc != 0)
       return Failed("allow prctl", rc);
   }
-  // Files, the tracer only: read-only opens (/proc files of the target, its memory), and with
-  // text writes the target's memory read-write; never created, truncated or appended to. The
-  // emulator opens nothing: it reads what it was handed.
+  // Files, the tracer and the importer only: read-only opens (/proc files of the target, its
+  // memory; the binaries a recording names), and with text writes the target's memory
+  // read-write; never created, truncated or appended to. The emulator opens nothing: it reads
+  // what it was handed.
   const scmp_datum_t never =
       O_CREAT | O_TRUNC | O_APPEND | O_WRONLY | (policy.allow_text_writes ? 0 : O_RDWR);
-  if (tracer || kSanitizerRuntime) {
+  if (opens_files || kSanitizerRuntime) {
     if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
                                   SCMP_A2(SCMP_CMP_MASKED_EQ, never, 0));
         rc != 0)
@@ -200,7 +223,10 @@ std::string EnterHelperSandbox(const SandboxPolicy& policy) {
                                     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
           rc != 0)
         return Failed("kill clone", rc);
-    } else if (std::string e = Kill(ctx, {SCMP_SYS(clone), SCMP_SYS(openat), SCMP_SYS(ptrace)});
+    } else if (std::string e =
+                   Kill(ctx, opens_files ? std::vector<int>{SCMP_SYS(clone), SCMP_SYS(ptrace)}
+                                         : std::vector<int>{SCMP_SYS(clone), SCMP_SYS(openat),
+                                                            SCMP_SYS(ptrace)});
                !e.empty()) {
       return e;
     }

@@ -29,6 +29,11 @@ class InputFile {
   // so that `yes | pathctl analyze -` ends at once instead of after max_stream_bytes.
   static Result<InputFile> Open(const std::string& path, const InputLimits& limits = {},
                                 std::span<const std::string_view> magics = {});
+  // The same over a descriptor somebody else opened (a file a helper was handed): `path` only
+  // names it in messages. The descriptor stays the caller's (not closed).
+  static Result<InputFile> FromDescriptor(int fd, const std::string& path,
+                                          const InputLimits& limits = {},
+                                          std::span<const std::string_view> magics = {});
 
   InputFile(InputFile&& other) noexcept;
   InputFile& operator=(InputFile&& other) noexcept;

@@ -38,4 +38,10 @@ Result<pid_t> SpawnHelper(const std::string& path, const std::vector<std::string
 bool IsOwnHelper(pid_t pid);
 void ForgetHelper(pid_t pid);
 
+// Waits at most `timeout_ms` for helper `pid` to exit (on its pidfd, -1 if none: then at once),
+// kills it past that, reaps it and forgets it: its wait status.
+int ReapHelper(pid_t pid, int pidfd, int timeout_ms);
+// "exited with status 1", "was killed by signal 31 (Bad system call)".
+std::string DescribeHelperExit(int wait_status);
+
 }  // namespace pathprof::stepping

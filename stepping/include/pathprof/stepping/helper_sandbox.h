@@ -1,8 +1,10 @@
-// What a helper process may still do once it interprets code somebody else chose. Both helpers
-// that interpret a profiled program's instructions run sandboxed: pathprof-tracer once it has
-// seized its target (stepping/), pathprof-emulator (collectors/) from its start, fed snapshot
-// records and handed the files it reads as descriptors. A flaw in the emulator must not hand a
-// target's author the helper's rights, so each helper
+// What a helper process may still do once it interprets or parses bytes somebody else chose. The
+// helpers that interpret a profiled program's instructions run sandboxed: pathprof-tracer once
+// it has seized its target (stepping/), pathprof-emulator (collectors/) from its start, fed
+// snapshot records and handed the files it reads as descriptors; so does pathprof-import
+// (pipeline/), which parses the recordings the daemon imports and the binaries they name. A
+// flaw in the emulator or a parser must not hand a file's author the helper's rights, so each
+// helper
 //   - drops to an unprivileged identity where it ran as root (DropIdentity: no groups, no
 //     capabilities; the caller chooses the uid: a confined session's requester, else nobody
 //     for the emulator; an admin's tracer keeps root's uid, which seizing needs, but not the
@@ -27,6 +29,10 @@ enum class SandboxRole {
   // descriptors it was handed, its heap and clocks. It opens nothing, traces nothing, starts no
   // thread.
   kEmulator,
+  // pathprof-import (pipeline/): reads the recording it was handed as a descriptor and the
+  // binaries the recording names (read-only opens, stat, directory listings for a binary
+  // directory's index), writes frames to its pipe. Traces nothing, starts no thread.
+  kImporter,
 };
 
 struct SandboxPolicy {

@@ -1,0 +1,135 @@
+// pathprof-import: the process the daemon's imports are decoded in (recording_import.h).
+//   pathprof-import [--uid U --gid G] [--binary-dir DIR] NAME
+// Its fd 3 is the recording (opened by the daemon with the requester's rights), its fd 4 the
+// pipe to the daemon. A recording and the binaries it names are anybody's bytes: the perf.data
+// and .pbs readers, the ELF reader, the x86 decoder and libipt run here, not in the daemon. So
+// before it reads a byte it becomes uid U and gid G when given (no groups, no capabilities) and
+// enters its sandbox (stepping's helper_sandbox.h: read-only opens, no exec, no sockets, no new
+// processes); then it decodes NAME's bytes into import_wire frames. Not meant to be run by hand.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "../src/import_wire.h"
+#include "pathprof/pipeline/offline_analysis.h"
+#include "pathprof/stepping/helper_sandbox.h"
+
+namespace {
+
+namespace pp = pathprof::pipeline;
+namespace wire = pathprof::pipeline::import_wire;
+
+constexpr int kRecordingFd = 3;
+constexpr int kPipeFd = 4;
+constexpr int kExitUsage = 2;
+
+// The decode's batches, as frames on the pipe.
+class PipeSink final : public pp::RecordingSink {
+ public:
+  explicit PipeSink(wire::Writer& writer) : writer_(writer) {}
+  pathprof::Status Begin(pp::BranchWindows windows,
+                         const std::map<uint32_t, pp::RecordedProcess>& processes) override {
+    return Sent(writer_.Write(wire::BeginFrame{.windows = windows, .processes = processes}));
+  }
+  pathprof::Status Add(const pathprof::BranchBatch& batch) override {
+    return Sent(writer_.WriteBatch(batch));
+  }
+
+ private:
+  static pathprof::Status Sent(bool ok) {
+    if (ok) return pathprof::Status::Ok();
+    // The daemon closed the pipe (it gave up on this import): nothing left to do.
+    std::_Exit(0);
+  }
+  wire::Writer& writer_;
+};
+
+bool ParseId(const char* text, uint32_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (errno != 0 || end == text || *end != 0 || v > UINT32_MAX) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "pathprof-import: usage: pathprof-import [--uid U --gid G] [--binary-dir DIR] "
+               "NAME (fd 3: the recording, fd 4: the pipe to the daemon)\n");
+  return kExitUsage;
+}
+
+#ifndef NDEBUG
+// Tests only (builds with assertions): what an exploit of a parser would do once the recording
+// is being read: write outside every buffer ("write"), exec a shell ("exec"), or hang ("hang").
+void Fault(const char* fault) {
+  if (fault == nullptr) return;
+  if (std::strcmp(fault, "exec") == 0) {
+    char* const argv[] = {const_cast<char*>("/bin/sh"), nullptr};
+    execve(argv[0], argv, nullptr);
+  }
+  if (std::strcmp(fault, "write") == 0) {
+    volatile uint64_t* wild = reinterpret_cast<volatile uint64_t*>(uintptr_t{0x10});
+    *wild = 0x41414141;
+  }
+  if (std::strcmp(fault, "hang") == 0)
+    for (;;) pause();
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);  // a daemon gone away is seen as EPIPE, not death
+  (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+  uint32_t uid = 0, gid = 0;
+  bool drop = false;
+  pp::AnalyzeOptions options;
+  std::string name;
+  for (int i = 1; i < argc; ++i) {
+    const std::string key = argv[i];
+    if (key == "--uid" || key == "--gid") {
+      if (i + 1 >= argc || !ParseId(argv[i + 1], key == "--uid" ? &uid : &gid)) return Usage();
+      drop = true;
+      ++i;
+    } else if (key == "--binary-dir") {
+      if (i + 1 >= argc) return Usage();
+      options.binary_dir = argv[++i];
+    } else if (name.empty() && !key.starts_with("--")) {
+      name = key;
+    } else {
+      return Usage();
+    }
+  }
+  if (name.empty()) return Usage();
+  wire::Writer writer(kPipeFd);
+  auto fail = [&writer](pathprof::ErrorCode code, const std::string& why) {
+    (void)writer.Write(pathprof::Status(code, why));
+    return 1;
+  };
+  if (drop) {
+    if (const std::string e = pathprof::stepping::DropIdentity(uid, gid); !e.empty())
+      return fail(pathprof::ErrorCode::kPermission,
+                  "the import helper could not become uid " + std::to_string(uid) + ": " + e);
+  }
+  pathprof::stepping::SandboxPolicy policy;
+  policy.role = pathprof::stepping::SandboxRole::kImporter;
+  if (const std::string e = pathprof::stepping::EnterHelperSandbox(policy); !e.empty())
+    return fail(pathprof::ErrorCode::kInternal,
+                "the import helper could not enter its sandbox: " + e);
+#ifndef NDEBUG
+  Fault(std::getenv("PATHPROF_IMPORT_FAULT"));
+#endif
+  options.input_fd = kRecordingFd;
+  PipeSink sink(writer);
+  auto summary = pp::DecodeRecording(name, options, &sink);
+  if (!summary.ok()) return fail(summary.status().code(), summary.status().message());
+  return writer.Write(std::move(*summary)) ? 0 : 1;
+}
