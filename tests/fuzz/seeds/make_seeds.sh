@@ -22,6 +22,8 @@
 #                     that header): frames only, a stack copy, a snapshot with two register
 #                     ranges, and a snapshot record cut short inside its pieces; plus
 #                     regress_*, inputs the fuzzer found that once failed (kept as found)
+#   import_wire/      import helper frames (pipeline/src/import_wire.proto), one of each kind,
+#                     encoded by protoc from the text below
 # Each must stay under the fuzzers' -max_len (64 KiB). perf records need perf_event access
 # (root, or kernel.perf_event_paranoid <= 1); the branch-stack file needs root (ptrace).
 # usage: tests/fuzz/seeds/make_seeds.sh [BUILD_DIR]
@@ -496,4 +498,23 @@ CXX
 c++ -std=c++20 -I"$here/../../../bpf" -o "$tmp/stack_record" "$tmp/stack_record.cc"
 "$tmp/stack_record" "$sr"
 
-ls -l "$em" "$cu" "$el" "$pb" "$sr"
+# --- import_wire ---
+iw="$here/import_wire"
+mkdir -p "$iw"
+proto="$here/../../../pipeline/src"
+enc() { protoc -I"$proto" --encode=pathprof.pipeline.import_wire.pb.Frame \
+          "$proto/import_wire.proto" >"$iw/$1"; }
+echo 'begin { windows: 1 processes { pid: 42 comm: "zstd" mappings { start: 4194304 len: 65536
+  pgoff: 0 executable: true path: "/usr/bin/zstd" build_id: "0a1b2c" } mappings {
+  start: 140737488224256 len: 8192 executable: false path: "[stack]" } } processes { pid: 43 } }' |
+  enc begin
+echo 'batch { pid: 42 tid: 43 time_ns: 123456 gap_before: true window: true
+  from: [4198400, 4198416, 4198432] to: [4198416, 4198400, 4202496] cycles: [3, 0, 12]
+  instructions: [2, 5, 1] kinds: "\000\000\003" flags: "\000\003\001" }' | enc batch
+echo 'summary { format: "perf.data/lbr" records: 5619 samples: 3732
+  broken_windows { name: "discontinuity" count: 3 } dropped_entries { name: "duplicate_entry"
+  count: 966 } decode_errors { name: "pt: overflow" count: 1 } counters { name: "images_found"
+  count: 2 } warnings: "decoding with default PT settings" }' | enc summary
+echo 'failure { code: 3 message: "x.data: corrupt at offset 120" }' | enc failure
+
+ls -l "$em" "$cu" "$el" "$pb" "$sr" "$iw"
