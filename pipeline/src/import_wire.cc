@@ -51,6 +51,11 @@ void PutBatch(const BranchBatch& b, size_t first, size_t count, pb::Batch* out) 
   out->set_time_ns(b.time_ns);
   out->set_gap_before(first == 0 && b.gap_before);
   out->set_window(b.window);
+  const int n = static_cast<int>(count);
+  out->mutable_from()->Reserve(n);
+  out->mutable_to()->Reserve(n);
+  out->mutable_cycles()->Reserve(n);
+  out->mutable_instructions()->Reserve(n);
   std::string kinds(count, '\0'), flags(count, '\0');
   for (size_t i = 0; i < count; ++i) {
     const BranchEvent& e = b.events[first + i];
