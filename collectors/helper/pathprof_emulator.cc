@@ -186,6 +186,8 @@ int main(int argc, char** argv) {
     if (const std::string e = pathprof::stepping::DropIdentity(uid, gid); !e.empty())
       return Fail("the emulator could not become uid " + std::to_string(uid) + ": " + e);
   }
+  // Again: the uid change cleared the parent-death signal.
+  (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
   pathprof::stepping::SandboxPolicy policy;
   policy.role = pathprof::stepping::SandboxRole::kEmulator;
   if (const std::string e = pathprof::stepping::EnterHelperSandbox(policy); !e.empty())

@@ -48,7 +48,7 @@ Result<std::unique_ptr<EmulatorClient>> EmulatorClient::Start(
   PATHPROF_ASSIGN_OR_RETURN(const std::string path, EmulatorHelperPath());
   std::vector<std::string> args;
   std::optional<decoders::FileCredentials> run_as = options.run_as;
-  if (!run_as && geteuid() == 0) {
+  if (!run_as && stepping::HoldsPrivilege()) {
     decoders::FileCredentials nobody;
     stepping::NobodyIdentity(&nobody.uid, &nobody.gid);
     run_as = nobody;

@@ -28,8 +28,8 @@ struct EmulatorHelperOptions {
   // The rights the mapped files are opened with (a confined session's requester); nullopt:
   // this process's own.
   std::optional<decoders::FileCredentials> open_as;
-  // The identity the helper runs as: nullopt takes nobody's when this process is root (or
-  // holds capabilities), else stays this process's user.
+  // The identity the helper runs as: nullopt takes nobody's when this process is root or holds
+  // capabilities (stepping::HoldsPrivilege), else stays this process's user.
   std::optional<decoders::FileCredentials> run_as;
   // How long one sample may take in the helper before it is taken for hung and killed.
   int sample_timeout_ms = 10'000;

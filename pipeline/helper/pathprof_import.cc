@@ -1,13 +1,18 @@
 // pathprof-import: the process the daemon's imports are decoded in (recording_import.h).
-//   pathprof-import [--uid U --gid G] [--binary-dir DIR] NAME
+//   pathprof-import [--uid U --gid G] [--deadline-ms MS] [--binary-dir DIR] NAME
 // Its fd 3 is the recording (opened by the daemon with the requester's rights), its fd 4 the
 // pipe to the daemon. A recording and the binaries it names are anybody's bytes: the perf.data
 // and .pbs readers, the ELF reader, the x86 decoder and libipt run here, not in the daemon. So
 // before it reads a byte it becomes uid U and gid G when given (no groups, no capabilities) and
 // enters its sandbox (stepping's helper_sandbox.h: read-only opens, no exec, no sockets, no new
-// processes); then it decodes NAME's bytes into import_wire frames. Not meant to be run by hand.
+// processes); then it decodes NAME's bytes into import_wire frames. It ends itself at its
+// deadline, whatever the code it runs does: a daemon that is no root and lacks CAP_KILL cannot
+// kill a helper that became another user. Not meant to be run by hand.
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,9 +66,30 @@ bool ParseId(const char* text, uint32_t* out) {
 
 int Usage() {
   std::fprintf(stderr,
-               "pathprof-import: usage: pathprof-import [--uid U --gid G] [--binary-dir DIR] "
-               "NAME (fd 3: the recording, fd 4: the pipe to the daemon)\n");
+               "pathprof-import: usage: pathprof-import [--uid U --gid G] [--deadline-ms MS] "
+               "[--binary-dir DIR] NAME (fd 3: the recording, fd 4: the pipe to the daemon)\n");
   return kExitUsage;
+}
+
+// SIGKILL at `ms` of wall time, and no more CPU time than that: set before the sandbox, which
+// refuses timer_settime and timer_delete, and without CAP_SYS_RESOURCE the limit cannot be
+// raised again. Empty on success.
+std::string ArmDeadline(uint32_t ms) {
+  sigevent ev{};
+  ev.sigev_notify = SIGEV_SIGNAL;
+  ev.sigev_signo = SIGKILL;
+  timer_t timer;
+  if (timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0)
+    return std::string("timer_create: ") + std::strerror(errno);
+  itimerspec at{};
+  at.it_value.tv_sec = ms / 1000;
+  at.it_value.tv_nsec = static_cast<long>(ms % 1000) * 1'000'000;
+  if (timer_settime(timer, 0, &at, nullptr) != 0)
+    return std::string("timer_settime: ") + std::strerror(errno);
+  const rlim_t cpu_s = ms / 1000 + 1;
+  const rlimit cpu{cpu_s, cpu_s};
+  if (setrlimit(RLIMIT_CPU, &cpu) != 0) return std::string("RLIMIT_CPU: ") + std::strerror(errno);
+  return "";
 }
 
 #ifndef NDEBUG
@@ -80,7 +106,7 @@ void Fault(const char* fault) {
     *wild = 0x41414141;
   }
   if (std::strcmp(fault, "hang") == 0)
-    for (;;) pause();
+    for (;;) poll(nullptr, 0, -1);  // blocks, using no CPU (pause is not on the allowlist)
 }
 #endif
 
@@ -89,7 +115,7 @@ void Fault(const char* fault) {
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a daemon gone away is seen as EPIPE, not death
   (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-  uint32_t uid = 0, gid = 0;
+  uint32_t uid = 0, gid = 0, deadline_ms = 0;
   bool drop = false;
   pp::AnalyzeOptions options;
   std::string name;
@@ -98,6 +124,9 @@ int main(int argc, char** argv) {
     if (key == "--uid" || key == "--gid") {
       if (i + 1 >= argc || !ParseId(argv[i + 1], key == "--uid" ? &uid : &gid)) return Usage();
       drop = true;
+      ++i;
+    } else if (key == "--deadline-ms") {
+      if (i + 1 >= argc || !ParseId(argv[i + 1], &deadline_ms) || deadline_ms == 0) return Usage();
       ++i;
     } else if (key == "--binary-dir") {
       if (i + 1 >= argc) return Usage();
@@ -118,6 +147,13 @@ int main(int argc, char** argv) {
     if (const std::string e = pathprof::stepping::DropIdentity(uid, gid); !e.empty())
       return fail(pathprof::ErrorCode::kPermission,
                   "the import helper could not become uid " + std::to_string(uid) + ": " + e);
+  }
+  // Again: the uid change cleared the parent-death signal.
+  (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (deadline_ms > 0) {
+    if (const std::string e = ArmDeadline(deadline_ms); !e.empty())
+      return fail(pathprof::ErrorCode::kInternal,
+                  "the import helper could not arm its deadline: " + e);
   }
   pathprof::stepping::SandboxPolicy policy;
   policy.role = pathprof::stepping::SandboxRole::kImporter;

@@ -94,13 +94,15 @@ Result<AnalyzeResult> AnalyzeFileInHelper(const std::string& path, const Analyze
                  std::string("import: cannot make a pipe: ") + std::strerror(errno));
   Fd read_end(ends[0]), write_end(ends[1]);
   std::vector<std::string> args;
-  // Root (or a daemon holding capabilities) gives the helper the requester's identity, nobody's
-  // for root; an unprivileged caller's helper stays that caller and is sandboxed all the same.
-  if (geteuid() == 0) {
+  // Root, or a daemon holding capabilities (the packaged one: `pathprof` with ambient ones, which
+  // the exec would pass on), gives the helper the requester's identity to drop to, nobody's for
+  // root; an unprivileged caller's helper stays that caller and is sandboxed all the same.
+  if (stepping::HoldsPrivilege()) {
     decoders::FileCredentials as = requester;
     if (as.uid == 0) stepping::NobodyIdentity(&as.uid, &as.gid);
     args = {"--uid", std::to_string(as.uid), "--gid", std::to_string(as.gid)};
   }
+  args.insert(args.end(), {"--deadline-ms", std::to_string(options.helper_deadline_ms)});
   if (!options.binary_dir.empty()) args.insert(args.end(), {"--binary-dir", options.binary_dir});
   args.push_back(path);
   auto pid = stepping::SpawnHelper(helper, args, {file.get(), write_end.fd});

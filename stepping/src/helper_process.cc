@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "pathprof/core/procfs.h"
 
@@ -98,11 +99,22 @@ void ForgetHelper(pid_t pid) {
 }
 
 int ReapHelper(pid_t pid, int pidfd, int timeout_ms) {
+  bool exited = false;
   if (pidfd >= 0) {
     pollfd p{pidfd, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) == 0) kill(pid, SIGKILL);
-  } else {
-    kill(pid, SIGKILL);
+    exited = poll(&p, 1, timeout_ms) > 0;
+  }
+  if (!exited && kill(pid, SIGKILL) != 0 && errno == EPERM) {
+    // A helper that became another user cannot be killed by a daemon without CAP_KILL (the
+    // packaged one runs as `pathprof`): waiting for it here could be forever. A thread of its
+    // own reaps it once it ends (at its own deadline where it has one, or with this process).
+    std::thread([pid] {
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      ForgetHelper(pid);
+    }).detach();
+    return kHelperNotKilled;
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -112,6 +124,9 @@ int ReapHelper(pid_t pid, int pidfd, int timeout_ms) {
 }
 
 std::string DescribeHelperExit(int wait_status) {
+  if (wait_status == kHelperNotKilled)
+    return "could not be killed (it runs as another user and this process lacks CAP_KILL; it "
+           "ends at its own deadline or with this process)";
   if (WIFEXITED(wait_status))
     return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
   if (WIFSIGNALED(wait_status)) {

@@ -272,6 +272,15 @@ std::string DropIdentity(uid_t uid, gid_t gid) {
   return "";
 }
 
+bool HoldsPrivilege() {
+  if (geteuid() == 0) return true;
+  // Effective and ambient capabilities are both within the permitted set.
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct caps[2] = {};
+  if (syscall(SYS_capget, &header, caps) != 0) return true;  // unknown: assume the worst
+  return (caps[0].permitted | caps[1].permitted) != 0;
+}
+
 void NobodyIdentity(uid_t* uid, gid_t* gid) {
   *uid = 65534;
   *gid = 65534;

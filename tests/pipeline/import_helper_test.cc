@@ -4,9 +4,14 @@
 // wild write, an exec, a hang) ends that import alone; a requester who may not read the file
 // is refused before any helper runs; and what a helper sends is checked (import_wire.h).
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,6 +29,7 @@
 #include "pathprof/core/procfs.h"
 #include "pathprof/pipeline/offline_analysis.h"
 #include "pathprof/pipeline/session.h"
+#include "pathprof/stepping/helper_sandbox.h"
 
 namespace pathprof::pipeline {
 namespace {
@@ -235,6 +241,113 @@ TEST(ImportHelper, TheHelperIsNobodyWithoutCapabilitiesUnderSeccompAndAHangIsBou
       << r.status().ToString();
   EXPECT_LT(waited, 30.0);
   EXPECT_NE(kill(helper, 0), 0) << "the hung helper was left running";
+}
+
+// The packaged daemon is no root: it runs as `pathprof` with ambient capabilities, which an exec
+// passes on. Its helper must drop them all the same: here a child made that way (a non-root
+// user with CAP_DAC_READ_SEARCH, CAP_SETUID and CAP_SETGID ambient) imports, and the helper's
+// /proc status is read while its hook holds it.
+TEST(ImportHelper, AHelperOfANonRootProcessWithCapabilitiesHasNone) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "the helper's fault hook exists in builds with assertions only";
+#endif
+  if (geteuid() != 0) GTEST_SKIP() << "making a non-root process with capabilities needs root";
+  TempDir dir;
+  PbsContents c;
+  c.batches = {Loop(10, 100, false)};
+  const std::string path = dir.path() + "/a.pbs";
+  ASSERT_TRUE(WritePbsFile(path, c).ok());
+  chmod(path.c_str(), 0644);
+  constexpr uid_t kUser = 65533;  // not nobody: the helper becomes the requester, nobody
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(report[0]);
+    auto say = [&](const std::string& text) {
+      (void)!write(report[1], text.data(), text.size());
+      _exit(0);
+    };
+    const int caps[] = {CAP_DAC_READ_SEARCH, CAP_SETUID, CAP_SETGID};
+    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0 || setgroups(0, nullptr) != 0 ||
+        setresgid(kUser, kUser, kUser) != 0 || setresuid(kUser, kUser, kUser) != 0)
+      say("setup: uid change failed");
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    for (int cap : caps) {
+      data[cap / 32].effective |= 1u << (cap % 32);
+      data[cap / 32].permitted |= 1u << (cap % 32);
+      data[cap / 32].inheritable |= 1u << (cap % 32);
+    }
+    if (syscall(SYS_capset, &header, data) != 0) say("setup: capset failed");
+    for (int cap : caps)
+      if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0)
+        say("setup: ambient raise failed");
+    std::string out = stepping::HoldsPrivilege() ? "privileged" : "plain";
+    setenv("PATHPROF_IMPORT_FAULT", "hang", 1);
+    AnalyzeOptions o;
+    o.decode_in_helper_for = decoders::FileCredentials{65534, 65534};
+    o.helper_silence_ms = 3000;
+    // Neither this process's kill nor the parent-death signal reaches a helper that became
+    // another user (both are permission-checked): its deadline ends it.
+    o.helper_deadline_ms = 6000;
+    std::string failure;
+    std::thread import([&] {
+      auto r = AnalyzeFile(path, o);
+      failure = r.ok() ? "succeeded" : r.status().message();
+    });
+    const pid_t helper = FindHelper(std::chrono::seconds(3));
+    for (int i = 0; i < 100 && StatusLine(helper, "Seccomp") != "2"; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::string uid = StatusLine(helper, "Uid");
+    out += " uid " + uid.substr(0, uid.find_first_of(" \t")) + " CapEff " +
+           StatusLine(helper, "CapEff") + " CapAmb " + StatusLine(helper, "CapAmb") + " Seccomp " +
+           StatusLine(helper, "Seccomp");
+    import.join();
+    // This process may not kill a helper that became nobody (no CAP_KILL): the import ends at
+    // the silence bound all the same, saying so, and the helper at its own deadline.
+    out += failure.find("could not be killed") != std::string::npos ? " unkillable-reported"
+                                                                    : " [" + failure + "]";
+    say(out);
+  }
+  close(report[1]);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; (n = read(report[0], buf, sizeof buf)) > 0;) got.append(buf, n);
+  close(report[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_EQ(got,
+            "privileged uid 65534 CapEff 0000000000000000 CapAmb 0000000000000000 Seccomp 2 "
+            "unkillable-reported");
+}
+
+// A helper that nobody may kill ends itself: a SIGKILL timer at its deadline, armed before its
+// sandbox (which refuses to disarm it).
+TEST(ImportHelper, AHungHelperEndsItselfAtItsDeadline) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "the helper's fault hook exists in builds with assertions only";
+#endif
+  TempDir dir;
+  PbsContents c;
+  c.batches = {Loop(10, 100, false)};
+  const std::string path = dir.path() + "/a.pbs";
+  ASSERT_TRUE(WritePbsFile(path, c).ok());
+  setenv("PATHPROF_IMPORT_FAULT", "hang", 1);
+  AnalyzeOptions o = InHelper();
+  o.helper_silence_ms = 60'000;
+  o.helper_deadline_ms = 1500;
+  const auto started = std::chrono::steady_clock::now();
+  auto r = AnalyzeFile(path, o);
+  unsetenv("PATHPROF_IMPORT_FAULT");
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("killed by signal 9"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_GE(took, 1.4);
+  EXPECT_LT(took, 20.0);
 }
 
 // What an exploit of a parser would do, at the helper's first byte of the recording: the

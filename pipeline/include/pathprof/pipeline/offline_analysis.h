@@ -45,6 +45,10 @@ struct AnalyzeOptions {
   // How long that helper may go without sending a frame before it is taken for hung and
   // stopped (one thread of a large PT trace decodes for seconds; a minute of nothing is a hang).
   int helper_silence_ms = 60'000;
+  // How long the helper may run and use the CPU in all: it kills itself then, whatever the
+  // code it runs does (a daemon without CAP_KILL cannot kill a helper that became another
+  // user). An import of many GiB decodes for minutes; half an hour is a hang.
+  uint32_t helper_deadline_ms = 30 * 60'000;
   SessionConfig config;
 };
 

@@ -39,9 +39,13 @@ bool IsOwnHelper(pid_t pid);
 void ForgetHelper(pid_t pid);
 
 // Waits at most `timeout_ms` for helper `pid` to exit (on its pidfd, -1 if none: then at once),
-// kills it past that, reaps it and forgets it: its wait status.
+// kills it past that, reaps it and forgets it: its wait status. kHelperNotKilled when the kill
+// was refused (a helper running as another user, this process without CAP_KILL): then a
+// detached thread reaps it whenever it ends, and this returns at once.
+inline constexpr int kHelperNotKilled = -1;
 int ReapHelper(pid_t pid, int pidfd, int timeout_ms);
-// "exited with status 1", "was killed by signal 31 (Bad system call)".
+// "exited with status 1", "was killed by signal 31 (Bad system call)", "could not be killed
+// (...)".
 std::string DescribeHelperExit(int wait_status);
 
 }  // namespace pathprof::stepping

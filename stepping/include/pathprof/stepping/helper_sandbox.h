@@ -51,6 +51,12 @@ std::string EnterHelperSandbox(const SandboxPolicy& policy);
 // else what failed (the caller must then not go on).
 std::string DropIdentity(uid_t uid, gid_t gid);
 
+// Whether this process holds privilege a helper must not inherit: root's uid, or any permitted
+// capability (the packaged daemon runs as `pathprof` with ambient capabilities, which an exec
+// passes on: CAP_DAC_READ_SEARCH would let a helper taken over read any file). A helper started
+// from such a process must be given an identity to drop to (DropIdentity clears them).
+bool HoldsPrivilege();
+
 // The uid and gid of `nobody` from the user database, 65534 where it has none.
 void NobodyIdentity(uid_t* uid, gid_t* gid);
 
