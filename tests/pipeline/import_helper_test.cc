@@ -4,13 +4,9 @@
 // wild write, an exec, a hang) ends that import alone; a requester who may not read the file
 // is refused before any helper runs; and what a helper sends is checked (import_wire.h).
 #include <fcntl.h>
-#include <grp.h>
 #include <gtest/gtest.h>
-#include <linux/capability.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "common/capable_user.h"
 #include "common/corpus.h"
 #include "import_wire.h"
 #include "import_wire.pb.h"
@@ -269,21 +266,10 @@ TEST(ImportHelper, AHelperOfANonRootProcessWithCapabilitiesHasNone) {
       (void)!write(report[1], text.data(), text.size());
       _exit(0);
     };
-    const int caps[] = {CAP_DAC_READ_SEARCH, CAP_SETUID, CAP_SETGID};
-    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0 || setgroups(0, nullptr) != 0 ||
-        setresgid(kUser, kUser, kUser) != 0 || setresuid(kUser, kUser, kUser) != 0)
-      say("setup: uid change failed");
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2] = {};
-    for (int cap : caps) {
-      data[cap / 32].effective |= 1u << (cap % 32);
-      data[cap / 32].permitted |= 1u << (cap % 32);
-      data[cap / 32].inheritable |= 1u << (cap % 32);
-    }
-    if (syscall(SYS_capset, &header, data) != 0) say("setup: capset failed");
-    for (int cap : caps)
-      if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0)
-        say("setup: ambient raise failed");
+    if (const std::string e = testing::BecomeUserWithCapabilities(
+            kUser, {CAP_DAC_READ_SEARCH, CAP_SETUID, CAP_SETGID});
+        !e.empty())
+      say("setup: " + e);
     std::string out = stepping::HoldsPrivilege() ? "privileged" : "plain";
     setenv("PATHPROF_IMPORT_FAULT", "hang", 1);
     AnalyzeOptions o;
