@@ -133,35 +133,10 @@ class BrokeredAccess final : public pc::ProcessAccess {
   std::map<pid_t, pathprof::decoders::UniqueFd> maps_;
 };
 
-bool ParseId(const char* text, uint32_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long v = std::strtoul(text, &end, 10);
-  if (errno != 0 || end == text || *end != 0 || v > UINT32_MAX) return false;
-  *out = static_cast<uint32_t>(v);
-  return true;
-}
-
 int Fail(const std::string& why) {
   (void)wire::Send(kSocketFd, wire::Type::kError, why.data(), static_cast<uint32_t>(why.size()));
   return 1;
 }
-
-#ifndef NDEBUG
-// Tests only (builds with assertions): what an exploit of the emulator would do, at the first
-// sample: write outside every buffer ("write"), or exec a shell ("exec").
-void Fault(const char* fault) {
-  if (fault == nullptr) return;
-  if (std::strcmp(fault, "exec") == 0) {
-    char* const argv[] = {const_cast<char*>("/bin/sh"), nullptr};
-    execve(argv[0], argv, nullptr);
-  }
-  if (std::strcmp(fault, "write") == 0) {
-    volatile uint64_t* wild = reinterpret_cast<volatile uint64_t*>(uintptr_t{0x10});
-    *wild = 0x41414141;
-  }
-}
-#endif
 
 }  // namespace
 
@@ -174,7 +149,7 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) return kExitUsage;
     const std::string key = argv[i];
     uint32_t* to = key == "--uid" ? &uid : key == "--gid" ? &gid : nullptr;
-    if (to == nullptr || !ParseId(argv[i + 1], to)) {
+    if (to == nullptr || !pathprof::stepping::ParseHelperNumber(argv[i + 1], to)) {
       std::fprintf(stderr, "pathprof-emulator: usage: pathprof-emulator [--uid U --gid G]\n");
       return kExitUsage;
     }
@@ -227,7 +202,8 @@ int main(int argc, char** argv) {
     if (h.type != wire::Type::kSamples) return Fail("an unexpected message");
     if (!wire::DecodeSamples(payload, &samples)) return Fail("a malformed batch of samples");
 #ifndef NDEBUG
-    Fault(fault);
+    // Tests only: what an exploit would do, at the first sample.
+    pathprof::stepping::SimulateExploit(fault);
 #else
     (void)fault;
 #endif

@@ -8,7 +8,6 @@
 // processes); then it decodes NAME's bytes into import_wire frames. It ends itself at its
 // deadline, whatever the code it runs does: a daemon that is no root and lacks CAP_KILL cannot
 // kill a helper that became another user. Not meant to be run by hand.
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -47,22 +46,17 @@ class PipeSink final : public pp::RecordingSink {
   }
 
  private:
-  static pathprof::Status Sent(bool ok) {
+  pathprof::Status Sent(bool ok) {
     if (ok) return pathprof::Status::Ok();
+    if (writer_.too_large())  // the decode fails, and the daemon is told why
+      return pathprof::Status(pathprof::ErrorCode::kResourceExhausted,
+                              "the recording's processes and mappings make a frame over " +
+                                  std::to_string(wire::kMaxFrameBytes >> 20) + " MiB");
     // The daemon closed the pipe (it gave up on this import): nothing left to do.
     std::_Exit(0);
   }
   wire::Writer& writer_;
 };
-
-bool ParseId(const char* text, uint32_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long v = std::strtoul(text, &end, 10);
-  if (errno != 0 || end == text || *end != 0 || v > UINT32_MAX) return false;
-  *out = static_cast<uint32_t>(v);
-  return true;
-}
 
 int Usage() {
   std::fprintf(stderr,
@@ -92,24 +86,6 @@ std::string ArmDeadline(uint32_t ms) {
   return "";
 }
 
-#ifndef NDEBUG
-// Tests only (builds with assertions): what an exploit of a parser would do once the recording
-// is being read: write outside every buffer ("write"), exec a shell ("exec"), or hang ("hang").
-void Fault(const char* fault) {
-  if (fault == nullptr) return;
-  if (std::strcmp(fault, "exec") == 0) {
-    char* const argv[] = {const_cast<char*>("/bin/sh"), nullptr};
-    execve(argv[0], argv, nullptr);
-  }
-  if (std::strcmp(fault, "write") == 0) {
-    volatile uint64_t* wild = reinterpret_cast<volatile uint64_t*>(uintptr_t{0x10});
-    *wild = 0x41414141;
-  }
-  if (std::strcmp(fault, "hang") == 0)
-    for (;;) poll(nullptr, 0, -1);  // blocks, using no CPU (pause is not on the allowlist)
-}
-#endif
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,11 +98,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string key = argv[i];
     if (key == "--uid" || key == "--gid") {
-      if (i + 1 >= argc || !ParseId(argv[i + 1], key == "--uid" ? &uid : &gid)) return Usage();
+      if (i + 1 >= argc ||
+          !pathprof::stepping::ParseHelperNumber(argv[i + 1], key == "--uid" ? &uid : &gid))
+        return Usage();
       drop = true;
       ++i;
     } else if (key == "--deadline-ms") {
-      if (i + 1 >= argc || !ParseId(argv[i + 1], &deadline_ms) || deadline_ms == 0) return Usage();
+      if (i + 1 >= argc || !pathprof::stepping::ParseHelperNumber(argv[i + 1], &deadline_ms) ||
+          deadline_ms == 0)
+        return Usage();
       ++i;
     } else if (key == "--binary-dir") {
       if (i + 1 >= argc) return Usage();
@@ -161,7 +141,8 @@ int main(int argc, char** argv) {
     return fail(pathprof::ErrorCode::kInternal,
                 "the import helper could not enter its sandbox: " + e);
 #ifndef NDEBUG
-  Fault(std::getenv("PATHPROF_IMPORT_FAULT"));
+  // Tests only: what an exploit of a parser would do, once the recording is being read.
+  pathprof::stepping::SimulateExploit(std::getenv("PATHPROF_IMPORT_FAULT"));
 #endif
   options.input_fd = kRecordingFd;
   PipeSink sink(writer);

@@ -252,7 +252,8 @@ bool Writer::WriteBatch(const BranchBatch& batch) {
 }
 
 bool Writer::WriteBytes(const std::string& payload) {
-  if (payload.size() > kMaxFrameBytes) return false;
+  too_large_ = payload.size() > kMaxFrameBytes;
+  if (too_large_) return false;
   const auto size = static_cast<uint32_t>(payload.size());
   uint8_t head[4] = {static_cast<uint8_t>(size), static_cast<uint8_t>(size >> 8),
                      static_cast<uint8_t>(size >> 16), static_cast<uint8_t>(size >> 24)};

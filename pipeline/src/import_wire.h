@@ -52,10 +52,14 @@ class Writer {
   bool Write(const Frame& frame);
   // A batch in pieces of at most kMaxBatchEvents events.
   bool WriteBatch(const BranchBatch& batch);
+  // Whether the last failed write failed because its frame was over kMaxFrameBytes (not sent:
+  // the pipe still works), rather than because the daemon is gone.
+  bool too_large() const { return too_large_; }
 
  private:
   bool WriteBytes(const std::string& payload);
   int fd_;
+  bool too_large_ = false;
 };
 
 // The daemon's side: frames from a pipe, each waited for at most `silence_ms`.

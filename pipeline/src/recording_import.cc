@@ -79,6 +79,12 @@ Result<std::string> ImportHelperPath() {
 
 Result<AnalyzeResult> AnalyzeFileInHelper(const std::string& path, const AnalyzeOptions& options) {
   const decoders::FileCredentials requester = *options.decode_in_helper_for;
+  // What the helper is told: the binary directory and its deadline. The daemon's imports set
+  // nothing else; refuse what would be dropped on the way rather than ignore it.
+  if (options.pbs_via_pt || options.input_fd >= 0)
+    return Error(ErrorCode::kInvalidArgument,
+                 "the import helper decodes a named file as recorded (no --via-pt, no open "
+                 "descriptor)");
   PATHPROF_ASSIGN_OR_RETURN(const std::string helper, ImportHelperPath());
   // The requester's rights decide what may be imported; our own where we are the requester.
   std::optional<decoders::FileCredentials> open_as;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
@@ -270,6 +272,29 @@ std::string DropIdentity(uid_t uid, gid_t gid) {
       return "capabilities survived the uid change";
   }
   return "";
+}
+
+bool ParseHelperNumber(const char* text, uint32_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (errno != 0 || end == text || *end != 0 || v > UINT32_MAX) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+void SimulateExploit(const char* fault) {
+  if (fault == nullptr) return;
+  if (std::strcmp(fault, "exec") == 0) {
+    char* const argv[] = {const_cast<char*>("/bin/sh"), nullptr};
+    execve(argv[0], argv, nullptr);
+  }
+  if (std::strcmp(fault, "write") == 0) {
+    volatile uint64_t* wild = reinterpret_cast<volatile uint64_t*>(uintptr_t{0x10});
+    *wild = 0x41414141;
+  }
+  if (std::strcmp(fault, "hang") == 0)
+    for (;;) poll(nullptr, 0, -1);  // pause(2) is on no helper's allowlist
 }
 
 bool HoldsPrivilege() {

@@ -133,36 +133,18 @@ TEST(EmulatorSandbox, AnAdminsHelperIsNobodyWithoutCapabilitiesUnderASeccompFilt
 // without an identity to drop to, and the helper kept CAP_DAC_READ_SEARCH and the rest).
 TEST(EmulatorSandbox, AHelperOfANonRootCollectorWithCapabilitiesHasNone) {
   if (geteuid() != 0) GTEST_SKIP() << "making a non-root process with capabilities needs root";
-  int report[2];
-  ASSERT_EQ(pipe(report), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(report[0]);
-    auto say = [&](const std::string& text) {
-      (void)!write(report[1], text.data(), text.size());
-      _exit(0);
-    };
-    if (const std::string e = testing::BecomeUserWithCapabilities(
-            4243, {CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_SETUID, CAP_SETGID});
-        !e.empty())
-      say("setup: " + e);
-    auto c = EmulatorClient::Start({});
-    if (!c.ok()) say("start: " + c.status().ToString());
-    const pid_t helper = (*c)->pid();
-    const std::string uid = Field(helper, "Uid");
-    const std::string out = uid.substr(0, uid.find('\t')) + " CapEff " + Field(helper, "CapEff") +
-                            " CapAmb " + Field(helper, "CapAmb") + " Seccomp " +
-                            Field(helper, "Seccomp");
-    c->reset();  // its socket closes; it exits
-    say(out);
-  }
-  close(report[1]);
-  std::string got;
-  char buf[512];
-  for (ssize_t n; (n = read(report[0], buf, sizeof buf)) > 0;) got.append(buf, n);
-  close(report[0]);
-  waitpid(child, nullptr, 0);
+  const std::string got = testing::InChildAsCapableUser(
+      4243, {CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_SETUID, CAP_SETGID}, [] {
+        auto c = EmulatorClient::Start({});
+        if (!c.ok()) return "start: " + c.status().ToString();
+        const pid_t helper = (*c)->pid();
+        const std::string uid = Field(helper, "Uid");
+        std::string out = uid.substr(0, uid.find('\t')) + " CapEff " + Field(helper, "CapEff") +
+                          " CapAmb " + Field(helper, "CapAmb") + " Seccomp " +
+                          Field(helper, "Seccomp");
+        c->reset();  // its socket closes; it exits
+        return out;
+      });
   EXPECT_EQ(got,
             std::to_string(kNobody) + " CapEff 0000000000000000 CapAmb 0000000000000000 Seccomp 2");
 }

@@ -9,6 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
+#include <functional>
 #include <initializer_list>
 #include <string>
 
@@ -32,6 +35,31 @@ inline std::string BecomeUserWithCapabilities(uid_t id, std::initializer_list<in
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0)
       return "raising an ambient capability failed";
   return "";
+}
+
+// Runs `body` in a forked child that became `id` with `caps` (BecomeUserWithCapabilities): what
+// it returns, or "setup: ..." when the child could not become that user. The child exits
+// without running the parent's destructors or test harness.
+inline std::string InChildAsCapableUser(uid_t id, std::initializer_list<int> caps,
+                                        const std::function<std::string()>& body) {
+  int report[2];
+  if (pipe(report) != 0) return "setup: pipe failed";
+  const pid_t child = fork();
+  if (child < 0) return "setup: fork failed";
+  if (child == 0) {
+    close(report[0]);
+    std::string e = BecomeUserWithCapabilities(id, caps);
+    const std::string out = e.empty() ? body() : "setup: " + e;
+    (void)!write(report[1], out.data(), out.size());
+    _exit(0);
+  }
+  close(report[1]);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; (n = read(report[0], buf, sizeof buf)) > 0;) got.append(buf, n);
+  close(report[0]);
+  waitpid(child, nullptr, 0);
+  return got;
 }
 
 }  // namespace pathprof::testing

@@ -71,6 +71,17 @@ BranchBatch Loop(uint32_t pid, int iterations, bool window) {
   return b;
 }
 
+// A .pbs of one process's loop of `iterations` (4 events each) in `dir`, readable by all (the
+// helper may be nobody): its path.
+std::string LoopPbs(const TempDir& dir, const std::string& name, int iterations) {
+  PbsContents c;
+  c.batches = {Loop(10, iterations, false)};
+  const std::string path = dir.path() + "/" + name;
+  EXPECT_TRUE(WritePbsFile(path, c).ok());
+  chmod(path.c_str(), 0644);
+  return path;
+}
+
 // Everything a decode reports and every store's hot paths, both ways.
 void ExpectSame(const AnalyzeResult& here, const AnalyzeResult& helper) {
   const DecodeSummary& a = here.decode;
@@ -206,15 +217,12 @@ TEST(ImportHelper, TheHelperIsNobodyWithoutCapabilitiesUnderSeccompAndAHangIsBou
   GTEST_SKIP() << "the helper's fault hook exists in builds with assertions only";
 #endif
   TempDir dir;
-  PbsContents c;
-  c.batches = {Loop(10, 100, false)};
-  ASSERT_TRUE(WritePbsFile(dir.path() + "/a.pbs", c).ok());
+  const std::string path = LoopPbs(dir, "a.pbs", 100);
   setenv("PATHPROF_IMPORT_FAULT", "hang", 1);
   AnalyzeOptions o = InHelper();
   o.helper_silence_ms = 4000;
   const auto started = std::chrono::steady_clock::now();
-  auto import =
-      std::async(std::launch::async, [&] { return AnalyzeFile(dir.path() + "/a.pbs", o); });
+  auto import = std::async(std::launch::async, [&] { return AnalyzeFile(path, o); });
   const pid_t helper = FindHelper(std::chrono::seconds(3));
   ASSERT_GT(helper, 0) << "no pathprof-import child seen";
   // Its sandbox is entered before the hook: wait until the filter shows.
@@ -250,60 +258,37 @@ TEST(ImportHelper, AHelperOfANonRootProcessWithCapabilitiesHasNone) {
 #endif
   if (geteuid() != 0) GTEST_SKIP() << "making a non-root process with capabilities needs root";
   TempDir dir;
-  PbsContents c;
-  c.batches = {Loop(10, 100, false)};
-  const std::string path = dir.path() + "/a.pbs";
-  ASSERT_TRUE(WritePbsFile(path, c).ok());
-  chmod(path.c_str(), 0644);
+  const std::string path = LoopPbs(dir, "a.pbs", 100);
   constexpr uid_t kUser = 65533;  // not nobody: the helper becomes the requester, nobody
-  int report[2];
-  ASSERT_EQ(pipe(report), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(report[0]);
-    auto say = [&](const std::string& text) {
-      (void)!write(report[1], text.data(), text.size());
-      _exit(0);
-    };
-    if (const std::string e = testing::BecomeUserWithCapabilities(
-            kUser, {CAP_DAC_READ_SEARCH, CAP_SETUID, CAP_SETGID});
-        !e.empty())
-      say("setup: " + e);
-    std::string out = stepping::HoldsPrivilege() ? "privileged" : "plain";
-    setenv("PATHPROF_IMPORT_FAULT", "hang", 1);
-    AnalyzeOptions o;
-    o.decode_in_helper_for = decoders::FileCredentials{65534, 65534};
-    o.helper_silence_ms = 3000;
-    // Neither this process's kill nor the parent-death signal reaches a helper that became
-    // another user (both are permission-checked): its deadline ends it.
-    o.helper_deadline_ms = 6000;
-    std::string failure;
-    std::thread import([&] {
-      auto r = AnalyzeFile(path, o);
-      failure = r.ok() ? "succeeded" : r.status().message();
-    });
-    const pid_t helper = FindHelper(std::chrono::seconds(3));
-    for (int i = 0; i < 100 && StatusLine(helper, "Seccomp") != "2"; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const std::string uid = StatusLine(helper, "Uid");
-    out += " uid " + uid.substr(0, uid.find_first_of(" \t")) + " CapEff " +
-           StatusLine(helper, "CapEff") + " CapAmb " + StatusLine(helper, "CapAmb") + " Seccomp " +
-           StatusLine(helper, "Seccomp");
-    import.join();
-    // This process may not kill a helper that became nobody (no CAP_KILL): the import ends at
-    // the silence bound all the same, saying so, and the helper at its own deadline.
-    out += failure.find("could not be killed") != std::string::npos ? " unkillable-reported"
-                                                                    : " [" + failure + "]";
-    say(out);
-  }
-  close(report[1]);
-  std::string got;
-  char buf[512];
-  for (ssize_t n; (n = read(report[0], buf, sizeof buf)) > 0;) got.append(buf, n);
-  close(report[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
+  const std::string got =
+      testing::InChildAsCapableUser(kUser, {CAP_DAC_READ_SEARCH, CAP_SETUID, CAP_SETGID}, [&] {
+        std::string out = stepping::HoldsPrivilege() ? "privileged" : "plain";
+        setenv("PATHPROF_IMPORT_FAULT", "hang", 1);
+        AnalyzeOptions o;
+        o.decode_in_helper_for = decoders::FileCredentials{65534, 65534};
+        o.helper_silence_ms = 3000;
+        // Neither this process's kill nor the parent-death signal reaches a helper that became
+        // another user (both are permission-checked): its deadline ends it.
+        o.helper_deadline_ms = 6000;
+        std::string failure;
+        std::thread import([&] {
+          auto r = AnalyzeFile(path, o);
+          failure = r.ok() ? "succeeded" : r.status().message();
+        });
+        const pid_t helper = FindHelper(std::chrono::seconds(3));
+        for (int i = 0; i < 100 && StatusLine(helper, "Seccomp") != "2"; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const std::string uid = StatusLine(helper, "Uid");
+        out += " uid " + uid.substr(0, uid.find_first_of(" \t")) + " CapEff " +
+               StatusLine(helper, "CapEff") + " CapAmb " + StatusLine(helper, "CapAmb") +
+               " Seccomp " + StatusLine(helper, "Seccomp");
+        import.join();
+        // This process may not kill a helper that became nobody (no CAP_KILL): the import
+        // ends at the silence bound all the same, saying so, and the helper at its deadline.
+        out += failure.find("could not be killed") != std::string::npos ? " unkillable-reported"
+                                                                        : " [" + failure + "]";
+        return out;
+      });
   EXPECT_EQ(got,
             "privileged uid 65534 CapEff 0000000000000000 CapAmb 0000000000000000 Seccomp 2 "
             "unkillable-reported");
@@ -316,10 +301,7 @@ TEST(ImportHelper, AHungHelperEndsItselfAtItsDeadline) {
   GTEST_SKIP() << "the helper's fault hook exists in builds with assertions only";
 #endif
   TempDir dir;
-  PbsContents c;
-  c.batches = {Loop(10, 100, false)};
-  const std::string path = dir.path() + "/a.pbs";
-  ASSERT_TRUE(WritePbsFile(path, c).ok());
+  const std::string path = LoopPbs(dir, "a.pbs", 100);
   setenv("PATHPROF_IMPORT_FAULT", "hang", 1);
   AnalyzeOptions o = InHelper();
   o.helper_silence_ms = 60'000;
@@ -343,10 +325,7 @@ TEST(ImportHelper, AWildWriteOrAnExecEndsThatImportAlone) {
   GTEST_SKIP() << "the helper's fault hook exists in builds with assertions only";
 #endif
   TempDir dir;
-  PbsContents c;
-  c.batches = {Loop(10, 100, false)};
-  const std::string path = dir.path() + "/a.pbs";
-  ASSERT_TRUE(WritePbsFile(path, c).ok());
+  const std::string path = LoopPbs(dir, "a.pbs", 100);
   setenv("PATHPROF_IMPORT_FAULT", "exec", 1);
   auto exec = AnalyzeFile(path, InHelper());
   setenv("PATHPROF_IMPORT_FAULT", "write", 1);
@@ -369,10 +348,7 @@ TEST(ImportHelper, AWildWriteOrAnExecEndsThatImportAlone) {
 // The file is opened with the requester's rights before any helper runs.
 TEST(ImportHelper, ARequesterWhoMayNotReadTheFileIsRefused) {
   TempDir dir;
-  PbsContents c;
-  c.batches = {Loop(10, 10, false)};
-  const std::string path = dir.path() + "/private.pbs";
-  ASSERT_TRUE(WritePbsFile(path, c).ok());
+  const std::string path = LoopPbs(dir, "private.pbs", 10);
   chmod(path.c_str(), 0600);
   AnalyzeOptions o;
   o.decode_in_helper_for = decoders::FileCredentials{65534, 65534};

@@ -57,6 +57,15 @@ std::string DropIdentity(uid_t uid, gid_t gid);
 // from such a process must be given an identity to drop to (DropIdentity clears them).
 bool HoldsPrivilege();
 
+// A helper's numeric argument (--uid, --gid, ...): decimal, within uint32_t, nothing after it.
+bool ParseHelperNumber(const char* text, uint32_t* out);
+
+// Tests only, builds with assertions (the helpers call it under #ifndef NDEBUG): what an exploit
+// of a helper's interpreter or parser would do next, named by `fault` (the helper's
+// PATHPROF_*_FAULT variable): "write" writes through a wild pointer, "exec" execs /bin/sh,
+// "hang" blocks for ever using no CPU. Returns for nullptr or any other name.
+void SimulateExploit(const char* fault);
+
 // The uid and gid of `nobody` from the user database, 65534 where it has none.
 void NobodyIdentity(uid_t* uid, gid_t* gid);
 
