@@ -60,7 +60,7 @@ bool HoldsPrivilege();
 // A helper's numeric argument (--uid, --gid, ...): decimal, within uint32_t, nothing after it.
 bool ParseHelperNumber(const char* text, uint32_t* out);
 
-// Tests only, builds with assertions (the helpers call it under #ifndef NDEBUG): what an exploit
+// Tests only, builds with assertions (a release build's does nothing): what an exploit
 // of a helper's interpreter or parser would do next, named by `fault` (the helper's
 // PATHPROF_*_FAULT variable): "write" writes through a wild pointer, "exec" execs /bin/sh,
 // "hang" blocks for ever using no CPU. Returns for nullptr or any other name.
