@@ -21,17 +21,6 @@ namespace wire = import_wire;
 // How long the helper has to exit once it sent its summary (or once its pipe is closed).
 constexpr int kExitTimeoutMs = 5'000;
 
-// An owned descriptor.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
 // Reads the helper's frames into `sink` until its summary: OK and the summary merged into
 // `out`, or what went wrong.
 Status ReadFrames(int pipe, int silence_ms, StoreSink* sink, DecodeSummary* out) {
@@ -98,7 +87,7 @@ Result<AnalyzeResult> AnalyzeFileInHelper(const std::string& path, const Analyze
   if (pipe2(ends, O_CLOEXEC) != 0)
     return Error(ErrorCode::kResourceExhausted,
                  std::string("import: cannot make a pipe: ") + std::strerror(errno));
-  Fd read_end(ends[0]), write_end(ends[1]);
+  decoders::UniqueFd read_end(ends[0]), write_end(ends[1]);
   std::vector<std::string> args;
   // Root, or a daemon holding capabilities (the packaged one: `pathprof` with ambient ones, which
   // the exec would pass on), gives the helper the requester's identity to drop to, nobody's for
@@ -111,11 +100,10 @@ Result<AnalyzeResult> AnalyzeFileInHelper(const std::string& path, const Analyze
   args.insert(args.end(), {"--deadline-ms", std::to_string(options.helper_deadline_ms)});
   if (!options.binary_dir.empty()) args.insert(args.end(), {"--binary-dir", options.binary_dir});
   args.push_back(path);
-  auto pid = stepping::SpawnHelper(helper, args, {file.get(), write_end.fd});
+  auto pid = stepping::SpawnHelper(helper, args, {file.get(), write_end.get()});
   if (!pid.ok()) return WithContext(pid.status(), "import helper");
-  close(write_end.fd);  // the helper's end: EOF here once it exits
-  write_end.fd = -1;
-  Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, *pid, 0)));
+  write_end = decoders::UniqueFd();  // the helper's end: EOF here once it exits
+  const decoders::UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, *pid, 0)));
 
   AnalyzeResult out;
   decoders::ImageStoreOptions images;
@@ -123,11 +111,10 @@ Result<AnalyzeResult> AnalyzeFileInHelper(const std::string& path, const Analyze
   out.symbols = std::make_shared<SymbolService>(images);
   Status read = [&] {
     StoreSink sink(options, &out);
-    return ReadFrames(read_end.fd, options.helper_silence_ms, &sink, &out.decode);
+    return ReadFrames(read_end.get(), options.helper_silence_ms, &sink, &out.decode);
   }();
-  close(read_end.fd);  // a helper still writing sees EPIPE and exits
-  read_end.fd = -1;
-  const int status = stepping::ReapHelper(*pid, pidfd.fd, read.ok() ? kExitTimeoutMs : 0);
+  read_end = decoders::UniqueFd();  // a helper still writing sees EPIPE and exits
+  const int status = stepping::ReapHelper(*pid, pidfd.get(), read.ok() ? kExitTimeoutMs : 0);
   if (read.ok() && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
     read = Error(ErrorCode::kInternal, "the import helper failed after its summary");
   if (!read.ok())
