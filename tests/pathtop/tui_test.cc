@@ -343,7 +343,10 @@ TEST_F(PathtopTui, FlameGraphContextPathsAndDetails) {
   s = tmux.WaitForText("[3 CCT]");
 
   tmux.Keys("i");
-  s = tmux.WaitForText("the header in full");
+  // The view's last line, not its title: a screen caught while pathtop paints it had the title
+  // and not yet the drops line (a fresh clone's run, 2026-12-05).
+  s = tmux.WaitFor(
+      [](const std::string& s) { return Has(s, "the header in full") && Has(s, "drops "); });
   Keep("details", s);
   EXPECT_TRUE(Has(s, "branches   ptrace: no PMU in this VM")) << s;
   EXPECT_TRUE(Has(s, "drops      3 (largest: broken-window 3)")) << s;
