@@ -21,7 +21,7 @@
 #include <string>
 
 #include "../src/import_wire.h"
-#include "pathprof/pipeline/offline_analysis.h"
+#include "../src/recording_decode.h"
 #include "pathprof/stepping/helper_sandbox.h"
 
 namespace {
@@ -144,9 +144,8 @@ int main(int argc, char** argv) {
   // Tests only: what an exploit of a parser would do, once the recording is being read.
   pathprof::stepping::SimulateExploit(std::getenv("PATHPROF_IMPORT_FAULT"));
 #endif
-  options.input_fd = kRecordingFd;
   PipeSink sink(writer);
-  auto summary = pp::DecodeRecording(name, options, &sink);
+  auto summary = pp::DecodeRecording(name, kRecordingFd, options, &sink);
   if (!summary.ok()) return fail(summary.status().code(), summary.status().message());
   return writer.Write(std::move(*summary)) ? 0 : 1;
 }

@@ -41,6 +41,19 @@ Status GetCounts(const google::protobuf::RepeatedPtrField<pb::Count>& from, size
   return Status::Ok();
 }
 
+// Writes `size` bytes whole. False when the reader is gone.
+bool WriteAll(int fd, const void* data, size_t size) {
+  const auto* at = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, at, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    at += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
 std::string Text(const std::string& s) {
   return s.size() > kMaxText ? s.substr(0, kMaxText) : s;
 }
@@ -255,18 +268,10 @@ bool Writer::WriteBytes(const std::string& payload) {
   too_large_ = payload.size() > kMaxFrameBytes;
   if (too_large_) return false;
   const auto size = static_cast<uint32_t>(payload.size());
-  uint8_t head[4] = {static_cast<uint8_t>(size), static_cast<uint8_t>(size >> 8),
-                     static_cast<uint8_t>(size >> 16), static_cast<uint8_t>(size >> 24)};
-  std::string bytes(reinterpret_cast<const char*>(head), sizeof head);
-  bytes += payload;
-  size_t at = 0;
-  while (at < bytes.size()) {
-    const ssize_t n = ::write(fd_, bytes.data() + at, bytes.size() - at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    at += static_cast<size_t>(n);
-  }
-  return true;
+  const uint8_t head[4] = {static_cast<uint8_t>(size), static_cast<uint8_t>(size >> 8),
+                           static_cast<uint8_t>(size >> 16), static_cast<uint8_t>(size >> 24)};
+  // Two writes, not one of a copy: a frame is up to 64 MiB.
+  return WriteAll(fd_, head, sizeof head) && WriteAll(fd_, payload.data(), payload.size());
 }
 
 Result<bool> Reader::ReadExact(void* dst, size_t n, int silence_ms, bool eof_ok) {

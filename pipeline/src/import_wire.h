@@ -19,7 +19,7 @@
 
 #include "pathprof/core/branch.h"
 #include "pathprof/core/status.h"
-#include "pathprof/pipeline/offline_analysis.h"
+#include "recording_decode.h"
 
 namespace pathprof::pipeline::import_wire {
 

@@ -23,6 +23,7 @@
 #include "pathprof/decoders/pt_image.h"
 #include "pathprof/decoders/pt_synth.h"
 #include "pathprof/decoders/x86_branch.h"
+#include "recording_decode.h"
 #include "recording_import.h"
 
 namespace pathprof::pipeline {
@@ -378,6 +379,14 @@ Status StoreSink::Add(const BranchBatch& batch) {
   return Status::Ok();
 }
 
+AnalyzeResult EmptyAnalyzeResult(const AnalyzeOptions& options) {
+  AnalyzeResult out;
+  dec::ImageStoreOptions images;
+  images.binary_dir = options.binary_dir;
+  out.symbols = std::make_shared<SymbolService>(images);
+  return out;
+}
+
 void MergeDecodeSummary(DecodeSummary from, DecodeSummary* into) {
   into->format = std::move(from.format);
   into->records += from.records;
@@ -389,14 +398,13 @@ void MergeDecodeSummary(DecodeSummary from, DecodeSummary* into) {
   for (std::string& w : from.warnings) into->warnings.push_back(std::move(w));
 }
 
-Result<DecodeSummary> DecodeRecording(const std::string& path, const AnalyzeOptions& options,
-                                      RecordingSink* sink) {
+Result<DecodeSummary> DecodeRecording(const std::string& path, int input_fd,
+                                      const AnalyzeOptions& options, RecordingSink* sink) {
   DecodeSummary d;
   // Read once: a pipe cannot be read twice, and the passes below each walk the whole input.
   static constexpr std::string_view kMagics[] = {"PERFILE2", "PBS"};
-  auto input = options.input_fd >= 0
-                   ? InputFile::FromDescriptor(options.input_fd, path, options.limits, kMagics)
-                   : InputFile::Open(path, options.limits, kMagics);
+  auto input = input_fd >= 0 ? InputFile::FromDescriptor(input_fd, path, options.limits, kMagics)
+                             : InputFile::Open(path, options.limits, kMagics);
   if (!input.ok()) return input.status();
   if (LooksLikePbs(input->bytes()) || path.ends_with(".pbs")) {
     PATHPROF_RETURN_IF_ERROR(AnalyzePbs(*input, options, sink, &d));
@@ -419,14 +427,11 @@ Result<DecodeSummary> DecodeRecording(const std::string& path, const AnalyzeOpti
 
 Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options) {
   if (options.decode_in_helper_for) return AnalyzeFileInHelper(path, options);
-  AnalyzeResult out;
-  dec::ImageStoreOptions images;
-  images.binary_dir = options.binary_dir;
-  out.symbols = std::make_shared<SymbolService>(images);
+  AnalyzeResult out = EmptyAnalyzeResult(options);
   // The sink charges its last batches' CPU when it goes, before anyone reads the stats.
   auto decoded = [&] {
     StoreSink sink(options, &out);
-    return DecodeRecording(path, options, &sink);
+    return DecodeRecording(path, -1, options, &sink);
   }();
   if (!decoded.ok()) return decoded.status();
   MergeDecodeSummary(std::move(*decoded), &out.decode);

@@ -12,6 +12,7 @@
 #include "import_wire.h"
 #include "pathprof/stepping/helper_process.h"
 #include "pathprof/stepping/helper_sandbox.h"
+#include "recording_decode.h"
 
 namespace pathprof::pipeline {
 namespace {
@@ -70,10 +71,9 @@ Result<AnalyzeResult> AnalyzeFileInHelper(const std::string& path, const Analyze
   const decoders::FileCredentials requester = *options.decode_in_helper_for;
   // What the helper is told: the binary directory and its deadline. The daemon's imports set
   // nothing else; refuse what would be dropped on the way rather than ignore it.
-  if (options.pbs_via_pt || options.input_fd >= 0)
+  if (options.pbs_via_pt)
     return Error(ErrorCode::kInvalidArgument,
-                 "the import helper decodes a named file as recorded (no --via-pt, no open "
-                 "descriptor)");
+                 "the import helper decodes a recording as recorded (no --via-pt)");
   PATHPROF_ASSIGN_OR_RETURN(const std::string helper, ImportHelperPath());
   // The requester's rights decide what may be imported; our own where we are the requester.
   std::optional<decoders::FileCredentials> open_as;
@@ -105,10 +105,7 @@ Result<AnalyzeResult> AnalyzeFileInHelper(const std::string& path, const Analyze
   write_end = decoders::UniqueFd();  // the helper's end: EOF here once it exits
   const decoders::UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, *pid, 0)));
 
-  AnalyzeResult out;
-  decoders::ImageStoreOptions images;
-  images.binary_dir = options.binary_dir;
-  out.symbols = std::make_shared<SymbolService>(images);
+  AnalyzeResult out = EmptyAnalyzeResult(options);
   Status read = [&] {
     StoreSink sink(options, &out);
     return ReadFrames(read_end.get(), options.helper_silence_ms, &sink, &out.decode);

@@ -28,8 +28,7 @@ bool SameSummary(const pathprof::pipeline::DecodeSummary& a,
                  const pathprof::pipeline::DecodeSummary& b) {
   return a.format == b.format && a.records == b.records && a.samples == b.samples &&
          a.broken_windows == b.broken_windows && a.dropped_entries == b.dropped_entries &&
-         a.decode_errors == b.decode_errors && a.counters == b.counters &&
-         a.warnings == b.warnings;
+         a.decode_errors == b.decode_errors && a.counters == b.counters && a.warnings == b.warnings;
 }
 
 }  // namespace
@@ -51,9 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(!s->ok(), "a failure that is OK");
   }
   const std::string again = wire::Serialize(*frame);
-  auto reparsed =
-      wire::Parse(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(again.data()),
-                                           again.size()));
+  auto reparsed = wire::Parse(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(again.data()), again.size()));
   Check(reparsed.ok(), "a frame that does not parse after a round trip");
   Check(reparsed->index() == frame->index(), "a round trip that changed the frame's kind");
   if (const auto* b = std::get_if<pathprof::BranchBatch>(&*frame))

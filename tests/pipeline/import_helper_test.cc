@@ -220,7 +220,7 @@ TEST(ImportHelper, TheHelperIsNobodyWithoutCapabilitiesUnderSeccompAndAHangIsBou
   const std::string path = LoopPbs(dir, "a.pbs", 100);
   setenv("PATHPROF_IMPORT_FAULT", "hang", 1);
   AnalyzeOptions o = InHelper();
-  o.helper_silence_ms = 4000;
+  o.helper_silence_ms = 2500;
   const auto started = std::chrono::steady_clock::now();
   auto import = std::async(std::launch::async, [&] { return AnalyzeFile(path, o); });
   const pid_t helper = FindHelper(std::chrono::seconds(3));
@@ -240,7 +240,7 @@ TEST(ImportHelper, TheHelperIsNobodyWithoutCapabilitiesUnderSeccompAndAHangIsBou
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("sent nothing for 4000 ms"), std::string::npos)
+  EXPECT_NE(r.status().message().find("sent nothing for 2500 ms"), std::string::npos)
       << r.status().ToString();
   EXPECT_NE(r.status().message().find("killed by signal 9"), std::string::npos)
       << r.status().ToString();
@@ -266,10 +266,10 @@ TEST(ImportHelper, AHelperOfANonRootProcessWithCapabilitiesHasNone) {
         setenv("PATHPROF_IMPORT_FAULT", "hang", 1);
         AnalyzeOptions o;
         o.decode_in_helper_for = decoders::FileCredentials{65534, 65534};
-        o.helper_silence_ms = 3000;
+        o.helper_silence_ms = 2000;
         // Neither this process's kill nor the parent-death signal reaches a helper that became
         // another user (both are permission-checked): its deadline ends it.
-        o.helper_deadline_ms = 6000;
+        o.helper_deadline_ms = 4000;
         std::string failure;
         std::thread import([&] {
           auto r = AnalyzeFile(path, o);

@@ -34,9 +34,6 @@ struct AnalyzeOptions {
   // alone with perf script, which builds none either).
   bool decode_only = false;
   InputLimits limits;  // how much of a pipe or file is read
-  // Read the recording from this descriptor (opened by whoever had the right to) instead of
-  // opening `path`, which then only names it in messages. Not closed here.
-  int input_fd = -1;
   // Decode in the sandboxed helper pathprof-import, for this requester (the daemon's imports:
   // the recording is opened with the requester's rights, the helper runs as them, as nobody
   // where they are root, and this process reads only its checked frames). nullopt: decode here
@@ -77,54 +74,6 @@ struct AnalyzeResult {
   // One store per process that had branches, in pid order.
   std::map<uint32_t, std::unique_ptr<ProfileStore>> stores;
 };
-
-// A recorded process as the recording describes it: what its store starts from.
-struct RecordedProcess {
-  std::string comm;  // empty when the recording names none
-  std::vector<decoders::Mapping> mappings;
-};
-
-// Where a decode hands what it rebuilt: Begin once, then every batch in order. The profile
-// stores are one sink (AnalyzeFile); the import helper's pipe to the daemon is another
-// (recording_import.h), so that the daemon never parses a recording itself.
-class RecordingSink {
- public:
-  virtual ~RecordingSink() = default;
-  // Before the first batch: how the batches' windows were drawn and every recorded process.
-  virtual Status Begin(BranchWindows windows,
-                       const std::map<uint32_t, RecordedProcess>& processes) = 0;
-  virtual Status Add(const BranchBatch& batch) = 0;
-};
-
-// Reads and decodes the recording at `path` into `sink`: the decode's side of DecodeSummary
-// (format, records, samples, losses, counters, warnings; the batches' own counts are the
-// sink's to make).
-Result<DecodeSummary> DecodeRecording(const std::string& path, const AnalyzeOptions& options,
-                                      RecordingSink* sink);
-
-// The profile stores' sink: one offline store per process that has batches, created with its
-// recorded mappings; counts the batches' windows, events and instructions into out->decode.
-// Honours options.pid and options.decode_only.
-class StoreSink final : public RecordingSink {
- public:
-  StoreSink(const AnalyzeOptions& options, AnalyzeResult* out) : options_(options), out_(out) {}
-  ~StoreSink() override;  // charges the last batches' CPU, before anyone reads the stats
-  Status Begin(BranchWindows windows,
-               const std::map<uint32_t, RecordedProcess>& processes) override;
-  Status Add(const BranchBatch& batch) override;
-
- private:
-  Result<ProfileStore*> For(uint32_t pid);
-
-  CpuCharger cpu_;
-  const AnalyzeOptions& options_;
-  AnalyzeResult* out_;
-  BranchWindows windows_ = BranchWindows::kNone;
-  std::map<uint32_t, RecordedProcess> processes_;
-};
-
-// Adds what a decode summarized to what the sink counted.
-void MergeDecodeSummary(DecodeSummary from, DecodeSummary* into);
 
 Result<AnalyzeResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options);
 

@@ -38,11 +38,13 @@ Result<pid_t> SpawnHelper(const std::string& path, const std::vector<std::string
 bool IsOwnHelper(pid_t pid);
 void ForgetHelper(pid_t pid);
 
-// Waits at most `timeout_ms` for helper `pid` to exit (on its pidfd, -1 if none: then at once),
-// kills it past that, reaps it and forgets it: its wait status. kHelperNotKilled when the kill
-// was refused (a helper running as another user, this process without CAP_KILL): then a
-// detached thread reaps it whenever it ends, and this returns at once.
+// Waits at most `timeout_ms` for helper `pid` to exit (on its pidfd, -1 if none), kills it past
+// that and waits a little more: its wait status once reaped (and forgotten). Never waits on
+// without bound: kHelperNotKilled when the kill was refused (a helper running as another user,
+// this process without CAP_KILL), kHelperNotReaped when a killed helper had not ended 2 s later;
+// either is reaped by a later SpawnHelper or ReapHelper once it has ended.
 inline constexpr int kHelperNotKilled = -1;
+inline constexpr int kHelperNotReaped = -2;
 int ReapHelper(pid_t pid, int pidfd, int timeout_ms);
 // "exited with status 1", "was killed by signal 31 (Bad system call)", "could not be killed
 // (...)".
