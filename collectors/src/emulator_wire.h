@@ -26,6 +26,7 @@
 
 #include "pathprof/collectors/ebpf_stack_sampler.h"
 #include "pathprof/decoders/mapped_file.h"
+#include "pathprof/stepping/helper_socket.h"
 #include "snapshot_emulation.h"
 
 namespace pathprof::collectors::emulator_wire {
@@ -90,6 +91,7 @@ struct OutcomeHeader {
 };
 inline constexpr uint8_t kExec = 1, kEvicted = 2, kInSyscall = 4;
 
+// The framing is stepping's (helper_socket.h); these give it the emulator's types and bound.
 // Appends one framed message to `out` (sent later with SendBytes).
 void Append(Type type, const void* payload, uint32_t size, std::vector<uint8_t>* out);
 // Writes `bytes` whole. False when the peer is gone.
@@ -98,24 +100,19 @@ bool SendBytes(int sock, const std::vector<uint8_t>& bytes);
 bool Send(int sock, Type type, const void* payload, uint32_t size, int fd = -1);
 bool Send(int sock, Type type, const std::vector<uint8_t>& payload, int fd = -1);
 
-enum class ReceiveResult { kMessage, kTimeout, kEof, kBroken };
-// Reads one message, waiting at most `timeout_ms` for it to begin and as long again for the
-// rest (-1: no bound, for the helper, whose collector is its only reason to exist). A
-// descriptor that came with it lands in *fd (close-on-exec), -1 if none.
+using ReceiveResult = stepping::ReceiveResult;
+// Reads one message (stepping::ReceiveMessage, payloads up to kMaxPayload).
 ReceiveResult Receive(int sock, int timeout_ms, Header* header, std::vector<uint8_t>* payload,
                       int* fd);
 
-// Reads messages from a socket that carries no descriptors, a large read at a time (the
-// collector's side: the helper never sends one).
+// The collector's side (the helper never sends it a descriptor): many messages a read.
 class MessageReader {
  public:
-  explicit MessageReader(int sock) : sock_(sock) {}
+  explicit MessageReader(int sock) : reader_(sock, kMaxPayload) {}
   ReceiveResult Next(int timeout_ms, Header* header, std::vector<uint8_t>* payload);
 
  private:
-  int sock_;
-  std::vector<uint8_t> buf_;
-  size_t at_ = 0;
+  stepping::MessageReader reader_;
 };
 
 // The fields of a sample a window needs (not its stack copy for unwinding: the snapshot has
