@@ -109,7 +109,8 @@ Result<std::unique_ptr<ContinuousProfiler>> StartContinuous(
   if (!config.continuous.enabled) return std::unique_ptr<ContinuousProfiler>();
   ContinuousConfig cc = config.continuous;
   cc.step_mode = config.step_mode;
-  auto created = ContinuousProfiler::Create(cc, sessions.capabilities(), images);
+  auto created = ContinuousProfiler::Create(cc, sessions.capabilities(), images,
+                                            pipeline::SymbolizeIn::kHelper);
   if (!created.ok()) return WithContext(created.status(), "continuous mode");
   std::unique_ptr<ContinuousProfiler> continuous = std::move(created.value());
   service.SetContinuous(continuous.get());
@@ -194,6 +195,7 @@ Status StartMetrics(const DaemonConfig& config, const ProfilerService& service,
           listener.guard_closed(static_cast<Http2Guard::Reason>(r));
     h.per_session = config.metrics_per_session;
     h.images = service.sessions()->symbols().ImageCacheCounts();
+    h.symbolizer = service.sessions()->symbols().HelperCounts();
     peers.Prune();
     h.connections_open = peers.size();
     return RenderMetrics(service, h);
@@ -277,6 +279,9 @@ int Main(int argc, char** argv) {
   mopts.images.max_image_bytes = config.limits.max_image_bytes;
   mopts.images.cache = std::make_shared<decoders::ImageCache>(
       decoders::ImageCacheLimits{config.limits.image_cache_bytes, 512});
+  // libdw reads profiled binaries (symbols, DWARF, CFI) in pathprof-symbolizer, unprivileged
+  // and sandboxed: the daemon's privilege is not a crafted binary's to take.
+  mopts.symbolize_in = pipeline::SymbolizeIn::kHelper;
   pipeline::SessionManager sessions(mopts);
   PeerRegistry peers;
   ProfilerService service(&sessions, &peers, config);

@@ -95,11 +95,11 @@ std::vector<Series> ResolveSeries(const ContinuousConfig& config,
 
 Result<std::unique_ptr<ContinuousProfiler>> ContinuousProfiler::Create(
     const ContinuousConfig& config, const collectors::HostCapabilities& caps,
-    const decoders::ImageStoreOptions& images) {
+    const decoders::ImageStoreOptions& images, pipeline::SymbolizeIn where) {
   std::unique_ptr<ContinuousProfiler> p(new ContinuousProfiler());
   p->config_ = config;
   p->caps_ = caps;
-  p->symbols_ = std::make_shared<pipeline::SymbolService>(images);
+  p->symbols_ = std::make_shared<pipeline::SymbolService>(images, where);
   p->host_ = HostLabel(config);
   const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   collectors::WindowBudgetSettings budget;

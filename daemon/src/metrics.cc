@@ -96,6 +96,20 @@ std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& h)
   w.Sample("pathprofd_image_cache_images", "", static_cast<double>(h.images.images));
   w.Family("pathprofd_image_cache_evictions_total", "counter", "images evicted at the bound");
   w.Sample("pathprofd_image_cache_evictions_total", "", static_cast<double>(h.images.evictions));
+  w.Family("pathprofd_symbolizer_helper_starts_total", "counter",
+           "pathprof-symbolizer processes started (the sessions' symbolization and unwinding)");
+  w.Sample("pathprofd_symbolizer_helper_starts_total", "",
+           static_cast<double>(h.symbolizer.starts));
+  w.Family("pathprofd_symbolizer_helper_requests_total", "counter",
+           "symbols and unwinds asked of pathprof-symbolizer");
+  w.Sample("pathprofd_symbolizer_helper_requests_total", "",
+           static_cast<double>(h.symbolizer.requests));
+  w.Family(
+      "pathprofd_symbolizer_helper_failures_total", "counter",
+      "requests pathprof-symbolizer failed (no symbol; an unwind by frame pointers), by reason");
+  for (const auto& [reason, n] : h.symbolizer.failures)
+    w.Sample("pathprofd_symbolizer_helper_failures_total", Label("reason", reason),
+             static_cast<double>(n));
   w.Family("pathprofd_watch_streams", "gauge", "WatchHotPaths streams open");
   w.Sample("pathprofd_watch_streams", "", service.streams());
   w.Family("pathprofd_rate_limited_total", "counter", "calls refused by per-client rate limits");

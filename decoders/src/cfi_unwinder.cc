@@ -373,7 +373,7 @@ CfiUnwinder::Tables* CfiUnwinder::TablesFor(const std::shared_ptr<const ElfImage
   const CfiCheck check = CheckImageCfi(t->elf);
   if (!check.ok()) {
     t->refused = check.status;
-    out->cfi_refused.push_back(CfiRefusalName(check.refusal));
+    out->cfi_refused.emplace_back(CfiRefusalName(check.refusal));
   } else if (check.found) {
     t->cfi = dwarf_getcfi_elf(t->elf);
   }

@@ -124,7 +124,7 @@ Symbolizer::Symbolizer() = default;
 Symbolizer::~Symbolizer() = default;
 
 Result<Symbolizer::Module*> Symbolizer::ModuleFor(const std::shared_ptr<const ElfImage>& image,
-                                                  const std::string& debug_file) {
+                                                  const std::string& debug_file, int debug_fd) {
   auto it = modules_.find(image.get());
   if (it != modules_.end()) return it->second.get();
   if (modules_.size() >= kMaxModules) {
@@ -147,8 +147,10 @@ Result<Symbolizer::Module*> Symbolizer::ModuleFor(const std::shared_ptr<const El
                                         reinterpret_cast<char*>(const_cast<uint8_t*>(bytes.data())),
                                         bytes.size());
   } else {
-    // Separate debug info found by build-id under the debug directories (root's, read-only).
-    int fd = ::open(debug_file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    // Separate debug info found by build-id under the debug directories (root's, read-only), or
+    // handed over open; libdwfl owns (and closes) the descriptor it is given.
+    int fd = debug_fd >= 0 ? ::fcntl(debug_fd, F_DUPFD_CLOEXEC, 0)
+                           : ::open(debug_file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return Error(ErrorCode::kNotFound, "symbolizer: cannot open " + debug_file);
     m->mod = dwfl_report_offline(m->dwfl, image->path().c_str(), debug_file.c_str(), fd);
     if (m->mod == nullptr) ::close(fd);
@@ -202,14 +204,16 @@ Symbolizer::Cached& Symbolizer::FunctionPart(Module* m, uint64_t vaddr) {
 }
 
 Result<Symbolization> Symbolizer::FunctionOf(const std::shared_ptr<const ElfImage>& image,
-                                             uint64_t vaddr, const std::string& debug_file) {
-  PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file));
+                                             uint64_t vaddr, const std::string& debug_file,
+                                             int debug_fd) {
+  PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file, debug_fd));
   return FunctionPart(mod, vaddr).s;
 }
 
 Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage>& image,
-                                            uint64_t vaddr, const std::string& debug_file) {
-  PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file));
+                                            uint64_t vaddr, const std::string& debug_file,
+                                            int debug_fd) {
+  PATHPROF_ASSIGN_OR_RETURN(auto mod, ModuleFor(image, debug_file, debug_fd));
   Module* m = mod;
   Cached& cached = FunctionPart(m, vaddr);
   Symbolization& s = cached.s;

@@ -383,7 +383,10 @@ AnalyzeResult EmptyAnalyzeResult(const AnalyzeOptions& options) {
   AnalyzeResult out;
   dec::ImageStoreOptions images;
   images.binary_dir = options.binary_dir;
-  out.symbols = std::make_shared<SymbolService>(images);
+  // The daemon's imports: the binaries a recording names are read by libdw in the sandboxed
+  // helper too, not as root.
+  out.symbols = std::make_shared<SymbolService>(
+      images, options.decode_in_helper_for ? SymbolizeIn::kHelper : SymbolizeIn::kThisProcess);
   return out;
 }
 

@@ -95,8 +95,8 @@ void ProfileStore::Impl::RefreshAfterMissLocked() {
 }
 
 void ProfileStore::Impl::CountRefusedCfi(const decoders::UnwindResult& u) {
-  for (std::string_view reason : u.cfi_refused)
-    accounting.decode_errors.Add("cfi_refused:" + std::string(reason));
+  for (const std::string& reason : u.cfi_refused)
+    accounting.decode_errors.Add("cfi_refused:" + reason);
 }
 
 std::vector<uint64_t> ProfileStore::Impl::UserFramesLocked(

@@ -17,7 +17,7 @@ SessionManager::SessionManager(SessionManagerOptions options)
 SessionManager::SessionManager(SessionManagerOptions options, collectors::HostCapabilities caps)
     : options_(options),
       caps_(std::move(caps)),
-      symbols_(std::make_shared<SymbolService>(options_.images)) {}
+      symbols_(std::make_shared<SymbolService>(options_.images, options_.symbolize_in)) {}
 
 SessionManager::~SessionManager() {
   StopAll();

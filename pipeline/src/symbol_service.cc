@@ -13,15 +13,27 @@
 #include "pathprof/core/procfs.h"
 #include "pathprof/decoders/image_store.h"
 #include "pathprof/decoders/symbolizer.h"
+#include "symbol_backend.h"
+#include "symbolizer_client.h"
 
 namespace pathprof::pipeline {
 
 struct SymbolService::Impl {
-  explicit Impl(const decoders::ImageStoreOptions& options) : images(options) {}
+  Impl(const decoders::ImageStoreOptions& options, SymbolizeIn where) : images(options) {
+    if (where == SymbolizeIn::kHelper) {
+      SymbolHelperOptions o;
+      o.max_image_bytes = options.max_image_bytes;
+      auto h = std::make_unique<HelperSymbolBackend>(o);
+      helper = h.get();
+      backend = std::move(h);
+    } else {
+      backend = InProcessSymbolBackend();
+    }
+  }
   std::mutex mu;
   decoders::ImageStore images;
-  std::unique_ptr<decoders::Symbolizer> symbolizer = std::make_unique<decoders::Symbolizer>();
-  std::unique_ptr<decoders::CfiUnwinder> unwinder = std::make_unique<decoders::CfiUnwinder>();
+  std::unique_ptr<SymbolBackend> backend;
+  HelperSymbolBackend* helper = nullptr;  // backend, when it is the helper
   std::map<const decoders::ElfImage*, std::string> debug_files;
   uint64_t eviction_seq = 0;
   std::vector<const decoders::ElfImage*> evicted;
@@ -60,14 +72,12 @@ struct SymbolService::Impl {
   void DropEvicted() {
     evicted.clear();
     if (!images.cache().EvictedSince(&eviction_seq, &evicted)) {
-      symbolizer = std::make_unique<decoders::Symbolizer>();
-      unwinder = std::make_unique<decoders::CfiUnwinder>();
+      backend->ForgetAll();
       debug_files.clear();
       return;
     }
     for (const decoders::ElfImage* gone : evicted) {
-      symbolizer->Forget(gone);
-      unwinder->Forget(gone);
+      backend->Forget(gone);
       debug_files.erase(gone);
     }
   }
@@ -88,9 +98,10 @@ struct SymbolService::Impl {
   }
 };
 
-SymbolService::SymbolService() : impl_(std::make_unique<Impl>(decoders::ImageStoreOptions{})) {}
-SymbolService::SymbolService(const decoders::ImageStoreOptions& options)
-    : impl_(std::make_unique<Impl>(options)) {}
+SymbolService::SymbolService()
+    : impl_(std::make_unique<Impl>(decoders::ImageStoreOptions{}, SymbolizeIn::kThisProcess)) {}
+SymbolService::SymbolService(const decoders::ImageStoreOptions& options, SymbolizeIn where)
+    : impl_(std::make_unique<Impl>(options, where)) {}
 SymbolService::~SymbolService() = default;
 
 Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& space,
@@ -111,9 +122,7 @@ Location SymbolService::Symbolize(uint32_t pid, const decoders::AddressSpace& sp
   }
   if (image == nullptr) return loc;
   loc.build_id = image->build_id();
-  auto sym = impl_->source_lines
-                 ? impl_->symbolizer->Symbolize(image, vaddr, impl_->DebugFile(image))
-                 : impl_->symbolizer->FunctionOf(image, vaddr, impl_->DebugFile(image));
+  auto sym = impl_->backend->Symbolize(image, vaddr, impl_->DebugFile(image), impl_->source_lines);
   if (!sym.ok()) return loc;
   loc.function = sym->function;
   loc.offset = sym->offset;
@@ -151,7 +160,7 @@ uint64_t SymbolService::FunctionStart(uint32_t pid, const decoders::AddressSpace
   auto image = impl_->ImageFor(pid, space, address, &vaddr, &m);
   if (image == nullptr) return address;
   // The symbol table alone: source lines are read when a report asks (Symbolize), not per frame.
-  auto sym = impl_->symbolizer->FunctionOf(image, vaddr, impl_->DebugFile(image));
+  auto sym = impl_->backend->Symbolize(image, vaddr, impl_->DebugFile(image), /*lines=*/false);
   if (!sym.ok() || sym->function.empty() || sym->offset > address) return address;
   return address - sym->offset;
 }
@@ -184,12 +193,16 @@ decoders::UnwindResult SymbolService::UnwindUser(uint32_t pid, const decoders::A
                                                  std::span<const uint8_t> stack) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->DropEvicted();
-  return impl_->unwinder->Unwind(regs, stack_start, stack, [&](uint64_t address) {
-    decoders::UnwindImage at;
+  return impl_->backend->Unwind(regs, stack_start, stack, [&](uint64_t address) {
+    UnwindMapping at;
     uint64_t vaddr = 0;
     const decoders::Mapping* m = nullptr;
-    at.image = impl_->ImageFor(pid, space, address, &vaddr, &m);
-    if (at.image) at.bias = address - vaddr;
+    at.at.image = impl_->ImageFor(pid, space, address, &vaddr, &m);
+    if (at.at.image) {
+      at.at.bias = address - vaddr;
+      at.start = m->start;
+      at.end = m->end();
+    }
     return at;
   });
 }
@@ -202,6 +215,16 @@ decoders::ImageCacheStats SymbolService::ImageCacheCounts() const {
 decoders::ImageStoreStats SymbolService::ImageStoreCounts() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->images.stats();
+}
+
+SymbolHelperStats SymbolService::HelperCounts() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->helper != nullptr ? impl_->helper->stats() : SymbolHelperStats{};
+}
+
+int SymbolService::HelperPid() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->helper != nullptr ? impl_->helper->helper_pid() : 0;
 }
 
 Location SymbolService::SymbolizeKernel(uint64_t address) {

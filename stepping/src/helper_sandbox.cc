@@ -153,12 +153,25 @@ const std::vector<int>& ImporterCalls() {
   return calls;
 }
 
+// The symbolizer's: its socket like the emulator's, and read-only looks at files like the
+// importer's (libdw opens the DWARF supplement, .gnu_debugaltlink, a debug file names).
+const std::vector<int>& SymbolizerCalls() {
+  static const std::vector<int> calls = [] {
+    std::vector<int> both = EmulatorCalls();
+    both.insert(both.end(), ImporterCalls().begin(), ImporterCalls().end());
+    return both;
+  }();
+  return calls;
+}
+
 const std::vector<int>& RoleCalls(SandboxRole role) {
   switch (role) {
     case SandboxRole::kTracer:
       return TracerCalls();
     case SandboxRole::kEmulator:
       return EmulatorCalls();
+    case SandboxRole::kSymbolizer:
+      return SymbolizerCalls();
     case SandboxRole::kImporter:
       break;
   }
@@ -169,7 +182,8 @@ const std::vector<int>& RoleCalls(SandboxRole role) {
 
 std::string EnterHelperSandbox(const SandboxPolicy& policy) {
   const bool tracer = policy.role == SandboxRole::kTracer;
-  const bool opens_files = tracer || policy.role == SandboxRole::kImporter;
+  const bool opens_files =
+      tracer || policy.role == SandboxRole::kImporter || policy.role == SandboxRole::kSymbolizer;
   // no_new_privs first: an unprivileged process may install a filter only with it, and it keeps
   // an exec (were one allowed) from gaining anything.
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
@@ -186,10 +200,10 @@ std::string EnterHelperSandbox(const SandboxPolicy& policy) {
         rc != 0)
       return Failed("allow prctl", rc);
   }
-  // Files, the tracer and the importer only: read-only opens (/proc files of the target, its
-  // memory; the binaries a recording names), and with text writes the target's memory
-  // read-write; never created, truncated or appended to. The emulator opens nothing: it reads
-  // what it was handed.
+  // Files, the tracer, the importer and the symbolizer only: read-only opens (/proc files of
+  // the target, its memory; the binaries a recording names; DWARF supplements), and with text
+  // writes the target's memory read-write; never created, truncated or appended to. The emulator
+  // opens nothing: it reads what it was handed.
   const scmp_datum_t never =
       O_CREAT | O_TRUNC | O_APPEND | O_WRONLY | (policy.allow_text_writes ? 0 : O_RDWR);
   if (opens_files || kSanitizerRuntime) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stack_capture.h"
 #include "pathprof/core/procfs.h"
 #include "pathprof/decoders/address_space.h"
 #include "pathprof/decoders/image_store.h"
@@ -15,57 +16,11 @@
 namespace pathprof::decoders {
 namespace {
 
-// This process's registers and the top of its stack at one instruction, as the stack sampler
-// would deliver them.
-struct Captured {
-  std::vector<uint64_t> regs = std::vector<uint64_t>(kDwarfRegisterCount, 0);
-  uint64_t stack_start = 0;
-  std::vector<uint8_t> stack;
-};
-
-// Copied with pread on /proc/self/mem: the sanitizer would report reading other frames' redzones
-// with memcpy, and the kernel reads the stack as the sampler's bpf_probe_read_user does.
-void CopyStack(uint64_t sp, Captured* c) {
-  auto space = ReadProcMaps(getpid());
-  ASSERT_TRUE(space.ok());
-  const Mapping* m = space->Find(sp);
-  ASSERT_NE(m, nullptr);
-  const uint64_t n = std::min<uint64_t>(16384, m->end() - sp);
-  c->stack.resize(n);
-  const int fd = procfs::Procfs::Host().Open(getpid(), "mem", O_RDONLY);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(pread(fd, c->stack.data(), n, static_cast<off_t>(sp)), static_cast<ssize_t>(n));
-  close(fd);
-  c->stack_start = sp;
-}
-
-__attribute__((noinline, optimize("omit-frame-pointer"))) void CaptureHere(Captured* c) {
-  uint64_t rsp = 0, rbp = 0, rip = 0, rbx = 0, r12 = 0, r13 = 0, r14 = 0, r15 = 0;
-  // One asm block: rip, rsp and the callee-saved registers are read at the same instruction.
-  asm volatile(
-      "lea 0(%%rip), %0\n\t"
-      "mov %%rsp, %1\n\t"
-      "mov %%rbp, %2\n\t"
-      "mov %%rbx, %3\n\t"
-      "mov %%r12, %4\n\t"
-      "mov %%r13, %5\n\t"
-      "mov %%r14, %6\n\t"
-      "mov %%r15, %7\n\t"
-      : "=&r"(rip), "=&r"(rsp), "=&r"(rbp), "=&r"(rbx), "=&r"(r12), "=&r"(r13), "=&r"(r14),
-        "=&r"(r15));
-  c->regs[kDwarfRip] = rip;
-  c->regs[kDwarfRsp] = rsp;
-  c->regs[kDwarfRbp] = rbp;
-  c->regs[3] = rbx;
-  c->regs[12] = r12;
-  c->regs[13] = r13;
-  c->regs[14] = r14;
-  c->regs[15] = r15;
-  CopyStack(rsp, c);
-}
+using Captured = pathprof::testing::CapturedStack;
+using pathprof::testing::CaptureStackHere;
 
 __attribute__((noinline, optimize("omit-frame-pointer"))) void UnwindLevel3(Captured* c) {
-  CaptureHere(c);
+  CaptureStackHere(c);
   asm volatile("" ::: "memory");  // not a tail call
 }
 __attribute__((noinline, optimize("omit-frame-pointer"))) void UnwindLevel2(Captured* c) {
@@ -136,7 +91,7 @@ TEST_F(CfiUnwinderTest, WalksThisProcessFromTheCaptureToMain) {
   std::string all;
   for (auto& n : names) all += n + "\n";
   ASSERT_GE(r.frames.size(), 5u) << all;
-  EXPECT_NE(names[0].find("CaptureHere"), std::string::npos) << all;
+  EXPECT_NE(names[0].find("CaptureStackHere"), std::string::npos) << all;
   EXPECT_NE(names[1].find("UnwindLevel3"), std::string::npos) << all;
   EXPECT_NE(names[2].find("UnwindLevel2"), std::string::npos) << all;
   EXPECT_NE(names[3].find("UnwindLevel1"), std::string::npos) << all;
@@ -163,7 +118,7 @@ TEST_F(CfiUnwinderTest, NeedsNoFramePointer) {
 
 TEST_F(CfiUnwinderTest, ShortCopyStopsAtItsEndAndSaysSo) {
   Captured c = captured_;
-  c.stack.resize(16);  // not even CaptureHere's return address slot, in general
+  c.stack.resize(16);  // not even CaptureStackHere's return address slot, in general
   CfiUnwinder unwinder;
   UnwindResult r = Unwind(c, unwinder);
   EXPECT_EQ(r.end, UnwindEnd::kStackCopyEnd);

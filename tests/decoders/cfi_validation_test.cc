@@ -320,7 +320,7 @@ TEST(CfiValidationTest, RefusedImageIsUnwoundWithoutLibdwAndCountedOnce) {
   const uint8_t stack[16] = {};
   auto image_at = [&](uint64_t) { return UnwindImage{*image, 0}; };
   UnwindResult first = unwinder.Unwind(regs, 0x1000, stack, image_at);
-  EXPECT_EQ(first.cfi_refused, std::vector<std::string_view>{"register_out_of_range"});
+  EXPECT_EQ(first.cfi_refused, std::vector<std::string>{"register_out_of_range"});
   EXPECT_EQ(first.end, UnwindEnd::kOutermost) << UnwindEndName(first.end);
   EXPECT_EQ(first.frame_pointer_steps, 1);
   const Status why = unwinder.RefusedCfi(image->get());

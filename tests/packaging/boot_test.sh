@@ -60,7 +60,7 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 1' TERM INT HUP
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, systemd-nspawn)"
-for b in pathprofd pathctl pathprof-tracer pathprof-emulator pathprof-import; do
+for b in pathprofd pathctl pathprof-tracer pathprof-emulator pathprof-import pathprof-symbolizer; do
   [ -x "$bindir/$b" ] || skip "no $b in $bindir (build it first)"
 done
 "$repo/scripts/install-deb-deps.sh" >"$work/install-deb-deps.log" 2>&1 ||

@@ -20,6 +20,7 @@
 
 #include "common/capable_user.h"
 #include "common/corpus.h"
+#include "common/proc_status.h"
 #include "import_wire.h"
 #include "import_wire.pb.h"
 #include "pathprof/core/pbs.h"
@@ -204,10 +205,7 @@ pid_t FindHelper(std::chrono::milliseconds within) {
 }
 
 std::string StatusLine(pid_t pid, const char* key) {
-  auto text = procfs::Procfs::Host().Read(pid, "status", 64 << 10);
-  if (!text.ok()) return "unreadable";
-  auto v = procfs::StatusField(*text, key);
-  return v ? std::string(*v) : "absent";
+  return testing::ProcStatusLine(pid, key);
 }
 
 // With its hook holding it after its sandbox is entered, the helper is read from /proc: then

@@ -42,10 +42,12 @@ std::vector<Series> ResolveSeries(const ContinuousConfig& config,
 class ContinuousProfiler {
  public:
   // Opens the archive and the push sinks; starts nothing yet. `images` says how images are read
-  // and where they are held (the daemon passes its sessions' cache, so both share one bound).
+  // and where they are held (the daemon passes its sessions' cache, so both share one bound),
+  // `where` where libdw reads them (the daemon: its sandboxed helper).
   static Result<std::unique_ptr<ContinuousProfiler>> Create(
       const ContinuousConfig& config, const collectors::HostCapabilities& caps,
-      const decoders::ImageStoreOptions& images = {});
+      const decoders::ImageStoreOptions& images = {},
+      pipeline::SymbolizeIn where = pipeline::SymbolizeIn::kThisProcess);
   ~ContinuousProfiler();  // Stop()
 
   void Start();

@@ -11,6 +11,7 @@
 #include "pathprof/daemon/http2_guard.h"
 #include "pathprof/daemon/service.h"
 #include "pathprof/decoders/image_cache.h"
+#include "pathprof/pipeline/symbol_service.h"
 
 namespace httplib {
 class Server;
@@ -32,6 +33,8 @@ struct DaemonHealth {
   uint64_t connections_closed_http2_guard[Http2Guard::kReasons] = {};
   bool per_session = false;  // metrics.per_session: label target series with session and pid
   decoders::ImageCacheStats images;
+  // The sessions' symbolizer helper (pathprof-symbolizer).
+  pipeline::SymbolHelperStats symbolizer;
 };
 
 std::string RenderMetrics(const ProfilerService& service, const DaemonHealth& health);

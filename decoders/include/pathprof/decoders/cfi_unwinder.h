@@ -51,7 +51,7 @@ struct UnwindResult {
   // One reason per image whose CFI this unwind refused (a name such as
   // "register_out_of_range"): each image's CFI is checked once, when an unwind first meets it,
   // and a refused image is unwound by frame pointers from then on.
-  std::vector<std::string_view> cfi_refused;
+  std::vector<std::string> cfi_refused;
 };
 
 class CfiUnwinder {

@@ -52,14 +52,16 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // `debug_file` (optional) holds separate DWARF for `image` (e.g. from ImageStore::FindDebugFile).
+  // `debug_file` (optional) holds separate DWARF for `image` (e.g. from ImageStore::FindDebugFile):
+  // opened by its path, or where `debug_fd` >= 0 read from that descriptor (a helper is handed
+  // the file open; the descriptor stays the caller's).
   Result<Symbolization> Symbolize(const std::shared_ptr<const ElfImage>& image, uint64_t vaddr,
-                                  const std::string& debug_file = "");
+                                  const std::string& debug_file = "", int debug_fd = -1);
 
   // The function (name, offset, size): what a session's ingest needs per new frame. Reads the
   // symbol table, never the DWARF (source lines are there only if Symbolize read them before).
   Result<Symbolization> FunctionOf(const std::shared_ptr<const ElfImage>& image, uint64_t vaddr,
-                                   const std::string& debug_file = "");
+                                   const std::string& debug_file = "", int debug_fd = -1);
 
   // Drops what is held for `image` (the image cache evicted it).
   void Forget(const ElfImage* image);
@@ -79,7 +81,7 @@ class Symbolizer {
   void NameUnsymbolized(Module* m, uint64_t vaddr, Symbolization* s);
   Cached& FunctionPart(Module* m, uint64_t vaddr);
   Result<Module*> ModuleFor(const std::shared_ptr<const ElfImage>& image,
-                            const std::string& debug_file);
+                            const std::string& debug_file, int debug_fd);
 
   static constexpr size_t kMaxModules = 1024;
   std::map<const ElfImage*, std::unique_ptr<Module>> modules_;

@@ -24,6 +24,8 @@ struct SessionManagerOptions {
   // How images are read for symbolization; its cache is shared by every session (and may be
   // shared further, e.g. with the daemon's continuous mode).
   decoders::ImageStoreOptions images;
+  // Where libdw reads the images (symbol_service.h): the daemon's is the sandboxed helper.
+  SymbolizeIn symbolize_in = SymbolizeIn::kThisProcess;
 };
 
 class SessionManager {

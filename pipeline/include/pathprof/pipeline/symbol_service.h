@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,11 +19,28 @@
 
 namespace pathprof::pipeline {
 
+// Where libdw reads the binaries' symbol tables, DWARF and CFI: in this process (a user's own
+// pathctl), or in pathprof-symbolizer, an unprivileged sandboxed helper (the daemon, which runs
+// with privilege: a crafted binary that takes libdw over must not get it).
+enum class SymbolizeIn { kThisProcess, kHelper };
+
+// What the helper did (SymbolizeIn::kHelper): starts, requests, images handed over, and the
+// requests it failed by reason ("start", "died", "timeout", "malformed", "restart_refused").
+struct SymbolHelperStats {
+  uint64_t starts = 0;
+  uint64_t requests = 0;
+  uint64_t images_sent = 0;
+  std::map<std::string, uint64_t> failures;
+  // Unwinds done by the frame-pointer chain here because the helper failed them.
+  uint64_t frame_pointer_fallbacks = 0;
+};
+
 class SymbolService {
  public:
   SymbolService();
   // Images found as `options` say (e.g. a --binary-dir for recordings from another host).
-  explicit SymbolService(const decoders::ImageStoreOptions& options);
+  explicit SymbolService(const decoders::ImageStoreOptions& options,
+                         SymbolizeIn where = SymbolizeIn::kThisProcess);
   ~SymbolService();
   SymbolService(const SymbolService&) = delete;
   SymbolService& operator=(const SymbolService&) = delete;
@@ -63,6 +81,10 @@ class SymbolService {
   // this service's lookups and refusals (too large, not permitted, not the mapped file).
   decoders::ImageCacheStats ImageCacheCounts() const;
   decoders::ImageStoreStats ImageStoreCounts() const;
+  // The helper's counts; all zero with SymbolizeIn::kThisProcess.
+  SymbolHelperStats HelperCounts() const;
+  // The running helper's pid, 0 when none (tests read its /proc status).
+  int HelperPid() const;
 
   // Kernel symbols from /proc/kallsyms (read once; addresses are zero without CAP_SYSLOG).
   Location SymbolizeKernel(uint64_t address);

@@ -2,7 +2,8 @@
 // helpers that interpret a profiled program's instructions run sandboxed: pathprof-tracer once
 // it has seized its target (stepping/), pathprof-emulator (collectors/) from its start, fed
 // snapshot records and handed the files it reads as descriptors; so does pathprof-import
-// (pipeline/), which parses the recordings the daemon imports and the binaries they name. A
+// (pipeline/), which parses the recordings the daemon imports and the binaries they name, and
+// pathprof-symbolizer (pipeline/), which reads the symbols, DWARF and CFI of profiled binaries. A
 // flaw in the emulator or a parser must not hand a file's author the helper's rights, so each
 // helper
 //   - drops to an unprivileged identity where it ran as root (DropIdentity: no groups, no
@@ -33,6 +34,10 @@ enum class SandboxRole {
   // binaries the recording names (read-only opens, stat, directory listings for a binary
   // directory's index), writes frames to its pipe. Traces nothing, starts no thread.
   kImporter,
+  // pathprof-symbolizer (pipeline/): reads the images and debug files it was handed as
+  // descriptors on its one socket (libdw: symbols, source lines, CFI), and read-only opens of
+  // the DWARF supplements a debug file names. Traces nothing, starts no thread.
+  kSymbolizer,
 };
 
 struct SandboxPolicy {

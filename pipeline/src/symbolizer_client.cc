@@ -1,0 +1,341 @@
+#include "symbolizer_client.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "pathprof/decoders/mapped_file.h"
+#include "pathprof/stepping/helper_process.h"
+#include "pathprof/stepping/helper_sandbox.h"
+#include "pathprof/stepping/helper_socket.h"
+#include "symbol_wire.h"
+#include "symbol_wire.pb.h"
+
+namespace pathprof::pipeline {
+namespace {
+
+namespace wire = symbol_wire;
+namespace pb = symbol_wire::pb;
+using decoders::UniqueFd;
+
+// Image questions one unwind may ask: one per frame where every frame is in a new mapping, and
+// some to spare for the frame-pointer steps.
+size_t MaxQuestions(size_t max_frames) {
+  return 2 * max_frames + 16;
+}
+
+// A sealed memfd holding `bytes`: the helper reads the image the daemon read and checked, not
+// whatever the path names now, and cannot change it for anybody else.
+Result<UniqueFd> SealedCopy(std::span<const uint8_t> bytes) {
+  UniqueFd fd(static_cast<int>(memfd_create("pathprof-image", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
+  if (fd.get() < 0)
+    return Error(ErrorCode::kResourceExhausted,
+                 std::string("memfd_create: ") + std::strerror(errno));
+  size_t at = 0;
+  while (at < bytes.size()) {
+    const ssize_t n = ::write(fd.get(), bytes.data() + at, bytes.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return Error(ErrorCode::kResourceExhausted,
+                   std::string("writing an image to a memfd: ") + std::strerror(errno));
+    at += static_cast<size_t>(n);
+  }
+  (void)fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  return fd;
+}
+
+}  // namespace
+
+Result<std::string> SymbolizerHelperPath() {
+  stepping::HelperLocation where;
+  where.name = "pathprof-symbolizer";
+  where.env_var = "PATHPROF_SYMBOLIZER";
+#ifdef PATHPROF_SYMBOLIZER_INSTALL_PATH
+  where.install_path = PATHPROF_SYMBOLIZER_INSTALL_PATH;
+#endif
+#ifdef PATHPROF_SYMBOLIZER_BUILD_PATH
+  where.build_path = PATHPROF_SYMBOLIZER_BUILD_PATH;
+#endif
+  where.purpose = "the symbolizer";
+  return stepping::FindHelper(where);
+}
+
+struct HelperSymbolBackend::Impl {
+  explicit Impl(const SymbolHelperOptions& o) : options(o) {}
+  ~Impl() { Stop(0); }
+
+  SymbolHelperOptions options;
+  SymbolHelperStats stats;
+  UniqueFd sock;
+  pid_t pid = 0;
+  UniqueFd pidfd;
+  std::deque<std::chrono::steady_clock::time_point> starts;  // within the last minute
+  // The images the running helper holds, by id. The weak pointer tells an image that is gone
+  // from a new one at the same address (ids are never reused).
+  struct Sent {
+    std::weak_ptr<const decoders::ElfImage> image;
+    uint64_t id = 0;
+  };
+  std::map<const decoders::ElfImage*, Sent> sent;
+  uint64_t next_id = 1;
+  std::vector<uint8_t> payload;
+
+  // Ends the helper (killed unless it is exiting on its own within `grace_ms`).
+  void Stop(int grace_ms) {
+    if (pid == 0) return;
+    sock = UniqueFd();  // EOF: a sound helper exits
+    (void)stepping::ReapHelper(pid, pidfd.get(), grace_ms);
+    pid = 0;
+    pidfd = UniqueFd();
+    sent.clear();
+  }
+
+  Status Fail(const std::string& reason, const std::string& what) {
+    ++stats.failures[reason];
+    Stop(0);
+    return Error(ErrorCode::kUnavailable, "the symbolizer helper " + what);
+  }
+
+  Status Start() {
+    if (pid != 0) return Status::Ok();
+    const auto now = std::chrono::steady_clock::now();
+    while (!starts.empty() && now - starts.front() > std::chrono::minutes(1)) starts.pop_front();
+    if (starts.size() >= kMaxStartsPerMinute) {
+      ++stats.failures["restart_refused"];
+      return Error(ErrorCode::kUnavailable, "the symbolizer helper failed " +
+                                                std::to_string(kMaxStartsPerMinute) +
+                                                " times in a minute; not started again yet");
+    }
+    starts.push_back(now);
+    auto path = SymbolizerHelperPath();
+    if (!path.ok()) {
+      ++stats.failures["start"];
+      return path.status();
+    }
+    int ends[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+      ++stats.failures["start"];
+      return Error(ErrorCode::kResourceExhausted,
+                   std::string("symbolizer: socketpair: ") + std::strerror(errno));
+    }
+    UniqueFd mine(ends[0]), theirs(ends[1]);
+    std::vector<std::string> args = {"--max-image-bytes", std::to_string(options.max_image_bytes)};
+    // Root, or a daemon holding capabilities, gives the helper nobody's identity to drop to: it
+    // reads only what it is handed (and world-readable DWARF supplements).
+    if (stepping::HoldsPrivilege()) {
+      uid_t uid = 0;
+      gid_t gid = 0;
+      stepping::NobodyIdentity(&uid, &gid);
+      args.insert(args.end(), {"--uid", std::to_string(uid), "--gid", std::to_string(gid)});
+    }
+    auto spawned = stepping::SpawnHelper(*path, args, {theirs.get()});
+    if (!spawned.ok()) {
+      ++stats.failures["start"];
+      return WithContext(spawned.status(), "symbolizer helper");
+    }
+    pid = *spawned;
+    pidfd = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+    sock = std::move(mine);
+    ++stats.starts;
+    stepping::MessageHeader h{};
+    int fd = -1;
+    const auto r = stepping::ReceiveMessage(sock.get(), options.start_timeout_ms, wire::kMaxPayload,
+                                            &h, &payload, &fd);
+    if (fd >= 0) ::close(fd);
+    if (r != stepping::ReceiveResult::kMessage || h.type != uint32_t(wire::Type::kReady))
+      return Fail("start", r == stepping::ReceiveResult::kTimeout ? "did not start in time"
+                                                                  : "ended before it was ready");
+    if (Status ready = wire::ParseReady(payload); !ready.ok()) {
+      ++stats.failures["start"];
+      Stop(0);
+      return ready;
+    }
+    return Status::Ok();
+  }
+
+  bool Send(wire::Type type, const std::string& bytes, int fd = -1) {
+    return stepping::SendMessage(sock.get(), static_cast<uint32_t>(type), bytes.data(),
+                                 static_cast<uint32_t>(bytes.size()), fd);
+  }
+
+  // The helper's id of `image`, handing the image (and its debug file) over the first time.
+  Result<uint64_t> IdOf(const std::shared_ptr<const decoders::ElfImage>& image,
+                        const std::string& debug_file) {
+    auto it = sent.find(image.get());
+    if (it != sent.end()) {
+      if (it->second.image.lock() == image) return it->second.id;
+      ForgetId(it->second.id);  // a new image where an evicted one was
+      sent.erase(it);
+    }
+    PATHPROF_ASSIGN_OR_RETURN(UniqueFd bytes, SealedCopy(image->bytes()));
+    const uint64_t id = next_id++;
+    pb::Image m;
+    m.set_id(id);
+    m.set_name(image->path());
+    if (!Send(wire::Type::kImage, m.SerializeAsString(), bytes.get()))
+      return Fail("died", "closed its socket");
+    ++stats.images_sent;
+    if (!debug_file.empty()) {
+      // Opened as the in-process symbolizer opens it (never blocking on a FIFO); a debug file
+      // that cannot be opened leaves the image without it, as there.
+      UniqueFd debug(::open(debug_file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+      if (debug.get() >= 0) {
+        pb::DebugFile d;
+        d.set_id(id);
+        d.set_name(debug_file);
+        if (!Send(wire::Type::kDebugFile, d.SerializeAsString(), debug.get()))
+          return Fail("died", "closed its socket");
+      }
+    }
+    sent[image.get()] = Sent{image, id};
+    return id;
+  }
+
+  void ForgetId(uint64_t id) {
+    pb::Forget f;
+    f.add_images(id);
+    if (pid != 0 && !Send(wire::Type::kForget, f.SerializeAsString()))
+      (void)Fail("died", "closed its socket");
+  }
+
+  // The next message, which must be one of `a` or `b`.
+  Status Receive(wire::Type a, wire::Type b, wire::Type* got) {
+    stepping::MessageHeader h{};
+    int fd = -1;
+    const auto r = stepping::ReceiveMessage(sock.get(), options.reply_timeout_ms, wire::kMaxPayload,
+                                            &h, &payload, &fd);
+    if (fd >= 0) {
+      ::close(fd);
+      return Fail("malformed", "sent a descriptor");
+    }
+    if (r == stepping::ReceiveResult::kTimeout)
+      return Fail("timeout",
+                  "did not answer within " + std::to_string(options.reply_timeout_ms) + " ms");
+    if (r != stepping::ReceiveResult::kMessage) return Fail("died", "ended (" + Describe() + ")");
+    if (h.type != uint32_t(a) && h.type != uint32_t(b))
+      return Fail("malformed", "sent a message of type " + std::to_string(h.type));
+    *got = static_cast<wire::Type>(h.type);
+    return Status::Ok();
+  }
+
+  std::string Describe() {
+    // The helper closed its socket: reap it to say how it ended.
+    const pid_t was = pid;
+    if (was == 0) return "gone";
+    sock = UniqueFd();
+    const int status = stepping::ReapHelper(pid, pidfd.get(), 1'000);
+    pid = 0;
+    pidfd = UniqueFd();
+    sent.clear();
+    return "it " + stepping::DescribeHelperExit(status);
+  }
+};
+
+HelperSymbolBackend::HelperSymbolBackend(const SymbolHelperOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {}
+HelperSymbolBackend::~HelperSymbolBackend() = default;
+
+SymbolHelperStats HelperSymbolBackend::stats() const {
+  return impl_->stats;
+}
+int HelperSymbolBackend::helper_pid() const {
+  return impl_->pid;
+}
+
+Result<decoders::Symbolization> HelperSymbolBackend::Symbolize(
+    const std::shared_ptr<const decoders::ElfImage>& image, uint64_t vaddr,
+    const std::string& debug_file, bool lines) {
+  Impl& s = *impl_;
+  ++s.stats.requests;
+  PATHPROF_RETURN_IF_ERROR(s.Start());
+  PATHPROF_ASSIGN_OR_RETURN(const uint64_t id, s.IdOf(image, debug_file));
+  pb::SymbolizeRequest q;
+  q.set_image(id);
+  q.set_vaddr(vaddr);
+  q.set_lines(lines);
+  if (!s.Send(wire::Type::kSymbolize, q.SerializeAsString()))
+    return s.Fail("died", "closed its socket");
+  wire::Type got{};
+  PATHPROF_RETURN_IF_ERROR(s.Receive(wire::Type::kSymbol, wire::Type::kSymbol, &got));
+  Result<decoders::Symbolization> answer = Error(ErrorCode::kInternal, "no answer");
+  if (Status parsed = wire::ParseSymbol(s.payload, &answer); !parsed.ok())
+    return s.Fail("malformed", parsed.message().substr(std::strlen("the symbolizer helper ")));
+  return answer;
+}
+
+decoders::UnwindResult HelperSymbolBackend::Unwind(std::span<const uint64_t> regs,
+                                                   uint64_t stack_start,
+                                                   std::span<const uint8_t> stack,
+                                                   const UnwindMappingAt& mapping_at) {
+  Impl& s = *impl_;
+  ++s.stats.requests;
+  constexpr size_t kMaxFrames = 127;  // decoders::CfiUnwinder::Unwind's default
+  auto unwound = [&]() -> Result<decoders::UnwindResult> {
+    PATHPROF_RETURN_IF_ERROR(s.Start());
+    pb::UnwindRequest q;
+    for (uint64_t r : regs) q.add_regs(r);
+    q.set_stack_start(stack_start);
+    q.set_stack(stack.data(), stack.size());
+    q.set_max_frames(kMaxFrames);
+    if (!s.Send(wire::Type::kUnwind, q.SerializeAsString()))
+      return s.Fail("died", "closed its socket");
+    for (size_t asked = 0;; ++asked) {
+      wire::Type got{};
+      PATHPROF_RETURN_IF_ERROR(s.Receive(wire::Type::kImageQuestion, wire::Type::kUnwound, &got));
+      if (got == wire::Type::kUnwound) {
+        auto r = wire::ParseUnwound(s.payload, kMaxFrames);
+        if (!r.ok()) return s.Fail("malformed", r.status().message());
+        return r;
+      }
+      if (asked >= MaxQuestions(kMaxFrames))
+        return s.Fail("malformed", "asked for more images than an unwind needs");
+      auto address = wire::ParseImageQuestion(s.payload);
+      if (!address.ok()) return s.Fail("malformed", address.status().message());
+      const UnwindMapping m = mapping_at(*address);
+      pb::ImageAnswer a;
+      if (m.at.image != nullptr) {
+        // CFI lives in the image itself; no debug file is needed to unwind.
+        PATHPROF_ASSIGN_OR_RETURN(const uint64_t id, s.IdOf(m.at.image, ""));
+        a.set_image(id);
+        a.set_bias(m.at.bias);
+        a.set_start(m.start);
+        a.set_end(m.end);
+      }
+      if (!s.Send(wire::Type::kImageAnswer, a.SerializeAsString()))
+        return s.Fail("died", "closed its socket");
+    }
+  }();
+  if (unwound.ok()) return std::move(*unwound);
+  // The frame-pointer chain reads only the stack copy: no image, so nothing of libdw's runs.
+  ++s.stats.frame_pointer_fallbacks;
+  decoders::CfiUnwinder frame_pointers;
+  return frame_pointers.Unwind(
+      regs, stack_start, stack, [](uint64_t) { return decoders::UnwindImage{}; }, kMaxFrames);
+}
+
+void HelperSymbolBackend::Forget(const decoders::ElfImage* image) {
+  auto it = impl_->sent.find(image);
+  if (it == impl_->sent.end()) return;
+  const uint64_t id = it->second.id;
+  impl_->sent.erase(it);
+  impl_->ForgetId(id);
+}
+
+void HelperSymbolBackend::ForgetAll() {
+  if (impl_->sent.empty()) return;
+  impl_->sent.clear();
+  pb::Forget f;
+  f.set_all(true);
+  if (impl_->pid != 0 && !impl_->Send(wire::Type::kForget, f.SerializeAsString()))
+    (void)impl_->Fail("died", "closed its socket");
+}
+
+}  // namespace pathprof::pipeline
