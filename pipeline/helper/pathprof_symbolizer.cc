@@ -1,12 +1,14 @@
 // pathprof-symbolizer: the process the daemon's symbolization and stack unwinding run in
 // (symbolizer_client.h). A profiled binary's symbol table, DWARF and CFI are its owner's bytes,
 // and libdw reads them here, not in the daemon:
-//   pathprof-symbolizer [--uid U --gid G] [--max-image-bytes N]
+//   pathprof-symbolizer [--uid U --gid G] [--max-image-bytes N] [--request-deadline-s S]
 // Its fd 3 is a Unix socket to the daemon. Before it reads a byte it becomes uid U and gid G when
 // given (no groups, no capabilities) and enters its sandbox (stepping's helper_sandbox.h: its
 // socket, the descriptors it is handed, read-only opens for DWARF supplements; no exec, no
 // sockets, no new processes); then it answers symbol_wire requests until the daemon closes the
-// socket. Not meant to be run by hand.
+// socket. A request it has not answered in S seconds ends it (SIGALRM's default action): a
+// daemon that is no root and lacks CAP_KILL cannot kill a helper that became nobody, so a parse
+// that loops ends by itself. Not meant to be run by hand.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -46,7 +48,8 @@ struct HeldImage {
 
 class Server {
  public:
-  explicit Server(uint64_t max_image_bytes) : max_image_bytes_(max_image_bytes) {}
+  Server(uint64_t max_image_bytes, uint32_t request_deadline_s)
+      : max_image_bytes_(max_image_bytes), request_deadline_s_(request_deadline_s) {}
 
   // Answers requests until the daemon closes the socket (0) or breaks the protocol (1).
   int Run() {
@@ -58,6 +61,8 @@ class Server {
       dec::UniqueFd fd(raw_fd);
       if (r == pathprof::stepping::ReceiveResult::kEof) return 0;
       if (r != pathprof::stepping::ReceiveResult::kMessage) return 1;
+      // Armed while a request is worked on, not while waiting for the next one.
+      alarm(request_deadline_s_);
 #ifndef NDEBUG
       // Tests only: what an exploit of libdw would do, once a binary's bytes are being read.
       if (h.type == static_cast<uint32_t>(wire::Type::kSymbolize) ||
@@ -83,6 +88,7 @@ class Server {
         default:
           return 1;
       }
+      alarm(0);
     }
   }
 
@@ -207,6 +213,7 @@ class Server {
   }
 
   uint64_t max_image_bytes_;
+  uint32_t request_deadline_s_;
   std::map<uint64_t, HeldImage> images_;
   std::vector<uint8_t> payload_;
   std::unique_ptr<dec::Symbolizer> symbolizer_ = std::make_unique<dec::Symbolizer>();
@@ -216,7 +223,8 @@ class Server {
 int Usage() {
   std::fprintf(stderr,
                "pathprof-symbolizer: usage: pathprof-symbolizer [--uid U --gid G] "
-               "[--max-image-bytes N] (fd 3: the socket to the daemon)\n");
+               "[--max-image-bytes N] [--request-deadline-s S] (fd 3: the socket to the "
+               "daemon)\n");
   return kExitUsage;
 }
 
@@ -235,6 +243,7 @@ int main(int argc, char** argv) {
   (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
   uint32_t uid = 0, gid = 0;
   uint64_t max_image_bytes = dec::kDefaultMaxImageBytes;
+  uint32_t request_deadline_s = 0;  // 0: none
   bool drop = false;
   for (int i = 1; i < argc; ++i) {
     const std::string key = argv[i];
@@ -243,6 +252,8 @@ int main(int argc, char** argv) {
         return Usage();
       drop = true;
       ++i;
+    } else if (key == "--request-deadline-s" && i + 1 < argc) {
+      if (!pathprof::stepping::ParseHelperNumber(argv[++i], &request_deadline_s)) return Usage();
     } else if (key == "--max-image-bytes" && i + 1 < argc) {
       char* end = nullptr;
       max_image_bytes = std::strtoull(argv[++i], &end, 10);
@@ -266,6 +277,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   Ready("");
-  Server server(max_image_bytes);
+  Server server(max_image_bytes, request_deadline_s);
   return server.Run();
 }

@@ -127,7 +127,10 @@ struct HelperSymbolBackend::Impl {
                    std::string("symbolizer: socketpair: ") + std::strerror(errno));
     }
     UniqueFd mine(ends[0]), theirs(ends[1]);
-    std::vector<std::string> args = {"--max-image-bytes", std::to_string(options.max_image_bytes)};
+    // The helper ends itself a second after the daemon stops waiting for an answer.
+    const int deadline_s = options.reply_timeout_ms / 1000 + 2;
+    std::vector<std::string> args = {"--max-image-bytes", std::to_string(options.max_image_bytes),
+                                     "--request-deadline-s", std::to_string(deadline_s)};
     // Root, or a daemon holding capabilities, gives the helper nobody's identity to drop to: it
     // reads only what it is handed (and world-readable DWARF supplements).
     if (stepping::HoldsPrivilege()) {

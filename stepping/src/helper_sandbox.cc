@@ -155,10 +155,12 @@ const std::vector<int>& ImporterCalls() {
 
 // The symbolizer's: its socket like the emulator's, and read-only looks at files like the
 // importer's (libdw opens the DWARF supplement, .gnu_debugaltlink, a debug file names).
+// Its own per-request deadline too (alarm: SIGALRM ends it).
 const std::vector<int>& SymbolizerCalls() {
   static const std::vector<int> calls = [] {
     std::vector<int> both = EmulatorCalls();
     both.insert(both.end(), ImporterCalls().begin(), ImporterCalls().end());
+    both.push_back(SCMP_SYS(alarm));
     return both;
   }();
   return calls;

@@ -257,17 +257,18 @@ int TracerOf(pid_t pid) {
 // process's executable, or nothing: the whole host), starts a copy of example_hotloop a second
 // into the first window, and checks that the first window's archived profile names it; with
 // source snapshot, that the window holds hot paths in it, and that nothing ever traced it.
-// The daemon's emulator helper (pathprof-emulator, its child), or -1.
-pid_t EmulatorOf(pid_t daemon) {
+// A helper of the daemon (its child) by its comm (15 characters at most), or -1.
+pid_t HelperOf(pid_t daemon, const std::string& comm) {
   const procfs::Procfs& proc = procfs::Procfs::Host();
   for (pid_t pid : proc.Pids()) {
     auto stat = proc.ReadStat(pid);
-    if (stat.ok() && stat->ppid == daemon && stat->comm == "pathprof-emulat") return pid;
+    if (stat.ok() && stat->ppid == daemon && stat->comm == comm) return pid;
   }
   return -1;
 }
+pid_t EmulatorOf(pid_t daemon) { return HelperOf(daemon, "pathprof-emulat"); }
 
-// What the emulating process may do: its uid, CapEff, NoNewPrivs and Seccomp lines.
+// What a helper process may do: its uid, CapEff, NoNewPrivs and Seccomp lines.
 std::string ConfinementOf(pid_t pid) {
   auto status = procfs::Procfs::Host().Read(pid, "status");
   if (!status.ok()) return "";
@@ -400,6 +401,17 @@ void ExpectAProcessBornMidWindowInThatWindow(bool by_executable,
                 "Uid=65534\t65534\t65534\t65534 CapEff=0000000000000000 NoNewPrivs=1 Seccomp=2 ")
           << "the daemon's emulator helper";
     }
+    // The window's profile was symbolized: by libdw in the symbolizer helper, nobody, without
+    // capabilities, under its filter (it lives on with the daemon).
+    std::string symbolizer;
+    for (int i = 0; i < 40 && symbolizer.find("Seccomp=2") == std::string::npos; ++i) {
+      if (const pid_t helper = HelperOf(daemon.pid(), "pathprof-symbol"); helper > 0)
+        symbolizer = ConfinementOf(helper);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(symbolizer,
+              "Uid=65534\t65534\t65534\t65534 CapEff=0000000000000000 NoNewPrivs=1 Seccomp=2 ")
+        << "the daemon's symbolizer helper";
     EXPECT_EQ(daemon.Signal(SIGTERM), 0) << daemon.Log();
     // Each window's line (its samples, windows and drops by reason), for a failure below.
     std::istringstream log(daemon.Log());

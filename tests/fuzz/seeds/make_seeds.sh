@@ -24,6 +24,8 @@
 #                     regress_*, inputs the fuzzer found that once failed (kept as found)
 #   import_wire/      import helper frames (pipeline/src/import_wire.proto), one of each kind,
 #                     encoded by protoc from the text below
+#   symbol_wire/      symbolizer helper answers (pipeline/src/symbol_wire.proto) behind the
+#                     fuzzer's selector byte (0 symbol, 1 unwind, 2 image question, 3 ready)
 # Each must stay under the fuzzers' -max_len (64 KiB). perf records need perf_event access
 # (root, or kernel.perf_event_paranoid <= 1); the branch-stack file needs root (ptrace).
 # usage: tests/fuzz/seeds/make_seeds.sh [BUILD_DIR]
@@ -517,4 +519,21 @@ echo 'summary { format: "perf.data/lbr" records: 5619 samples: 3732
   count: 2 } warnings: "decoding with default PT settings" }' | enc summary
 echo 'failure { code: 3 message: "x.data: corrupt at offset 120" }' | enc failure
 
-ls -l "$em" "$cu" "$el" "$pb" "$sr" "$iw"
+# --- symbol_wire ---
+sw="$here/symbol_wire"
+mkdir -p "$sw"
+# $1: the file, $2: the selector byte (octal), $3: the message type.
+senc() { { printf "\\$2"; protoc -I"$proto" --encode="pathprof.pipeline.symbol_wire.pb.$3" \
+           "$proto/symbol_wire.proto"; } >"$sw/$1"; }
+echo 'function: "std::vector<int>::push_back(int const&)" offset: 26 file: "/usr/include/c++/12/bits/stl_vector.h"
+  line: 1287 frames { function: "std::vector<int>::push_back(int const&)" file: "stl_vector.h"
+  line: 1287 } frames { function: "main" file: "main.cc" line: 12 }' | senc symbol 000 Symbol
+echo 'function: "libfoo.so+0x1a40" offset: 4 function_size: 96 from_unwind_entry: true
+  without_symbol: true' | senc unwind_entry_name 000 Symbol
+echo 'error_code: 2 error: "symbolizer: no readable image"' | senc not_found 000 Symbol
+echo 'frames: [4198400, 4198500, 140737488224256] end: 0 frame_pointer_steps: 1
+  cfi_refused: "register_out_of_range"' | senc unwound 001 Unwound
+echo 'address: 4198400' | senc question 002 ImageQuestion
+echo 'error: "could not enter its sandbox: seccomp_load: Invalid argument"' | senc ready 003 Ready
+
+ls -l "$em" "$cu" "$el" "$pb" "$sr" "$iw" "$sw"
