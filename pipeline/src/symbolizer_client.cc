@@ -83,6 +83,7 @@ struct HelperSymbolBackend::Impl {
   struct Sent {
     std::weak_ptr<const decoders::ElfImage> image;
     uint64_t id = 0;
+    bool debug_file_sent = false;  // an unwind hands the image over without it
   };
   std::map<const decoders::ElfImage*, Sent> sent;
   uint64_t next_id = 1;
@@ -169,37 +170,45 @@ struct HelperSymbolBackend::Impl {
                                  static_cast<uint32_t>(bytes.size()), fd);
   }
 
-  // The helper's id of `image`, handing the image (and its debug file) over the first time.
+  // The helper's id of `image`, handing the image over the first time and its debug file the
+  // first time a symbol needs it (before the helper's libdw reads the image's DWARF).
   Result<uint64_t> IdOf(const std::shared_ptr<const decoders::ElfImage>& image,
                         const std::string& debug_file) {
     auto it = sent.find(image.get());
-    if (it != sent.end()) {
-      if (it->second.image.lock() == image) return it->second.id;
-      ForgetId(it->second.id);  // a new image where an evicted one was
+    if (it != sent.end() && it->second.image.lock() != image) {
+      const uint64_t stale = it->second.id;  // a new image where an evicted one was
       sent.erase(it);
+      it = sent.end();
+      ForgetId(stale);
+      if (pid == 0) return Error(ErrorCode::kUnavailable, "the symbolizer helper is gone");
     }
-    PATHPROF_ASSIGN_OR_RETURN(UniqueFd bytes, SealedCopy(image->bytes()));
-    const uint64_t id = next_id++;
-    pb::Image m;
-    m.set_id(id);
-    m.set_name(image->path());
-    if (!Send(wire::Type::kImage, m.SerializeAsString(), bytes.get()))
-      return Fail("died", "closed its socket");
-    ++stats.images_sent;
-    if (!debug_file.empty()) {
+    if (it == sent.end()) {
+      PATHPROF_ASSIGN_OR_RETURN(UniqueFd bytes, SealedCopy(image->bytes()));
+      pb::Image m;
+      m.set_id(next_id);
+      m.set_name(image->path());
+      if (!Send(wire::Type::kImage, m.SerializeAsString(), bytes.get()))
+        return Fail("died", "closed its socket");
+      ++stats.images_sent;
+      it = sent.emplace(image.get(), Sent{image, next_id++, false}).first;
+    }
+    Sent& s = it->second;
+    if (!debug_file.empty() && !s.debug_file_sent) {
+      s.debug_file_sent = true;
       // Opened as the in-process symbolizer opens it (never blocking on a FIFO); a debug file
       // that cannot be opened leaves the image without it, as there.
       UniqueFd debug(::open(debug_file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
       if (debug.get() >= 0) {
         pb::DebugFile d;
-        d.set_id(id);
+        d.set_id(s.id);
         d.set_name(debug_file);
+        const uint64_t id = s.id;
         if (!Send(wire::Type::kDebugFile, d.SerializeAsString(), debug.get()))
           return Fail("died", "closed its socket");
+        return id;
       }
     }
-    sent[image.get()] = Sent{image, id};
-    return id;
+    return s.id;
   }
 
   void ForgetId(uint64_t id) {

@@ -40,6 +40,12 @@ namespace {
 namespace wire = symbol_wire;
 using testing::ProcStatusLine;
 
+// This test's own executable, read as an image.
+Result<std::shared_ptr<const decoders::ElfImage>> ThisExecutable() {
+  PATHPROF_ASSIGN_OR_RETURN(const std::string path, procfs::Procfs::Host().Executable(getpid()));
+  return decoders::ElfImage::Open(path);
+}
+
 // Addresses across this process's executable file mappings: a step through each, so that every
 // image contributes functions with and without DWARF, PLT entries and gaps.
 std::vector<uint64_t> AddressesOfThisProcess(const decoders::AddressSpace& space, size_t per_map) {
@@ -181,7 +187,7 @@ TEST(SymbolHelper, AHelperOfANonRootProcessWithCapabilitiesHasNoneAndEndsItsOwnH
   const std::string got =
       testing::InChildAsCapableUser(kUser, {CAP_DAC_READ_SEARCH, CAP_SETUID, CAP_SETGID}, [&] {
         std::string out = stepping::HoldsPrivilege() ? "privileged" : "plain";
-        auto image = decoders::ElfImage::Open("/proc/self/exe");
+        auto image = ThisExecutable();
         if (!image.ok()) return out + " [" + image.status().message() + "]";
         SymbolHelperOptions options;
         options.reply_timeout_ms = 1'500;
@@ -266,7 +272,7 @@ TEST(SymbolHelper, AHangIsBoundedByTheReplyTimeout) {
   SymbolHelperOptions options;
   options.reply_timeout_ms = 1'500;
   HelperSymbolBackend backend(options);
-  auto image = decoders::ElfImage::Open("/proc/self/exe");
+  auto image = ThisExecutable();
   ASSERT_TRUE(image.ok());
   setenv("PATHPROF_SYMBOLIZER_FAULT", "hang", 1);
   const auto start = std::chrono::steady_clock::now();
@@ -356,7 +362,7 @@ TEST(SymbolHelper, AHelperThatKeepsDyingIsNotStartedForEveryRequest) {
 #ifdef NDEBUG
   GTEST_SKIP() << "the helper's fault hook exists in builds with assertions only";
 #endif
-  auto image = decoders::ElfImage::Open("/proc/self/exe");
+  auto image = ThisExecutable();
   ASSERT_TRUE(image.ok());
   HelperSymbolBackend backend(SymbolHelperOptions{});
   setenv("PATHPROF_SYMBOLIZER_FAULT", "write", 1);
