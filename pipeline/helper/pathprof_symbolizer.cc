@@ -39,6 +39,8 @@ constexpr int kExitUsage = 2;
 // Images held at once: the daemon forgets what its cache evicts, so this only bounds a daemon
 // that forgot to.
 constexpr size_t kMaxImages = 4096;
+// Mappings an unwind request may hand over as known.
+constexpr size_t kMaxKnownMappings = 64;
 
 struct HeldImage {
   std::shared_ptr<const dec::ElfImage> image;
@@ -154,6 +156,13 @@ class Server {
       dec::UnwindImage at;
     };
     std::vector<Known> known;
+    // What earlier unwinds of this process learnt, checked by the daemon: not asked again.
+    for (const pb::ImageAnswer& a : q.known()) {
+      auto it = images_.find(a.image());
+      if (known.size() >= kMaxKnownMappings || it == images_.end() || a.start() >= a.end())
+        continue;
+      known.push_back({a.start(), a.end(), {it->second.image, a.bias()}});
+    }
     bool broken = false;
     auto image_at = [&](uint64_t address) -> dec::UnwindImage {
       for (const Known& k : known)

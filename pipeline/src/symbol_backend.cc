@@ -11,7 +11,7 @@ class InProcess final : public SymbolBackend {
     return lines ? symbolizer_->Symbolize(image, vaddr, debug_file)
                  : symbolizer_->FunctionOf(image, vaddr, debug_file);
   }
-  decoders::UnwindResult Unwind(std::span<const uint64_t> regs, uint64_t stack_start,
+  decoders::UnwindResult Unwind(uint32_t, std::span<const uint64_t> regs, uint64_t stack_start,
                                 std::span<const uint8_t> stack,
                                 const UnwindMappingAt& mapping_at) override {
     return unwinder_->Unwind(regs, stack_start, stack,

@@ -36,9 +36,10 @@ class SymbolBackend {
   virtual Result<decoders::Symbolization> Symbolize(
       const std::shared_ptr<const decoders::ElfImage>& image, uint64_t vaddr,
       const std::string& debug_file, bool lines) = 0;
-  // decoders::CfiUnwinder::Unwind.
-  virtual decoders::UnwindResult Unwind(std::span<const uint64_t> regs, uint64_t stack_start,
-                                        std::span<const uint8_t> stack,
+  // decoders::CfiUnwinder::Unwind of a stack of process `pid` (a key for what earlier unwinds
+  // of it learnt; `mapping_at` is still asked whether that holds).
+  virtual decoders::UnwindResult Unwind(uint32_t pid, std::span<const uint64_t> regs,
+                                        uint64_t stack_start, std::span<const uint8_t> stack,
                                         const UnwindMappingAt& mapping_at) = 0;
   // Drops what was built from `image` (the image cache evicted it); ForgetAll drops everything.
   virtual void Forget(const decoders::ElfImage* image) = 0;

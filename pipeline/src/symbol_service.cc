@@ -193,7 +193,7 @@ decoders::UnwindResult SymbolService::UnwindUser(uint32_t pid, const decoders::A
                                                  std::span<const uint8_t> stack) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->DropEvicted();
-  return impl_->backend->Unwind(regs, stack_start, stack, [&](uint64_t address) {
+  return impl_->backend->Unwind(pid, regs, stack_start, stack, [&](uint64_t address) {
     UnwindMapping at;
     uint64_t vaddr = 0;
     const decoders::Mapping* m = nullptr;

@@ -88,10 +88,41 @@ struct HelperSymbolBackend::Impl {
   std::map<const decoders::ElfImage*, Sent> sent;
   uint64_t next_id = 1;
   std::vector<uint8_t> payload;
+  // The helper's answers, many a read. It reads without a control buffer: a descriptor a
+  // taken-over helper attaches is discarded by the kernel, never received.
+  std::unique_ptr<stepping::MessageReader> reader;
+  // Per process, the mappings earlier unwinds asked about (bounded): each is checked against
+  // the process's mappings before an unwind and handed over with it, so that a steady stream
+  // of samples asks nothing (each question is a round trip).
+  struct Answer {
+    uint64_t start = 0, end = 0, bias = 0;
+    std::weak_ptr<const decoders::ElfImage> image;
+  };
+  std::map<uint32_t, std::vector<Answer>> answered;
+  // The helper's answers by image and address (and whether with lines): a query asks again for
+  // the addresses the last one named (pathtop every second), a round trip each without this.
+  // Dropped with the image, and all at once at the bound.
+  struct Key {
+    uint64_t vaddr;
+    bool lines;
+    bool operator<(const Key& o) const {
+      return vaddr != o.vaddr ? vaddr < o.vaddr : lines < o.lines;
+    }
+  };
+  struct Answers {
+    std::weak_ptr<const decoders::ElfImage> image;  // tells a new image at the same address
+    std::map<Key, Result<decoders::Symbolization>> by_address;
+  };
+  std::map<const decoders::ElfImage*, Answers> answers;
+  size_t answer_count = 0;
+  static constexpr size_t kMaxAnswers = 1u << 16;
+  static constexpr size_t kMaxAnsweredProcesses = 256;
+  static constexpr size_t kMaxAnswersPerProcess = 32;
 
   // Ends the helper (killed unless it is exiting on its own within `grace_ms`).
   void Stop(int grace_ms) {
     if (pid == 0) return;
+    reader.reset();
     sock = UniqueFd();  // EOF: a sound helper exits
     (void)stepping::ReapHelper(pid, pidfd.get(), grace_ms);
     pid = 0;
@@ -148,12 +179,10 @@ struct HelperSymbolBackend::Impl {
     pid = *spawned;
     pidfd = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
     sock = std::move(mine);
+    reader = std::make_unique<stepping::MessageReader>(sock.get(), wire::kMaxPayload);
     ++stats.starts;
     stepping::MessageHeader h{};
-    int fd = -1;
-    const auto r = stepping::ReceiveMessage(sock.get(), options.start_timeout_ms, wire::kMaxPayload,
-                                            &h, &payload, &fd);
-    if (fd >= 0) ::close(fd);
+    const auto r = reader->Next(options.start_timeout_ms, &h, &payload);
     if (r != stepping::ReceiveResult::kMessage || h.type != uint32_t(wire::Type::kReady))
       return Fail("start", r == stepping::ReceiveResult::kTimeout ? "did not start in time"
                                                                   : "ended before it was ready");
@@ -218,16 +247,15 @@ struct HelperSymbolBackend::Impl {
       (void)Fail("died", "closed its socket");
   }
 
+  std::vector<Answer>& KnownOf(uint32_t process) {
+    if (answered.size() >= kMaxAnsweredProcesses && !answered.contains(process)) answered.clear();
+    return answered[process];
+  }
+
   // The next message, which must be one of `a` or `b`.
   Status Receive(wire::Type a, wire::Type b, wire::Type* got) {
     stepping::MessageHeader h{};
-    int fd = -1;
-    const auto r = stepping::ReceiveMessage(sock.get(), options.reply_timeout_ms, wire::kMaxPayload,
-                                            &h, &payload, &fd);
-    if (fd >= 0) {
-      ::close(fd);
-      return Fail("malformed", "sent a descriptor");
-    }
+    const auto r = reader->Next(options.reply_timeout_ms, &h, &payload);
     if (r == stepping::ReceiveResult::kTimeout)
       return Fail("timeout",
                   "did not answer within " + std::to_string(options.reply_timeout_ms) + " ms");
@@ -242,6 +270,7 @@ struct HelperSymbolBackend::Impl {
     // The helper closed its socket: reap it to say how it ended.
     const pid_t was = pid;
     if (was == 0) return "gone";
+    reader.reset();
     sock = UniqueFd();
     const int status = stepping::ReapHelper(pid, pidfd.get(), 1'000);
     pid = 0;
@@ -266,6 +295,15 @@ Result<decoders::Symbolization> HelperSymbolBackend::Symbolize(
     const std::shared_ptr<const decoders::ElfImage>& image, uint64_t vaddr,
     const std::string& debug_file, bool lines) {
   Impl& s = *impl_;
+  const Impl::Key key{vaddr, lines};
+  if (auto per = s.answers.find(image.get()); per != s.answers.end()) {
+    if (per->second.image.lock() != image) {
+      s.answer_count -= per->second.by_address.size();
+      s.answers.erase(per);
+    } else if (auto hit = per->second.by_address.find(key); hit != per->second.by_address.end()) {
+      return hit->second;
+    }
+  }
   ++s.stats.requests;
   PATHPROF_RETURN_IF_ERROR(s.Start());
   PATHPROF_ASSIGN_OR_RETURN(const uint64_t id, s.IdOf(image, debug_file));
@@ -280,10 +318,17 @@ Result<decoders::Symbolization> HelperSymbolBackend::Symbolize(
   Result<decoders::Symbolization> answer = Error(ErrorCode::kInternal, "no answer");
   if (Status parsed = wire::ParseSymbol(s.payload, &answer); !parsed.ok())
     return s.Fail("malformed", parsed.message().substr(std::strlen("the symbolizer helper ")));
+  if (s.answer_count >= Impl::kMaxAnswers) {
+    s.answers.clear();
+    s.answer_count = 0;
+  }
+  Impl::Answers& per = s.answers[image.get()];
+  per.image = image;
+  if (per.by_address.emplace(key, answer).second) ++s.answer_count;
   return answer;
 }
 
-decoders::UnwindResult HelperSymbolBackend::Unwind(std::span<const uint64_t> regs,
+decoders::UnwindResult HelperSymbolBackend::Unwind(uint32_t pid, std::span<const uint64_t> regs,
                                                    uint64_t stack_start,
                                                    std::span<const uint8_t> stack,
                                                    const UnwindMappingAt& mapping_at) {
@@ -297,6 +342,25 @@ decoders::UnwindResult HelperSymbolBackend::Unwind(std::span<const uint64_t> reg
     q.set_stack_start(stack_start);
     q.set_stack(stack.data(), stack.size());
     q.set_max_frames(kMaxFrames);
+    std::vector<Impl::Answer>& known = s.KnownOf(pid);
+    for (auto it = known.begin(); it != known.end();) {
+      // Still this mapping and image? Else dropped (the process remapped it, or the image
+      // left the cache).
+      const UnwindMapping now = mapping_at(it->start);
+      const auto image = it->image.lock();
+      if (image == nullptr || now.at.image != image || now.at.bias != it->bias ||
+          now.start != it->start || now.end != it->end) {
+        it = known.erase(it);
+        continue;
+      }
+      PATHPROF_ASSIGN_OR_RETURN(const uint64_t id, s.IdOf(image, ""));
+      pb::ImageAnswer* a = q.add_known();
+      a->set_image(id);
+      a->set_bias(it->bias);
+      a->set_start(it->start);
+      a->set_end(it->end);
+      ++it;
+    }
     if (!s.Send(wire::Type::kUnwind, q.SerializeAsString()))
       return s.Fail("died", "closed its socket");
     for (size_t asked = 0;; ++asked) {
@@ -320,6 +384,8 @@ decoders::UnwindResult HelperSymbolBackend::Unwind(std::span<const uint64_t> reg
         a.set_bias(m.at.bias);
         a.set_start(m.start);
         a.set_end(m.end);
+        if (known.size() < Impl::kMaxAnswersPerProcess && m.start < m.end)
+          known.push_back({m.start, m.end, m.at.bias, m.at.image});
       }
       if (!s.Send(wire::Type::kImageAnswer, a.SerializeAsString()))
         return s.Fail("died", "closed its socket");
@@ -334,6 +400,10 @@ decoders::UnwindResult HelperSymbolBackend::Unwind(std::span<const uint64_t> reg
 }
 
 void HelperSymbolBackend::Forget(const decoders::ElfImage* image) {
+  if (auto per = impl_->answers.find(image); per != impl_->answers.end()) {
+    impl_->answer_count -= per->second.by_address.size();
+    impl_->answers.erase(per);
+  }
   auto it = impl_->sent.find(image);
   if (it == impl_->sent.end()) return;
   const uint64_t id = it->second.id;
@@ -342,6 +412,8 @@ void HelperSymbolBackend::Forget(const decoders::ElfImage* image) {
 }
 
 void HelperSymbolBackend::ForgetAll() {
+  impl_->answers.clear();
+  impl_->answer_count = 0;
   if (impl_->sent.empty()) return;
   impl_->sent.clear();
   pb::Forget f;

@@ -41,7 +41,7 @@ class HelperSymbolBackend final : public SymbolBackend {
   Result<decoders::Symbolization> Symbolize(const std::shared_ptr<const decoders::ElfImage>& image,
                                             uint64_t vaddr, const std::string& debug_file,
                                             bool lines) override;
-  decoders::UnwindResult Unwind(std::span<const uint64_t> regs, uint64_t stack_start,
+  decoders::UnwindResult Unwind(uint32_t pid, std::span<const uint64_t> regs, uint64_t stack_start,
                                 std::span<const uint8_t> stack,
                                 const UnwindMappingAt& mapping_at) override;
   void Forget(const decoders::ElfImage* image) override;
