@@ -165,6 +165,7 @@ class Server {
     }
     bool broken = false;
     auto image_at = [&](uint64_t address) -> dec::UnwindImage {
+      if (broken) return {};  // the daemon broke the protocol: finish without asking
       for (const Known& k : known)
         if (address >= k.start && address < k.end) return k.at;
       pb::ImageQuestion question;

@@ -212,11 +212,15 @@ struct HelperSymbolBackend::Impl {
       if (pid == 0) return Error(ErrorCode::kUnavailable, "the symbolizer helper is gone");
     }
     if (it == sent.end()) {
-      PATHPROF_ASSIGN_OR_RETURN(UniqueFd bytes, SealedCopy(image->bytes()));
+      auto bytes = SealedCopy(image->bytes());
+      if (!bytes.ok()) {
+        ++stats.failures["send"];
+        return bytes.status();
+      }
       pb::Image m;
       m.set_id(next_id);
       m.set_name(image->path());
-      if (!Send(wire::Type::kImage, m.SerializeAsString(), bytes.get()))
+      if (!Send(wire::Type::kImage, m.SerializeAsString(), bytes->get()))
         return Fail("died", "closed its socket");
       ++stats.images_sent;
       it = sent.emplace(image.get(), Sent{image, next_id++, false}).first;
@@ -377,10 +381,13 @@ decoders::UnwindResult HelperSymbolBackend::Unwind(uint32_t pid, std::span<const
       if (!address.ok()) return s.Fail("malformed", address.status().message());
       const UnwindMapping m = mapping_at(*address);
       pb::ImageAnswer a;
-      if (m.at.image != nullptr) {
-        // CFI lives in the image itself; no debug file is needed to unwind.
-        PATHPROF_ASSIGN_OR_RETURN(const uint64_t id, s.IdOf(m.at.image, ""));
-        a.set_image(id);
+      // CFI lives in the image itself; no debug file is needed to unwind. An image that cannot
+      // be handed over is answered as none: the helper waits for an answer.
+      Result<uint64_t> id = Error(ErrorCode::kNotFound, "no image");
+      if (m.at.image != nullptr) id = s.IdOf(m.at.image, "");
+      if (s.pid == 0) return Error(ErrorCode::kUnavailable, "the symbolizer helper is gone");
+      if (id.ok()) {
+        a.set_image(*id);
         a.set_bias(m.at.bias);
         a.set_start(m.start);
         a.set_end(m.end);

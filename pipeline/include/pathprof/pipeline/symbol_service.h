@@ -25,7 +25,8 @@ namespace pathprof::pipeline {
 enum class SymbolizeIn { kThisProcess, kHelper };
 
 // What the helper did (SymbolizeIn::kHelper): starts, requests, images handed over, and the
-// requests it failed by reason ("start", "died", "timeout", "malformed", "restart_refused").
+// requests it failed by reason ("start", "died", "timeout", "malformed", "restart_refused", "send":
+// an image that could not be handed over).
 struct SymbolHelperStats {
   uint64_t starts = 0;
   uint64_t requests = 0;
