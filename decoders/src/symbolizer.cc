@@ -228,8 +228,15 @@ Result<Symbolization> Symbolizer::Symbolize(const std::shared_ptr<const ElfImage
   }
   Dwarf_Addr bias = 0;
   if (Dwarf_Die* cu = dwfl_module_addrdie(m->mod, at, &bias)) {
+    // The innermost scope at the address, then the scopes that contain that DIE where it sits:
+    // dwarf_getscopes alone goes on from an inline instance through the scopes of its abstract
+    // origin (the inlined function's own definition), which skips the function it was inlined
+    // into; dwarf_getscopes_die follows the concrete tree, caller by caller (as eu-addr2line -i).
+    Dwarf_Die* innermost = nullptr;
     Dwarf_Die* scopes = nullptr;
-    int n = dwarf_getscopes(cu, at - bias, &scopes);
+    int n = dwarf_getscopes(cu, at - bias, &innermost);
+    if (n > 0) n = dwarf_getscopes_die(&innermost[0], &scopes);
+    std::free(innermost);
     std::string file = s.file;
     int line = s.line;
     Dwarf_Files* files = nullptr;
