@@ -120,6 +120,65 @@ TEST(Symbolizer, ADataSymbolNeverNamesCode) {
   pathprof::testing::RunCommand("rm -rf " + dir);
 }
 
+// Inline frames name, innermost first, each inlined function and then the one it was inlined
+// into, as addr2line -i does: two nested inlines in `outer` (volatile stores keep their code
+// apart) give add_one <- twice <- outer inside add_one's code, the same chain as addr2line's at
+// every address of `outer`. (dwarf_getscopes alone followed an inline
+// instance into its abstract origin's scopes and lost every caller.)
+TEST(Symbolizer, InlineFramesNameEveryCallerUpToTheFunction) {
+  const std::string dir =
+      DirWithFile("/tmp/pathprof-inline-XXXXXX", "t.c",
+                  "volatile int g;\n"
+                  "static inline __attribute__((always_inline)) int add_one(int x) {\n"
+                  "  g = x;\n  return g + 1;\n}\n"
+                  "static inline __attribute__((always_inline)) int twice(int x) {\n"
+                  "  int a = add_one(x);\n  g = a;\n  return a * 2;\n}\n"
+                  "__attribute__((noinline)) int outer(int x) { return twice(x) + 3; }\n"
+                  "int main(int argc, char** argv) { (void)argv; return outer(argc); }\n");
+  ASSERT_FALSE(dir.empty());
+  const auto built =
+      pathprof::testing::RunCommand("cc -O2 -g -o " + dir + "/t " + dir + "/t.c 2>&1");
+  if (built.rc != 0) GTEST_SKIP() << "no C toolchain to build the test program: " << built.out;
+  const std::string nm = RunCommand("nm -S " + dir + "/t");
+  const auto at = nm.find(" T outer\n");
+  ASSERT_NE(at, std::string::npos) << nm;
+  const auto line = nm.rfind('\n', at) + 1;
+  const uint64_t outer = std::stoull(nm.substr(line, 16), nullptr, 16);
+  const uint64_t size = std::stoull(nm.substr(line + 17, 16), nullptr, 16);
+  auto image = ElfImage::Open(dir + "/t");
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  Symbolizer sym;
+  size_t nested = 0;
+  for (uint64_t a = outer; a < outer + size; ++a) {
+    auto s = sym.Symbolize(*image, a);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->function, "outer");
+    ASSERT_FALSE(s->frames.empty());
+    EXPECT_EQ(s->frames.back().function, "outer") << "at 0x" << std::hex << a;
+    std::string chain;
+    for (const SourceFrame& f : s->frames) chain += (chain.empty() ? "" : " <- ") + f.function;
+    if (s->frames.size() == 3) {
+      EXPECT_EQ(chain, "add_one <- twice <- outer");
+      ++nested;
+    }
+    // addr2line's own chain for the address, when binutils is there.
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(a));
+    const std::string a2l = RunCommand("addr2line -i -f -e " + dir + "/t " + hex + " 2>/dev/null");
+    if (a2l.empty()) continue;
+    std::string theirs;
+    size_t pos = 0;
+    for (int i = 0; pos < a2l.size(); ++i) {
+      const size_t end = a2l.find('\n', pos);
+      if (i % 2 == 0) theirs += (theirs.empty() ? "" : " <- ") + a2l.substr(pos, end - pos);
+      pos = end == std::string::npos ? a2l.size() : end + 1;
+    }
+    EXPECT_EQ(chain, theirs) << "at 0x" << std::hex << a;
+  }
+  EXPECT_GT(nested, 0u) << "no address inside both inlines";
+  pathprof::testing::RunCommand("rm -rf " + dir);
+}
+
 // A stripped program's functions have no symbol, but each has an unwind entry (FDE) spanning
 // it: its code is named `image+0xSTART` after that entry, START being the function's address in
 // the unstripped build (nm), so every address of one function gives one name (one hot method).
