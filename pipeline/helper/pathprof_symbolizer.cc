@@ -149,7 +149,7 @@ class Server {
         q.max_frames() > wire::kMaxUnwindFrames)
       return false;
     const std::vector<uint64_t> regs(q.regs().begin(), q.regs().end());
-    const std::string stack = q.stack();
+    const std::string& stack = q.stack();
     // The daemon answers each address with its mapping's range: asked once per mapping.
     struct Known {
       uint64_t start, end;

@@ -17,6 +17,7 @@
 #include "pathprof/decoders/cfi_unwinder.h"
 #include "pathprof/decoders/elf_image.h"
 #include "pathprof/decoders/symbolizer.h"
+#include "pathprof/pipeline/symbol_service.h"
 
 namespace pathprof::pipeline {
 
@@ -44,6 +45,9 @@ class SymbolBackend {
   // Drops what was built from `image` (the image cache evicted it); ForgetAll drops everything.
   virtual void Forget(const decoders::ElfImage* image) = 0;
   virtual void ForgetAll() = 0;
+  // The helper's counts and running pid; none for libdw in this process.
+  virtual SymbolHelperStats HelperStats() const { return {}; }
+  virtual int HelperPid() const { return 0; }
 };
 
 // libdw in this process.

@@ -23,9 +23,7 @@ struct SymbolService::Impl {
     if (where == SymbolizeIn::kHelper) {
       SymbolHelperOptions o;
       o.max_image_bytes = options.max_image_bytes;
-      auto h = std::make_unique<HelperSymbolBackend>(o);
-      helper = h.get();
-      backend = std::move(h);
+      backend = std::make_unique<HelperSymbolBackend>(o);
     } else {
       backend = InProcessSymbolBackend();
     }
@@ -33,7 +31,6 @@ struct SymbolService::Impl {
   std::mutex mu;
   decoders::ImageStore images;
   std::unique_ptr<SymbolBackend> backend;
-  HelperSymbolBackend* helper = nullptr;  // backend, when it is the helper
   std::map<const decoders::ElfImage*, std::string> debug_files;
   uint64_t eviction_seq = 0;
   std::vector<const decoders::ElfImage*> evicted;
@@ -219,12 +216,12 @@ decoders::ImageStoreStats SymbolService::ImageStoreCounts() const {
 
 SymbolHelperStats SymbolService::HelperCounts() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->helper != nullptr ? impl_->helper->stats() : SymbolHelperStats{};
+  return impl_->backend->HelperStats();
 }
 
 int SymbolService::HelperPid() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->helper != nullptr ? impl_->helper->helper_pid() : 0;
+  return impl_->backend->HelperPid();
 }
 
 Location SymbolService::SymbolizeKernel(uint64_t address) {

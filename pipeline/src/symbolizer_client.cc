@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "pathprof/decoders/mapped_file.h"
@@ -70,7 +71,7 @@ Result<std::string> SymbolizerHelperPath() {
 
 struct HelperSymbolBackend::Impl {
   explicit Impl(const SymbolHelperOptions& o) : options(o) {}
-  ~Impl() { Stop(0); }
+  ~Impl() { (void)Stop(0); }
 
   SymbolHelperOptions options;
   SymbolHelperStats stats;
@@ -102,13 +103,8 @@ struct HelperSymbolBackend::Impl {
   // The helper's answers by image and address (and whether with lines): a query asks again for
   // the addresses the last one named (pathtop every second), a round trip each without this.
   // Dropped with the image, and all at once at the bound.
-  struct Key {
-    uint64_t vaddr;
-    bool lines;
-    bool operator<(const Key& o) const {
-      return vaddr != o.vaddr ? vaddr < o.vaddr : lines < o.lines;
-    }
-  };
+  using Key = std::pair<uint64_t, bool>;  // the address, and whether with lines
+
   struct Answers {
     std::weak_ptr<const decoders::ElfImage> image;  // tells a new image at the same address
     std::map<Key, Result<decoders::Symbolization>> by_address;
@@ -119,21 +115,28 @@ struct HelperSymbolBackend::Impl {
   static constexpr size_t kMaxAnsweredProcesses = 256;
   static constexpr size_t kMaxAnswersPerProcess = 32;
 
-  // Ends the helper (killed unless it is exiting on its own within `grace_ms`).
-  void Stop(int grace_ms) {
-    if (pid == 0) return;
+  // Ends the helper (killed unless it is exiting on its own within `grace_ms`): how it ended
+  // (stepping::DescribeHelperExit), "gone" when none was running.
+  std::string Stop(int grace_ms) {
+    if (pid == 0) return "gone";
     reader.reset();
     sock = UniqueFd();  // EOF: a sound helper exits
-    (void)stepping::ReapHelper(pid, pidfd.get(), grace_ms);
+    const int status = stepping::ReapHelper(pid, pidfd.get(), grace_ms);
     pid = 0;
     pidfd = UniqueFd();
     sent.clear();
+    return stepping::DescribeHelperExit(status);
   }
 
+  // Counts the failure by `reason`, ends the helper and says why the request failed: "the
+  // symbolizer helper `what`", or `why` as the wire's parser worded it.
   Status Fail(const std::string& reason, const std::string& what) {
+    return Fail(reason, Status(ErrorCode::kUnavailable, "the symbolizer helper " + what));
+  }
+  Status Fail(const std::string& reason, const Status& why) {
     ++stats.failures[reason];
-    Stop(0);
-    return Error(ErrorCode::kUnavailable, "the symbolizer helper " + what);
+    (void)Stop(0);
+    return Error(ErrorCode::kUnavailable, why.message());
   }
 
   Status Start() {
@@ -186,11 +189,7 @@ struct HelperSymbolBackend::Impl {
     if (r != stepping::ReceiveResult::kMessage || h.type != uint32_t(wire::Type::kReady))
       return Fail("start", r == stepping::ReceiveResult::kTimeout ? "did not start in time"
                                                                   : "ended before it was ready");
-    if (Status ready = wire::ParseReady(payload); !ready.ok()) {
-      ++stats.failures["start"];
-      Stop(0);
-      return ready;
-    }
+    if (Status ready = wire::ParseReady(payload); !ready.ok()) return Fail("start", ready);
     return Status::Ok();
   }
 
@@ -263,24 +262,13 @@ struct HelperSymbolBackend::Impl {
     if (r == stepping::ReceiveResult::kTimeout)
       return Fail("timeout",
                   "did not answer within " + std::to_string(options.reply_timeout_ms) + " ms");
-    if (r != stepping::ReceiveResult::kMessage) return Fail("died", "ended (" + Describe() + ")");
+    // It closed its socket: reaped (a second at most) to say how it ended.
+    if (r != stepping::ReceiveResult::kMessage)
+      return Fail("died", "ended (it " + Stop(1'000) + ")");
     if (h.type != uint32_t(a) && h.type != uint32_t(b))
       return Fail("malformed", "sent a message of type " + std::to_string(h.type));
     *got = static_cast<wire::Type>(h.type);
     return Status::Ok();
-  }
-
-  std::string Describe() {
-    // The helper closed its socket: reap it to say how it ended.
-    const pid_t was = pid;
-    if (was == 0) return "gone";
-    reader.reset();
-    sock = UniqueFd();
-    const int status = stepping::ReapHelper(pid, pidfd.get(), 1'000);
-    pid = 0;
-    pidfd = UniqueFd();
-    sent.clear();
-    return "it " + stepping::DescribeHelperExit(status);
   }
 };
 
@@ -288,10 +276,10 @@ HelperSymbolBackend::HelperSymbolBackend(const SymbolHelperOptions& options)
     : impl_(std::make_unique<Impl>(options)) {}
 HelperSymbolBackend::~HelperSymbolBackend() = default;
 
-SymbolHelperStats HelperSymbolBackend::stats() const {
+SymbolHelperStats HelperSymbolBackend::HelperStats() const {
   return impl_->stats;
 }
-int HelperSymbolBackend::helper_pid() const {
+int HelperSymbolBackend::HelperPid() const {
   return impl_->pid;
 }
 
@@ -321,7 +309,7 @@ Result<decoders::Symbolization> HelperSymbolBackend::Symbolize(
   PATHPROF_RETURN_IF_ERROR(s.Receive(wire::Type::kSymbol, wire::Type::kSymbol, &got));
   Result<decoders::Symbolization> answer = Error(ErrorCode::kInternal, "no answer");
   if (Status parsed = wire::ParseSymbol(s.payload, &answer); !parsed.ok())
-    return s.Fail("malformed", parsed.message().substr(std::strlen("the symbolizer helper ")));
+    return s.Fail("malformed", parsed);
   if (s.answer_count >= Impl::kMaxAnswers) {
     s.answers.clear();
     s.answer_count = 0;
@@ -372,13 +360,13 @@ decoders::UnwindResult HelperSymbolBackend::Unwind(uint32_t pid, std::span<const
       PATHPROF_RETURN_IF_ERROR(s.Receive(wire::Type::kImageQuestion, wire::Type::kUnwound, &got));
       if (got == wire::Type::kUnwound) {
         auto r = wire::ParseUnwound(s.payload, kMaxFrames);
-        if (!r.ok()) return s.Fail("malformed", r.status().message());
+        if (!r.ok()) return s.Fail("malformed", r.status());
         return r;
       }
       if (asked >= MaxQuestions(kMaxFrames))
         return s.Fail("malformed", "asked for more images than an unwind needs");
       auto address = wire::ParseImageQuestion(s.payload);
-      if (!address.ok()) return s.Fail("malformed", address.status().message());
+      if (!address.ok()) return s.Fail("malformed", address.status());
       const UnwindMapping m = mapping_at(*address);
       pb::ImageAnswer a;
       // CFI lives in the image itself; no debug file is needed to unwind. An image that cannot

@@ -47,9 +47,9 @@ class HelperSymbolBackend final : public SymbolBackend {
   void Forget(const decoders::ElfImage* image) override;
   void ForgetAll() override;
 
-  SymbolHelperStats stats() const;
+  SymbolHelperStats HelperStats() const override;
   // The running helper's pid, 0 when none (tests read its /proc status).
-  int helper_pid() const;
+  int HelperPid() const override;
 
  private:
   struct Impl;

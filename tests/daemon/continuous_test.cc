@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/proc_status.h"
 #include "daemon_harness.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "pathprof/core/pbs.h"
@@ -257,16 +258,9 @@ int TracerOf(pid_t pid) {
 // process's executable, or nothing: the whole host), starts a copy of example_hotloop a second
 // into the first window, and checks that the first window's archived profile names it; with
 // source snapshot, that the window holds hot paths in it, and that nothing ever traced it.
-// A helper of the daemon (its child) by its comm (15 characters at most), or -1.
-pid_t HelperOf(pid_t daemon, const std::string& comm) {
-  const procfs::Procfs& proc = procfs::Procfs::Host();
-  for (pid_t pid : proc.Pids()) {
-    auto stat = proc.ReadStat(pid);
-    if (stat.ok() && stat->ppid == daemon && stat->comm == comm) return pid;
-  }
-  return -1;
+pid_t EmulatorOf(pid_t daemon) {
+  return pathprof::testing::ChildNamed(daemon, "pathprof-emulat");
 }
-pid_t EmulatorOf(pid_t daemon) { return HelperOf(daemon, "pathprof-emulat"); }
 
 // What a helper process may do: its uid, CapEff, NoNewPrivs and Seccomp lines.
 std::string ConfinementOf(pid_t pid) {
@@ -405,7 +399,8 @@ void ExpectAProcessBornMidWindowInThatWindow(bool by_executable,
     // capabilities, under its filter (it lives on with the daemon).
     std::string symbolizer;
     for (int i = 0; i < 40 && symbolizer.find("Seccomp=2") == std::string::npos; ++i) {
-      if (const pid_t helper = HelperOf(daemon.pid(), "pathprof-symbol"); helper > 0)
+      if (const pid_t helper = pathprof::testing::ChildNamed(daemon.pid(), "pathprof-symbol");
+          helper > 0)
         symbolizer = ConfinementOf(helper);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -183,25 +183,7 @@ TEST(ImportHelper, AnIntelPtRecordingGivesWhatADecodeHereGives) {
 
 // The helper's own process, found among this process's children by name.
 pid_t FindHelper(std::chrono::milliseconds within) {
-  const auto until = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < until) {
-    for (const auto& e : fs::directory_iterator("/proc")) {
-      const std::string name = e.path().filename();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::ifstream stat(e.path() / "stat");
-      std::string line;
-      std::getline(stat, line);
-      const size_t close = line.rfind(')');
-      if (close == std::string::npos || line.find("(pathprof-import)") == std::string::npos)
-        continue;
-      char state = 0;
-      int ppid = 0;
-      if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid())
-        return std::stoi(name);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return -1;
+  return testing::ChildNamed(getpid(), "pathprof-import", within);
 }
 
 std::string StatusLine(pid_t pid, const char* key) {

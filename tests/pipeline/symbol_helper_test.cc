@@ -179,21 +179,6 @@ TEST(SymbolHelper, TheHelperIsNobodyWithoutCapabilitiesUnderSeccomp) {
   }
 }
 
-// A pathprof-symbolizer child of this process other than `known`, waited for up to `within`.
-pid_t ChildHelperOtherThan(pid_t known, std::chrono::milliseconds within) {
-  const procfs::Procfs& proc = procfs::Procfs::Host();
-  const auto until = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < until) {
-    for (pid_t pid : proc.Pids()) {
-      auto stat = proc.ReadStat(pid);
-      if (pid != known && stat.ok() && stat->ppid == getpid() && stat->comm == "pathprof-symbol")
-        return pid;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return -1;
-}
-
 // The packaged daemon is no root but `pathprof` with ambient capabilities: its helper keeps
 // none of them and becomes nobody; such a daemon (no CAP_KILL) cannot kill it, so a hung request
 // is ended by the helper's own deadline (reply bound 1.5 s: the helper's is 3 s).
@@ -212,7 +197,7 @@ TEST(SymbolHelper, AHelperOfANonRootProcessWithCapabilitiesHasNoneAndEndsItsOwnH
         options.reply_timeout_ms = 1'500;
         HelperSymbolBackend backend(options);
         out += backend.Symbolize(*image, 0x1000, "", false).ok() ? " answered" : " refused";
-        const pid_t helper = backend.helper_pid();
+        const pid_t helper = backend.HelperPid();
         out += " uid " + testing::FirstField(ProcStatusLine(helper, "Uid")) + " CapEff " +
                ProcStatusLine(helper, "CapEff") + " CapAmb " + ProcStatusLine(helper, "CapAmb") +
                " Seccomp " + ProcStatusLine(helper, "Seccomp");
@@ -223,10 +208,11 @@ TEST(SymbolHelper, AHelperOfANonRootProcessWithCapabilitiesHasNoneAndEndsItsOwnH
         std::string failure;
         std::thread request([&] {
           auto r = hung.Symbolize(*image, 0x2000, "", false);
-          failure =
-              r.ok() ? "[answered]" : "timeout " + std::to_string(hung.stats().failures["timeout"]);
+          failure = r.ok() ? "[answered]"
+                           : "timeout " + std::to_string(hung.HelperStats().failures["timeout"]);
         });
-        const pid_t second = ChildHelperOtherThan(helper, std::chrono::seconds(5));
+        const pid_t second =
+            testing::ChildNamed(getpid(), "pathprof-symbol", std::chrono::seconds(5), helper);
         request.join();
         unsetenv("PATHPROF_SYMBOLIZER_FAULT");
         out += " " + failure;
@@ -305,8 +291,8 @@ TEST(SymbolHelper, AHangIsBoundedByTheReplyTimeout) {
       << r.status().message();
   EXPECT_GE(waited, 1.4);
   EXPECT_LT(waited, 10.0);
-  EXPECT_EQ(backend.stats().failures.at("timeout"), 1u);
-  EXPECT_EQ(backend.helper_pid(), 0);
+  EXPECT_EQ(backend.HelperStats().failures.at("timeout"), 1u);
+  EXPECT_EQ(backend.HelperPid(), 0);
 }
 
 // An unwind the helper fails is done by the frame-pointer chain here, which reads only the
@@ -388,7 +374,7 @@ TEST(SymbolHelper, AHelperThatKeepsDyingIsNotStartedForEveryRequest) {
   for (int i = 0; i < kMaxStartsPerMinute + 3; ++i)
     EXPECT_FALSE(backend.Symbolize(*image, 0x1000, "", false).ok());
   unsetenv("PATHPROF_SYMBOLIZER_FAULT");
-  const SymbolHelperStats st = backend.stats();
+  const SymbolHelperStats st = backend.HelperStats();
   EXPECT_EQ(st.starts, static_cast<uint64_t>(kMaxStartsPerMinute));
   EXPECT_EQ(st.failures.at("died"), static_cast<uint64_t>(kMaxStartsPerMinute));
   EXPECT_EQ(st.failures.at("restart_refused"), 3u);
