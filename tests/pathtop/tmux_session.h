@@ -56,15 +56,27 @@ class Tmux {
     return rc == 0;
   }
   // Waits (10 s at most: against hanging, not a timing assertion) until the screen satisfies
-  // `ok`; returns the last screen.
+  // `ok` and has settled; returns the last screen. Settled: the same on a second look 30 ms
+  // later. ncurses writes a frame in pieces and tmux shows each piece as it arrives, so a screen
+  // satisfying `ok` may be half redrawn (a CI run read the zoomed flame graph's header over the
+  // unzoomed graph's rows); on a loaded host the rest can arrive much later than the first piece.
   std::string WaitFor(const std::function<bool(const std::string&)>& ok, int seconds = 10) {
     std::string screen;
+    std::string last_ok;
     for (int i = 0; i < seconds * 20; ++i) {
       screen = Capture();
-      if (ok(screen)) return screen;
+      if (ok(screen)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        const std::string again = Capture();
+        if (again == screen) return screen;
+        last_ok = screen;
+        continue;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return screen;
+    // A screen that kept changing while it satisfied `ok` (a view that redraws faster than
+    // 30 ms): the last one that did, so the caller's assertions read what it waited for.
+    return last_ok.empty() ? screen : last_ok;
   }
   std::string WaitForText(const std::string& text, int seconds = 10) {
     return WaitFor([&](const std::string& s) { return s.find(text) != std::string::npos; },

@@ -321,7 +321,11 @@ TEST_F(PathtopTui, FlameGraphContextPathsAndDetails) {
   EXPECT_TRUE(Has(Bottom(s, 1), "1 frames, 9.0% of the total")) << s;
   EXPECT_TRUE(Has(Line(s, 7), "[*che~]")) << s;
   tmux.Keys("Enter Down Down Down Enter");
-  s = tmux.WaitForText("zoom hot_loop");
+  // The whole zoomed frame, not only its header: the rows below are drawn after it.
+  s = tmux.WaitFor([](const std::string& s) {
+    return Has(Line(s, 1), "zoom hot_loop") && Has(Line(s, 6), ">hot_loop 62.0%") &&
+           !Has(s, "[mix ");
+  });
   Keep("flame_zoomed", s);
   EXPECT_EQ(Line(s, 6).find(">hot_loop 62.0%"), 0u) << s;
   EXPECT_EQ(Line(s, 6).back(), '<') << s;
