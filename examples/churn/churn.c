@@ -3,7 +3,10 @@
  * children at set rates. Each child runs spin() too, then exits 0; a child that dies by a signal
  * instead (a SIGTRAP from a breakpoint left in its copy of the text, say) is counted as bad.
  * Usage: example_churn [--threads PER_S] [--forks PER_S] [--seconds S] [--exec-after S]
+ *                      [--exec-on-usr1]
  *   --exec-after S: after S seconds the process execs itself (same options, no --exec-after).
+ *   --exec-on-usr1: on SIGUSR1 the process execs itself (same options, without this one): for a
+ *     test that must see the program before its exec, whatever the host's load.
  * Prints one line per second: "threads N forks N bad_children N", and a "total ..." line at
  * exit (0 when no child went bad). */
 #include <pthread.h>
@@ -19,6 +22,12 @@
 volatile unsigned sink;
 static atomic_ulong threads_made, forks_made, bad_children;
 static double thread_rate, fork_rate;
+static volatile sig_atomic_t exec_asked;
+
+static void ask_for_exec(int sig) {
+  (void)sig;
+  exec_asked = 1;
+}
 
 __attribute__((noinline)) unsigned spin(unsigned n) {
   unsigned acc = 0;
@@ -83,11 +92,17 @@ static double now_s(void) {
 
 int main(int argc, char** argv) {
   double seconds = 0, exec_after = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--exec-on-usr1")) {
+      signal(SIGUSR1, ask_for_exec);
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (!strcmp(argv[i], "--threads")) thread_rate = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--forks")) fork_rate = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--exec-after")) exec_after = atof(argv[i + 1]);
+    ++i;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
   pthread_t t;
@@ -99,7 +114,7 @@ int main(int argc, char** argv) {
   for (;;) {
     spin(20000);
     const double now = now_s();
-    if (exec_after > 0 && now - start >= exec_after) {
+    if (exec_asked || (exec_after > 0 && now - start >= exec_after)) {
       char rate_t[32], rate_f[32], secs[32];
       snprintf(rate_t, sizeof rate_t, "%g", thread_rate);
       snprintf(rate_f, sizeof rate_f, "%g", fork_rate);

@@ -270,8 +270,7 @@ TEST(SnapshotWindowCollector, EverySampleOfHostileProgramsIsAccountedFor) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (eBPF)";
   const std::vector<std::vector<std::string>> programs = {
       {"example_thread_exit", "--seconds", "60", "--workers", "4"},
-      {"example_churn", "--threads", "200", "--forks", "50", "--seconds", "60", "--exec-after",
-       "2"},
+      {"example_churn", "--threads", "200", "--forks", "50", "--seconds", "60", "--exec-on-usr1"},
       {"example_jit", "--seconds", "60"},
       {"example_selfmod", "--seconds", "60"},
   };
@@ -289,11 +288,18 @@ TEST(SnapshotWindowCollector, EverySampleOfHostileProgramsIsAccountedFor) {
         opt, [&](const BranchBatch& b) { handed += b.events.empty() ? 0 : 1; });
     ASSERT_TRUE(collector.ok()) << args[0] << ": " << collector.status().ToString();
     // Until 300 windows (and churn's exec) were seen: well under a second each at 999 Hz a
-    // thread, churn's exec at 2 s. At most 10 s, 30 s for churn: on a 2-vCPU host loaded by
-    // other work its exec was once not seen within 10 s (passed alone in 8.6 s).
+    // thread. Churn execs when told, once 50 of its windows were seen: the collector must know
+    // the program before the exec to see one (Start alone took 2-4 s in the sanitizer build
+    // beside two busy loops, so an exec at a fixed time could come before the first sample).
+    // At most 10 s, 30 s for churn.
     const bool churn = args[0] == "example_churn";
+    bool exec_asked = false;
     for (int i = 0; i < (churn ? 600 : 200); ++i) {
       const SnapshotWindowStats now = (*collector)->stats();
+      if (churn && !exec_asked && now.windows >= 50) {
+        kill(target, SIGUSR1);
+        exec_asked = true;
+      }
       if (now.windows >= 300 && (!churn || now.execs >= 1)) break;
       usleep(50'000);
     }
@@ -315,10 +321,14 @@ TEST(SnapshotWindowCollector, EverySampleOfHostileProgramsIsAccountedFor) {
     }
     std::printf(
         "%s: samples %llu, windows %llu (%llu handed on), no snapshot %llu, queue full "
-        "%llu, execs %llu; ends:%s\n",
+        "%llu, execs %llu, evicted %llu, emulator failures %llu (%llu samples lost), ringbuf "
+        "full %llu; ends:%s\n",
         args[0].c_str(), (unsigned long long)st.samples, (unsigned long long)st.windows,
         (unsigned long long)handed.load(), (unsigned long long)st.no_snapshot,
-        (unsigned long long)st.dropped_queue_full, (unsigned long long)st.execs, ends.c_str());
+        (unsigned long long)st.dropped_queue_full, (unsigned long long)st.execs,
+        (unsigned long long)st.processes_evicted, (unsigned long long)st.emulator_failures,
+        (unsigned long long)st.lost_emulator_gone, (unsigned long long)st.ringbuf_full,
+        ends.c_str());
     EXPECT_GT(st.windows, 50u) << args[0];
     EXPECT_EQ(st.samples, st.windows + st.no_snapshot + st.in_mapping_syscall +
                               st.dropped_queue_full + st.budget_count + st.budget_cpu +
@@ -328,6 +338,7 @@ TEST(SnapshotWindowCollector, EverySampleOfHostileProgramsIsAccountedFor) {
     EXPECT_LE(handed.load(), st.windows) << args[0];
     // example_churn execs itself: what was kept of the old program is dropped.
     if (churn) {
+      EXPECT_TRUE(exec_asked) << "fewer than 50 windows of churn in 30 s";
       EXPECT_GE(st.execs, 1u);
     }
   }
