@@ -1,11 +1,14 @@
 // pathprof-emulator: the process snapshot windows are emulated in (emulator_client.h).
-//   pathprof-emulator [--uid U --gid G]
+//   pathprof-emulator [--uid U --gid G] [--sample-deadline-s S]
 // Runs on its fd 3, a Unix socket to the collector that started it: it receives samples and
 // answers each with the window emulated from it (snapshot_emulation.h). It interprets code
 // somebody else chose, so before its first message it becomes uid U and gid G when given (no
 // groups, no capabilities) and enters its sandbox (stepping's helper_sandbox.h): from then on it
 // opens nothing. What it reads of a process (its maps, pagemap, mapped files) the collector
-// opens for it, on request, and passes as descriptors. Not meant to be run by hand.
+// opens for it, on request, and passes as descriptors. With a deadline S, a batch of samples that
+// goes S seconds without a message to or from the collector ends the helper (SIGALRM): a
+// collector that is not root and holds no CAP_KILL (the packaged daemon) cannot kill a helper
+// that became nobody, so a hung helper must end itself. Not meant to be run by hand.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -35,6 +38,13 @@ constexpr int kExitUsage = 2;
 constexpr int kAnswerTimeoutMs = 30'000;
 // The maps of a process, as text, at most (a process with ~500,000 mappings).
 constexpr size_t kMaxMapsBytes = 64u << 20;
+
+// Seconds a batch may go without a message before the helper ends itself; 0: no deadline.
+unsigned sample_deadline_s = 0;
+
+void RearmDeadline() {
+  if (sample_deadline_s != 0) alarm(sample_deadline_s);
+}
 
 // What goes to the collector, held until it must go: before an open request (the collector
 // tells which sample the helper is on by the outcomes it has) and at a batch's end.
@@ -109,6 +119,8 @@ class BrokeredAccess final : public pc::ProcessAccess {
     }
     outbox_.Flush();
     if (!wire::Send(sock_, wire::Type::kOpen, &r, sizeof r)) std::_Exit(0);  // collector gone
+    // The collector's clock on this helper starts again with each message it gets.
+    RearmDeadline();
     wire::Header h{};
     std::vector<uint8_t> payload;
     int fd = -1;
@@ -118,6 +130,7 @@ class BrokeredAccess final : public pc::ProcessAccess {
             wire::ReceiveResult::kMessage ||
         h.type != wire::Type::kOpened || payload.size() != sizeof(int32_t))
       std::_Exit(0);
+    RearmDeadline();
     pathprof::decoders::UniqueFd owned(fd);
     int32_t error = 0;
     std::memcpy(&error, payload.data(), sizeof error);
@@ -143,18 +156,23 @@ int Fail(const std::string& why) {
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a collector gone away is seen as EPIPE, not death
   (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-  uint32_t uid = 0, gid = 0;
+  uint32_t uid = 0, gid = 0, deadline = 0;
   bool drop = false;
   for (int i = 1; i < argc; i += 2) {
-    if (i + 1 >= argc) return kExitUsage;
     const std::string key = argv[i];
-    uint32_t* to = key == "--uid" ? &uid : key == "--gid" ? &gid : nullptr;
-    if (to == nullptr || !pathprof::stepping::ParseHelperNumber(argv[i + 1], to)) {
-      std::fprintf(stderr, "pathprof-emulator: usage: pathprof-emulator [--uid U --gid G]\n");
+    uint32_t* to = key == "--uid"                 ? &uid
+                   : key == "--gid"               ? &gid
+                   : key == "--sample-deadline-s" ? &deadline
+                                                  : nullptr;
+    if (to == nullptr || i + 1 >= argc || !pathprof::stepping::ParseHelperNumber(argv[i + 1], to)) {
+      std::fprintf(stderr,
+                   "pathprof-emulator: usage: pathprof-emulator [--uid U --gid G] "
+                   "[--sample-deadline-s S]\n");
       return kExitUsage;
     }
-    drop = true;
+    drop = drop || to != &deadline;
   }
+  sample_deadline_s = deadline;
   const char* fault = std::getenv("PATHPROF_EMULATOR_FAULT");
   pc::ProcessImage::LoadShared();  // this process's vdso: read before the sandbox opens nothing
   if (drop) {
@@ -200,6 +218,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (h.type != wire::Type::kSamples) return Fail("an unexpected message");
+    RearmDeadline();
     if (!wire::DecodeSamples(payload, &samples)) return Fail("a malformed batch of samples");
 #ifndef NDEBUG
     // Tests only: what an exploit would do, at the first sample.
@@ -211,5 +230,6 @@ int main(int argc, char** argv) {
     for (const pathprof::collectors::RawStackSample& sample : samples)
       outbox.Add(wire::Type::kOutcome, wire::EncodeOutcome(emulation.Emulate(sample)));
     outbox.Flush();
+    alarm(0);  // waiting for the next batch has no deadline: the collector's death ends it
   }
 }

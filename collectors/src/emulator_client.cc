@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -56,6 +57,10 @@ Result<std::unique_ptr<EmulatorClient>> EmulatorClient::Start(
   if (run_as) {
     args = {"--uid", std::to_string(run_as->uid), "--gid", std::to_string(run_as->gid)};
   }
+  // The helper's own deadline, past ours (whole seconds, 2 s later): it ends a helper we cannot
+  // kill (we are no root and hold no CAP_KILL, it became nobody) after we gave up on it.
+  args.push_back("--sample-deadline-s");
+  args.push_back(std::to_string((std::max(options.sample_timeout_ms, 0) + 999) / 1000 + 2));
   int pair[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
     return Error(ErrorCode::kResourceExhausted,

@@ -138,9 +138,19 @@ const std::vector<int>& TracerCalls() {
 }
 
 // The emulator's socket: messages and the descriptors they carry, on the socket it was given.
-const std::vector<int>& EmulatorCalls() {
+const std::vector<int>& SocketCalls() {
   static const std::vector<int> calls = {SCMP_SYS(recvmsg), SCMP_SYS(sendmsg), SCMP_SYS(recvfrom),
                                          SCMP_SYS(sendto)};
+  return calls;
+}
+
+// The emulator's: its socket, and its own deadline on a batch (alarm: SIGALRM ends it).
+const std::vector<int>& EmulatorCalls() {
+  static const std::vector<int> calls = [] {
+    std::vector<int> calls = SocketCalls();
+    calls.push_back(SCMP_SYS(alarm));
+    return calls;
+  }();
   return calls;
 }
 
@@ -153,14 +163,12 @@ const std::vector<int>& ImporterCalls() {
   return calls;
 }
 
-// The symbolizer's: its socket like the emulator's, and read-only looks at files like the
-// importer's (libdw opens the DWARF supplement, .gnu_debugaltlink, a debug file names).
-// Its own per-request deadline too (alarm: SIGALRM ends it).
+// The symbolizer's: its socket and deadline like the emulator's, and read-only looks at files
+// like the importer's (libdw opens the DWARF supplement, .gnu_debugaltlink, a debug file names).
 const std::vector<int>& SymbolizerCalls() {
   static const std::vector<int> calls = [] {
-    std::vector<int> both = EmulatorCalls();
+    std::vector<int> both = EmulatorCalls();  // the socket and alarm
     both.insert(both.end(), ImporterCalls().begin(), ImporterCalls().end());
-    both.push_back(SCMP_SYS(alarm));
     return both;
   }();
   return calls;

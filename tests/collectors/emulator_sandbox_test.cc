@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,8 +22,10 @@
 
 #include "common/capable_user.h"
 #include "emulator_client.h"
+#include "emulator_wire.h"
 #include "pathprof/collectors/snapshot_windows.h"
 #include "pathprof/core/procfs.h"
+#include "pathprof/stepping/helper_process.h"
 
 namespace pathprof::collectors {
 namespace {
@@ -281,6 +284,45 @@ TEST(EmulatorSandbox, AHelperThatExecsIsKilledByItsFilterAndNoneIsLeft) {
                             st.dropped_queue_full + st.budget_count + st.budget_cpu +
                             st.own_process + st.lost_emulator_gone + st.after_stop + st.queued)
       << "samples " << st.samples << " lost " << st.lost_emulator_gone;
+}
+
+// A batch that hangs ends the helper by itself at its deadline (SIGALRM), whoever could or
+// could not kill it: the packaged daemon (no root, no CAP_KILL) cannot signal a helper that
+// became nobody. Nothing here kills it.
+TEST(EmulatorSandbox, AHungBatchEndsTheHelperAtItsOwnDeadline) {
+  auto path = EmulatorHelperPath();
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  int ends[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+  setenv("PATHPROF_EMULATOR_FAULT", "hang", 1);
+  auto pid = stepping::SpawnHelper(*path, {"--sample-deadline-s", "1"}, {ends[1]});
+  unsetenv("PATHPROF_EMULATOR_FAULT");
+  close(ends[1]);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  const emulator_wire::Settings settings = emulator_wire::SettingsFor(EmulationSettings{});
+  ASSERT_TRUE(
+      emulator_wire::Send(ends[0], emulator_wire::Type::kSettings, &settings, sizeof settings));
+  emulator_wire::Header h{};
+  std::vector<uint8_t> payload;
+  int fd = -1;
+  ASSERT_EQ(emulator_wire::Receive(ends[0], 10'000, &h, &payload, &fd),
+            emulator_wire::ReceiveResult::kMessage);
+  EXPECT_EQ(h.type, emulator_wire::Type::kReady);
+  // An empty batch: the hook hangs at any batch's start, before its first sample.
+  std::vector<uint8_t> batch;
+  emulator_wire::EncodeSamples({}, &batch);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(emulator_wire::Send(ends[0], emulator_wire::Type::kSamples, batch));
+  int status = 0;
+  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
+  stepping::ForgetHelper(*pid);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(ends[0]);
+  ASSERT_TRUE(WIFSIGNALED(status)) << stepping::DescribeHelperExit(status);
+  EXPECT_EQ(WTERMSIG(status), SIGALRM);
+  EXPECT_GE(waited, 0.9);
+  EXPECT_LT(waited, 5.0);
 }
 #endif
 
