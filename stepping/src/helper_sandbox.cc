@@ -137,7 +137,7 @@ const std::vector<int>& TracerCalls() {
   return calls;
 }
 
-// The emulator's socket: messages and the descriptors they carry, on the socket it was given.
+// A helper's socket: messages and the descriptors they carry, on the socket it was given.
 const std::vector<int>& SocketCalls() {
   static const std::vector<int> calls = {SCMP_SYS(recvmsg), SCMP_SYS(sendmsg), SCMP_SYS(recvfrom),
                                          SCMP_SYS(sendto)};
