@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "common/capable_user.h"
+#include "common/helper_end.h"
 #include "emulator_client.h"
 #include "emulator_wire.h"
 #include "pathprof/collectors/snapshot_windows.h"
@@ -313,16 +314,12 @@ TEST(EmulatorSandbox, AHungBatchEndsTheHelperAtItsOwnDeadline) {
   emulator_wire::EncodeSamples({}, &batch);
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(emulator_wire::Send(ends[0], emulator_wire::Type::kSamples, batch));
-  int status = 0;
-  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
-  stepping::ForgetHelper(*pid);
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const testing::HelperEnd end = testing::WaitForHelperEnd(*pid, start);
   close(ends[0]);
-  ASSERT_TRUE(WIFSIGNALED(status)) << stepping::DescribeHelperExit(status);
-  EXPECT_EQ(WTERMSIG(status), SIGALRM);
-  EXPECT_GE(waited, 0.9);
-  EXPECT_LT(waited, 5.0);
+  ASSERT_TRUE(end.reaped);
+  EXPECT_EQ(end.signal, SIGALRM) << end.description;
+  EXPECT_GE(end.seconds, 0.9);
+  EXPECT_LT(end.seconds, 5.0);
 }
 #endif
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/capable_user.h"
+#include "common/helper_end.h"
 #include "common/proc_status.h"
 #include "common/stack_capture.h"
 #include "pathprof/core/procfs.h"
@@ -350,16 +351,12 @@ TEST(SymbolHelper, AHungRequestEndsTheHelperAtItsOwnDeadline) {
   ASSERT_TRUE(stepping::SendMessage(ends[0], static_cast<uint32_t>(wire::Type::kSymbolize),
                                     bytes.data(), static_cast<uint32_t>(bytes.size())));
   // No kill from here: the helper must end by itself.
-  int status = 0;
-  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
-  stepping::ForgetHelper(*pid);
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const testing::HelperEnd end = testing::WaitForHelperEnd(*pid, start);
   close(ends[0]);
-  ASSERT_TRUE(WIFSIGNALED(status)) << stepping::DescribeHelperExit(status);
-  EXPECT_EQ(WTERMSIG(status), SIGALRM);
-  EXPECT_GE(waited, 0.9);
-  EXPECT_LT(waited, 5.0);
+  ASSERT_TRUE(end.reaped);
+  EXPECT_EQ(end.signal, SIGALRM) << end.description;
+  EXPECT_GE(end.seconds, 0.9);
+  EXPECT_LT(end.seconds, 5.0);
 }
 
 // A helper that fails every request is started at most kMaxStartsPerMinute times a minute.
