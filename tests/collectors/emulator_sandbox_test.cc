@@ -293,29 +293,26 @@ TEST(EmulatorSandbox, AHelperThatExecsIsKilledByItsFilterAndNoneIsLeft) {
 TEST(EmulatorSandbox, AHungBatchEndsTheHelperAtItsOwnDeadline) {
   auto path = EmulatorHelperPath();
   ASSERT_TRUE(path.ok()) << path.status().ToString();
-  int ends[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
-  setenv("PATHPROF_EMULATOR_FAULT", "hang", 1);
-  auto pid = stepping::SpawnHelper(*path, {"--sample-deadline-s", "1"}, {ends[1]});
-  unsetenv("PATHPROF_EMULATOR_FAULT");
-  close(ends[1]);
+  int sock = -1;
+  auto pid = testing::SpawnHangingHelper(*path, "PATHPROF_EMULATOR_FAULT",
+                                         {"--sample-deadline-s", "1"}, &sock);
   ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   const emulator_wire::Settings settings = emulator_wire::SettingsFor(EmulationSettings{});
   ASSERT_TRUE(
-      emulator_wire::Send(ends[0], emulator_wire::Type::kSettings, &settings, sizeof settings));
+      emulator_wire::Send(sock, emulator_wire::Type::kSettings, &settings, sizeof settings));
   emulator_wire::Header h{};
   std::vector<uint8_t> payload;
   int fd = -1;
-  ASSERT_EQ(emulator_wire::Receive(ends[0], 10'000, &h, &payload, &fd),
+  ASSERT_EQ(emulator_wire::Receive(sock, 10'000, &h, &payload, &fd),
             emulator_wire::ReceiveResult::kMessage);
   EXPECT_EQ(h.type, emulator_wire::Type::kReady);
   // An empty batch: the hook hangs at any batch's start, before its first sample.
   std::vector<uint8_t> batch;
   emulator_wire::EncodeSamples({}, &batch);
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(emulator_wire::Send(ends[0], emulator_wire::Type::kSamples, batch));
+  ASSERT_TRUE(emulator_wire::Send(sock, emulator_wire::Type::kSamples, batch));
   const testing::HelperEnd end = testing::WaitForHelperEnd(*pid, start);
-  close(ends[0]);
+  close(sock);
   ASSERT_TRUE(end.reaped);
   EXPECT_EQ(end.signal, SIGALRM) << end.description;
   EXPECT_GE(end.seconds, 0.9);

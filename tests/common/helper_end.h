@@ -1,13 +1,18 @@
-// How a helper process ended and how long after a given moment, for the tests of the helpers'
-// own deadlines: the test waits (no kill: the helper must end by itself) and reaps it.
+// For the tests of the helpers' own deadlines: a helper started with its debug fault hook set
+// to hang, and how it ended and how long after a given moment (the test waits, no kill: the
+// helper must end by itself, and reaps it).
 #pragma once
 
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
 #include <string>
+#include <vector>
 
 #include "pathprof/stepping/helper_process.h"
 
@@ -19,6 +24,25 @@ struct HelperEnd {
   std::string description;  // "exited with status N" or "killed by signal N (...)"
   double seconds = 0;       // from `since` until it was reaped
 };
+
+// `path` started with `args` on its fd 3 and the environment variable `fault_variable` (its debug
+// fault hook, builds with assertions only) set to "hang"; `sock` gets this side of the socket.
+inline Result<pid_t> SpawnHangingHelper(const std::string& path, const char* fault_variable,
+                                        const std::vector<std::string>& args, int* sock) {
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
+    return Error(ErrorCode::kResourceExhausted, "socketpair failed");
+  setenv(fault_variable, "hang", 1);
+  auto pid = stepping::SpawnHelper(path, args, {ends[1]});
+  unsetenv(fault_variable);
+  close(ends[1]);
+  if (!pid.ok()) {
+    close(ends[0]);
+    return pid.status();
+  }
+  *sock = ends[0];
+  return *pid;
+}
 
 inline HelperEnd WaitForHelperEnd(pid_t pid, std::chrono::steady_clock::time_point since) {
   HelperEnd end;

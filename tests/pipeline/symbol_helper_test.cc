@@ -331,28 +331,25 @@ TEST(SymbolHelper, AHungRequestEndsTheHelperAtItsOwnDeadline) {
 #endif
   auto path = SymbolizerHelperPath();
   ASSERT_TRUE(path.ok()) << path.status().ToString();
-  int ends[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
-  setenv("PATHPROF_SYMBOLIZER_FAULT", "hang", 1);
-  auto pid = stepping::SpawnHelper(*path, {"--request-deadline-s", "1"}, {ends[1]});
-  unsetenv("PATHPROF_SYMBOLIZER_FAULT");
-  close(ends[1]);
+  int sock = -1;
+  auto pid = testing::SpawnHangingHelper(*path, "PATHPROF_SYMBOLIZER_FAULT",
+                                         {"--request-deadline-s", "1"}, &sock);
   ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   stepping::MessageHeader h{};
   std::vector<uint8_t> payload;
   int fd = -1;
-  ASSERT_EQ(stepping::ReceiveMessage(ends[0], 10'000, wire::kMaxPayload, &h, &payload, &fd),
+  ASSERT_EQ(stepping::ReceiveMessage(sock, 10'000, wire::kMaxPayload, &h, &payload, &fd),
             stepping::ReceiveResult::kMessage);
   EXPECT_EQ(h.type, static_cast<uint32_t>(wire::Type::kReady));
   wire::pb::SymbolizeRequest q;
   q.set_image(1);
   const std::string bytes = q.SerializeAsString();
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(stepping::SendMessage(ends[0], static_cast<uint32_t>(wire::Type::kSymbolize),
+  ASSERT_TRUE(stepping::SendMessage(sock, static_cast<uint32_t>(wire::Type::kSymbolize),
                                     bytes.data(), static_cast<uint32_t>(bytes.size())));
   // No kill from here: the helper must end by itself.
   const testing::HelperEnd end = testing::WaitForHelperEnd(*pid, start);
-  close(ends[0]);
+  close(sock);
   ASSERT_TRUE(end.reaped);
   EXPECT_EQ(end.signal, SIGALRM) << end.description;
   EXPECT_GE(end.seconds, 0.9);
