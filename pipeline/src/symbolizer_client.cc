@@ -234,10 +234,8 @@ struct HelperSymbolBackend::Impl {
         pb::DebugFile d;
         d.set_id(s.id);
         d.set_name(debug_file);
-        const uint64_t id = s.id;
         if (!Send(wire::Type::kDebugFile, d.SerializeAsString(), debug.get()))
           return Fail("died", "closed its socket");
-        return id;
       }
     }
     return s.id;
@@ -248,6 +246,12 @@ struct HelperSymbolBackend::Impl {
     f.add_images(id);
     if (pid != 0 && !Send(wire::Type::kForget, f.SerializeAsString()))
       (void)Fail("died", "closed its socket");
+  }
+
+  // Drops the answers about one image (it left the cache, or another is at its address).
+  void DropAnswers(std::map<const decoders::ElfImage*, Answers>::iterator per) {
+    answer_count -= per->second.by_address.size();
+    answers.erase(per);
   }
 
   std::vector<Answer>& KnownOf(uint32_t process) {
@@ -290,8 +294,7 @@ Result<decoders::Symbolization> HelperSymbolBackend::Symbolize(
   const Impl::Key key{vaddr, lines};
   if (auto per = s.answers.find(image.get()); per != s.answers.end()) {
     if (per->second.image.lock() != image) {
-      s.answer_count -= per->second.by_address.size();
-      s.answers.erase(per);
+      s.DropAnswers(per);
     } else if (auto hit = per->second.by_address.find(key); hit != per->second.by_address.end()) {
       return hit->second;
     }
@@ -345,9 +348,16 @@ decoders::UnwindResult HelperSymbolBackend::Unwind(uint32_t pid, std::span<const
         it = known.erase(it);
         continue;
       }
-      PATHPROF_ASSIGN_OR_RETURN(const uint64_t id, s.IdOf(image, ""));
+      // One that cannot be handed over is left out, as an unwind's question about it would be
+      // answered: the helper asks for what it needs.
+      const Result<uint64_t> id = s.IdOf(image, "");
+      if (s.pid == 0) return Error(ErrorCode::kUnavailable, "the symbolizer helper is gone");
+      if (!id.ok()) {
+        it = known.erase(it);
+        continue;
+      }
       pb::ImageAnswer* a = q.add_known();
-      a->set_image(id);
+      a->set_image(*id);
       a->set_bias(it->bias);
       a->set_start(it->start);
       a->set_end(it->end);
@@ -395,10 +405,7 @@ decoders::UnwindResult HelperSymbolBackend::Unwind(uint32_t pid, std::span<const
 }
 
 void HelperSymbolBackend::Forget(const decoders::ElfImage* image) {
-  if (auto per = impl_->answers.find(image); per != impl_->answers.end()) {
-    impl_->answer_count -= per->second.by_address.size();
-    impl_->answers.erase(per);
-  }
+  if (auto per = impl_->answers.find(image); per != impl_->answers.end()) impl_->DropAnswers(per);
   auto it = impl_->sent.find(image);
   if (it == impl_->sent.end()) return;
   const uint64_t id = it->second.id;
